@@ -1,0 +1,52 @@
+# Strata developer commands. Everything installs into ./.venv; nothing is needed by hand but
+# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM).
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: help venv java-check test test-fast demo bench style clean
+
+help:
+	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
+	@echo "make test       create .venv, install dev dependencies, run the whole suite"
+	@echo "make test-fast  the suite without the JVM-heavy cluster tests"
+	@echo "make bench      run the benchmarks in benchmarks/ (slow; see benchmarks/RESULTS.md)"
+	@echo "make style      ruff check"
+
+java-check:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "error: Java not found. PySpark 4 needs Java 17 or newer." >&2; \
+	  echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless" >&2; \
+	  echo "  macOS:         brew install openjdk@17" >&2; exit 2; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	  if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	    echo "error: Java $$v found, but PySpark 4 needs Java 17 or newer (install openjdk-17)." >&2; exit 2; fi
+
+$(STAMP): pyproject.toml
+	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "error: Python >= 3.10 is needed")'
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: java-check $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: java-check $(STAMP)
+	$(BIN)/python -m pytest -q -m "not cluster and not slow" $(PYTEST_ARGS)
+
+demo: java-check $(STAMP)
+	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
+
+bench: java-check $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+style: $(STAMP)
+	$(BIN)/ruff check store iql capture strata tests
+
+clean:
+	rm -rf $(VENV) .strata-demo .pytest_cache build *.egg-info

@@ -1,0 +1,88 @@
+"""The embedded default SparkSession, and how users point Strata at a cluster instead.
+
+Resolution order for the master: explicit argument, `$STRATA_SPARK_MASTER`, `local[*]`.
+`--conf k=v` pairs (and `$STRATA_SPARK_CONF`, `;`-separated) are applied last, so they win.
+An existing SparkSession passed to `Store.open(spark=...)` is used as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from store.errors import UserError
+
+DEFAULT_MASTER = "local[*]"
+
+# Laptop-friendly defaults; every one can be overridden with --conf.
+_DEFAULTS: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
+    "spark.executor.extraJavaOptions": "-Dlog4j2.level=ERROR",
+}
+
+
+def parse_conf(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Parse `KEY=VALUE` strings; a pair without `=` is a user error."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(
+                f"--conf expects KEY=VALUE, got {pair!r}",
+                hint="for example --conf spark.driver.memory=4g",
+            )
+        conf[key.strip()] = value
+    return conf
+
+
+def _cores() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def session_conf(master: str | None = None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The full configuration Strata would start Spark with (pure; used by tests and `--debug`)."""
+    resolved = master or os.environ.get("STRATA_SPARK_MASTER") or DEFAULT_MASTER
+    out = dict(_DEFAULTS)
+    out["spark.master"] = resolved
+    # Shuffle partitions scaled to the cores of the machine: a laptop has few, so the default
+    # 200 would spend most of the time scheduling empty tasks.
+    out["spark.sql.shuffle.partitions"] = str(max(2, 2 * _cores()))
+    memory = os.environ.get("STRATA_DRIVER_MEMORY")
+    if memory:
+        out["spark.driver.memory"] = memory
+    env_conf = os.environ.get("STRATA_SPARK_CONF", "")
+    if env_conf.strip():
+        out.update(parse_conf([p for p in env_conf.split(";") if p.strip()]))
+    if conf:
+        out.update(conf)
+    return out
+
+
+def get_session(master: str | None = None, conf: Mapping[str, str] | None = None):
+    """Return the active SparkSession, or start one with Strata's defaults."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None and not conf:
+        return active
+    builder = SparkSession.builder.appName("strata")
+    for key, value in session_conf(master, conf).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def graphframes_available(spark) -> bool:
+    """True when the GraphFrames JVM package is on the classpath (e.g. via spark.jars.packages)."""
+    try:
+        spark._jvm.org.graphframes.GraphFrame  # noqa: B018 - py4j lookup raises if absent
+        cls = spark._jvm.java.lang.Class.forName("org.graphframes.GraphFrame")
+        return cls is not None
+    except Exception:  # noqa: BLE001 - py4j raises a bare Py4JJavaError/Py4JError here
+        return False

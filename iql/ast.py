@@ -1,0 +1,443 @@
+"""IQL syntax trees: what the parser builds, and the bound forms the binder adds.
+
+Every node is a frozen, slotted dataclass; nodes built from source text carry a `Span`.
+Parse nodes (`Literal`, `ColumnRef`, `ProvPredicate`, `Select`, ...) say what the user wrote;
+bound nodes (`BoundColumn`, `BoundSource`, `BoundSelect`, ...) say what it means against a
+catalog: which FROM entry an alias is, its kind, the value type of every expression.
+Rewrites return new nodes (`dataclasses.replace`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a node came from: character offsets [start, end) and the 1-based line/column of start."""
+
+    start: int
+    end: int
+    line: int
+    column: int
+
+    def __post_init__(self) -> None:
+        if self.start < 0 or self.end < self.start:
+            raise ValueError(f"bad span offsets {self.start}..{self.end}")
+
+    def cover(self, other: Span) -> Span:
+        first = self if self.start <= other.start else other
+        return Span(first.start, max(self.end, other.end), first.line, first.column)
+
+
+NO_SPAN = Span(0, 0, 1, 1)
+
+
+class CompOp(str, enum.Enum):
+    EQ = "="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+
+    @classmethod
+    def parse(cls, text: str) -> CompOp:
+        return cls.NE if text == "<>" else cls(text)
+
+
+class ProvKind(str, enum.Enum):
+    """The provenance predicates of Ibis Section 5."""
+
+    UNDER = "under"
+    FEEDS = "feeds"
+    EMITS = "emits"
+    INFLUENCES = "influences"
+
+
+class AggFunc(str, enum.Enum):
+    COUNT = "count"
+    MIN = "min"
+    MAX = "max"
+    SUM = "sum"
+    AVG = "avg"
+
+
+class Wildcard(str, enum.Enum):
+    """FROM wildcards (Section 6): any data, any process, any element."""
+
+    ANY_DATA = "AnyData"
+    ANY_PROCESS = "AnyProcess"
+    ANY = "Any"
+
+
+class ValueType(str, enum.Enum):
+    """Types of IQL values; NULL is the type of the literal `null` (compatible with all)."""
+
+    STRING = "string"
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    NULL = "null"
+
+    @property
+    def numeric(self) -> bool:
+        return self in (ValueType.INT, ValueType.FLOAT)
+
+
+# ---------------------------------------------------------------------------- parse nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    value: str | int | float | bool | None
+    span: Span
+
+    @property
+    def vtype(self) -> ValueType:
+        v = self.value
+        if v is None:
+            return ValueType.NULL
+        if isinstance(v, bool):
+            return ValueType.BOOL
+        if isinstance(v, int):
+            return ValueType.INT
+        if isinstance(v, float):
+            return ValueType.FLOAT
+        return ValueType.STRING
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRef:
+    """`alias.name`, or a bare `name` (alias None): an attribute, `id`, or an alias by itself."""
+
+    alias: str | None
+    name: str
+    span: Span
+
+    def __str__(self) -> str:
+        return f"{self.alias}.{self.name}" if self.alias else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """An aggregate call; `arg` None means `count(*)`."""
+
+    func: AggFunc
+    arg: Expr | None
+    distinct: bool
+    span: Span
+
+    def __post_init__(self) -> None:
+        if self.arg is None and self.func is not AggFunc.COUNT:
+            raise ValueError(f"only count takes '*', not {self.func.value}")
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    op: CompOp
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull:
+    operand: Expr
+    negated: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class InList:
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool
+    span: Span
+
+    def __post_init__(self) -> None:
+        if not self.items:
+            raise ValueError("IN needs at least one item")
+
+
+@dataclass(frozen=True, slots=True)
+class ProvPredicate:
+    """`left under right`, `feeds`, `emits`, or `influences(depth)`; depth None = `(*)`."""
+
+    kind: ProvKind
+    left: Expr
+    right: Expr
+    depth: int | None
+    span: Span
+
+    def __post_init__(self) -> None:
+        if self.depth is not None and self.depth < 0:
+            raise ValueError(f"influences depth must be >= 0, got {self.depth}")
+        if self.kind is not ProvKind.INFLUENCES and self.depth is not None:
+            raise ValueError(f"only influences takes a depth, not {self.kind.value}")
+
+    @property
+    def label(self) -> str:
+        if self.kind is not ProvKind.INFLUENCES:
+            return self.kind.value
+        return f"influences({'*' if self.depth is None else self.depth})"
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    query: Select | BoundSelect
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarSubquery:
+    query: Select | BoundSelect
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class SelectItem:
+    expr: Expr
+    alias: str | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """A FROM type: a name (`WebPage`, `Any`) or a granularity tuple `(Row, Column)`."""
+
+    names: tuple[str, ...]
+    is_tuple: bool
+    span: Span
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            raise ValueError("a type needs at least one name")
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(self.names) + ")" if self.is_tuple else self.names[0]
+
+
+@dataclass(frozen=True, slots=True)
+class FromItem:
+    type_ref: TypeRef
+    alias: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class OrderItem:
+    expr: Expr
+    descending: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    distinct: bool
+    items: tuple[SelectItem, ...] | None  # None = `SELECT *`
+    from_: tuple[FromItem, ...]
+    where: Expr | None
+    group_by: tuple[Expr, ...]
+    having: Expr | None
+    order_by: tuple[OrderItem, ...]
+    limit: int | None
+    span: Span
+
+    def __post_init__(self) -> None:
+        if not self.from_:
+            raise ValueError("a query needs a FROM clause")
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"LIMIT must be >= 0, got {self.limit}")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    query: Select
+    explain: bool
+    span: Span
+
+
+# ---------------------------------------------------------------------------- bound nodes
+
+
+@dataclass(frozen=True, slots=True)
+class BoundSource:
+    """One FROM entry resolved against the catalog.
+
+    `uid` is unique in the whole statement (subqueries included); `type_key` is the canonical
+    type key, or None for a wildcard, in which case `wildcard` says which; `kind` is `data`,
+    `process`, or None for `Any`. `attributes` is the type's schema (empty for wildcards).
+    """
+
+    uid: str
+    alias: str
+    type_key: str | None
+    wildcard: Wildcard | None
+    kind: str | None
+    attributes: tuple[tuple[str, ValueType], ...]
+    display: str
+    span: Span
+
+    def __post_init__(self) -> None:
+        if (self.type_key is None) == (self.wildcard is None):
+            raise ValueError(f"source {self.alias!r} needs exactly one of type_key and wildcard")
+
+    def attribute(self, name: str) -> ValueType | None:
+        for attr, vtype in self.attributes:
+            if attr == name:
+                return vtype
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundColumn:
+    """A resolved column: `name` is `id` or an attribute of source `uid`; `outer` if correlated."""
+
+    uid: str
+    alias: str
+    name: str
+    vtype: ValueType
+    outer: bool
+    span: Span
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.uid, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.alias}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class BoundAlias:
+    """An alias used as a whole element, as the operand of a provenance predicate."""
+
+    uid: str
+    alias: str
+    kind: str | None
+    outer: bool
+    span: Span
+
+    def __str__(self) -> str:
+        return self.alias
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCall:
+    func: AggFunc
+    arg: BoundExpr | None
+    distinct: bool
+    vtype: ValueType
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class OutputColumn:
+    name: str
+    expr: BoundExpr
+    vtype: ValueType
+
+
+@dataclass(frozen=True, slots=True)
+class BoundOrder:
+    """An ORDER BY key: an output column position, or an expression over the sources."""
+
+    position: int | None
+    expr: BoundExpr | None
+    descending: bool
+
+    def __post_init__(self) -> None:
+        if (self.position is None) == (self.expr is None):
+            raise ValueError("an order key is either an output position or an expression")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundSelect:
+    """A query with every name resolved and every expression typed.
+
+    `correlated` lists the outer sources this query (or a nested one) refers to.
+    """
+
+    distinct: bool
+    sources: tuple[BoundSource, ...]
+    where: BoundExpr | None
+    outputs: tuple[OutputColumn, ...]
+    group_by: tuple[BoundExpr, ...]
+    having: BoundExpr | None
+    aggregated: bool
+    order_by: tuple[BoundOrder, ...]
+    limit: int | None
+    correlated: tuple[BoundSource, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BoundStatement:
+    query: BoundSelect
+    explain: bool
+    warnings: tuple[str, ...]
+    source_text: str
+
+
+Expr = Union[
+    Literal, ColumnRef, Call, Compare, And, Or, Not, IsNull, InList, ProvPredicate, Exists,
+    ScalarSubquery,
+]
+BoundExpr = Union[
+    Literal, BoundColumn, BoundAlias, BoundCall, Compare, And, Or, Not, IsNull, InList,
+    ProvPredicate, Exists, ScalarSubquery,
+]
+
+
+def children(node: object) -> tuple[object, ...]:
+    """Direct sub-expressions of an expression node (subqueries are not descended into)."""
+    if isinstance(node, (Compare, And, Or)):
+        return (node.left, node.right)
+    if isinstance(node, ProvPredicate):
+        return (node.left, node.right)
+    if isinstance(node, (Not, IsNull)):
+        return (node.operand,)
+    if isinstance(node, InList):
+        return (node.operand, *node.items)
+    if isinstance(node, (Call, BoundCall)):
+        return () if node.arg is None else (node.arg,)
+    return ()
+
+
+def walk(node: object):
+    """Pre-order walk of an expression, not descending into subqueries."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def conjuncts(expr: object | None) -> list:
+    """Split a WHERE clause on its top-level ANDs."""
+    if expr is None:
+        return []
+    if isinstance(expr, And):
+        return conjuncts(expr.left) + conjuncts(expr.right)
+    return [expr]

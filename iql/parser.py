@@ -1,0 +1,390 @@
+"""Text -> AST. The only module of `iql` that imports Lark.
+
+`parse(text)` returns an `iql.ast.Statement` or raises `IqlSyntaxError` with the line, the
+column, the offending line with a caret under it, and what was expected, in words.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+import grammar
+from iql import ast as A
+from iql.errors import IqlError, IqlSyntaxError
+
+# Terminal names of grammar/iql.lark in words, for "expected ..." messages.
+EXPECTED_WORDS: dict[str, str] = {
+    "NAME": "a name",
+    "STRING": "a 'string'",
+    "INT": "a number",
+    "FLOAT": "a number",
+    "COMP_OP": "a comparison (=, !=, <, <=, >, >=)",
+    "STAR": "'*'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "SEMICOLON": "';'",
+    "MINUS": "'-'",
+    "$END": "the end of the query",
+}
+
+# Common mistakes, labelled with lark's match_examples (parser state + offending token).
+_EXAMPLES: dict[str, list[str]] = {
+    "the SELECT list is empty; name what to return, e.g. 'SELECT p.id'": [
+        "select from X x",
+        "select distinct from X x",
+    ],
+    "a comma must be followed by another item": [
+        "select a.id, from X a",
+        "select a.id from X a, where a.id = 'x'",
+    ],
+    "the depth of influences goes in parentheses: influences(2), or influences(*) for any depth": [
+        "select a.id from X a, X b where a influences 2 b",
+        "select a.id from X a, X b where a influences -1 b",
+        "select a.id from X a, X b where a influences(-1) b",
+        "select a.id from X a, X b where a influences(x) b",
+        "select a.id from X a, X b where a influences(1.5) b",
+    ],
+    "a provenance predicate relates two aliases from FROM, e.g. 'r under t'": [
+        "select a.id from X a where 'x' under a",
+        "select a.id from X a where a under 'x'",
+        "select a.id from X a where 1 feeds a",
+        "select a.id from X a where a emits 1",
+        "select a.id from X a where a influences 'x'",
+        "select a.id from X a where a influences(1) 'x'",
+        "select a.id from X a where count(*) under a",
+    ],
+    "each FROM entry is a type followed by an alias, e.g. 'FROM WebPage p'": [
+        "select a.id from 'X' a",
+        "select a.id from X a b",
+        "select a.id from X.y a",
+    ],
+}
+
+_AGGREGATES = {f.value: f for f in A.AggFunc}
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(grammar.load("iql"), parser="lalr", lexer="basic", propagate_positions=True,
+                maybe_placeholders=False)
+
+
+@lru_cache(maxsize=1)
+def _keywords() -> frozenset[str]:
+    """Terminal names of the grammar's keywords (`SELECT: "select"i` and friends)."""
+    return frozenset(
+        t.name for t in _lark().terminals if t.pattern.type == "str" and t.pattern.value.isalpha()
+    )
+
+
+def _span_tok(tok: Token) -> A.Span:
+    return A.Span(tok.start_pos, tok.end_pos, tok.line, tok.column)
+
+
+def _span_meta(meta) -> A.Span:
+    return A.Span(meta.start_pos, meta.end_pos, meta.line, meta.column)
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1].replace("''", "'")
+
+
+def _toks(children, *types: str) -> list[Token]:
+    return [c for c in children if isinstance(c, Token) and c.type in types]
+
+
+def _nodes(children) -> list:
+    return [c for c in children if not isinstance(c, Token)]
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Parse tree -> iql.ast nodes (one method per grammar alternative)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    # -- statements
+    def start(self, meta, ch):
+        return A.Statement(_nodes(ch)[0], bool(_toks(ch, "EXPLAIN")), _span_meta(meta))
+
+    def select(self, meta, ch):
+        parts: dict[str, object] = {}
+        for c in _nodes(ch):
+            if isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str):
+                parts[c[0]] = c[1]
+        return A.Select(
+            distinct=bool(_toks(ch, "DISTINCT")),
+            items=parts["items"],
+            from_=parts["from"],
+            where=parts.get("where"),
+            group_by=parts.get("group_by", ()),
+            having=parts.get("having"),
+            order_by=parts.get("order_by", ()),
+            limit=parts.get("limit"),
+            span=_span_meta(meta),
+        )
+
+    def select_star(self, meta, ch):
+        return ("items", None)
+
+    def select_items(self, meta, ch):
+        return ("items", tuple(_nodes(ch)))
+
+    def select_item(self, meta, ch):
+        names = _toks(ch, "NAME")
+        return A.SelectItem(_nodes(ch)[0], str(names[-1]) if names else None, _span_meta(meta))
+
+    def from_list(self, meta, ch):
+        return ("from", tuple(_nodes(ch)))
+
+    def from_item(self, meta, ch):
+        type_ref = _nodes(ch)[0]
+        names = _toks(ch, "NAME")
+        alias = str(names[-1]) if names else type_ref.names[0]
+        return A.FromItem(type_ref, alias, _span_meta(meta))
+
+    def type_name(self, meta, ch):
+        return A.TypeRef((str(ch[0]),), False, _span_meta(meta))
+
+    def type_tuple(self, meta, ch):
+        return A.TypeRef(tuple(str(t) for t in _toks(ch, "NAME")), True, _span_meta(meta))
+
+    def where(self, meta, ch):
+        return ("where", _nodes(ch)[0])
+
+    def group_by(self, meta, ch):
+        return ("group_by", tuple(_nodes(ch)))
+
+    def having(self, meta, ch):
+        return ("having", _nodes(ch)[0])
+
+    def order_by(self, meta, ch):
+        return ("order_by", tuple(_nodes(ch)))
+
+    def order_item(self, meta, ch):
+        return A.OrderItem(_nodes(ch)[0], bool(_toks(ch, "DESC")), _span_meta(meta))
+
+    def limit(self, meta, ch):
+        return ("limit", int(_toks(ch, "INT")[0]))
+
+    # -- boolean structure
+    def or_(self, meta, ch):
+        left, right = _nodes(ch)
+        return A.Or(left, right, _span_meta(meta))
+
+    def and_(self, meta, ch):
+        left, right = _nodes(ch)
+        return A.And(left, right, _span_meta(meta))
+
+    def not_(self, meta, ch):
+        return A.Not(_nodes(ch)[0], _span_meta(meta))
+
+    def compare(self, meta, ch):
+        left, right = _nodes(ch)
+        op = A.CompOp.parse(str(_toks(ch, "COMP_OP")[0]))
+        return A.Compare(op, left, right, _span_meta(meta))
+
+    def is_null(self, meta, ch):
+        return A.IsNull(_nodes(ch)[0], False, _span_meta(meta))
+
+    def is_not_null(self, meta, ch):
+        return A.IsNull(_nodes(ch)[0], True, _span_meta(meta))
+
+    def in_list(self, meta, ch):
+        operand, *items = _nodes(ch)
+        return A.InList(operand, tuple(items), False, _span_meta(meta))
+
+    def not_in_list(self, meta, ch):
+        operand, *items = _nodes(ch)
+        return A.InList(operand, tuple(items), True, _span_meta(meta))
+
+    def _prov(self, kind, meta, ch, depth=None):
+        left, right = [n for n in _nodes(ch) if not isinstance(n, tuple)]
+        return A.ProvPredicate(kind, left, right, depth, _span_meta(meta))
+
+    def under(self, meta, ch):
+        return self._prov(A.ProvKind.UNDER, meta, ch)
+
+    def feeds(self, meta, ch):
+        return self._prov(A.ProvKind.FEEDS, meta, ch)
+
+    def emits(self, meta, ch):
+        return self._prov(A.ProvKind.EMITS, meta, ch)
+
+    def influences(self, meta, ch):
+        depths = [n for n in _nodes(ch) if isinstance(n, tuple)]
+        depth = depths[0][1] if depths else 1  # bare `influences` is influences(1)
+        return self._prov(A.ProvKind.INFLUENCES, meta, ch, depth)
+
+    def depth_k(self, meta, ch):
+        return ("depth", int(_toks(ch, "INT")[0]))
+
+    def depth_star(self, meta, ch):
+        return ("depth", None)
+
+    def exists(self, meta, ch):
+        return A.Exists(_nodes(ch)[0], _span_meta(meta))
+
+    # -- operands
+    def scalar_subquery(self, meta, ch):
+        return A.ScalarSubquery(_nodes(ch)[0], _span_meta(meta))
+
+    def paren(self, meta, ch):
+        return _nodes(ch)[0]
+
+    def bare_column(self, meta, ch):
+        return A.ColumnRef(None, str(ch[0]), _span_meta(meta))
+
+    def qualified_column(self, meta, ch):
+        alias, name = _toks(ch, "NAME")
+        return A.ColumnRef(str(alias), str(name), _span_meta(meta))
+
+    def _func(self, tok: Token) -> A.AggFunc:
+        func = _AGGREGATES.get(str(tok).lower())
+        if func is None:
+            raise IqlSyntaxError.at(
+                f"unknown function '{tok}'",
+                _span_tok(tok),
+                self.text,
+                hint="IQL has the aggregates count, min, max, sum and avg",
+            )
+        return func
+
+    def call_star(self, meta, ch):
+        tok = _toks(ch, "NAME")[0]
+        func = self._func(tok)
+        if func is not A.AggFunc.COUNT:
+            raise IqlSyntaxError.at(
+                f"{func.value}(*) is not allowed; only count(*) takes '*'",
+                _span_meta(meta),
+                self.text,
+                hint=f"give {func.value} a column, e.g. {func.value}(p.authScore)",
+            )
+        return A.Call(func, None, False, _span_meta(meta))
+
+    def call_expr(self, meta, ch):
+        func = self._func(_toks(ch, "NAME")[0])
+        return A.Call(func, _nodes(ch)[0], bool(_toks(ch, "DISTINCT")), _span_meta(meta))
+
+    # -- literals
+    def string(self, meta, ch):
+        return A.Literal(_unquote(str(ch[0])), _span_meta(meta))
+
+    def integer(self, meta, ch):
+        return A.Literal(int(ch[0]), _span_meta(meta))
+
+    def neg_integer(self, meta, ch):
+        return A.Literal(-int(_toks(ch, "INT")[0]), _span_meta(meta))
+
+    def float_(self, meta, ch):
+        return A.Literal(float(ch[0]), _span_meta(meta))
+
+    def neg_float(self, meta, ch):
+        return A.Literal(-float(_toks(ch, "FLOAT")[0]), _span_meta(meta))
+
+    def true(self, meta, ch):
+        return A.Literal(True, _span_meta(meta))
+
+    def false(self, meta, ch):
+        return A.Literal(False, _span_meta(meta))
+
+    def null(self, meta, ch):
+        return A.Literal(None, _span_meta(meta))
+
+
+def _words(names) -> str:
+    words = []
+    for name in sorted(set(names)):
+        if name.startswith("__") or name == "COMMENT":
+            continue
+        words.append(EXPECTED_WORDS.get(name, name if name.isupper() else repr(name)))
+    words = sorted(set(words), key=lambda w: (w.startswith("'") or w.startswith("a"), w))
+    if not words:
+        return "something else"
+    if len(words) > 12:
+        return ", ".join(words[:12]) + ", ..."
+    return ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1]
+
+
+def _keyword_hint(text: str, tok: Token, expected) -> str | None:
+    """'did you mean FROM?' when the offending word, or the word before it, is a misspelt keyword."""
+    all_keywords = _keywords()
+    keywords = [name for name in expected if name in all_keywords]
+    before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text[: tok.start_pos])
+    for word in ([str(tok)] if tok.type == "NAME" else []) + before[-1:]:
+        if word.upper() in all_keywords:
+            continue
+        close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.75)
+        if close and word.upper() != close[0]:
+            return f"did you mean {close[0]} instead of '{word}'?"
+    return None
+
+
+def _syntax_error(e: UnexpectedInput, text: str) -> IqlSyntaxError:
+    label = e.match_examples(_lark().parse, _EXAMPLES, use_accepts=True)
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        message = f"unexpected character {ch!r}"
+        hint = label
+        if ch == '"':
+            hint = "strings use single quotes, e.g. 'avatar_lead_actor_v1'"
+        elif ch == "'":
+            message = "unterminated string"
+            hint = "close the string with ' (write '' for a quote inside it)"
+        width = 1
+        return IqlSyntaxError(message, hint=hint, line=e.line, column=e.column,
+                              span=(e.pos_in_stream, e.pos_in_stream + width), source=text)
+    assert isinstance(e, UnexpectedToken)
+    tok = e.token
+    expected = _words(e.accepts or e.expected)
+    if tok.type == "$END":
+        lines = text.splitlines() or [""]
+        line = len(lines)
+        column = len(lines[-1]) + 1
+        return IqlSyntaxError(
+            f"query ended early; expected {expected}",
+            hint=label,
+            line=line,
+            column=column,
+            span=(len(text), len(text)),
+            source=text,
+        )
+    return IqlSyntaxError(
+        f"unexpected {str(tok)!r}; expected {expected}",
+        hint=_keyword_hint(text, tok, e.accepts or e.expected) or label,
+        line=tok.line,
+        column=tok.column,
+        span=(tok.start_pos, tok.end_pos),
+        source=text,
+    )
+
+
+def parse(text: str) -> A.Statement:
+    """Parse one IQL statement (optionally `EXPLAIN ...`, optionally ending in `;`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"IQL text must be a str, got {type(text).__name__}")
+    if not text.strip() or all(
+        not line.strip() or line.strip().startswith("--") for line in text.splitlines()
+    ):
+        raise IqlSyntaxError("empty query", hint="write e.g. SELECT p.id FROM WebPage p", source=text)
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(e, text) from None
+    try:
+        return _ToAst(text).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, IqlError):
+            raise e.orig_exc from None
+        if isinstance(e.orig_exc, ValueError):
+            raise IqlSyntaxError(str(e.orig_exc), source=text) from e.orig_exc
+        raise

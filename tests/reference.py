@@ -154,9 +154,7 @@ class Reference:
 
     def ce_under(self, e1: dict[str, str], e2: dict[str, str]) -> bool:
         """e1 under e2 iff for every b2 of e2 there is a b1 of e1 that b2 contains."""
-        return all(
-            any(self.contains(b2, b1) for b1 in self._basic(e1)) for b2 in self._basic(e2)
-        )
+        return all(any(self.contains(b2, b1) for b1 in self._basic(e1)) for b2 in self._basic(e2))
 
     def under(self, v1: str, v2: str) -> bool:
         """V1 under V2 iff every complex element of V1 is under some complex element of V2."""
@@ -164,8 +162,7 @@ class Reference:
 
     def _under_uncached(self, v1: str, v2: str) -> bool:
         return all(
-            any(self.ce_under(e1, e2) for e2 in self._vertex_ces[v2])
-            for e1 in self._vertex_ces[v1]
+            any(self.ce_under(e1, e2) for e2 in self._vertex_ces[v2]) for e1 in self._vertex_ces[v1]
         )
 
     # ------------------------------------------------------------------ Definitions 5.3-5.5
@@ -213,18 +210,12 @@ class Reference:
 
     def feeds_pairs(self) -> set[tuple[str, str]]:
         return {
-            (d, p)
-            for d in self.vertices(DATA)
-            for p in self.vertices(PROCESS)
-            if self.feeds(d, p)
+            (d, p) for d in self.vertices(DATA) for p in self.vertices(PROCESS) if self.feeds(d, p)
         }
 
     def emits_pairs(self) -> set[tuple[str, str]]:
         return {
-            (p, d)
-            for p in self.vertices(PROCESS)
-            for d in self.vertices(DATA)
-            if self.emits(p, d)
+            (p, d) for p in self.vertices(PROCESS) for d in self.vertices(DATA) if self.emits(p, d)
         }
 
     def influences_pairs(self, k: int | None) -> set[tuple[str, str]]:

@@ -113,9 +113,11 @@ def bundles(draw, max_data_elements: int = 10, max_vertices: int = 8, max_edges:
         for a, b in combinations(sorted(by_gran), 2)
         if a in data_grans and b in data_grans and b not in coarser[a] and a not in coarser[b]
     ]
-    complex_types = draw(st.lists(st.sampled_from(incomparable), max_size=2, unique=True)) if (
-        incomparable
-    ) else []
+    complex_types = (
+        draw(st.lists(st.sampled_from(incomparable), max_size=2, unique=True))
+        if (incomparable)
+        else []
+    )
     types = [
         {"name": f"T{i}", "granularities": list(pair), "attributes": {"n": "int", "s": "string"}}
         for i, pair in enumerate(complex_types)

@@ -6,7 +6,7 @@ into two consecutive bundles, the second referring to elements and vertices of t
 vertices, ~10 edges) so that tests comparing Spark against ``tests/reference.py`` stay fast.
 
 Shapes produced:
-- data granularities ``D0..D3`` with 1-3 containment pairs ``[Di, Dj]`` (i < j, so acyclic;
+- data granularities ``D0..D3`` with 1-2 containment pairs ``[Di, Dj]`` (i < j, so acyclic;
   a higher index may be coarser), process granularities ``P0`` / ``P0 ⪯ P1``; granularities
   in no pair are listed under ``granularities``;
 - basic data elements ``d0..`` and process elements ``p0..``, generated coarse-first, each
@@ -90,7 +90,7 @@ def bundles(draw, max_data_elements: int = 10, max_vertices: int = 8, max_edges:
     n_data = draw(st.integers(2, 4))
     data_grans = [f"D{i}" for i in range(n_data)]
     candidates = [(data_grans[i], data_grans[j]) for i, j in combinations(range(n_data), 2)]
-    data_pairs = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=3, unique=True))
+    data_pairs = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
     proc_grans = ["P0", "P1"][: draw(st.integers(1, 2))]
     proc_pairs = [("P0", "P1")] if len(proc_grans) == 2 and draw(st.booleans()) else []
     coarser = _strictly_coarser(data_grans, data_pairs) | _strictly_coarser(proc_grans, proc_pairs)
@@ -114,8 +114,8 @@ def bundles(draw, max_data_elements: int = 10, max_vertices: int = 8, max_edges:
         if a in data_grans and b in data_grans and b not in coarser[a] and a not in coarser[b]
     ]
     complex_types = (
-        draw(st.lists(st.sampled_from(incomparable), max_size=2, unique=True))
-        if (incomparable)
+        draw(st.lists(st.sampled_from(incomparable), min_size=1, max_size=2, unique=True))
+        if incomparable
         else []
     )
     types = [
@@ -124,9 +124,11 @@ def bundles(draw, max_data_elements: int = 10, max_vertices: int = 8, max_edges:
     ]
 
     vertices: list[dict] = []
-    type_choices = [("named", t) for t in types] + [("gran", g) for g in sorted(by_gran)]
+    # Named multi-granularity types are listed twice so that they are drawn often.
+    type_choices = [("named", t) for t in types] * 2 + [("gran", g) for g in sorted(by_gran)]
     for i in range(draw(st.integers(0, max_vertices))):
-        how, t = draw(st.sampled_from(type_choices))
+        # The first vertex uses a multi-granularity type whenever there is one.
+        how, t = ("named", types[0]) if i == 0 and types else draw(st.sampled_from(type_choices))
         grans = t["granularities"] if how == "named" else [t]
         ce_strategy = st.fixed_dictionaries({g: st.sampled_from(by_gran[g]) for g in grans})
         ces = draw(
@@ -149,16 +151,19 @@ def bundles(draw, max_data_elements: int = 10, max_vertices: int = 8, max_edges:
     proc_ids = [e["id"] for e in proc_elems] + [
         v["id"] for v in vertices if _vertex_grans(v, types)[0] in proc_grans
     ]
-    edge = st.fixed_dictionaries(
-        {
-            "src": st.sampled_from(data_ids),
-            "process": st.sampled_from(proc_ids),
-            "dst": st.sampled_from(data_ids),
+    edges: list[dict] = []
+    for _ in range(draw(st.integers(1, max_edges))):
+        # Half the time continue from the previous edge's output, so that paths of several
+        # steps (influences(k), k >= 2) are common, not only single hops.
+        chain = bool(edges) and draw(st.booleans())
+        src = edges[-1]["dst"] if chain else draw(st.sampled_from(data_ids))
+        edge = {
+            "src": src,
+            "process": draw(st.sampled_from(proc_ids)),
+            "dst": draw(st.sampled_from(data_ids)),
         }
-    )
-    edges = draw(
-        st.lists(edge, min_size=1, max_size=max_edges, unique_by=lambda e: tuple(e.values()))
-    )
+        if edge not in edges:
+            edges.append(edge)
     if draw(st.booleans()):  # close a cycle through the first edge
         first = edges[0]
         back = {"src": first["dst"], "process": first["process"], "dst": first["src"]}

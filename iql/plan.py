@@ -1,0 +1,143 @@
+"""Logical plans: frozen dataclasses the planner builds and the executor turns into DataFrames.
+
+A plan is a tree of relational operators over *bindings*: each row of a relation binds some
+FROM aliases to elements (their id and the attributes the query reads). Provenance predicates
+are `ProvJoin`s that evaluate under/feeds/emits/influences from the bound side(s).
+Expressions inside plans are bound AST nodes (`iql.ast`), with subqueries replaced by
+`SubqueryExists` / `SubqueryValue` that carry their own plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from iql import ast as A
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """Elements of one FROM entry, with the single-alias filters pushed down.
+
+    `ids` pins the element ids (from `x.id = 'lit'` or `x.id IN (...)`); `outer` restricts the
+    scan to the ids bound by the enclosing query's rows (a correlated subquery's outer alias).
+    """
+
+    source: A.BoundSource
+    attributes: tuple[str, ...]
+    ids: tuple[str, ...] | None
+    filters: tuple[A.BoundExpr, ...]
+    outer: bool
+    estimate: int | None
+
+    @property
+    def restricted(self) -> bool:
+        return self.ids is not None or bool(self.filters) or self.outer
+
+    def __post_init__(self) -> None:
+        if self.ids is not None and not self.ids:
+            raise ValueError(f"scan of {self.source.alias!r}: an id pin needs at least one id")
+
+
+@dataclass(frozen=True, slots=True)
+class CrossJoin:
+    left: Relation
+    right: Relation
+    estimate: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProvJoin:
+    """Join `input` with the pairs of `pred` (bound AST). `new` is the scan of the side not yet
+    in `input`, or None when both sides are already bound (a semi-join filter).
+    `bound_left` / `bound_right`: whether that side's ids are passed to the semantics function.
+    """
+
+    input: Relation
+    pred: A.ProvPredicate
+    new: Scan | None
+    bound_left: bool
+    bound_right: bool
+    estimate: int | None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pred.left, A.BoundAlias) or not isinstance(self.pred.right, A.BoundAlias):
+            raise ValueError(f"ProvJoin needs a bound predicate, got {self.pred!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    input: Relation
+    predicate: A.BoundExpr
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """Group `input` by `keys` (expressions) and compute `outputs` (may contain aggregates)."""
+
+    input: Relation
+    keys: tuple[A.BoundExpr, ...]
+    outputs: tuple[A.OutputColumn, ...]
+    having: A.BoundExpr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    input: Relation
+    outputs: tuple[A.OutputColumn, ...]
+    distinct: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SortKey:
+    position: int | None  # output column (after Project/Aggregate)
+    expr: A.BoundExpr | None  # expression over the bindings (before Project)
+    descending: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Sort:
+    input: Relation
+    keys: tuple[SortKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    input: Relation
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubqueryExists:
+    """EXISTS(subquery): `plan` yields the distinct `keys` (outer element ids) it holds for."""
+
+    plan: QueryPlan
+    keys: tuple[A.BoundSource, ...]
+    span: A.Span
+
+
+@dataclass(frozen=True, slots=True)
+class SubqueryValue:
+    """A scalar subquery: `plan` yields `keys` + one value column; `count` means 0 when absent."""
+
+    plan: QueryPlan
+    keys: tuple[A.BoundSource, ...]
+    is_count: bool
+    vtype: A.ValueType
+    span: A.Span
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """A whole query: its root operator and the names of the columns it returns.
+
+    For a correlated subquery `keys` are the outer aliases whose ids lead the output columns.
+    """
+
+    root: Relation
+    columns: tuple[str, ...]
+    keys: tuple[A.BoundSource, ...]
+    notes: tuple[str, ...]
+
+
+Relation = Union[Scan, CrossJoin, ProvJoin, Filter, Aggregate, Project, Sort, Limit]

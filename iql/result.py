@@ -1,0 +1,72 @@
+"""The result of an IQL statement, and its pure text renderings (table, CSV, JSON)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Result:
+    """Rows of a query: `.df` (a Spark DataFrame, lazy), `.columns`, `.rows()`, `.warnings`.
+
+    `warnings` are the open-world caveats of Ibis Section 4 (NOT EXISTS, negated provenance,
+    aggregates over provenance): the rows are returned, but they are not certain answers.
+    """
+
+    df: Any
+    columns: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    explain: bool = False
+
+    def rows(self) -> list[tuple]:
+        """Collect the rows (a Spark action) as plain tuples, in the query's column order."""
+        return [tuple(row) for row in self.df.collect()]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def format_table(columns, rows) -> str:
+    """An aligned text table with a header rule, and a row count."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [len(c) for c in columns]
+    for row in cells:
+        widths = [max(w, len(v)) for w, v in zip(widths, row)]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
+             "-+-".join("-" * w for w in widths)]
+    lines += [" | ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def format_csv(columns, rows) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if v is None else _cell(v) for v in row])
+    return buf.getvalue()
+
+
+def format_json(columns, rows, warnings=()) -> str:
+    """`{"columns": [...], "rows": [[...], ...], "warnings": [...]}` (spec/cli.md)."""
+
+    def plain(v: Any) -> Any:
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        return str(v)
+
+    return json.dumps({
+        "columns": list(columns),
+        "rows": [[plain(v) for v in row] for row in rows],
+        "warnings": list(warnings),
+    })

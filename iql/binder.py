@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from iql import ast as A
 from iql.errors import IqlSemanticError
+from iql.explain import expr_text
 
 DATA, PROCESS = "data", "process"
 
@@ -207,7 +208,7 @@ class _Binder:
             name = node.alias  # `p.id under t` means the element p
         if name is None:
             raise self.error(f"the {side} side of '{pred.label}' must be an alias from FROM",
-                             node.span, f"write e.g. '{pred.label}' between two aliases: r {pred.label} t")
+                             node.span, f"write two aliases, e.g. 'r {pred.label} t'")
         found = scope.lookup(name)
         if found is None:
             hint = _close(name, scope.visible()) or ("aliases here: " + ", ".join(scope.visible()))
@@ -267,12 +268,13 @@ class _Binder:
         operand = self._condition(node.operand, scope, aggregates, not negated)
         return A.Not(operand, node.span), A.ValueType.BOOL
 
-    def _check_comparable(self, left_t, right_t, node, what: str) -> None:
+    def _check_comparable(self, left, left_t, right, right_t, node) -> None:
         if A.ValueType.NULL in (left_t, right_t):
             return
         if left_t == right_t or (left_t.numeric and right_t.numeric):
             return
-        raise self.error(f"cannot {what} {_an(left_t.value)} with {_an(right_t.value)}", node.span,
+        raise self.error(f"cannot compare {expr_text(left)} ({left_t.value}) with "
+                         f"{expr_text(right)} ({right_t.value})", node.span,
                          "ids and string attributes compare with 'strings'; numbers with numbers")
 
     def visit_Compare(self, node, scope, aggregates, negated):
@@ -282,7 +284,7 @@ class _Binder:
             if isinstance(side, A.Literal) and side.value is None:
                 raise self.error("a comparison with null is never true", node.span,
                                  "use IS NULL or IS NOT NULL")
-        self._check_comparable(lt, rt, node, "compare")
+        self._check_comparable(left, lt, right, rt, node)
         return A.Compare(node.op, left, right, node.span), A.ValueType.BOOL
 
     def visit_IsNull(self, node, scope, aggregates, negated):
@@ -294,7 +296,7 @@ class _Binder:
         items = []
         for item in node.items:
             bound, it = self.expr(item, scope, aggregates=aggregates)
-            self._check_comparable(t, it, item, "compare")
+            self._check_comparable(operand, t, bound, it, item)
             items.append(bound)
         return A.InList(operand, tuple(items), node.negated, node.span), A.ValueType.BOOL
 

@@ -1,0 +1,85 @@
+"""Names, schemas and the on-disk layout of the component index tables.
+
+Every index table is Parquet partitioned by `bucket = pmod(xxhash64(key), buckets)` and sorted
+inside each file by its lookup key, written with small row groups. A point query on one
+component/set names its bucket with a constant expression (partition pruning: one folder) and
+its key (row-group statistics: few row groups of that folder's file).
+
+| table | columns | bucket key, sort |
+|---|---|---|
+| index_nodes | id, table, ccid, csid | id; sorted by id |
+| index_triples | src, dst, op, ccid, src_csid, dst_csid | ccid; sorted by ccid, dst_csid, dst |
+| index_setdeps | ccid, src_csid, dst_csid | ccid; sorted by ccid, dst_csid |
+| index_sets | csid, ccid, level, split, n_nodes, n_triples | ccid; sorted by ccid, csid |
+| index_components | ccid, n_nodes, n_triples, n_sets | ccid; sorted by ccid |
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+CCID = "ccid"
+CSID = "csid"
+SRC_CSID = "src_csid"
+DST_CSID = "dst_csid"
+TABLE = "table"
+OP = "op"
+BUCKET = "bucket"
+LEVEL = "level"
+SPLIT = "split"
+N_NODES = "n_nodes"
+N_TRIPLES = "n_triples"
+N_SETS = "n_sets"
+
+NODES = "index_nodes"
+TRIPLES = "index_triples"
+SETDEPS = "index_setdeps"
+SETS = "index_sets"
+COMPONENTS = "index_components"
+INDEX_TABLES = (NODES, TRIPLES, SETDEPS, SETS, COMPONENTS)
+
+META_KEY = "index"  # manifest meta: parameters, split plan, counts, covered edge segments
+
+# (bucket key, sort columns) per table.
+LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
+    NODES: ("id", ("id",)),
+    TRIPLES: (CCID, (CCID, DST_CSID, "dst")),
+    SETDEPS: (CCID, (CCID, DST_CSID)),
+    SETS: (CCID, (CCID, CSID)),
+    COMPONENTS: (CCID, (CCID,)),
+}
+
+ROW_GROUP_BYTES = 1 << 20  # small row groups: statistics then skip most of a large file
+
+
+def bucket_of(key: Column, buckets: int) -> Column:
+    """The bucket of a key column or literal (Spark's xxhash64, so writers and readers agree)."""
+    return F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int")
+
+
+def bucket_filter(key_col: str, value: str, buckets: int) -> Column:
+    """Predicate selecting one key: the bucket part folds to a constant, so it prunes folders."""
+    return (F.col(BUCKET) == bucket_of(F.lit(value), buckets)) & (F.col(key_col) == F.lit(value))
+
+
+def with_bucket(table: str, df: DataFrame, buckets: int) -> DataFrame:
+    key, _ = LAYOUT[table]
+    return df.withColumn(BUCKET, bucket_of(F.col(key), buckets))
+
+
+def write_index_table(tx, table: str, df: DataFrame, buckets: int) -> None:
+    """Replace one index table inside transaction `tx`, bucketed, sorted, small row groups."""
+    _, sort_by = LAYOUT[table]
+    spark = df.sparkSession
+    if BUCKET not in df.columns:
+        df = with_bucket(table, df, buckets)
+    old = spark.conf.get("parquet.block.size", None)
+    spark.conf.set("parquet.block.size", str(ROW_GROUP_BYTES))
+    try:
+        tx.replace(table, df, partition_by=(BUCKET,), sort_by=sort_by, files=buckets)
+    finally:
+        if old is None:
+            spark.conf.unset("parquet.block.size")
+        else:
+            spark.conf.set("parquet.block.size", old)

@@ -1,0 +1,117 @@
+"""Joins and unions: two inputs, output ids derived from both (Pebble Table 6: <id1, id2, id_o>)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from capture.errors import UnsupportedOperation
+from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.plan import accesses, analyzed, attr_map, cls, has_udf, is_hidden, out_pairs, seq
+
+if TYPE_CHECKING:
+    from capture.tracked import TrackedDataFrame
+
+_HOW = {
+    "inner": "inner", "cross": "cross", "outer": "full", "full": "full", "fullouter": "full",
+    "left": "left", "leftouter": "left", "right": "right", "rightouter": "right",
+    "semi": "semi", "leftsemi": "semi", "anti": "anti", "leftanti": "anti",
+}
+
+
+def _tracked(other, method: str) -> TrackedDataFrame:
+    from capture.tracked import TrackedDataFrame
+
+    if not isinstance(other, TrackedDataFrame):
+        raise UnsupportedOperation.named(
+            method, "the other DataFrame is not tracked; wrap it with tracker.track(df, name=...) first"
+        )
+    return other
+
+
+def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame:
+    right = _tracked(other, "join")
+    kind = _HOW.get((how or "inner").lower().replace("_", ""))
+    if kind is None:
+        raise UnsupportedOperation.named(f"join(how={how!r})", f"known join types: {', '.join(sorted(_HOW))}")
+    oid = left.tracker._new_oid()
+    clash = set(left.hidden()) & set(right.hidden())
+    rename = {h: f"{h}_j{oid}" for h in clash}
+    rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
+    rslots = tuple(s.renamed(rename) for s in right._slots)
+    rcur = rename.get(right._cur, right._cur)
+    new = left.annotated.join(rdf, on, how) if how is not None else left.annotated.join(rdf, on)
+    plan = analyzed(new)
+    jnode = plan
+    while cls(jnode) != "Join":
+        kids = seq(jnode.children())
+        if len(kids) != 1:
+            raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
+        jnode = kids[0]
+    attrs = attr_map([jnode.left(), jnode.right()])
+    cond = [jnode.condition().get()] if jnode.condition().isDefined() else []
+    udf = any(has_udf(c) for c in cond)
+    acc = accesses(cond, attrs)
+    inputs = tuple(
+        OpInput(t.oid, None if udf else tuple(a.path for a in acc if a.input == i))
+        for i, t in enumerate((left, right))
+    )
+    items = seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output())
+    manipulated = tuple(
+        m for item in items if not is_hidden(item.name()) for m in out_pairs(item, item.name(), attrs, {})
+    )
+    op = OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
+    if kind in ("semi", "anti"):  # a filter of the left input by the right one
+        return left._next(new, op)
+    idk = f"__strata_id_{oid}"
+    new = new.withColumn(
+        idk, F.xxhash64(F.lit(oid), F.coalesce(F.col(left._cur), F.lit(-1)), F.coalesce(F.col(rcur), F.lit(-1)))
+    )
+    slots = (
+        *(s.repeated() for s in left._slots),
+        *(s.repeated() for s in rslots),
+        Slot(oid, idk, InRef(left._cur, 0)),
+        Slot(oid, idk, InRef(rcur, 1)),
+    )
+    return left._next(new, op, cur=idk, slots=slots)
+
+
+def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missing: bool = False) -> TrackedDataFrame:
+    right = _tracked(other, method)
+    lplain, rplain = left.untracked(), right.untracked()
+    probe = lplain.unionByName(rplain, allow_missing) if by_name else lplain.union(rplain)
+    out_cols = probe.columns
+    lvis, rvis = left.visible(), right.visible()
+    oid = left.tracker._new_oid()
+    side, idk = f"__strata_side_{oid}", f"__strata_id_{oid}"
+    lh, rh = left.hidden(), right.hidden()
+    hidden = list(dict.fromkeys(lh + rh))
+    types = {h: (left.annotated.schema[h] if h in lh else right.annotated.schema[h]).dataType for h in hidden}
+
+    def side_cols(t: TrackedDataFrame, vis: list[str], n: int) -> list[Column]:
+        df = t.annotated
+        if by_name:
+            cols = [df[c].alias(c) if c in vis else F.lit(None).cast(probe.schema[c].dataType).alias(c)
+                    for c in out_cols]
+        else:
+            cols = [df[c].alias(o) for c, o in zip(vis, out_cols, strict=True)]
+        have = t.hidden()
+        cols += [df[h] if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden]
+        cols += [F.lit(n).cast("byte").alias(side), F.xxhash64(F.lit(oid), F.lit(n), F.col(t._cur)).alias(idk)]
+        return cols
+
+    new = left.annotated.select(*side_cols(left, lvis, 0)).union(right.annotated.select(*side_cols(right, rvis, 1)))
+    renames = () if by_name else tuple(
+        Manipulation(1, c, o) for c, o in zip(rvis, out_cols, strict=True) if c != o
+    )
+    op = OperatorProv(oid, OpType.UNION, method, (OpInput(left.oid, ()), OpInput(right.oid, ())), renames,
+                      detail=str(analyzed(probe).simpleString(25)))
+    slots = (
+        *(s.only_when(side, 0) for s in left._slots),
+        *(s.only_when(side, 1) for s in right._slots),
+        Slot(oid, idk, InRef(left._cur, 0), when=((0, side, 0),)),
+        Slot(oid, idk, InRef(right._cur, 1), when=((0, side, 1),)),
+    )
+    return left._next(new, op, cur=idk, slots=slots)

@@ -1,0 +1,127 @@
+"""Map one captured run into the multi-granularity model (a `strata-bundle/1` bundle).
+
+process gset: Operator ⪯ Run ⪯ Pipeline      data gset: Item ⪯ Dataset
+
+* ``pipeline:<name>`` (Pipeline) ⊇ ``<run>`` (Run) ⊇ ``<run>/op<k>`` (Operator, attrs oid/type/method)
+* a source dataset ``dataset:<name>`` ⊇ its items ``dataset:<name>#<id hex>`` (shared by every
+  run that reads the same input: ids are deterministic);
+* the output of operator k ``<run>/op<k>/out`` ⊇ its items ``<run>/op<k>/out#<id hex>``;
+* one edge (input item, operator, output item) per id association.
+
+Elements already in the store (the pipeline, source datasets and their items from earlier
+runs) are left out. This is the only module that knows the store's section DataFrame layout
+(store/bundle.py SECTION_SCHEMAS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from capture.materialize import IN_ID, INPUT, OID, OUT_ID
+from capture.model import OperatorProv, OpType
+
+ITEM, DATASET, OPERATOR, RUN, PIPELINE = "Item", "Dataset", "Operator", "Run", "Pipeline"
+GSETS = {
+    "data": {"contains": [[ITEM, DATASET]]},
+    "process": {"contains": [[OPERATOR, RUN], [RUN, PIPELINE]]},
+}
+
+
+def pipeline_id(name: str) -> str:
+    return f"pipeline:{name}"
+
+
+def operator_id(run: str, oid: int) -> str:
+    return f"{run}/op{oid}"
+
+
+def dataset_id(run: str, op: OperatorProv) -> str:
+    """The Dataset element holding the output items of ``op`` in run ``run``."""
+    return f"dataset:{op.dataset}" if op.type is OpType.SOURCE else f"{run}/op{op.oid}/out"
+
+
+def small_elements(run: str, pipeline: str, ops: Iterable[OperatorProv], run_attrs: dict[str, Any],
+                   output: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pipeline, run, operators and datasets as bundle element records."""
+    ops = list(ops)
+    out: list[dict[str, Any]] = [
+        {"id": pipeline_id(pipeline), "granularity": PIPELINE, "attrs": {"name": pipeline}},
+        {"id": run, "granularity": RUN, "parents": [pipeline_id(pipeline)], "attrs": run_attrs},
+    ]
+    last = max(o.oid for o in ops)
+    for o in ops:
+        out.append({"id": operator_id(run, o.oid), "granularity": OPERATOR, "parents": [run],
+                    "attrs": {"oid": o.oid, "type": o.type.value, "method": o.method}})
+        attrs: dict[str, Any] = {"operator": operator_id(run, o.oid)} if o.type is not OpType.SOURCE else {
+            "name": o.dataset or "", "source": o.detail}
+        if o.oid == last:
+            attrs.update(output)
+        out.append({"id": dataset_id(run, o), "granularity": DATASET, "attrs": attrs})
+    return out
+
+
+def _prefixes(spark, run: str, ops: list[OperatorProv]) -> tuple[DataFrame, DataFrame]:
+    """(oid -> out item prefix) and ((oid, input) -> in item prefix), both tiny."""
+    by_oid = {o.oid: o for o in ops}
+    outs = [(o.oid, dataset_id(run, o), dataset_id(run, o) + "#") for o in ops]
+    ins = [(o.oid, i, dataset_id(run, by_oid[inp.pred]), dataset_id(run, by_oid[inp.pred]) + "#")
+           for o in ops for i, inp in enumerate(o.inputs)]
+    out_df = spark.createDataFrame(outs, "oid int, out_ds string, out_prefix string")
+    in_df = spark.createDataFrame(ins, "oid int, input int, in_ds string, in_prefix string")
+    return out_df, in_df
+
+
+def _hex(col: str):
+    return F.lower(F.hex(F.col(col)))
+
+
+def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: DataFrame,
+             existing_ids: DataFrame, run_attrs: dict[str, Any], output: dict[str, Any]) -> dict[str, Any]:
+    """The bundle of one run, sections as DataFrames in the store's normalized layout."""
+    from store.bundle import SECTION_SCHEMAS, normalize
+
+    out_df, in_df = _prefixes(spark, run, ops)
+    rows = assoc.join(F.broadcast(out_df), OID).join(F.broadcast(in_df), [OID, INPUT])
+    rows = rows.select(
+        F.concat(F.col("in_prefix"), _hex(IN_ID)).alias("src"),
+        F.concat(F.lit(run + "/op"), F.col(OID).cast("string")).alias("process"),
+        F.concat(F.col("out_prefix"), _hex(OUT_ID)).alias("dst"),
+        "in_ds", "out_ds",
+    )
+    items = (
+        rows.select(F.col("dst").alias("id"), F.col("out_ds").alias("parent"))
+        .unionByName(rows.select(F.col("src").alias("id"), F.col("in_ds").alias("parent")))
+        .distinct()
+    )
+    small = small_elements(run, pipeline, ops, run_attrs, output)
+    small_df = spark.createDataFrame(
+        [normalize("elements", i, r) for i, r in enumerate(small)], SECTION_SCHEMAS["elements"]
+    )
+    n = len(small)
+    item_df = items.select(
+        (F.monotonically_increasing_id() + F.lit(n)).alias("idx"),
+        "id",
+        F.lit(ITEM).alias("granularity"),
+        F.array(F.col("parent")).alias("parents"),
+        F.lit(None).cast("map<string,string>").alias("attrs"),
+        F.lit(None).cast("map<string,string>").alias("attr_types"),
+        F.lit(None).cast("string").alias("problem"),
+    )
+    elements = small_df.unionByName(item_df).join(existing_ids.select("id"), "id", "left_anti")
+    elements = elements.select(*SECTION_SCHEMAS["elements"].fieldNames())
+    edges = rows.select(
+        F.monotonically_increasing_id().alias("idx"), "src", "process", "dst",
+        F.lit(None).cast("string").alias("problem"),
+    )
+    return {
+        "format": "strata-bundle/1",
+        "gsets": GSETS,
+        "types": [],
+        "elements": elements,
+        "vertices": spark.createDataFrame([], SECTION_SCHEMAS["vertices"]),
+        "edges": edges,
+    }

@@ -1,0 +1,24 @@
+"""Errors of the capture layer; all are Strata errors a user can act on."""
+
+from __future__ import annotations
+
+from store.errors import StrataError, UserError
+
+
+class UnsupportedOperation(UserError):
+    """The pipeline used a DataFrame operation the capture cannot record faithfully."""
+
+    @classmethod
+    def named(cls, operation: str, reason: str = "") -> UnsupportedOperation:
+        why = f": {reason}" if reason else ""
+        return cls(
+            f"capture: DataFrame operation '{operation}' is not supported on a tracked DataFrame{why}",
+            hint=(
+                "see docs/capture.md for the supported operators; call .untracked() to get the "
+                "plain DataFrame (its results are then not captured)"
+            ),
+        )
+
+
+class CaptureError(StrataError):
+    """The capture layer met a Spark plan it did not expect (a bug or an unsupported Spark)."""

@@ -1,0 +1,154 @@
+"""Plain data of Pebble's lightweight operator provenance (Definition 5.1), no Spark here.
+
+An operator's provenance is the 5-tuple <oid, type, I, M, P>:
+
+* ``oid`` and ``type`` (an :class:`OpType`),
+* ``I``: one :class:`OpInput` per input -- the predecessor operator and the schema-level
+  paths the operator *accessed* on that input (``None`` = undefined, the paper's ⊥),
+* ``M``: the *manipulated* path pairs (input path -> output path; ``None`` = ⊥),
+* ``P``: the item-level id associations. They live in Spark (the hidden id columns of a
+  tracked DataFrame); :class:`Slot` says where to find them.
+
+Paths are dotted strings over the schema; ``[pos]`` stands for "every position" of an
+array (the paper's placeholder) and ``[n]`` for a literal 1-based position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+POS = "[pos]"
+
+
+class OpType(str, Enum):
+    """Pebble's operator types (Table 5), plus the DataFrame operators Spark adds."""
+
+    SOURCE = "source"
+    FILTER = "filter"
+    SELECT = "select"
+    MAP = "map"  # opaque: Python UDFs, mapInPandas (access and manipulation undefined)
+    FLATTEN = "flatten"
+    JOIN = "join"
+    UNION = "union"
+    AGGREGATION = "aggregation"  # grouping + aggregation/nesting; also distinct
+    SORT = "sort"
+    LIMIT = "limit"
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """A schema-level path accessed on input number ``input`` of an operator."""
+
+    input: int
+    path: str
+
+    def __post_init__(self) -> None:
+        if self.input < 0 or not self.path:
+            raise ValueError(f"bad access path {self!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Manipulation:
+    """Input path ``src`` (on input ``input``) becomes output path ``dst``."""
+
+    input: int
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpInput:
+    """One entry of the paper's bag I: the predecessor and the paths accessed on it."""
+
+    pred: int
+    accessed: tuple[str, ...] | None  # None = undefined (⊥)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorProv:
+    """Schema-level operator provenance; the id associations are materialized at write time."""
+
+    oid: int
+    type: OpType
+    method: str  # the DataFrame method the user called, e.g. "withColumn"
+    inputs: tuple[OpInput, ...]
+    manipulated: tuple[Manipulation, ...] | None  # None = undefined (⊥)
+    detail: str = ""  # human-readable: the analyzed Spark plan node, the source path
+    dataset: str | None = None  # for sources: the dataset name ids are derived from
+
+    def __post_init__(self) -> None:
+        if self.oid < 1:
+            raise ValueError(f"operator id must be >= 1, got {self.oid}")
+        if self.type is OpType.SOURCE and self.inputs:
+            raise ValueError(f"a source operator has no inputs, operator {self.oid} has {self.inputs}")
+
+    @property
+    def opaque(self) -> bool:
+        return any(i.accessed is None for i in self.inputs) or self.manipulated is None
+
+
+@dataclass(frozen=True, slots=True)
+class InRef:
+    """Where a slot finds the input id: column ``id_col``; the input number is ``input``
+    or, when ``input_col`` is set, the value of that column (unions)."""
+
+    id_col: str
+    input: int = 0
+    input_col: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """Where the id associations of operator ``oid`` sit in a tracked DataFrame.
+
+    Rows are reached by exploding the hidden array columns in ``nest`` in order (one per
+    aggregation downstream of the operator); a condition ``(depth, column, value)`` in
+    ``when`` keeps the rows of nesting level ``depth`` (0 = top) where the column has that
+    value (the side of a union). Each row gives ``(out_id, input, in_id, pos)``. With
+    ``array`` set the input ids are the ``in_ref.id_col`` fields of that hidden array of
+    structs and ``pos`` is the 1-based array position (aggregation); otherwise ``pos`` is
+    column ``pos_col`` plus one (flatten) or null. ``distinct`` is set once a downstream
+    operator may repeat rows.
+    """
+
+    oid: int
+    out_col: str
+    in_ref: InRef
+    nest: tuple[str, ...] = ()
+    when: tuple[tuple[int, str, int], ...] = ()
+    array: str | None = None
+    pos_col: str | None = None
+    distinct: bool = False
+
+    def nested_in(self, array_col: str) -> Slot:
+        """This slot, seen from the output of an aggregation that collected its rows."""
+        return replace(
+            self,
+            nest=(array_col, *self.nest),
+            when=tuple((d + 1, c, v) for d, c, v in self.when),
+        )
+
+    def repeated(self) -> Slot:
+        return self if self.distinct else replace(self, distinct=True)
+
+    def only_when(self, col: str, value: int) -> Slot:
+        return replace(self, when=((0, col, value), *self.when))
+
+    def renamed(self, mapping: dict[str, str]) -> Slot:
+        """Rename top-level hidden columns (the right side of a self-join)."""
+
+        def r(name: str | None) -> str | None:
+            return mapping.get(name, name) if name is not None else None
+
+        when = tuple((d, r(c) if d == 0 else c, v) for d, c, v in self.when)
+        if self.nest:
+            return replace(self, nest=(r(self.nest[0]), *self.nest[1:]), when=when)
+        return replace(
+            self,
+            out_col=r(self.out_col),
+            in_ref=replace(self.in_ref, id_col=r(self.in_ref.id_col), input_col=r(self.in_ref.input_col)),
+            when=when,
+            array=r(self.array),
+            pos_col=r(self.pos_col),
+        )

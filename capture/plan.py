@@ -1,0 +1,175 @@
+"""Read accessed and manipulated paths off Spark's analyzed logical plan (via py4j).
+
+Paths are found on Catalyst expressions: an ``AttributeReference`` of an operator input is a
+top-level path; ``GetStructField`` adds ``.field``; ``GetArrayStructFields`` adds
+``.[pos].field``; ``GetArrayItem``/``ElementAt`` with a literal index add ``.[n]`` (1-based),
+otherwise ``.[pos]``. The *maximal* path expressions of an expression are its accessed paths.
+Nothing here parses user strings: the plan is Spark's own analysis of the user's call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from capture.model import POS, Access, Manipulation
+
+HIDDEN_PREFIX = "__strata_"
+
+_UDF_CLASSES = frozenset({"PythonUDF", "PythonUDAF", "PythonUDTF", "ScalaUDF"})
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(HIDDEN_PREFIX)
+
+
+def seq(jseq) -> list:
+    """A Scala Seq as a Python list."""
+    return [jseq.apply(i) for i in range(jseq.size())]
+
+
+def cls(node) -> str:
+    return node.getClass().getSimpleName()
+
+
+def analyzed(df):
+    return df._jdf.queryExecution().analyzed()
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    input: int
+    name: str
+
+
+AttrMap = dict[int, Attr]  # exprId -> which input, which top-level name
+
+
+def attr_map(plans: list) -> AttrMap:
+    """exprId -> (input number, column name) for the visible output columns of each input plan."""
+    out: AttrMap = {}
+    for i, plan in enumerate(plans):
+        for a in seq(plan.output()):
+            name = a.name()
+            if not is_hidden(name):
+                out[a.exprId().id()] = Attr(i, name)
+    return out
+
+
+def _literal_index(expr) -> int | None:
+    if cls(expr) != "Literal":
+        return None
+    value = expr.value()
+    return value if isinstance(value, int) else None
+
+
+def as_path(expr, attrs: AttrMap) -> tuple[int, str] | None:
+    """(input, path) when ``expr`` is a pure path expression over an input attribute."""
+    kind = cls(expr)
+    if kind == "AttributeReference":
+        a = attrs.get(expr.exprId().id())
+        return (a.input, a.name) if a else None
+    if kind == "GetStructField":
+        base = as_path(expr.child(), attrs)
+        return (base[0], f"{base[1]}.{expr.extractFieldName()}") if base else None
+    if kind == "GetArrayStructFields":
+        base = as_path(expr.child(), attrs)
+        return (base[0], f"{base[1]}.{POS}.{expr.field().name()}") if base else None
+    if kind in ("GetArrayItem", "ElementAt"):
+        base = as_path(expr.left(), attrs)
+        n = _literal_index(expr.right())
+        if base is None or n is None:
+            return None
+        pos = n + 1 if kind == "GetArrayItem" else n
+        return (base[0], f"{base[1]}.[{pos}]")
+    if kind == "GetMapValue":
+        base = as_path(expr.left(), attrs)
+        return (base[0], f"{base[1]}.{POS}") if base else None
+    return None
+
+
+def maximal_paths(expr, attrs: AttrMap) -> Iterator[tuple[int, str]]:
+    """Every maximal path expression in ``expr`` (depth first, in order)."""
+    p = as_path(expr, attrs)
+    if p is not None:
+        yield p
+        return
+    kind = cls(expr)
+    if kind in ("GetArrayItem", "ElementAt", "GetStructField", "GetArrayStructFields", "GetMapValue"):
+        # an extractor over a non-path (or with a computed index): the whole base is accessed
+        pass
+    for child in seq(expr.children()):
+        yield from maximal_paths(child, attrs)
+
+
+def has_udf(expr) -> bool:
+    if cls(expr) in _UDF_CLASSES:
+        return True
+    return any(has_udf(c) for c in seq(expr.children()))
+
+
+def accesses(exprs: list, attrs: AttrMap) -> list[Access]:
+    seen: dict[tuple[int, str], None] = {}
+    for e in exprs:
+        for p in maximal_paths(e, attrs):
+            seen.setdefault(p, None)
+    return [Access(i, path) for i, path in seen]
+
+
+def out_pairs(expr, dst: str, attrs: AttrMap, gen: dict[int, list[tuple[int, str]]]) -> list[Manipulation]:
+    """Path pairs (input path -> ``dst`` or a path below it) for an expression producing ``dst``.
+
+    ``struct(a, b AS c)`` maps into ``dst.a``/``dst.c``; ``collect_list(x)`` into ``dst.[pos]``;
+    an attribute made by a generator (``gen``) maps from the flattened path; any other
+    expression maps each path it reads to ``dst`` (a derived value).
+    """
+    p = as_path(expr, attrs)
+    if p is not None:
+        return [Manipulation(p[0], p[1], dst)]
+    kind = cls(expr)
+    if kind == "AttributeReference" and expr.exprId().id() in gen:
+        return [Manipulation(i, src, dst) for i, src in gen[expr.exprId().id()]]
+    if kind == "Alias":
+        return out_pairs(expr.child(), dst, attrs, gen)
+    if kind == "AggregateExpression":
+        return out_pairs(expr.aggregateFunction(), dst, attrs, gen)
+    if kind in ("CollectList", "CollectSet"):
+        return out_pairs(expr.child(), f"{dst}.{POS}", attrs, gen)
+    if kind == "CreateNamedStruct":
+        names = [str(n) for n in seq(expr.names())]
+        vals = seq(expr.valExprs())
+        return [m for n, v in zip(names, vals, strict=True) for m in out_pairs(v, f"{dst}.{n}", attrs, gen)]
+    return [Manipulation(i, src, dst) for i, src in maximal_paths(expr, attrs)]
+
+
+def nodes_above(top, inputs: list) -> list:
+    """The plan nodes from ``top`` down to (not including) any of the ``inputs`` plans."""
+    out, stack = [], [top]
+    while stack:
+        node = stack.pop()
+        if any(node.fastEquals(i) or node.equals(i) for i in inputs):
+            continue
+        out.append(node)
+        stack.extend(reversed(seq(node.children())))
+    return out
+
+
+def node_exprs(node) -> list:
+    """The expressions a plan node evaluates on its input (not its output attributes)."""
+    kind = cls(node)
+    if kind == "Filter":
+        return [node.condition()]
+    if kind == "Project":
+        return seq(node.projectList())
+    if kind == "Aggregate":
+        return seq(node.groupingExpressions()) + seq(node.aggregateExpressions())
+    if kind == "Sort":
+        return seq(node.order())
+    if kind == "Generate":
+        return [node.generator()]
+    if kind == "Join":
+        cond = node.condition()
+        return [cond.get()] if cond.isDefined() else []
+    if kind == "Deduplicate":
+        return seq(node.keys())
+    return []

@@ -1,0 +1,212 @@
+"""Projections (select, withColumn, drop, rename ...), flatten inside them, and mapInPandas.
+
+A projection keeps item identity (output id = input id). When Spark's analyzed plan shows a
+``Generate`` (explode, explode_outer, posexplode, inline ...) under the projection, the
+operator is a *flatten*: it is rebuilt with ``posexplode`` so that each output item gets a
+new id ``xxhash64(oid, input id, position)`` and the association keeps the 1-based position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from capture.errors import CaptureError, UnsupportedOperation
+from capture.model import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.plan import (
+    analyzed,
+    as_path,
+    attr_map,
+    cls,
+    has_udf,
+    is_hidden,
+    maximal_paths,
+    nodes_above,
+    out_pairs,
+    seq,
+)
+
+if TYPE_CHECKING:
+    from capture.tracked import TrackedDataFrame
+
+Build = Callable[[DataFrame, list[str]], DataFrame]
+_GENERATORS = {"Explode": "explode", "PosExplode": "posexplode", "Inline": "inline"}
+
+
+def hidden_names(tdf: TrackedDataFrame) -> list[str]:
+    return tdf.hidden()
+
+
+def column_of(spark, expr) -> Column:
+    """A pyspark Column wrapping an (already resolved) Catalyst expression."""
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    jvm = spark._jvm
+    node = jvm.org.apache.spark.sql.classic.ExpressionColumnNode.apply(expr)
+    return ClassicColumn(jvm.org.apache.spark.sql.Column(node))
+
+
+def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = False) -> TrackedDataFrame:
+    """Apply a projection-like user call; ``explicit``: the user listed the kept columns."""
+    hidden = tdf.hidden()
+    probe = build(tdf.annotated, [])
+    missing = [h for h in hidden if h not in probe.columns]
+    new = build(tdf.annotated, missing) if missing else probe
+    in_plan = analyzed(tdf.annotated)
+    plan = analyzed(new)
+    nodes = nodes_above(plan, [in_plan])
+    kinds = {cls(n) for n in nodes}
+    if not kinds <= {"Project", "Generate"} or cls(plan) != "Project":
+        raise UnsupportedOperation.named(
+            method, f"it computes {', '.join(sorted(kinds - {'Project'}))}; use groupBy().agg() for aggregates"
+        )
+    gens = [n for n in nodes if cls(n) == "Generate"]
+    if gens:
+        return _flatten(tdf, method, plan, gens[0], in_plan, explicit)
+    attrs = attr_map([in_plan])
+    items = seq(plan.projectList())
+    if any(has_udf(i) for i in items):
+        op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, method, (OpInput(tdf.oid, None),), None,
+                          detail=str(plan.simpleString(25)))
+        return tdf._next(new, op)
+    accessed, manipulated = _project_paths(items, attrs, {}, explicit)
+    op = OperatorProv(tdf.tracker._new_oid(), OpType.SELECT, method, (OpInput(tdf.oid, accessed),),
+                      manipulated, detail=str(plan.simpleString(25)))
+    return tdf._next(new, op)
+
+
+def _project_paths(items, attrs, gen, explicit: bool) -> tuple[tuple[str, ...], tuple[Manipulation, ...]]:
+    accessed: dict[str, None] = {}
+    manipulated: list[Manipulation] = []
+    for item in items:
+        name = item.name()
+        if is_hidden(name):
+            continue
+        kind = cls(item)
+        if kind == "AttributeReference" and item.exprId().id() in attrs:
+            manipulated.append(Manipulation(0, name, name))
+            if explicit:
+                accessed.setdefault(name, None)
+            continue
+        for m in out_pairs(item, name, attrs, gen):
+            manipulated.append(m)
+        for _, p in maximal_paths(item, attrs):
+            accessed.setdefault(p, None)
+    return tuple(accessed), tuple(dict.fromkeys(manipulated))
+
+
+def _generator_sources(gnode, attrs) -> tuple[list[tuple[int, str]], dict[int, list[tuple[int, str]]], str]:
+    """Accessed paths of the generator and, per generator output attribute, its sources."""
+    g = gnode.generator()
+    kind = cls(g)
+    if kind not in _GENERATORS:
+        raise UnsupportedOperation.named(f"generator {kind}", "only explode, posexplode and inline (and their _outer forms) are tracked")
+    child = g.child()
+    if cls(child.dataType()) != "ArrayType":
+        raise UnsupportedOperation.named(f"{_GENERATORS[kind]} over a map", "flatten is tracked over arrays only")
+    base = as_path(child, attrs)
+    outs = seq(gnode.generatorOutput())
+    if base is None:  # a computed array, e.g. explode(split(text, ' ')): a derived value
+        srcs = list(maximal_paths(child, attrs))
+        gen = {a.exprId().id(): srcs for a in outs}
+        return srcs, gen, kind
+    elem = (base[0], f"{base[1]}.{POS}")
+    if kind == "Explode":
+        gen = {outs[0].exprId().id(): [elem]}
+    elif kind == "PosExplode":
+        gen = {outs[0].exprId().id(): [], outs[1].exprId().id(): [elem]}
+    else:
+        fields = list(child.dataType().elementType().fieldNames())
+        gen = {a.exprId().id(): [(elem[0], f"{elem[1]}.{f}")] for a, f in zip(outs, fields, strict=True)}
+    return [elem], gen, kind
+
+
+def _flatten(tdf, method, plan, gnode, in_plan, explicit) -> TrackedDataFrame:
+    if not (gnode.child().fastEquals(in_plan) or gnode.child().equals(in_plan)):
+        raise CaptureError(f"capture: unexpected plan under {method}: the generator does not read the input")
+    attrs = attr_map([in_plan])
+    accessed_src, gen, kind = _generator_sources(gnode, attrs)
+    spark = tdf.annotated.sparkSession
+    oid = tdf.tracker._new_oid()
+    pos, elem, idk = f"__strata_pos_{oid}", f"__strata_elem_{oid}", f"__strata_id_{oid}"
+    explode = F.posexplode_outer if gnode.outer() else F.posexplode
+    base = tdf.annotated.select("*", explode(column_of(spark, gnode.generator().child())).alias(pos, elem))
+    outs = [a.exprId().id() for a in seq(gnode.generatorOutput())]
+    fields = (
+        list(gnode.generator().child().dataType().elementType().fieldNames()) if kind == "Inline" else []
+    )
+
+    def gen_col(j: int) -> Column:
+        if kind == "Explode":
+            return F.col(elem)
+        if kind == "PosExplode":
+            return F.col(pos) if j == 0 else F.col(elem)
+        return F.col(elem).getField(fields[j])
+
+    cols: list[Column] = []
+    items = seq(plan.projectList())
+    for item in items:
+        ref = item if cls(item) == "AttributeReference" else (item.child() if cls(item) == "Alias" else None)
+        if ref is not None and cls(ref) == "AttributeReference" and ref.exprId().id() in outs:
+            cols.append(gen_col(outs.index(ref.exprId().id())).alias(item.name()))
+        elif any(e in outs for e in _refs(item)):
+            raise UnsupportedOperation.named(method, "an expression over the generator output in the same call")
+        else:
+            cols.append(column_of(spark, item))
+    cur = tdf._cur
+    new = base.select(
+        *cols,
+        F.col(pos),
+        F.xxhash64(F.lit(oid), F.col(cur), F.coalesce(F.col(pos), F.lit(-1))).alias(idk),
+    )
+    accessed, manipulated = _project_paths(items, attrs, gen, explicit)
+    accessed = tuple(dict.fromkeys([p for _, p in accessed_src] + list(accessed)))
+    op = OperatorProv(oid, OpType.FLATTEN, method, (OpInput(tdf.oid, accessed),), manipulated,
+                      detail=str(plan.simpleString(25)))
+    slots = (*(s.repeated() for s in tdf._slots), Slot(oid, idk, InRef(cur), pos_col=pos))
+    return tdf._next(new, op, cur=idk, slots=slots)
+
+
+def _refs(expr) -> list[int]:
+    if cls(expr) == "AttributeReference":
+        return [expr.exprId().id()]
+    return [r for c in seq(expr.children()) for r in _refs(c)]
+
+
+def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> TrackedDataFrame:
+    """The paper's map rule: one output row per input row, access and manipulation undefined.
+
+    The user's function is called once per Arrow batch with the visible columns; it must
+    return as many rows as it got, in order, so each output row keeps its input's id.
+    """
+    import pandas as pd
+    from pyspark.sql.types import _parse_datatype_string
+
+    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if not isinstance(out_schema, StructType):
+        raise UnsupportedOperation.named("mapInPandas", f"schema must be a struct type, got {schema!r}")
+    hidden, visible = tdf.hidden(), tdf.visible()
+    full = StructType(list(out_schema.fields) + [tdf.annotated.schema[h] for h in hidden])
+
+    def wrapped(batches):
+        for pdf in batches:
+            ids = pdf[hidden].reset_index(drop=True)
+            parts = list(func(iter([pdf[visible]])))
+            out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=out_schema.names)
+            if len(out) != len(pdf):
+                raise ValueError(
+                    f"strata capture: mapInPandas function returned {len(out)} rows for {len(pdf)} input "
+                    "rows; under capture it must return one row per input row, in order (the map rule)"
+                )
+            for h in hidden:
+                out[h] = ids[h].values
+            yield out
+
+    new = tdf.annotated.mapInPandas(wrapped, full, barrier)
+    op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, "mapInPandas", (OpInput(tdf.oid, None),), None,
+                      detail=f"mapInPandas {getattr(func, '__name__', 'function')}")
+    return tdf._next(new, op)

@@ -1,0 +1,210 @@
+"""The tracked DataFrame: a pyspark DataFrame plus hidden id columns and operator provenance.
+
+Every supported method applies the user's operation to the annotated DataFrame (visible
+columns + hidden ``__strata_*`` id columns), reads the accessed and manipulated paths off
+Spark's analyzed plan, and registers one :class:`~capture.model.OperatorProv` with the tracker.
+Reading methods (``show``, ``collect``, ``columns`` ...) see only the visible columns, so a
+tracked pipeline shows and returns exactly what the untracked one would.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column, DataFrame
+
+from capture import binary, grouping, project
+from capture.errors import UnsupportedOperation
+from capture.model import OperatorProv, OpInput, OpType, Slot
+from capture.plan import accesses, analyzed, attr_map, has_udf, is_hidden, node_exprs, nodes_above
+
+if TYPE_CHECKING:
+    from capture.tracker import Tracker
+
+# Methods that only read the (visible) data: forwarded to the visible DataFrame.
+_READERS = frozenset(
+    {
+        "columns", "schema", "dtypes", "printSchema", "show", "collect", "count", "take",
+        "head", "first", "toPandas", "isEmpty", "toLocalIterator", "tail",
+    }
+)
+
+
+class TrackedDataFrame:
+    """A DataFrame whose operators are recorded; behaves like ``pyspark.sql.DataFrame``."""
+
+    __slots__ = ("_tracker", "_df", "_oid", "_cur", "_slots")
+
+    def __init__(self, tracker: Tracker, df: DataFrame, oid: int, cur: str, slots: tuple[Slot, ...]):
+        self._tracker = tracker
+        self._df = df
+        self._oid = oid
+        self._cur = cur
+        self._slots = slots
+
+    # ---- plumbing -------------------------------------------------------------------------
+    @property
+    def tracker(self) -> Tracker:
+        return self._tracker
+
+    @property
+    def oid(self) -> int:
+        """The id of the operator that produced this DataFrame."""
+        return self._oid
+
+    @property
+    def annotated(self) -> DataFrame:
+        """The DataFrame with the hidden provenance columns (for the capture layer)."""
+        return self._df
+
+    def hidden(self) -> list[str]:
+        return [c for c in self._df.columns if is_hidden(c)]
+
+    def visible(self) -> list[str]:
+        return [c for c in self._df.columns if not is_hidden(c)]
+
+    def untracked(self) -> DataFrame:
+        """The plain DataFrame (no hidden columns); operations on it are not captured."""
+        return self._df.select(*[self._df[c] for c in self.visible()])
+
+    def _next(self, df: DataFrame, op: OperatorProv, cur: str | None = None,
+              slots: tuple[Slot, ...] | None = None) -> TrackedDataFrame:
+        self._tracker._register(op)
+        if slots is None:  # an operator that keeps item identity: output id = input id
+            slots = (*self._slots, Slot(op.oid, self._cur, _in(self._cur)))
+        return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots)
+
+    def _check_names(self, names, operation: str) -> None:
+        for n in names:
+            if isinstance(n, str) and is_hidden(n):
+                raise UnsupportedOperation.named(operation, f"column name {n!r} is reserved for provenance ids")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _READERS:
+            return getattr(self.untracked(), name)
+        if not name.startswith("_") and name in self._df.columns:
+            return self._df[name]
+        if hasattr(DataFrame, name):
+            raise UnsupportedOperation.named(name)
+        raise AttributeError(f"'TrackedDataFrame' object has no attribute {name!r}")
+
+    def __getitem__(self, item):
+        if isinstance(item, str):
+            self._check_names([item], "__getitem__")
+            return self._df[item]
+        if isinstance(item, Column):
+            return self.filter(item)
+        if isinstance(item, (list, tuple)):
+            return self.select(*item)
+        raise UnsupportedOperation.named("__getitem__", f"unexpected key {item!r}")
+
+    def __repr__(self) -> str:
+        return f"TrackedDataFrame[op {self._oid}]({', '.join(self.visible())})"
+
+    # ---- unary operators keeping item identity -----------------------------------------
+    def filter(self, condition) -> TrackedDataFrame:
+        return self._rowwise("filter", OpType.FILTER, self._df.filter(condition))
+
+    where = filter
+
+    def orderBy(self, *cols, **kwargs) -> TrackedDataFrame:
+        return self._rowwise("orderBy", OpType.SORT, self._df.orderBy(*cols, **kwargs))
+
+    sort = orderBy
+
+    def limit(self, num: int) -> TrackedDataFrame:
+        return self._rowwise("limit", OpType.LIMIT, self._df.limit(num))
+
+    def _rowwise(self, method: str, kind: OpType, new: DataFrame) -> TrackedDataFrame:
+        in_plan = analyzed(self._df)
+        attrs = attr_map([in_plan])
+        exprs = [e for n in nodes_above(analyzed(new), [in_plan]) for e in node_exprs(n)
+                 if kind is not OpType.FILTER or True]
+        accessed = None if any(has_udf(e) for e in exprs) else tuple(a.path for a in accesses(exprs, attrs))
+        op = OperatorProv(self._tracker._new_oid(), kind, method, (OpInput(self._oid, accessed),), (),
+                          detail=_detail(new))
+        return self._next(new, op)
+
+    # ---- projections and flatten (capture/project.py) ------------------------------------
+    def select(self, *cols) -> TrackedDataFrame:
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        self._check_names(cols, "select")
+        return project.apply(self, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
+
+    def selectExpr(self, *exprs: str) -> TrackedDataFrame:
+        if len(exprs) == 1 and isinstance(exprs[0], (list, tuple)):
+            exprs = tuple(exprs[0])
+        return project.apply(
+            self, "selectExpr", lambda d, extra: d.selectExpr(*exprs, *[f"`{h}`" for h in extra]), explicit=True
+        )
+
+    def withColumn(self, colName: str, col: Column) -> TrackedDataFrame:
+        self._check_names([colName], "withColumn")
+        return project.apply(self, "withColumn", lambda d, extra: d.withColumn(colName, col))
+
+    def withColumns(self, *colsMap: dict[str, Column]) -> TrackedDataFrame:
+        mapping = dict(colsMap[0]) if colsMap else {}
+        self._check_names(mapping, "withColumns")
+        return project.apply(self, "withColumns", lambda d, extra: d.withColumns(mapping))
+
+    def drop(self, *cols) -> TrackedDataFrame:
+        self._check_names(cols, "drop")
+        return project.apply(self, "drop", lambda d, extra: d.drop(*cols))
+
+    def withColumnRenamed(self, existing: str, new: str) -> TrackedDataFrame:
+        self._check_names([existing, new], "withColumnRenamed")
+        return project.apply(self, "withColumnRenamed", lambda d, extra: d.withColumnRenamed(existing, new))
+
+    def withColumnsRenamed(self, colsMap: dict[str, str]) -> TrackedDataFrame:
+        self._check_names([*colsMap, *colsMap.values()], "withColumnsRenamed")
+        return project.apply(self, "withColumnsRenamed", lambda d, extra: d.withColumnsRenamed(colsMap))
+
+    def mapInPandas(self, func, schema, barrier: bool = False) -> TrackedDataFrame:
+        return project.map_in_pandas(self, func, schema, barrier)
+
+    # ---- joins and unions (capture/binary.py) ----------------------------------------------
+    def join(self, other: TrackedDataFrame, on=None, how: str | None = None) -> TrackedDataFrame:
+        return binary.join(self, other, on, how)
+
+    def crossJoin(self, other: TrackedDataFrame) -> TrackedDataFrame:
+        return binary.join(self, other, None, "cross")
+
+    def union(self, other: TrackedDataFrame) -> TrackedDataFrame:
+        return binary.union(self, other, "union", by_name=False)
+
+    unionAll = union
+
+    def unionByName(self, other: TrackedDataFrame, allowMissingColumns: bool = False) -> TrackedDataFrame:
+        return binary.union(self, other, "unionByName", by_name=True, allow_missing=allowMissingColumns)
+
+    # ---- grouping, aggregation, duplicates (capture/grouping.py) -------------------------
+    def groupBy(self, *cols) -> grouping.TrackedGroupedData:
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        self._check_names(cols, "groupBy")
+        return grouping.TrackedGroupedData(self, cols)
+
+    groupby = groupBy
+
+    def agg(self, *exprs) -> TrackedDataFrame:
+        return self.groupBy().agg(*exprs)
+
+    def distinct(self) -> TrackedDataFrame:
+        return grouping.deduplicate(self, "distinct", None)
+
+    def dropDuplicates(self, subset: list[str] | None = None) -> TrackedDataFrame:
+        return grouping.deduplicate(self, "dropDuplicates", subset)
+
+    drop_duplicates = dropDuplicates
+
+
+def _in(col: str):
+    from capture.model import InRef
+
+    return InRef(col)
+
+
+def _detail(df: DataFrame) -> str:
+    plan = analyzed(df)
+    return str(plan.simpleString(25))

@@ -1,0 +1,127 @@
+"""The entry point: ``Tracker(spark, store)`` reads or wraps inputs and writes captured runs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from capture.errors import UnsupportedOperation
+from capture.materialize import assoc_frame
+from capture.model import OperatorProv, OpType, Slot
+from capture.plan import is_hidden
+from capture.tracked import TrackedDataFrame
+
+
+def item_ids(df: DataFrame, dataset: str) -> F.Column:
+    """Top-level item ids of an input: ``xxhash64(dataset name, row position)``.
+
+    The row position is Spark's ``monotonically_increasing_id`` right after the scan (file
+    split + row in split), so re-reading the same files with the same Spark configuration
+    gives the same ids.
+    """
+    return F.xxhash64(F.lit(dataset), F.monotonically_increasing_id())
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The provenance of one tracked DataFrame, before it is committed."""
+
+    operators: tuple[OperatorProv, ...]
+    slots: tuple[Slot, ...]
+    result_oid: int
+    annotated: DataFrame
+
+    def associations(self, annotated: DataFrame | None = None) -> DataFrame:
+        """Pebble's P for every operator: ``oid, out_id, input, in_id, pos``."""
+        return assoc_frame(self.annotated if annotated is None else annotated, self.slots)
+
+    def operator(self, oid: int) -> OperatorProv:
+        return next(o for o in self.operators if o.oid == oid)
+
+
+class _Reader:
+    def __init__(self, tracker: Tracker):
+        self._tracker = tracker
+
+    def _read(self, fmt: str, path, name: str | None, options) -> TrackedDataFrame:
+        df = self._tracker.spark.read.options(**options).format(fmt).load(path)
+        paths = [path] if isinstance(path, str) else list(path)
+        dataset = name or ",".join(os.path.abspath(p) if "://" not in p else p for p in paths)
+        return self._tracker._source(df, dataset, f"read.{fmt}", f"{fmt} {', '.join(paths)}")
+
+    def json(self, path, name: str | None = None, **options) -> TrackedDataFrame:
+        return self._read("json", path, name, options)
+
+    def parquet(self, path, name: str | None = None, **options) -> TrackedDataFrame:
+        return self._read("parquet", path, name, options)
+
+    def csv(self, path, name: str | None = None, **options) -> TrackedDataFrame:
+        return self._read("csv", path, name, options)
+
+
+class Tracker:
+    """Records the structural provenance of the DataFrame pipelines built from its inputs."""
+
+    def __init__(self, spark, store=None, pipeline: str = "pipeline"):
+        self.spark = spark
+        self.store = store
+        self.pipeline = pipeline
+        self._ops: dict[int, OperatorProv] = {}
+        self._oid = 0
+
+    @property
+    def read(self) -> _Reader:
+        return _Reader(self)
+
+    def track(self, df: DataFrame, name: str) -> TrackedDataFrame:
+        """Start tracking an existing DataFrame; ``name`` identifies the dataset (and its ids)."""
+        if isinstance(df, TrackedDataFrame):
+            raise UnsupportedOperation.named("track", "the DataFrame is already tracked")
+        if not name:
+            raise UnsupportedOperation.named("track", "a dataset name is required: track(df, name='tweets')")
+        return self._source(df, name, "track", f"track {name}")
+
+    def _source(self, df: DataFrame, dataset: str, method: str, detail: str) -> TrackedDataFrame:
+        bad = [c for c in df.columns if is_hidden(c)]
+        if bad:
+            raise UnsupportedOperation.named(method, f"column names {bad} use the reserved prefix '__strata_'")
+        oid = self._new_oid()
+        idk = f"__strata_id_{oid}"
+        op = OperatorProv(oid, OpType.SOURCE, method, (), (), detail=detail, dataset=dataset)
+        self._register(op)
+        return TrackedDataFrame(self, df.withColumn(idk, item_ids(df, dataset)), oid, idk, ())
+
+    def _new_oid(self) -> int:
+        self._oid += 1
+        return self._oid
+
+    def _register(self, op: OperatorProv) -> None:
+        self._ops[op.oid] = op
+
+    def operators(self, tdf: TrackedDataFrame) -> tuple[OperatorProv, ...]:
+        """The operators ``tdf`` was built from, in id order."""
+        seen: dict[int, OperatorProv] = {}
+        stack = [tdf.oid]
+        while stack:
+            oid = stack.pop()
+            if oid in seen:
+                continue
+            seen[oid] = self._ops[oid]
+            stack.extend(i.pred for i in seen[oid].inputs)
+        return tuple(seen[o] for o in sorted(seen))
+
+    def capture(self, tdf: TrackedDataFrame) -> Captured:
+        """The in-memory provenance of ``tdf`` (nothing is computed until you ask for rows)."""
+        if not isinstance(tdf, TrackedDataFrame) or tdf.tracker is not self:
+            raise UnsupportedOperation.named("capture", "expects a DataFrame tracked by this Tracker")
+        return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated)
+
+    def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
+              message: str | None = None, **options):
+        """Write the result and commit its provenance in one store commit (capture/commit.py)."""
+        from capture.commit import write_and_commit
+
+        return write_and_commit(self, tdf, path, format, mode, message, options)

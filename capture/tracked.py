@@ -63,6 +63,11 @@ class TrackedDataFrame:
     def visible(self) -> list[str]:
         return [c for c in self._df.columns if not is_hidden(c)]
 
+    def with_item_ids(self, name: str = "item_id") -> DataFrame:
+        """The visible columns plus each row's provenance id (what ``capture_assoc.out_id``
+        holds for the operator that produced this DataFrame) as column ``name``."""
+        return self._df.select(*[self._df[c] for c in self.visible()], self._df[self._cur].alias(name))
+
     def untracked(self) -> DataFrame:
         """The plain DataFrame (no hidden columns); operations on it are not captured."""
         return self._df.select(*[self._df[c] for c in self.visible()])
@@ -118,8 +123,7 @@ class TrackedDataFrame:
     def _rowwise(self, method: str, kind: OpType, new: DataFrame) -> TrackedDataFrame:
         in_plan = analyzed(self._df)
         attrs = attr_map([in_plan])
-        exprs = [e for n in nodes_above(analyzed(new), [in_plan]) for e in node_exprs(n)
-                 if kind is not OpType.FILTER or True]
+        exprs = [e for n in nodes_above(analyzed(new), [in_plan]) for e in node_exprs(n)]
         accessed = None if any(has_udf(e) for e in exprs) else tuple(a.path for a in accesses(exprs, attrs))
         op = OperatorProv(self._tracker._new_oid(), kind, method, (OpInput(self._oid, accessed),), (),
                           detail=_detail(new))

@@ -1,0 +1,299 @@
+"""Per-operator capture: each small input has its provenance (paths, ids, positions) by hand."""
+
+from __future__ import annotations
+
+import pytest
+from capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
+from pyspark.sql import functions as F
+
+from capture import OpType, Tracker, UnsupportedOperation
+from capture.model import Manipulation
+
+# tweets.json, by text: the Section 2 running example (text is unique except "Hello World").
+T1, T22, T29 = "Hello @ls @jm @ls", "This is me @jm", "Hello @lp"
+
+
+@pytest.fixture()
+def tracker(spark):
+    return Tracker(spark, None, pipeline="test")
+
+
+@pytest.fixture()
+def tweets(tracker):
+    return tracker.read.json(TWEETS, name="tweets")
+
+
+@pytest.fixture()
+def src_ids(tweets):
+    """The source id of each tweet, keyed by (text, position in the file)."""
+    rows = tweets.with_item_ids("_pid").select("text", "_pid").collect()
+    return [(r.text, r._pid) for r in rows]
+
+
+def _id(src_ids, text):
+    (pid,) = [p for t, p in src_ids if t == text]
+    return pid
+
+
+def test_filter_accesses_condition_paths_and_keeps_ids(tracker, tweets, src_ids):
+    out = tweets.filter(F.col("retweet_cnt") == 0)
+    op = tracker.capture(out).operator(out.oid)
+    assert (op.type, op.inputs[0].pred, op.inputs[0].accessed, op.manipulated) == (
+        OpType.FILTER, tweets.oid, ("retweet_cnt",), ())
+    expected = {(p, 0, p, None) for t, p in src_ids if t != T29}
+    assert assoc(tracker, out, out.oid) == expected
+
+
+def test_where_on_nested_field_records_the_nested_path(tracker, tweets):
+    out = tweets.where(F.col("user.id_str") == "jm")
+    assert tracker.capture(out).operator(out.oid).inputs[0].accessed == ("user.id_str",)
+    assert sorted(r.text for r in out.collect()) == [T29, T22]
+
+
+def test_select_maps_nested_paths_to_new_names(tracker, tweets, src_ids):
+    out = tweets.select(F.col("user.name").alias("n"), "text", F.col("user_mentions.id_str").alias("ids"))
+    op = tracker.capture(out).operator(out.oid)
+    assert op.type is OpType.SELECT
+    assert op.inputs[0].accessed == ("user.name", "text", "user_mentions.[pos].id_str")
+    assert op.manipulated == (
+        Manipulation(0, "user.name", "n"), Manipulation(0, "text", "text"),
+        Manipulation(0, "user_mentions.[pos].id_str", "ids"))
+    assert assoc(tracker, out, out.oid) == {(p, 0, p, None) for _, p in src_ids}
+    assert out.columns == ["n", "text", "ids"]
+
+
+def test_select_struct_nesting_and_literal_index(tracker, tweets):
+    out = tweets.selectExpr("named_struct('who', user.name, 'first', user_mentions[0].id_str) AS s")
+    op = tracker.capture(out).operator(out.oid)
+    assert op.inputs[0].accessed == ("user.name", "user_mentions.[1].id_str")
+    assert op.manipulated == (Manipulation(0, "user.name", "s.who"),
+                              Manipulation(0, "user_mentions.[1].id_str", "s.first"))
+
+
+def test_with_column_records_only_the_new_column_as_accessed(tracker, tweets):
+    out = tweets.withColumn("shout", F.upper("text"))
+    op = tracker.capture(out).operator(out.oid)
+    assert op.inputs[0].accessed == ("text",)
+    assert Manipulation(0, "text", "shout") in op.manipulated
+    assert Manipulation(0, "retweet_cnt", "retweet_cnt") in op.manipulated
+
+
+def test_rename_and_drop(tracker, tweets):
+    renamed = tweets.withColumnRenamed("text", "body")
+    dropped = renamed.drop("user_mentions", "retweet_cnt")
+    cap = tracker.capture(dropped)
+    assert Manipulation(0, "text", "body") in cap.operator(renamed.oid).manipulated
+    op = cap.operator(dropped.oid)
+    assert (op.inputs[0].accessed, op.manipulated) == (
+        (), (Manipulation(0, "body", "body"), Manipulation(0, "user", "user")))
+    assert dropped.columns == ["body", "user"]
+
+
+def test_explode_is_a_flatten_with_positions(tracker, tweets, src_ids):
+    out = tweets.select("text", F.explode("user_mentions").alias("m"))
+    op = tracker.capture(out).operator(out.oid)
+    assert op.type is OpType.FLATTEN
+    assert "user_mentions.[pos]" in op.inputs[0].accessed
+    assert Manipulation(0, "user_mentions.[pos]", "m") in op.manipulated
+    pairs = {(i, pos) for _, _, i, pos in assoc(tracker, out, out.oid)}
+    t1, t22, t29 = (_id(src_ids, t) for t in (T1, T22, T29))
+    assert pairs == {(t1, 1), (t1, 2), (t1, 3), (t22, 1), (t29, 1)}
+    # the positions point at the flattened element: m == user_mentions[pos] of the input item
+    by_id = {r._pid: r.m.id_str for r in out.with_item_ids("_pid").collect()}
+    src = {p: t for t, p in src_ids}
+    mentions = {r.text: [m.id_str for m in r.user_mentions] for r in tweets.collect()}
+    for o, _, i, pos in assoc(tracker, out, out.oid):
+        assert by_id[o] == mentions[src[i]][pos - 1]
+
+
+def test_explode_outer_keeps_empty_arrays_without_position(tracker, tweets, src_ids):
+    out = tweets.withColumn("m", F.explode_outer("user_mentions"))
+    rows = assoc(tracker, out, out.oid)
+    assert len(rows) == 7
+    hello_world = {p for t, p in src_ids if t == "Hello World"}
+    assert {(i, pos) for _, _, i, pos in rows if i in hello_world} == {(h, None) for h in hello_world}
+    assert tracker.capture(out).operator(out.oid).type is OpType.FLATTEN
+
+
+def test_posexplode_and_inline(tracker, tweets, src_ids):
+    pe = tweets.select("text", F.posexplode("user_mentions").alias("p", "m"))
+    assert sorted((r.text, r.p) for r in pe.collect() if r.text == T1) == [(T1, 0), (T1, 1), (T1, 2)]
+    il = tweets.select("text", F.inline("user_mentions"))
+    op = tracker.capture(il).operator(il.oid)
+    assert op.manipulated == (Manipulation(0, "text", "text"),
+                              Manipulation(0, "user_mentions.[pos].id_str", "id_str"),
+                              Manipulation(0, "user_mentions.[pos].name", "name"))
+    assert {(i, pos) for _, _, i, pos in assoc(tracker, il, il.oid)} == {
+        (i, pos) for _, _, i, pos in assoc(tracker, pe, pe.oid)}
+
+
+@pytest.fixture()
+def users(tracker, spark):
+    return tracker.track(spark.createDataFrame(USERS, USERS_SCHEMA), name="users")
+
+
+def test_inner_join_on_expression(tracker, tweets, users, src_ids):
+    out = tweets.join(users, tweets["user.id_str"] == users["id"])
+    op = tracker.capture(out).operator(out.oid)
+    assert op.type is OpType.JOIN
+    assert [(i.pred, i.accessed) for i in op.inputs] == [(tweets.oid, ("user.id_str",)), (users.oid, ("id",))]
+    assert Manipulation(1, "followers", "followers") in op.manipulated
+    uid = ids_by(users, "id")
+    rows = assoc(tracker, out, out.oid)
+    author = {T1: "lp", "Hello World": "lp", T22: "jm", T29: "jm"}
+    expected = {(t, p, uid[author[t]]) for t, p in src_ids}
+    by_out: dict = {}
+    for o, inp, i, _ in rows:
+        by_out.setdefault(o, {})[inp] = i
+    src = {p: t for t, p in src_ids}
+    assert {(src[v[0]], v[0], v[1]) for v in by_out.values()} == expected
+
+
+@pytest.mark.parametrize("how,n_out,n_right", [("right", 6, 6), ("full", 6, 6)])
+def test_outer_joins_leave_the_missing_side_out(tracker, tweets, users, how, n_out, n_right):
+    out = tweets.join(users, tweets["user.id_str"] == users["id"], how)
+    rows = assoc(tracker, out, out.oid)
+    assert out.count() == n_out
+    assert len({o for o, *_ in rows}) == n_out
+    assert sum(1 for _, inp, *_ in rows if inp == 1) == n_right
+    assert sum(1 for _, inp, *_ in rows if inp == 0) == 5
+
+
+@pytest.mark.parametrize("how,texts", [("left_semi", {T1, "Hello World", T22, T29}), ("anti", set())])
+def test_semi_and_anti_joins_filter_the_left_input(tracker, tweets, users, how, texts):
+    out = tweets.join(users, tweets["user.id_str"] == users["id"], how)
+    op = tracker.capture(out).operator(out.oid)
+    assert op.inputs[1].accessed == ("id",)
+    assert {r.text for r in out.collect()} == texts
+    assert all(o == i and inp == 0 for o, inp, i, _ in assoc(tracker, out, out.oid))
+
+
+def test_join_on_column_names_and_self_join(tracker, spark):
+    a = tracker.track(spark.createDataFrame([("x", 1), ("y", 2)], "k string, v int"), name="a")
+    out = a.join(a.withColumnRenamed("v", "w"), on="k")
+    assert sorted((r.k, r.v, r.w) for r in out.collect()) == [("x", 1, 1), ("y", 2, 2)]
+    rows = assoc(tracker, out, out.oid)
+    aid = ids_by(a, "k")
+    assert {(inp, i) for _, inp, i, _ in rows} == {(0, aid["x"]), (1, aid["x"]), (0, aid["y"]), (1, aid["y"])}
+
+
+def test_union_records_which_input_each_item_came_from(tracker, tweets, users, src_ids):
+    a = tweets.select(F.col("user.id_str").alias("id"))
+    b = users.select("id")
+    out = a.union(b)
+    op = tracker.capture(out).operator(out.oid)
+    assert [(i.pred, i.accessed) for i in op.inputs] == [(a.oid, ()), (b.oid, ())]
+    rows = assoc(tracker, out, out.oid)
+    uid = ids_by(users, "id")
+    assert {(inp, i) for _, inp, i, _ in rows} == {(0, p) for _, p in src_ids} | {(1, p) for p in uid.values()}
+    assert len({o for o, *_ in rows}) == 8
+
+
+def test_self_union_keeps_the_two_sides_apart(tracker, tweets, src_ids):
+    left = tweets.filter(F.col("retweet_cnt") == 0)
+    out = left.unionByName(tweets)
+    cap = tracker.capture(out)
+    # the filter saw only the left side: its associations are the 4 kept tweets, not all 5
+    assert len(assoc(tracker, out, left.oid)) == 4
+    assert {inp for _, inp, _, _ in assoc(tracker, out, out.oid)} == {0, 1}
+    assert len(cap.operators) == 3
+
+
+def test_group_by_aggregation_positions_match_the_nested_list(tracker, tweets, src_ids):
+    out = tweets.groupBy(F.col("user.id_str").alias("uid")).agg(
+        F.count(F.lit(1)).alias("n"), F.collect_list("text").alias("texts"), F.max("retweet_cnt").alias("mx"))
+    op = tracker.capture(out).operator(out.oid)
+    assert op.type is OpType.AGGREGATION
+    assert op.inputs[0].accessed == ("user.id_str", "text", "retweet_cnt")
+    assert set(op.manipulated) == {Manipulation(0, "user.id_str", "uid"), Manipulation(0, "text", "texts.[pos]"),
+                                   Manipulation(0, "retweet_cnt", "mx")}
+    texts = {r._pid: r.texts for r in out.with_item_ids("_pid").collect()}
+    src = {p: t for t, p in src_ids}
+    rows = assoc(tracker, out, out.oid)
+    assert len(rows) == 5
+    for o, _, i, pos in rows:
+        assert texts[o][pos - 1] == src[i]
+    assert sorted(len(v) for v in texts.values()) == [2, 3]
+
+
+def test_distinct_associates_every_duplicate(tracker, tweets, src_ids):
+    out = tweets.select("text").distinct()
+    rows = assoc(tracker, out, out.oid)
+    hw = ids_by(out, "text")["Hello World"]
+    assert {(i, pos is not None) for o, _, i, pos in rows if o == hw} == {
+        (p, True) for t, p in src_ids if t == "Hello World"}
+    assert len(rows) == 5 and out.count() == 4
+
+
+def test_drop_duplicates_on_a_subset(tracker, tweets):
+    out = tweets.select("text", F.col("user.id_str").alias("uid")).dropDuplicates(["uid"])
+    op = tracker.capture(out).operator(out.oid)
+    assert (op.method, op.inputs[0].accessed) == ("dropDuplicates", ("uid",))
+    assert out.columns == ["text", "uid"] and out.count() == 2
+    assert len(assoc(tracker, out, out.oid)) == 5
+
+
+def test_order_by_and_limit(tracker, tweets):
+    out = tweets.orderBy(F.col("user.name").desc(), "text").limit(2)
+    cap = tracker.capture(out)
+    assert cap.operator(out.oid - 1).inputs[0].accessed == ("user.name", "text")
+    assert cap.operator(out.oid).type is OpType.LIMIT
+    assert [r.text for r in out.collect()] == ["Hello @ls @jm @ls", "Hello World"]
+    assert len(assoc(tracker, out, out.oid)) == 2
+
+
+def test_python_udf_is_an_opaque_map(tracker, tweets, src_ids):
+    shout = F.udf(lambda s: s.upper(), "string")
+    out = tweets.select(shout("text").alias("t"))
+    op = tracker.capture(out).operator(out.oid)
+    assert (op.type, op.inputs[0].accessed, op.manipulated, op.opaque) == (OpType.MAP, None, None, True)
+    assert assoc(tracker, out, out.oid) == {(p, 0, p, None) for _, p in src_ids}
+
+
+def test_map_in_pandas_is_an_opaque_map(tracker, tweets, src_ids):
+    def lengths(batches):
+        for pdf in batches:
+            yield pdf[["text"]].assign(n=pdf["text"].str.len())
+
+    out = tweets.mapInPandas(lengths, "text string, n long")
+    assert sorted(r.n for r in out.collect()) == [9, 11, 11, 14, 17]
+    assert tracker.capture(out).operator(out.oid).opaque
+    assert assoc(tracker, out, out.oid) == {(p, 0, p, None) for _, p in src_ids}
+
+
+def test_map_in_pandas_must_keep_one_row_per_input(tracker, tweets):
+    def drop_all(batches):
+        for pdf in batches:
+            yield pdf.iloc[0:0][["text"]]
+
+    with pytest.raises(Exception, match="one row per input row"):
+        tweets.mapInPandas(drop_all, "text string").collect()
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.sample(0.5), lambda t: t.rdd, lambda t: t.groupBy("text").pivot("user"),
+    lambda t: t.agg({"retweet_cnt": "max"}), lambda t: t.select(F.explode(F.map_from_arrays(
+        F.array(F.lit("a")), F.array(F.lit(1))))),
+], ids=["sample", "rdd", "pivot", "agg-dict", "explode-map"])
+def test_unsupported_operations_name_the_operation(tweets, call):
+    with pytest.raises(UnsupportedOperation) as err:
+        call(tweets)
+    assert "not supported on a tracked DataFrame" in str(err.value)
+
+
+def test_join_with_an_untracked_dataframe_is_refused(tweets, spark):
+    with pytest.raises(UnsupportedOperation, match="tracker.track"):
+        tweets.join(spark.createDataFrame(USERS, USERS_SCHEMA), "text")
+
+
+def test_hidden_columns_stay_hidden(tweets):
+    assert tweets.columns == ["retweet_cnt", "text", "user", "user_mentions"]
+    assert "__strata" not in repr(tweets.collect()[0])
+    with pytest.raises(UnsupportedOperation, match="reserved"):
+        tweets.withColumn("__strata_id_1", F.lit(1))
+
+
+def test_ids_are_deterministic_across_trackers(spark, src_ids):
+    again = Tracker(spark, None).read.json(TWEETS, name="tweets")
+    assert sorted(p for _, p in src_ids) == sorted(ids_by(again.select("text").distinct(), "text").values()) or \
+        sorted((r.text, r._pid) for r in again.with_item_ids("_pid").collect()) == sorted(src_ids)

@@ -1,0 +1,24 @@
+"""Strata's provenance store: multi-granularity model, Parquet storage, semantics.
+
+Import `Store` from here; submodules are loaded lazily so that pure modules (errors, model)
+do not start the JVM or import pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from store.errors import BundleError, StrataError, UserError
+
+if TYPE_CHECKING:
+    from store.store import CommitInfo, Store
+
+__all__ = ["Store", "CommitInfo", "StrataError", "UserError", "BundleError"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Store", "CommitInfo"):
+        from store import store as _store
+
+        return getattr(_store, name)
+    raise AttributeError(name)

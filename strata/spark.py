@@ -65,8 +65,13 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 def get_session(master: str | None = None, conf: Mapping[str, str] | None = None):
     """Return the active SparkSession, or start one with Strata's defaults."""
+    import sys
+
     from pyspark.sql import SparkSession
 
+    # Python workers must run the same interpreter (and so see the same packages) as the driver.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not conf:
         return active

@@ -53,16 +53,26 @@ class TableSource(Protocol):
     def table(self, name: str): ...
 
 
-def _id_column(ids) -> str:
-    cols = ids.columns
-    if ID in cols:
-        return ID
-    if len(cols) == 1:
-        return cols[0]
-    raise UserError(
-        f"cannot tell which column holds the vertex ids: the result has columns {cols}",
-        hint="select one column, or name it 'id' (e.g. `select v.id as id ...`)",
-    )
+def vertex_ids(df):
+    """One column `id` of vertex ids from a result: its `id` column, its only column, or every
+    string column together (an IQL result such as `select d.id, p.id ...`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    cols = df.columns
+    if ID in cols or len(cols) == 1:
+        return df.select(F.col(ID if ID in cols else cols[0]).cast("string").alias(ID))
+    strings = [f.name for f in df.schema.fields if isinstance(f.dataType, StringType)]
+    if not strings:
+        raise UserError(
+            f"no column of vertex ids in the result: its columns are {cols} and none holds strings",
+            hint="select vertex ids, e.g. `select d.id from Row d ...`",
+        )
+    frames = [df.select(F.col(c).alias(ID)) for c in strings]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
 
 
 def _type_info(catalog, key: str) -> tuple[str, dict[str, str]]:
@@ -83,18 +93,16 @@ def extract(
     max_nodes: int = DEFAULT_MAX_NODES,
     max_rels: int | None = None,
 ) -> Subgraph:
-    """The subgraph induced by the vertex ids in the DataFrame `ids` (column `id`, or its only
-    column), at most `max_nodes` nodes: the given vertices (smallest ids first when there are
+    """The subgraph induced by the vertex ids in the DataFrame `ids` (see `vertex_ids`), at most `max_nodes` nodes: the given vertices (smallest ids first when there are
     more), then the processes of the provenance edges among them while the budget lasts."""
     if max_nodes < 1:
         raise UserError(f"the node budget must be at least 1, got {max_nodes}", hint="--max-nodes 1000")
     from pyspark.sql import functions as F
 
     max_rels = max_rels if max_rels is not None else 20 * max_nodes
-    col = _id_column(ids)
     wanted = [
         r[0]
-        for r in ids.select(F.col(col).cast("string").alias(ID))
+        for r in vertex_ids(ids)
         .where(F.col(ID).isNotNull())
         .distinct()
         .orderBy(ID)
@@ -238,4 +246,4 @@ def build(
     return Subgraph(sg.nodes, sg.rels, tuple(warnings) + tuple(browser_warnings(sg)), truncated)
 
 
-__all__ = ["TableSource", "extract", "build"]
+__all__ = ["TableSource", "extract", "build", "vertex_ids", "membership"]

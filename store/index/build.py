@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from store.errors import UserError
 from store.index import layout as L
-from store.index.components import COMPONENT, CCEngine, _checkpoint, connected_components
+from store.index.components import COMPONENT, CCEngine, checkpoint, connected_components
 from store.index.sets import partition_sets, set_dependencies
 from store.index.splits import UNKNOWN_TABLE, Split, plan_splits, split_rows
 from store.schema import ANCESTOR, ANCESTORS, DEPTH, DST, EDGES, ID, PROCESS, SRC
@@ -121,24 +121,24 @@ def summaries(nodes: DataFrame, triples: DataFrame, set_levels: DataFrame):
 def compute_index(triples: DataFrame, tables: DataFrame | None, params: IndexParams) -> IndexFrames:
     """The whole index from triples[src, dst, op] and optional tables[id, table]."""
     t0 = time.perf_counter()
-    triples = _checkpoint(triples.select(SRC, DST, L.OP).distinct())
-    nodes = _checkpoint(node_tables(triples, tables))
+    triples = checkpoint(triples.select(SRC, DST, L.OP).distinct())
+    nodes = node_tables(triples, tables)
     cc = connected_components(nodes.select(ID), triples, params.engine)
-    nodes = _checkpoint(nodes.join(cc, ID).withColumnRenamed(COMPONENT, L.CCID))
+    nodes = checkpoint(nodes.join(cc, ID).withColumnRenamed(COMPONENT, L.CCID))
     t1 = time.perf_counter()
     splits, wf = plan_for(nodes, triples, params)
     assigned = partition_sets(nodes, triples, split_rows(splits), params.theta, params.engine)
-    nodes = _checkpoint(nodes.join(assigned, ID).select(ID, L.TABLE, L.CCID, L.CSID, L.LEVEL, L.SPLIT))
+    nodes = checkpoint(nodes.join(assigned, ID).select(ID, L.TABLE, L.CCID, L.CSID, L.LEVEL, L.SPLIT))
     return _finish(nodes, triples, splits, wf, {"components_s": t1 - t0, "sets_s": time.perf_counter() - t1})
 
 
 def _finish(nodes, triples, splits, wf, stats) -> IndexFrames:
     set_levels = nodes.select(L.CSID, L.LEVEL, L.SPLIT).dropDuplicates([L.CSID])
     nodes = nodes.select(ID, L.TABLE, L.CCID, L.CSID)
-    labelled = _checkpoint(label_triples(triples, nodes))
-    setdeps = _checkpoint(set_dependencies(labelled))
+    labelled = checkpoint(label_triples(triples, nodes))
+    setdeps = set_dependencies(labelled)
     sets, comps = summaries(nodes, labelled, set_levels)
-    return IndexFrames(nodes, labelled, setdeps, _checkpoint(sets), _checkpoint(comps), splits, wf, stats)
+    return IndexFrames(nodes, labelled, setdeps, sets, comps, splits, wf, stats)
 
 
 def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extra_meta=None) -> dict:

@@ -88,7 +88,7 @@ def _ensure_checkpoint_dir(spark) -> None:
         sc.setCheckpointDir(tempfile.mkdtemp(prefix="strata-checkpoints-"))
 
 
-def _checkpoint(df: DataFrame) -> DataFrame:
+def checkpoint(df: DataFrame) -> DataFrame:
     """Materialise and cut the plan, so iterative plans stay short.
 
     A local checkpoint (executor storage) rather than a reliable one: it is written once, where
@@ -144,9 +144,9 @@ def _converged(e: DataFrame) -> bool:
 
 def _stars(ids: DataFrame, edges: DataFrame) -> DataFrame:
     """Large-star / small-star rounds until the edge set is a forest of stars (child -> root)."""
-    e = _checkpoint(_undirected(edges))
+    e = checkpoint(_undirected(edges))
     for _ in range(MAX_ROUNDS):
-        e = _checkpoint(_small_star(_large_star(e)))
+        e = checkpoint(_small_star(_large_star(e)))
         if _converged(e):
             break
     else:  # pragma: no cover - log n rounds suffice; this guards against a logic error only

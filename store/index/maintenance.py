@@ -31,7 +31,7 @@ from store.index.build import (
     source_triples,
     write_index,
 )
-from store.index.components import COMPONENT, _checkpoint, connected_components
+from store.index.components import COMPONENT, checkpoint, connected_components
 from store.index.sets import partition_sets
 from store.index.splits import plan_splits, split_rows
 from store.schema import DST, ID, SRC
@@ -62,14 +62,14 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
     """
     from store.index.build import workflow_graph
 
-    new = _checkpoint(new_triples.select(SRC, DST, L.OP).distinct()
+    new = checkpoint(new_triples.select(SRC, DST, L.OP).distinct()
                       .join(old_triples.select(SRC, DST, L.OP), [SRC, DST, L.OP], "left_anti"))
     touched_ids = new.select(F.col(SRC).alias(ID)).union(new.select(F.col(DST).alias(ID))).distinct()
     old_touched = old_nodes.join(touched_ids, ID, "left_semi").select(ID, L.CCID)
     # 1. components of (new triples + value -> old ccid links)
     links = old_touched.select(F.col(ID).alias(SRC), F.col(L.CCID).alias(DST))
     verts = touched_ids.union(old_touched.select(F.col(L.CCID).alias(ID))).distinct()
-    cc = _checkpoint(connected_components(verts, new.select(SRC, DST).unionByName(links)))
+    cc = checkpoint(connected_components(verts, new.select(SRC, DST).unionByName(links)))
     remap = cc.join(old_nodes.select(F.col(L.CCID).alias(ID)).distinct(), ID, "left_semi") \
         .select(F.col(ID).alias(L.CCID), F.col(COMPONENT).alias("new_ccid"))
     affected = cc.select(F.col(COMPONENT).alias(L.CCID)).distinct()
@@ -81,8 +81,8 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
         .join(remap, L.CCID, "left")
         .select(ID, L.TABLE, F.coalesce("new_ccid", L.CCID).alias(L.CCID))
     )
-    nodes = _checkpoint(nodes)
-    triples = _checkpoint(old_triples.select(SRC, DST, L.OP).unionByName(new))
+    nodes = checkpoint(nodes)
+    triples = checkpoint(old_triples.select(SRC, DST, L.OP).unionByName(new))
     tables, wf = workflow_graph(triples, nodes)
     splits = plan_splits(tables, wf, bands=params.bands, user=params.splits)
     if tuple(tuple(p) for p in old_workflow) != tuple(wf):
@@ -91,7 +91,7 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
         was_split = was_split.join(remap, L.CCID, "left").select(
             F.coalesce("new_ccid", L.CCID).alias(L.CCID))
         affected = affected.unionByName(was_split).distinct()
-    affected = _checkpoint(affected)
+    affected = checkpoint(affected)
     # 2. sets: recompute inside affected components, keep the others
     hit = nodes.join(affected, L.CCID, "left_semi")
     hit_ids = hit.select(ID)
@@ -103,7 +103,7 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
     )
     assigned = fresh.unionByName(kept)
     old_levels = old_sets.select(L.CSID, F.col(L.LEVEL).alias("l0"), F.col(L.SPLIT).alias("s0"))
-    nodes = _checkpoint(
+    nodes = checkpoint(
         nodes.join(assigned, ID).join(old_levels, L.CSID, "left").select(
             ID, L.TABLE, L.CCID, L.CSID,
             F.coalesce(L.LEVEL, "l0").alias(L.LEVEL), F.coalesce(L.SPLIT, "s0").alias(L.SPLIT))

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
-from store.index.components import COMPONENT, CCEngine, _checkpoint, connected_components
+from store.index.components import COMPONENT, CCEngine, checkpoint, connected_components
 from store.index.layout import CCID, CSID, DST_CSID, LEVEL, SPLIT, SRC_CSID, TABLE
 from store.index.splits import SplitRow
 from store.schema import DST, ID, SRC
@@ -54,9 +54,7 @@ def partition_sets(
             ID, F.col(CCID).alias(CSID), F.lit(0).alias(LEVEL), F.lit("").alias(SPLIT)
         )
     ]
-    active = _checkpoint(
-        nodes.join(large, CCID, "left_semi").select(ID, TABLE, F.col(CCID).alias(_GROUP))
-    )
+    active = nodes.join(large, CCID, "left_semi").select(ID, TABLE, F.col(CCID).alias(_GROUP))
     plan = spark.createDataFrame([(r.table, r.level, r.split, r.leaf) for r in rows], _SPLIT_SCHEMA)
     max_level = max((r.level for r in rows), default=0)
     pairs = triples.select(SRC, DST)
@@ -67,7 +65,6 @@ def partition_sets(
         grouped = active.join(at, TABLE).select(
             ID, TABLE, F.concat_ws("|", _GROUP, SPLIT).alias(_GROUP), SPLIT, _LEAF
         )
-        grouped = _checkpoint(grouped)
         g = grouped.select(ID, _GROUP)
         inner = (
             pairs.join(g.withColumnRenamed(ID, SRC).withColumnRenamed(_GROUP, "gs"), SRC)
@@ -78,16 +75,14 @@ def partition_sets(
         cc = connected_components(g.select(ID), inner, engine)
         labelled = grouped.join(cc, ID)
         counts = labelled.groupBy(COMPONENT).agg(F.count(F.lit(1)).alias(_N))
-        labelled = _checkpoint(labelled.join(counts, COMPONENT))
+        labelled = checkpoint(labelled.join(counts, COMPONENT))
         done = (F.col(_N) < theta) | F.col(_LEAF)
         finals.append(
             labelled.where(done).select(
                 ID, F.col(COMPONENT).alias(CSID), F.lit(level).alias(LEVEL), SPLIT
             )
         )
-        active = _checkpoint(
-            labelled.where(~done).select(ID, TABLE, F.col(COMPONENT).alias(_GROUP))
-        )
+        active = labelled.where(~done).select(ID, TABLE, F.col(COMPONENT).alias(_GROUP))
     out = finals[0]
     for part in finals[1:]:
         out = out.unionByName(part)

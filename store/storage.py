@@ -1,0 +1,347 @@
+"""Crash-safe storage: Parquet segments plus an atomically published manifest per commit.
+
+Layout under the store root (a local path or any Hadoop-supported URI):
+
+    _strata/manifests/00000001.json     one manifest per committed version
+    tables/<table>/<segment>/part-*.parquet
+
+A commit writes new segment folders first, then publishes manifest N+1 with an exclusive create
+(local: `os.link` of a fully written, fsynced temp file; Hadoop: `rename`, which refuses to
+overwrite). A reader only sees segments listed by the newest manifest, so a writer killed at any
+point leaves the store at its previous version; its orphan segments are never read. Two writers
+that both start from version N race for manifest N+1: exactly one wins, the other gets
+`ConcurrentWriteError` and its segments are removed (never a lost update).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store.errors import ConcurrentWriteError, StoreError
+
+MANIFEST_DIR = "_strata/manifests"
+TABLES_DIR = "tables"
+FORMAT = "strata-store/1"
+_MANIFEST_RE = re.compile(r"^(\d{8})\.json$")
+
+
+# ---------------------------------------------------------------------------- file systems
+class _LocalFS:
+    """Plain local paths (the embedded default)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = str(Path(root).expanduser().resolve())
+
+    def join(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def uri(self, *parts: str) -> str:
+        return "file://" + self.join(*parts)
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.join(rel))
+
+    def listdir(self, rel: str) -> list[str]:
+        path = self.join(rel)
+        return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+    def read_text(self, rel: str) -> str:
+        with open(self.join(rel), encoding="utf-8") as fh:
+            return fh.read()
+
+    def publish(self, rel: str, text: str) -> bool:
+        """Create `rel` with `text` atomically; False if it already exists."""
+        final = self.join(rel)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, final)  # atomic, and fails if `final` exists
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+        dfd = os.open(os.path.dirname(final), os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        return True
+
+    def delete(self, rel: str) -> None:
+        import shutil
+
+        shutil.rmtree(self.join(rel), ignore_errors=True)
+
+
+class _HadoopFS:
+    """Any Hadoop-supported URI (hdfs://, s3a://, abfs://, …) through the JVM's FileSystem."""
+
+    def __init__(self, root: str, spark) -> None:
+        self.root = root.rstrip("/")
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+        self._fs = self._path("").getFileSystem(self._conf)
+
+    def _path(self, rel: str):
+        return self._jvm.org.apache.hadoop.fs.Path(self.uri(rel) if rel else self.root)
+
+    def uri(self, *parts: str) -> str:
+        return "/".join([self.root, *[p for p in parts if p]])
+
+    join = uri
+
+    def exists(self, rel: str) -> bool:
+        return bool(self._fs.exists(self._path(rel)))
+
+    def listdir(self, rel: str) -> list[str]:
+        if not self.exists(rel):
+            return []
+        return sorted(s.getPath().getName() for s in self._fs.listStatus(self._path(rel)))
+
+    def read_text(self, rel: str) -> str:
+        stream = self._fs.open(self._path(rel))
+        try:
+            reader = self._jvm.java.io.BufferedReader(
+                self._jvm.java.io.InputStreamReader(stream, "UTF-8")
+            )
+            lines = []
+            line = reader.readLine()
+            while line is not None:
+                lines.append(line)
+                line = reader.readLine()
+            return "\n".join(lines)
+        finally:
+            stream.close()
+
+    def publish(self, rel: str, text: str) -> bool:
+        tmp = self._path(f"{rel}.{uuid.uuid4().hex}.tmp")
+        out = self._fs.create(tmp, False)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        ok = bool(self._fs.rename(tmp, self._path(rel)))  # HDFS rename never overwrites
+        if not ok:
+            self._fs.delete(tmp, False)
+        return ok
+
+    def delete(self, rel: str) -> None:
+        self._fs.delete(self._path(rel), True)
+
+
+def _filesystem(root: str, spark):
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) and not root.startswith("file://"):
+        return _HadoopFS(root, spark)
+    return _LocalFS(root[len("file://"):] if root.startswith("file://") else root)
+
+
+# ---------------------------------------------------------------------------- manifest
+@dataclass(frozen=True)
+class TableEntry:
+    segments: tuple[str, ...]
+    schema: str  # Spark schema JSON
+    partition_by: tuple[str, ...] = ()
+    sort_by: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "segments": list(self.segments),
+            "schema": json.loads(self.schema),
+            "partition_by": list(self.partition_by),
+            "sort_by": list(self.sort_by),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TableEntry:
+        return cls(
+            tuple(d["segments"]),
+            json.dumps(d["schema"]),
+            tuple(d.get("partition_by", ())),
+            tuple(d.get("sort_by", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    version: int = 0
+    tables: dict[str, TableEntry] = field(default_factory=dict)
+    catalog: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    created: str = ""
+
+    def to_text(self) -> str:
+        body = {
+            "format": FORMAT,
+            "version": self.version,
+            "created": self.created,
+            "message": self.message,
+            "catalog": self.catalog,
+            "meta": self.meta,
+            "tables": {k: v.to_json() for k, v in sorted(self.tables.items())},
+        }
+        return json.dumps(body, indent=1, sort_keys=False)
+
+    @classmethod
+    def from_text(cls, text: str, where: str) -> Manifest:
+        try:
+            d = json.loads(text)
+            if d.get("format") != FORMAT:
+                raise StoreError(f"{where}: not a Strata manifest (format {d.get('format')!r})")
+            return cls(
+                version=int(d["version"]),
+                tables={k: TableEntry.from_json(v) for k, v in d.get("tables", {}).items()},
+                catalog=d.get("catalog", {}),
+                meta=d.get("meta", {}),
+                message=d.get("message", ""),
+                created=d.get("created", ""),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise StoreError(f"{where}: corrupt manifest ({e})") from e
+
+
+class Storage:
+    """Reads and writes one store's manifests and segments."""
+
+    def __init__(self, root: str, spark) -> None:
+        self.root = str(root)
+        self.spark = spark
+        self.fs = _filesystem(self.root, spark)
+
+    def versions(self) -> list[int]:
+        return [int(m.group(1)) for n in self.fs.listdir(MANIFEST_DIR) if (m := _MANIFEST_RE.match(n))]
+
+    def exists(self) -> bool:
+        return bool(self.versions())
+
+    def manifest(self, version: int | None = None) -> Manifest:
+        versions = self.versions()
+        if not versions:
+            return Manifest()
+        v = versions[-1] if version is None else version
+        if v not in versions:
+            raise StoreError(f"store {self.root} has no version {v} (versions 1..{versions[-1]})")
+        rel = f"{MANIFEST_DIR}/{v:08d}.json"
+        return Manifest.from_text(self.fs.read_text(rel), f"{self.root}/{rel}")
+
+    def read_table(self, entry: TableEntry | None, schema):
+        """A committed table as a DataFrame (empty with `schema` when there are no segments)."""
+        from pyspark.sql.types import StructType
+
+        if entry is None or not entry.segments:
+            return self.spark.createDataFrame([], schema)
+        stored = StructType.fromJson(json.loads(entry.schema))
+        paths = [self.fs.uri(s) for s in entry.segments]
+        if entry.partition_by:
+            frames = [self.spark.read.parquet(p) for p in paths]
+            df = frames[0]
+            for f in frames[1:]:
+                df = df.unionByName(f)
+            return df.select(*stored.fieldNames())
+        return self.spark.read.schema(stored).parquet(*paths)
+
+    def write_segment(self, table: str, version: int, df, partition_by: Sequence[str] = (),
+                      sort_by: Sequence[str] = (), files: int | None = None) -> str:
+        rel = f"{TABLES_DIR}/{table}/v{version:08d}-{uuid.uuid4().hex[:12]}"
+        if files is not None:
+            df = df.repartition(files, *partition_by) if partition_by else df.coalesce(files)
+        if sort_by:
+            df = df.sortWithinPartitions(*sort_by)
+        writer = df.write.mode("errorifexists").option("compression", "zstd")
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        writer.parquet(self.fs.uri(rel))
+        return rel
+
+    def publish(self, manifest: Manifest) -> None:
+        rel = f"{MANIFEST_DIR}/{manifest.version:08d}.json"
+        if not self.fs.publish(rel, manifest.to_text()):
+            raise ConcurrentWriteError(
+                f"another writer committed version {manifest.version} of {self.root} while this "
+                "commit was being written; nothing of this commit was kept",
+                hint="re-run the command: it will start from the new version",
+            )
+
+
+class Transaction:
+    """One atomic commit: stage segments, then publish a manifest (see module docstring)."""
+
+    def __init__(self, storage: Storage, base: Manifest, message: str) -> None:
+        self.storage = storage
+        self.base = base
+        self.version = base.version + 1
+        self.message = message
+        self.tables: dict[str, TableEntry] = dict(base.tables)
+        self.catalog: dict[str, Any] = dict(base.catalog)
+        self.meta: dict[str, Any] = dict(base.meta)
+        self.written: list[str] = []
+        self.changed: set[str] = set()
+
+    def append(self, name: str, df, files: int | None = None, sort_by: Sequence[str] = ()) -> None:
+        old = self.tables.get(name)
+        if old and old.partition_by:
+            raise StoreError(f"table {name} is partitioned; use replace()")
+        if old is not None and old.schema != df.schema.json():
+            from pyspark.sql.types import StructType
+
+            df = df.select(*StructType.fromJson(json.loads(old.schema)).fieldNames())
+        rel = self.storage.write_segment(name, self.version, df, files=files, sort_by=sort_by)
+        self.written.append(rel)
+        segments = (old.segments if old else ()) + (rel,)
+        self.tables[name] = TableEntry(segments, old.schema if old else df.schema.json())
+        self.changed.add(name)
+
+    def replace(self, name: str, df, partition_by: Sequence[str] = (), sort_by: Sequence[str] = (),
+                files: int | None = None) -> None:
+        rel = self.storage.write_segment(name, self.version, df, partition_by, sort_by, files)
+        self.written.append(rel)
+        self.tables[name] = TableEntry((rel,), df.schema.json(), tuple(partition_by), tuple(sort_by))
+        self.changed.add(name)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        json.dumps(value)  # must be JSON-serialisable
+        self.meta[key] = value
+
+    def commit(self) -> Manifest:
+        manifest = Manifest(
+            version=self.version,
+            tables=self.tables,
+            catalog=self.catalog,
+            meta=self.meta,
+            message=self.message,
+            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        )
+        try:
+            self.storage.publish(manifest)
+        except ConcurrentWriteError:
+            self.abort()
+            raise
+        return manifest
+
+    def abort(self) -> None:
+        for rel in self.written:
+            self.storage.fs.delete(rel)
+        self.written = []
+
+
+@contextmanager
+def transaction(storage: Storage, message: str) -> Iterator[Transaction]:
+    tx = Transaction(storage, storage.manifest(), message)
+    try:
+        yield tx
+    except BaseException:
+        tx.abort()
+        raise

@@ -1,0 +1,208 @@
+"""`Store`: open a store, read committed tables, ingest bundles in atomic commits."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from store import schema as S
+from store.bundle import Bundle, from_dict, from_path
+from store.errors import StoreError, UserError
+from store.ingest import IngestCounts, table_rows
+from store.model import Catalog
+from store.storage import Manifest, Storage, Transaction
+from store.validate import validate
+
+DEFAULT_STORE = ".strata"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    version: int
+    message: str
+    counts: IngestCounts | None = None
+
+
+class StoreTransaction:
+    """A commit in progress: stage tables, catalog and metadata; all become visible at once."""
+
+    def __init__(self, store: Store, tx: Transaction) -> None:
+        self.store = store
+        self._tx = tx
+        self.catalog = Catalog.from_json(tx.catalog)
+        self.counts = IngestCounts(0, 0, 0)
+
+    @property
+    def version(self) -> int:
+        return self._tx.version
+
+    def table(self, name: str) -> DataFrame:
+        """A table as it will be after this commit (committed rows plus staged ones)."""
+        return self.store._read(self._tx.tables.get(name), name)
+
+    def append(self, name: str, df: DataFrame, files: int | None = None,
+               sort_by: Sequence[str] = ()) -> None:
+        self._tx.append(name, df, files=files, sort_by=sort_by)
+
+    def replace(self, name: str, df: DataFrame, partition_by: Sequence[str] = (),
+                sort_by: Sequence[str] = (), files: int | None = None) -> None:
+        self._tx.replace(name, df, partition_by=partition_by, sort_by=sort_by, files=files)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._tx.set_meta(key, value)
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        return self._tx.meta.get(key, default)
+
+    def set_catalog(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._tx.catalog = catalog.to_json()
+
+    def ingest(self, source: Bundle | Mapping[str, Any] | str | os.PathLike[str]) -> IngestCounts:
+        """Validate a bundle against everything committed or staged so far, then stage its rows."""
+        spark = self.store.spark
+        bundle = source if isinstance(source, Bundle) else (
+            from_dict(spark, source) if isinstance(source, Mapping) else from_path(spark, source))
+        frames = [bundle.elements.persist(), bundle.vertices.persist(), bundle.edges.persist()]
+        try:
+            catalog = self.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
+            resolved = validate(bundle, catalog, self.table(S.ELEMENTS), self.table(S.VERTICES))
+            rows = table_rows(bundle, resolved, self.table(S.ANCESTORS))
+            counts = IngestCounts(*(f.count() for f in frames))
+            files = 1 if max(counts.elements, counts.vertices, counts.edges) < 500_000 else None
+            for name in S.CORE_TABLES:
+                self.append(name, rows[name], files=files)
+            self.set_catalog(resolved.catalog)
+        finally:
+            for f in frames:
+                f.unpersist()
+        self.counts = IngestCounts(self.counts.elements + counts.elements,
+                                   self.counts.vertices + counts.vertices,
+                                   self.counts.edges + counts.edges)
+        return counts
+
+
+class Store:
+    """A provenance store: a folder (or Hadoop URI) of Parquet tables and manifests."""
+
+    def __init__(self, root: str, spark) -> None:
+        self.root = root
+        self.spark = spark
+        self.storage = Storage(root, spark)
+        self._manifest: Manifest = self.storage.manifest()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, spark=None, master: str | None = None,
+             conf: Mapping[str, str] | None = None) -> Store:
+        """Open (lazily create) the store at `path` ($STRATA_STORE, else ./.strata)."""
+        if spark is None:
+            from strata.spark import get_session
+
+            spark = get_session(master, conf)
+        root = str(path or os.environ.get("STRATA_STORE") or DEFAULT_STORE)
+        if "://" not in root:
+            p = Path(root).expanduser()
+            if p.exists() and not p.is_dir():
+                raise UserError(f"store path {root} exists and is not a folder",
+                                hint="pass --store with a folder path")
+            root = str(p.resolve())
+        return cls(root, spark)
+
+    # ---------------------------------------------------------------- reading
+    def refresh(self) -> Store:
+        self._manifest = self.storage.manifest()
+        return self
+
+    @property
+    def version(self) -> int:
+        return self._manifest.version
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._manifest
+
+    @property
+    def catalog(self) -> Catalog:
+        return Catalog.from_json(self._manifest.catalog)
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        return self._manifest.meta.get(key, default)
+
+    def has_table(self, name: str) -> bool:
+        entry = self._manifest.tables.get(name)
+        return entry is not None and bool(entry.segments)
+
+    def table(self, name: str) -> DataFrame:
+        """A committed table; core tables exist (empty) even in a new store."""
+        entry = self._manifest.tables.get(name)
+        if entry is None and name not in S.SCHEMAS:
+            raise StoreError(f"store {self.root} has no table '{name}'",
+                             hint="run `strata index` if this is an index table")
+        return self._read(entry, name)
+
+    def _read(self, entry, name: str) -> DataFrame:
+        return self.storage.read_table(entry, S.SCHEMAS.get(name))
+
+    def history(self) -> list[dict[str, Any]]:
+        out = []
+        for v in self.storage.versions():
+            m = self.storage.manifest(v)
+            out.append({"version": v, "created": m.created, "message": m.message})
+        return out
+
+    # ---------------------------------------------------------------- writing
+    @contextmanager
+    def transaction(self, message: str) -> Iterator[StoreTransaction]:
+        """One atomic commit. On exception nothing is published and staged files are removed."""
+        base = self.storage.manifest()
+        tx = Transaction(self.storage, base, message)
+        stx = StoreTransaction(self, tx)
+        try:
+            yield stx
+            self._manifest = tx.commit()
+        except BaseException:
+            tx.abort()
+            raise
+
+    def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],
+               message: str | None = None) -> CommitInfo:
+        """Ingest one or more bundles in ONE commit (all or nothing)."""
+        if not sources:
+            raise UserError("nothing to ingest", hint="name at least one bundle")
+        names = [s if isinstance(s, (str, os.PathLike)) else "<bundle>" for s in sources]
+        msg = message or "ingest " + ", ".join(str(n) for n in names)
+        with self.transaction(msg) as tx:
+            for src in sources:
+                if isinstance(src, (str, os.PathLike)) and _is_triples(src):
+                    from store.triples import ingest_triples  # issue 4
+
+                    ingest_triples(tx, src)
+                else:
+                    tx.ingest(src)
+        return CommitInfo(self.version, msg, tx.counts)
+
+    # ---------------------------------------------------------------- facades
+    def info(self) -> dict[str, Any]:
+        from store.info import info
+
+        return info(self)
+
+    def graph(self):
+        from store.graph import graph
+
+        return graph(self)
+
+    def query(self, text: str):
+        import iql
+
+        return iql.run(self, text)
+
+
+def _is_triples(src: str | os.PathLike[str]) -> bool:
+    return Path(src).suffix in (".csv",) or str(src).endswith(".triples.parquet")

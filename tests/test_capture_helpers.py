@@ -1,4 +1,4 @@
-"""Shared helpers for the capture tests: tiny nested inputs and provenance readers."""
+"""Shared helpers for the capture tests (no tests here): tiny nested inputs, provenance readers."""
 
 from __future__ import annotations
 

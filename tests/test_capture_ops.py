@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
+from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
 from pyspark.sql import functions as F
 
 from capture import OpType, Tracker, UnsupportedOperation

@@ -27,3 +27,61 @@ def reference_lineage(triples, item, depth=None, forward=False):
     else:
         edges = {t for t in triples if t[1] in heads}
     return reached, edges
+
+
+def random_graphs(seed: int, count: int, max_nodes: int = 12):
+    """Disjoint random provenance graphs with tables T0..T3 along a layered workflow.
+
+    Most triples go from a table to the next; some go back (cycles, also in the table graph),
+    some are self-loops; a few values stand alone (only a self-loop). Returns (triples, tables)
+    with ids prefixed by the graph number so the graphs stay disjoint.
+    """
+    import random
+
+    rng = random.Random(seed)
+    triples, tables = [], {}
+    for g in range(count):
+        n = rng.randint(1, max_nodes)
+        ids = [f"g{g}v{i}" for i in range(n)]
+        for i, v in enumerate(ids):
+            tables[v] = f"T{min(3, i * 4 // max(n, 1))}"
+        for _ in range(rng.randint(0, 2 * n)):
+            a, b = sorted(rng.sample(range(n), 2)) if n > 1 else (0, 0)
+            if rng.random() < 0.15:
+                a, b = b, a  # a back edge: cycles
+            triples.append((ids[a], ids[b], rng.choice(["op1", "op2"])))
+        if rng.random() < 0.2:
+            triples.append((ids[0], ids[0], "loop"))
+    return triples, tables
+
+
+# The paper's Table 6/7 component, with one table per set so automatic splits find S1..S4.
+TABLE6 = [("1", "2"), ("1", "3"), ("2", "4"), ("3", "4"), ("4", "5"), ("4", "6"), ("5", "7"),
+          ("7", "8"), ("7", "9"), ("6", "10"), ("10", "11"), ("10", "12")]
+TABLE6_TABLES = {**dict.fromkeys(["1", "2", "3"], "Ta"), **dict.fromkeys(["4", "5", "6"], "Tb"),
+                 **dict.fromkeys(["7", "8", "9"], "Tc"), **dict.fromkeys(["10", "11", "12"], "Td")}
+THETA = 4
+_CACHE: dict = {}
+
+
+def batch_triples():
+    """Table 6 + Table 4 (prefixed 'p') + random graphs: one index build serves many tests."""
+    from test_lineage_trace import TABLE4
+
+    rnd, rnd_tables = random_graphs(seed=11, count=25)
+    triples = [(s, d, "-") for s, d in TABLE6] + [("p" + s, "p" + d, o) for s, d, o in TABLE4] + rnd
+    tables = {**TABLE6_TABLES, **rnd_tables}
+    return triples, tables
+
+
+def shared_index(spark):
+    """(triples, tables, IndexFrames) for batch_triples(), computed once per test session."""
+    if "frames" not in _CACHE:
+        from store.index import CCEngine, IndexParams, compute_index
+
+        triples, tables = batch_triples()
+        tdf = spark.createDataFrame(triples, ["src", "dst", "op"])
+        tab = spark.createDataFrame(sorted(tables.items()), ["id", "table"])
+        frames = compute_index(tdf, tab, IndexParams(theta=THETA, engine=CCEngine.STARS))
+        _CACHE["frames"] = (triples, tables, frames, tdf)
+    return _CACHE["frames"]

@@ -172,7 +172,7 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
 
 def _edge_segments(st) -> tuple[str, ...]:
     """The committed segments of the edges table: the index covers exactly these."""
-    entry = st.manifest().tables.get(EDGES) if callable(getattr(st, "manifest", None)) else None
+    entry = st.manifest.tables.get(EDGES)
     return tuple(entry.segments) if entry is not None else ()
 
 

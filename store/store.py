@@ -171,15 +171,18 @@ class Store:
             raise
 
     def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],
-               message: str | None = None) -> CommitInfo:
-        """Ingest one or more bundles in ONE commit (all or nothing)."""
+               fmt: str | None = None, message: str | None = None) -> CommitInfo:
+        """Ingest bundles and triples files in ONE commit (all or nothing).
+
+        fmt: "bundle" or "triples" when a path's extension is ambiguous.
+        """
         if not sources:
             raise UserError("nothing to ingest", hint="name at least one bundle")
         names = [s if isinstance(s, (str, os.PathLike)) else "<bundle>" for s in sources]
         msg = message or "ingest " + ", ".join(str(n) for n in names)
         with self.transaction(msg) as tx:
             for src in sources:
-                if isinstance(src, (str, os.PathLike)) and _is_triples(src):
+                if isinstance(src, (str, os.PathLike)) and is_triples(src, fmt):
                     from store.triples import ingest_triples  # issue 4
 
                     ingest_triples(tx, src)
@@ -204,5 +207,9 @@ class Store:
         return iql.run(self, text)
 
 
-def _is_triples(src: str | os.PathLike[str]) -> bool:
-    return Path(src).suffix in (".csv",) or str(src).endswith(".triples.parquet")
+def is_triples(src: str | os.PathLike[str], fmt: str | None = None) -> bool:
+    """Triples files are .csv or .parquet files (bundle sections come as folders or .json/.jsonl)."""
+    if fmt:
+        return fmt == "triples"
+    p = Path(src)
+    return p.suffix == ".csv" or (p.suffix == ".parquet" and not (p.parent / "bundle.json").exists())

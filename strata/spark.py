@@ -21,9 +21,10 @@ _DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
-    "spark.executor.extraJavaOptions": "-Dlog4j2.level=ERROR",
 }
+
+_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+_JAVA_OPTS = f"-Dlog4j2.configurationFile=file:{_LOG4J} -Dlog4j.configurationFile=file:{_LOG4J}"
 
 
 def parse_conf(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -49,6 +50,8 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     resolved = master or os.environ.get("STRATA_SPARK_MASTER") or DEFAULT_MASTER
     out = dict(_DEFAULTS)
     out["spark.master"] = resolved
+    out["spark.driver.extraJavaOptions"] = _JAVA_OPTS
+    out["spark.executor.extraJavaOptions"] = _JAVA_OPTS
     # Shuffle partitions scaled to the cores of the machine: a laptop has few, so the default
     # 200 would spend most of the time scheduling empty tasks.
     out["spark.sql.shuffle.partitions"] = str(max(2, 2 * _cores()))
@@ -63,8 +66,13 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     return out
 
 
-def get_session(master: str | None = None, conf: Mapping[str, str] | None = None):
-    """Return the active SparkSession, or start one with Strata's defaults."""
+def get_session(master: str | None = None, conf: Mapping[str, str] | None = None,
+                quiet: bool = False):
+    """Return the active SparkSession, or start one with Strata's defaults.
+
+    quiet=True (the CLI and REPL) sends the JVM's own start-up chatter to /dev/null; errors
+    still reach Python as exceptions.
+    """
     import sys
 
     from pyspark.sql import SparkSession
@@ -75,10 +83,17 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not conf:
         return active
+    settings = session_conf(master, conf)
+    if settings["spark.master"].startswith(("local", "local-cluster")):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName("strata")
-    for key, value in session_conf(master, conf).items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if quiet:
+        with _stderr_to_devnull():
+            spark = builder.getOrCreate()
+    else:
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -91,3 +106,20 @@ def graphframes_available(spark) -> bool:
         return cls is not None
     except Exception:  # noqa: BLE001 - py4j raises a bare Py4JJavaError/Py4JError here
         return False
+
+
+class _stderr_to_devnull:
+    """Point fd 2 at /dev/null while the JVM starts (it inherits it; Python's is restored)."""
+
+    def __enter__(self) -> None:
+        import sys
+
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self._saved, 2)
+        os.close(self._saved)

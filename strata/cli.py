@@ -1,0 +1,147 @@
+"""The `strata` command (../shared/spec/cli.md). Commands parse options and call the library.
+
+Exit codes: 0 success; 2 the user's input is wrong (syntax, unknown name, invalid bundle) with a
+message on stderr saying what and where; 1 anything else. No traceback unless --debug.
+Subcommands in other modules are imported only when used, so `strata --help` is instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from store.errors import StrataError, UserError
+
+# name -> "module:attribute" of commands that live next to their subsystem.
+LAZY_COMMANDS = {
+    "query": "strata.cli_query:query",
+    "index": "strata.cli_index:index",
+    "lineage": "strata.cli_index:lineage",
+    "export": "strata.cli_export:export",
+    "show": "strata.cli_export:show",
+    "repl": "strata.repl:repl",
+}
+
+
+@dataclass
+class App:
+    """Global options, and the store opened on first use."""
+
+    store_path: str | None = None
+    master: str | None = None
+    conf: tuple[str, ...] = ()
+    debug: bool = False
+    _store: Any = field(default=None, repr=False)
+
+    def spark(self):
+        from strata.spark import get_session, parse_conf
+
+        return get_session(self.master, parse_conf(self.conf), quiet=not self.debug)
+
+    def store(self):
+        if self._store is None:
+            from store import Store
+
+            self._store = Store.open(self.store_path, spark=self.spark())
+        return self._store
+
+
+def fail(message: str, code: int = 2) -> None:
+    click.echo(f"strata: {message}", err=True)
+    sys.exit(code)
+
+
+class StrataGroup(click.Group):
+    """Lazy subcommands plus one place that turns errors into messages and exit codes."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS:
+            module, attr = LAZY_COMMANDS[name].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        debug = "--debug" in sys.argv
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except StrataError as e:
+            if debug:
+                traceback.print_exc()
+            fail(e.render(), 2 if isinstance(e, UserError) else 1)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        except Exception as e:  # noqa: BLE001 - the CLI's one broad catch: message, not traceback
+            if debug:
+                traceback.print_exc()
+            fail(f"internal error: {type(e).__name__}: {e}\n  (run with --debug for the traceback)", 1)
+
+
+@click.group(cls=StrataGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--store", "store_path", envvar="STRATA_STORE", metavar="PATH",
+              help="Store folder or Hadoop URI [default: $STRATA_STORE, else ./.strata].")
+@click.option("--master", metavar="URL", help="Spark master [default: $STRATA_SPARK_MASTER, else local[*]].")
+@click.option("--conf", multiple=True, metavar="KEY=VALUE", help="Spark configuration (repeatable).")
+@click.option("--debug", is_flag=True, help="Show tracebacks and Spark's logs.")
+@click.version_option(package_name="strata-prov", prog_name="strata")
+@click.pass_context
+def main(ctx: click.Context, store_path: str | None, master: str | None, conf: tuple[str, ...],
+         debug: bool) -> None:
+    """Strata: multi-granularity provenance on Apache Spark."""
+    ctx.obj = App(store_path, master, conf, debug)
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["bundle", "triples"]),
+              help="How to read FILES when the extension is ambiguous.")
+@click.pass_obj
+def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
+    """Ingest bundles (.json, .jsonl, folders of sections) and triples (.csv, .parquet) in one commit."""
+    from pathlib import Path
+
+    missing = [f for f in files if not Path(f).exists()]
+    if missing:
+        raise UserError(f"no such file: {missing[0]}", hint="check the path")
+    commit = app.store().ingest(*files, fmt=fmt)
+    c = commit.counts
+    click.echo(f"committed version {commit.version}: {c.elements} elements, {c.vertices} vertices, "
+               f"{c.edges} edges from {len(files)} file(s)", err=True)
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_obj
+def info(app: App, fmt: str) -> None:
+    """Counts per kind, type and granularity; commits; index state."""
+    data = app.store().info()
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+        return
+    from strata.render import render_info
+
+    render_info(data)
+
+
+@main.command()
+@click.option("--fresh/--keep", default=True, help="Rebuild the demo store from scratch.")
+@click.pass_obj
+def demo(app: App, fresh: bool) -> None:
+    """Build a demo store from the bundled examples and show what it can do."""
+    from strata.demo import run_demo
+
+    run_demo(app, fresh=fresh)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,194 @@
+"""`strata export neo4j ...` and `strata show ...` (spec/cli.md): export or draw one subgraph.
+
+Registered by `strata/cli.py` (`export` is a group with the `neo4j` subcommand; `show` a
+command). The subgraph is the lineage of ITEM (the item and its ancestors, or descendants with
+`--forward`), or the vertex ids an IQL statement returns (`--query`), or ids given with
+`--id`, always bounded by `--max-nodes`. The store comes from the group's context object the
+same way as for `strata query` (see strata/cli_query.py). Results go to stdout, warnings to
+stderr; a wrong input exits with 2, other failures with 1. Passwords are never printed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from store.errors import StrataError, UserError
+from store.export.model import DEFAULT_MAX_NODES
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which subgraph: exactly one of item (lineage), query, ids."""
+
+    item: str | None = None
+    query: str | None = None
+    ids: tuple[str, ...] = ()
+    depth: int | None = None
+    forward: bool = False
+    method: str = "auto"
+
+    def __post_init__(self) -> None:
+        given = sum([self.item is not None, self.query is not None, bool(self.ids)])
+        if given != 1:
+            raise UserError(
+                "say which subgraph: give an ITEM (its lineage), --query \"IQL\" or --id ID",
+                hint='e.g. strata show imdb_worthington --forward, or --query "select d.id from Row d"',
+            )
+
+    def describe(self) -> str:
+        if self.item is not None:
+            way = "descendants" if self.forward else "lineage"
+            return f"{way} of {self.item}" + (f" (depth {self.depth})" if self.depth is not None else "")
+        if self.query is not None:
+            return f"IQL: {self.query}"
+        return f"{len(self.ids)} vertices"
+
+
+def select_ids(st, sel: Selection):
+    """A DataFrame of vertex ids for the selection (Spark; nothing collected but the lineage)."""
+    spark = st.spark
+    if sel.query is not None:
+        import iql
+
+        return iql.run(st, sel.query).df
+    if sel.item is not None:
+        from store.lineage import lineage
+
+        result = lineage(st, sel.item, depth=sel.depth, forward=sel.forward, method=sel.method)
+        ids = [sel.item, *result.nodes]
+        ops = {op for _, _, op in result.edges}
+        ids += sorted(ops)
+    else:
+        ids = list(sel.ids)
+    return spark.createDataFrame([(i,) for i in ids], "id string")
+
+
+def subgraph_for(st, sel: Selection, max_nodes: int):
+    from store.export import extract
+
+    return extract(st, select_ids(st, sel), max_nodes=max_nodes)
+
+
+def _store(ctx: click.Context):
+    from strata.cli_query import _store as store_of
+
+    return store_of(ctx)
+
+
+def _fail(ctx: click.Context, err: StrataError) -> None:
+    click.echo(f"error: {err.render()}", err=True)
+    ctx.exit(2 if isinstance(err, UserError) else 1)
+
+
+def _selection_options(fn):
+    fn = click.argument("item", required=False)(fn)
+    fn = click.option("--query", "-q", "query", help="export the vertex ids an IQL statement returns")(fn)
+    fn = click.option("--id", "ids", multiple=True, help="a vertex id (repeatable)")(fn)
+    fn = click.option("--depth", type=int, default=None, help="lineage depth (default: all)")(fn)
+    fn = click.option("--forward", is_flag=True, help="descendants instead of ancestors")(fn)
+    fn = click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
+                      show_default=True, help="lineage method")(fn)
+    fn = click.option("--max-nodes", type=click.IntRange(min=1), default=DEFAULT_MAX_NODES,
+                      show_default=True, help="node budget: export at most this many nodes")(fn)
+    return fn
+
+
+def _warn(sg) -> None:
+    for w in sg.warnings:
+        click.echo(f"warning: {w}", err=True)
+
+
+@click.group("export")
+def export() -> None:
+    """Export a subgraph of the store to other tools."""
+
+
+@export.command("neo4j")
+@_selection_options
+@click.option("--to", "target", type=click.Choice(["bolt", "cypher", "csv"]), default=None,
+              help="bolt: push to a running Neo4j; cypher: a script for Neo4j Browser or "
+                   "cypher-shell; csv: files for neo4j-admin import (default: from --output)")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+              help="the .cypher file, or the folder for CSV files")
+@click.option("--uri", default=None, help="Bolt URI (default $STRATA_NEO4J_URI)")
+@click.option("--user", default=None, help="user (default $STRATA_NEO4J_USER, else neo4j)")
+@click.option("--password", default=None,
+              help="password (prefer $STRATA_NEO4J_PASSWORD: arguments show up in process lists)")
+@click.option("--database", default=None, help="target database (default: the server's default)")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="rows per UNWIND batch")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def neo4j(ctx, item, query, ids, depth, forward, method, max_nodes, target, output, uri, user,
+          password, database, batch_size, fmt) -> None:
+    """Export the lineage of ITEM (or --query / --id) to Neo4j: live, as a script, or as CSV."""
+    from store.export import neo4j as N
+
+    try:
+        sel = Selection(item, query, tuple(ids), depth, forward, method)
+        target = target or _infer_target(output, uri)
+        creds = N.Credentials.resolve(uri, user, password) if target == "bolt" else None
+        if target != "bolt" and output is None:
+            raise UserError(f"--to {target} needs --output", hint="e.g. -o lineage.cypher or -o csv-folder/")
+        sg = subgraph_for(_store(ctx), sel, max_nodes)
+        _warn(sg)
+        info = N.summary(sg)
+        if target == "bolt":
+            res = N.push(sg, creds, database, batch_size or N.PUSH_BATCH)
+            info.update(target="bolt", uri=creds.uri, statements=res.statements)
+            how = "open Neo4j Browser and run: MATCH (n:Strata) RETURN n LIMIT 300"
+        elif target == "cypher":
+            path = N.write_script(sg, output, batch_size or N.SCRIPT_BATCH)
+            info.update(target="cypher", path=str(path))
+            how = (f"drag {path} into Neo4j Browser, or run: cypher-shell -u neo4j -f {path}")
+        else:
+            cmd = N.write_csv(sg, output, database or "neo4j")
+            info.update(target="csv", path=str(output), command=" ".join(cmd))
+            how = f"see {Path(output) / 'IMPORT.txt'}: from that folder run {' '.join(cmd)}"
+    except StrataError as e:
+        _fail(ctx, e)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(info, ensure_ascii=False))
+        return
+    where = info.get("path") or info.get("uri")
+    click.echo(f"exported {info['nodes']} nodes and {info['relationships']} relationships "
+               f"({sel.describe()}) to {where}")
+    click.echo(how)
+
+
+def _infer_target(output: Path | None, uri: str | None) -> str:
+    if output is not None:
+        return "cypher" if output.suffix.lower() in (".cypher", ".cql", ".cyp") else "csv"
+    return "bolt"
+
+
+@click.command("show")
+@_selection_options
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("strata-lineage.html"),
+              show_default=True, help="the HTML file to write")
+@click.option("--title", default=None, help="title of the picture")
+@click.pass_context
+def show(ctx, item, query, ids, depth, forward, method, max_nodes, output, title) -> None:
+    """Draw the lineage of ITEM (or --query / --id) as a self-contained HTML page."""
+    from store.export.html import write_html
+
+    try:
+        sel = Selection(item, query, tuple(ids), depth, forward, method)
+        sg = subgraph_for(_store(ctx), sel, max_nodes)
+        _warn(sg)
+        path = write_html(sg, output, title or f"Strata: {sel.describe()}")
+    except StrataError as e:
+        _fail(ctx, e)
+        return
+    except OSError as e:
+        _fail(ctx, UserError(f"cannot write {output}: {e.strerror}", hint="choose another --output"))
+        return
+    click.echo(f"wrote {path} ({len(sg.nodes)} nodes, {len(sg.rels)} relationships); "
+               f"open it in a browser: file://{path.resolve()}")
+
+
+__all__ = ["export", "show", "Selection", "select_ids", "subgraph_for"]

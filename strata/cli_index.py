@@ -1,0 +1,109 @@
+"""`strata index` and `strata lineage` (../shared/spec/cli.md): thin wrappers over the library.
+
+`index` builds the component index, or merges edges ingested since the last build into it.
+`lineage ITEM` prints the lineage of one item; `--format json` prints the spec's object.
+Data goes to stdout; warnings and progress to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from store.errors import UserError
+
+
+def _store(ctx: click.Context):
+    obj = ctx.obj
+    if obj is not None and hasattr(obj, "store") and callable(obj.store):
+        return obj.store()
+    from store import Store
+
+    return Store.open()
+
+
+def _splits(path: str | None) -> tuple[tuple[str, ...], ...] | None:
+    """User-given top-level splits: a JSON list of lists of table names."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read splits file {path}: {e}",
+                        hint='it holds a JSON list of table lists, e.g. [["A","B"],["C"]]') from e
+    if not isinstance(data, list) or not all(
+        isinstance(g, list) and g and all(isinstance(t, str) for t in g) for g in data
+    ):
+        raise UserError(f"splits file {path} must hold a JSON list of non-empty lists of table names",
+                        hint='e.g. [["FINDocs","IRP"],["MTRCS"]]')
+    return tuple(tuple(g) for g in data)
+
+
+@click.command()
+@click.option("--theta", type=int, default=None,
+              help="Split components with at least this many values [default 25000, or as built].")
+@click.option("--splits", "splits_file", type=click.Path(exists=True, dir_okay=False),
+              help="JSON file with top-level splits of the workflow graph (lists of tables).")
+@click.option("--bands", type=int, default=None, help="Number of automatic top-level rank bands [3].")
+@click.option("--engine", type=click.Choice(["auto", "graphframes", "stars"]), default=None,
+              help="Connected-components engine [auto: GraphFrames when on the classpath].")
+@click.option("--buckets", type=int, default=None, help="Parquet buckets of the index tables [16].")
+@click.option("--rebuild", is_flag=True, help="Rebuild from scratch instead of merging new edges.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None:
+    """Build or update the component index (components, connected sets, set dependencies)."""
+    from store.index import CCEngine, IndexParams, build_index, update_index
+    from store.index.layout import META_KEY
+    from store.index.maintenance import params_from_meta
+
+    st = _store(ctx)
+    old = st.meta(META_KEY)
+    overrides = {"theta": theta, "bands": bands, "buckets": buckets,
+                 "engine": CCEngine(engine) if engine else None, "splits": _splits(splits_file)}
+    if old:
+        params = params_from_meta(old, **overrides)
+    else:
+        params = IndexParams(**{k: v for k, v in overrides.items() if v is not None})
+    meta = build_index(st, params) if rebuild else update_index(st, params)
+    if fmt == "json":
+        click.echo(json.dumps({k: v for k, v in meta.items() if k != "edges_segments"}, indent=2))
+        return
+    click.echo(
+        f"index ({meta.get('mode')}): {meta['components']} components, {meta['sets']} connected sets "
+        f"({meta['split_components']} components split, θ={meta['theta']}), "
+        f"{meta['set_dependencies']} set dependencies over {meta['triples']} triples"
+        + (f" in {meta['build_s']} s" if "build_s" in meta else ""))
+
+
+@click.command()
+@click.argument("item")
+@click.option("--depth", type=click.IntRange(min=0), default=None, help="At most K derivation steps.")
+@click.option("--forward", is_flag=True, help="Descendants instead of ancestors.")
+@click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
+              help="rq: recursive querying; cc: component-pruned; cs: set-pruned [auto: cs if indexed].")
+@click.option("--tau", type=click.IntRange(min=0), default=None,
+              help="Collect at most this many triples to the driver [200000].")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
+    """Lineage of ITEM: every value with a path to it (or from it, with --forward)."""
+    from store.lineage import DEFAULT_TAU, Method
+    from store.lineage import lineage as run
+
+    result = run(_store(ctx), item, depth, forward, Method(method), DEFAULT_TAU if tau is None else tau)
+    for w in result.warnings:
+        click.echo(f"strata: warning: {w}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json()))
+        return
+    from strata.render import console, result_table
+
+    key = "descendants" if forward else "ancestors"
+    out = console()
+    out.print(result_table(["src", "op", "dst"], [(s, o, d) for s, d, o in result.edges],
+                           title=f"lineage of {item} ({result.direction.value})"))
+    click.echo(f"{len(result.nodes)} {key}, {len(result.edges)} triples; method {result.method.value}, "
+               f"{result.triples_read} triples read", err=True)

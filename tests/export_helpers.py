@@ -52,6 +52,21 @@ BUNDLE = {
 }
 
 
+_STORES: dict[int, object] = {}
+
+
+def shared_store(spark, tmp_path_factory):
+    """One store with BUNDLE for all export test modules (ingest once per session: it is slow)."""
+    key = id(spark)
+    if key not in _STORES:
+        from store import Store
+
+        st = Store.open(tmp_path_factory.mktemp("export") / "store", spark=spark)
+        st.ingest(BUNDLE)
+        _STORES[key] = st
+    return _STORES[key]
+
+
 def ensure_js() -> Path:
     """tests/js with node_modules installed (npm ci on first use); skip without node."""
     node, npm = shutil.which("node"), shutil.which("npm")

@@ -7,14 +7,13 @@ import os
 import random
 
 import pytest
-from export_helpers import BUNDLE, NASTY, decode_cypher_string, lint, problems
+from export_helpers import NASTY, decode_cypher_string, lint, problems, shared_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import Store
 from store.errors import UserError
 from store.export import RelType, extract
-from store.export.model import BROWSER_INITIAL_NODE_DISPLAY, Node, Subgraph, browser_warnings
+from store.export.model import BROWSER_INITIAL_NODE_DISPLAY, Node, Rel, Subgraph, browser_warnings
 from store.export.neo4j import (
     Credentials,
     cypher_literal,
@@ -28,9 +27,7 @@ from store.export.neo4j import (
 
 @pytest.fixture(scope="module")
 def store(spark, tmp_path_factory):
-    st_ = Store.open(tmp_path_factory.mktemp("export") / "store", spark=spark)
-    st_.ingest(BUNDLE)
-    return st_
+    return shared_store(spark, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -83,18 +80,16 @@ def test_unknown_ids_are_reported_not_invented(store, spark):
     assert any("'nope'" in w for w in sg.warnings)
 
 
-def test_ambiguous_id_column_is_a_user_error(store, spark):
-    ids = spark.createDataFrame([("a", "b")], "x string, y string")
-    with pytest.raises(UserError, match=r"columns \['x', 'y'\]"):
-        extract(store, ids)
+def test_every_string_column_of_a_result_counts_as_ids(store, spark):
+    ids = spark.createDataFrame([("out_row", "lonely", 1)], "a string, b string, n int")
+    assert {n.id for n in extract(store, ids).nodes} == {"out_row", "lonely"}
+    with pytest.raises(UserError, match=r"columns \['n', 'm'\]"):
+        extract(store, spark.createDataFrame([(1, 2)], "n int, m int"))
 
 
 def test_browser_limits_warn():
     nodes = tuple(Node(f"n{i}", "data", "Row", "Row", (("id", f"n{i}"),)) for i in range(BROWSER_INITIAL_NODE_DISPLAY + 1))
-    hub = tuple(
-        __import__("store.export.model", fromlist=["Rel"]).Rel(RelType.UNDER, f"n{i}", "n0")
-        for i in range(1, 102)
-    )
+    hub = tuple(Rel(RelType.UNDER, f"n{i}", "n0") for i in range(1, 102))
     text = " ".join(browser_warnings(Subgraph(nodes, hub)))
     assert "initialNodeDisplay" in text and "maxNeighbours" in text and "'n0' with 101" in text
     assert browser_warnings(Subgraph(nodes[:5], ())) == []
@@ -105,7 +100,7 @@ def test_every_statement_passes_neo4j_linter_and_script_round_trips(whole):
     script = script_text(whole, batch_size=2)
     items.append({"text": script, "parameters": []})
     results = lint(items)
-    for item, res in zip(items, results):
+    for item, res in zip(items, results, strict=True):
         assert problems(res) == [], item["text"][:200]
     # Neo4j's lexer finds string literals in the script; decoded they are exactly our values
     decoded = {decode_cypher_string(t) for t in results[-1]["strings"]}
@@ -125,7 +120,7 @@ def test_awkward_strings_round_trip_through_neo4j_lexer():
     # astral characters in one line could make tokens collide
     items = [{"text": f":param rows => {cypher_literal([v])};\nUNWIND $rows AS v RETURN v;"} for v in values]
     results = lint(items)
-    for value, res in zip(values, results):
+    for value, res in zip(values, results, strict=True):
         assert problems(res) == [], repr(value)
         assert [decode_cypher_string(t) for t in res["strings"]] == [value]
 
@@ -149,7 +144,7 @@ def test_csv_for_neo4j_admin_round_trips(whole, tmp_path):
             rows = list(csv.reader(fh))
         assert rows[0][:2] == ["id:ID", ":LABEL"]
         for row in rows[1:]:
-            seen[row[0]] = dict(zip(rows[0], row))
+            seen[row[0]] = dict(zip(rows[0], row, strict=True))
             labels[row[0]] = row[1]
     assert set(NASTY.values()) <= set(seen)
     assert labels[NASTY["cell"]] == "Strata;Data;Cell"

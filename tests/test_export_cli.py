@@ -1,0 +1,80 @@
+"""`strata export neo4j` and `strata show` through click, on a real store."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+from export_helpers import NASTY, lint, problems, shared_store
+
+from strata.cli_export import export, show
+
+
+@pytest.fixture(scope="module")
+def store(spark, tmp_path_factory):
+    return shared_store(spark, tmp_path_factory)
+
+
+def run(cmd, store, *args):
+    return CliRunner().invoke(cmd, list(args), obj=store, catch_exceptions=False)
+
+
+def test_show_writes_a_picture_of_a_lineage(store, tmp_path):
+    out = tmp_path / "pic.html"
+    res = run(show, store, "out_row", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    page = out.read_text(encoding="utf-8")
+    drawn = set(re.findall(r'<g class="node \w+" data-id="([^"]*)"', page))
+    # out_row's lineage: the cell it was derived from and the job that did it
+    assert drawn == {"out_row", "cell`with`backticks;--//", "job\t$rows {x} \u0007bell"}
+    assert "file://" in res.output
+
+
+def test_export_cypher_script_passes_the_linter(store, tmp_path):
+    out = tmp_path / "lineage.cypher"
+    res = run(export, store, "neo4j", "--query", "select t.id from Table t", "-o", str(out),
+              "--format", "json")
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)
+    assert info["target"] == "cypher" and info["labels"] == {"Data:Table": 3, "Process:Job": 1}
+    (result,) = lint([{"text": out.read_text(encoding="utf-8"), "parameters": []}])
+    assert problems(result) == []
+
+
+def test_export_csv_by_ids(store, tmp_path):
+    res = run(export, store, "neo4j", "--to", "csv", "-o", str(tmp_path / "csv"),
+              "--id", NASTY["row"], "--id", NASTY["table"])
+    assert res.exit_code == 0, res.output
+    assert "neo4j-admin database import full" in res.output
+    assert (tmp_path / "csv" / "rels_UNDER.csv").read_text(encoding="utf-8").count("UNDER") == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["neo4j", "-o", "x.cypher"], "say which subgraph"),
+        (["neo4j", "a", "--query", "select t.id from Table t", "-o", "x.cypher"], "say which subgraph"),
+        (["neo4j", "--id", "a", "--to", "csv"], "needs --output"),
+        (["neo4j", "--id", "a"], "no Neo4j server given"),
+        (["neo4j", "--id", "out_row", "--uri", "bolt://127.0.0.1:9", "--password", "pw-xyz-secret"],
+         "cannot reach Neo4j"),
+    ],
+    ids=["nothing-selected", "two-selections", "csv-without-output", "no-server", "closed-port"],
+)
+def test_user_errors_exit_2_with_a_message(store, args, message, monkeypatch):
+    for var in ("STRATA_NEO4J_URI", "STRATA_NEO4J_USER", "STRATA_NEO4J_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
+    res = CliRunner().invoke(export, args, obj=store)
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
+    assert "pw-xyz-secret" not in res.output
+
+
+def test_show_budget_warns_on_stderr(store, tmp_path):
+    res = run(show, store, "--query", "select t.id from Table t", "--max-nodes", "2",
+              "-o", str(tmp_path / "p.html"))
+    assert res.exit_code == 0
+    assert "warning: more than 2 vertices" in res.stderr
+    assert "(2 nodes" in res.stdout

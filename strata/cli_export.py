@@ -80,7 +80,7 @@ def _store(ctx: click.Context):
 
 
 def _fail(ctx: click.Context, err: StrataError) -> None:
-    click.echo(f"error: {err.render()}", err=True)
+    click.echo(f"strata: {err.render()}", err=True)
     ctx.exit(2 if isinstance(err, UserError) else 1)
 
 

@@ -78,3 +78,16 @@ def test_show_budget_warns_on_stderr(store, tmp_path):
     assert res.exit_code == 0
     assert "warning: more than 2 vertices" in res.stderr
     assert "(2 nodes" in res.stdout
+
+
+def test_registered_in_the_strata_cli(store, tmp_path):
+    from strata.cli import main
+
+    out = tmp_path / "via-main.cypher"
+    res = CliRunner().invoke(main, ["--store", str(store.root), "export", "neo4j", "--id", "lonely",
+                                    "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "'lonely'" in out.read_text(encoding="utf-8")
+    res = CliRunner().invoke(main, ["--store", str(store.root), "show", "no-such-item", "-o",
+                                    str(tmp_path / "x.html")])
+    assert res.exit_code == 2 and "no-such-item" in res.output

@@ -117,11 +117,14 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
         F.monotonically_increasing_id().alias("idx"), "src", "process", "dst",
         F.lit(None).cast("string").alias("problem"),
     )
+    # few partitions: the store validates with several joins per section, and the association
+    # frame has one partition per slot query and input split
+    parts = max(1, spark.sparkContext.defaultParallelism)
     return {
         "format": "strata-bundle/1",
         "gsets": GSETS,
         "types": [],
-        "elements": elements,
+        "elements": elements.coalesce(parts),
         "vertices": spark.createDataFrame([], SECTION_SCHEMAS["vertices"]),
-        "edges": edges,
+        "edges": edges.coalesce(parts),
     }

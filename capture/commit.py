@@ -127,8 +127,9 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)
             tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1)
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
-            existing = tx.table("vertices").select("id")
-            tx.ingest(bundle.sections(spark, run, tracker.pipeline, ops, assoc, existing, run_attrs, info_out))
+            if tracker.model:
+                existing = tx.table("vertices").select("id")
+                tx.ingest(bundle.sections(spark, run, tracker.pipeline, ops, assoc, existing, run_attrs, info_out))
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
         t2 = time.perf_counter()
     finally:

@@ -65,10 +65,14 @@ class _Reader:
 class Tracker:
     """Records the structural provenance of the DataFrame pipelines built from its inputs."""
 
-    def __init__(self, spark, store=None, pipeline: str = "pipeline"):
+    def __init__(self, spark, store=None, pipeline: str = "pipeline", model: bool = True):
+        """``model=False`` commits only the capture tables, not the item-level elements and
+        edges of the multi-granularity model (much cheaper to commit; IQL then does not see
+        the run)."""
         self.spark = spark
         self.store = store
         self.pipeline = pipeline
+        self.model = model
         self._ops: dict[int, OperatorProv] = {}
         self._oid = 0
 

@@ -1,0 +1,78 @@
+"""tracker.write: the result and its provenance land in ONE store commit, in the
+multi-granularity model (Pipeline ⊇ Run ⊇ Operator, Dataset ⊇ Item) and the capture tables."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+from test_capture_example import TABLE_2, running_example
+from test_capture_helpers import TWEETS
+
+from capture import Tracker
+from store import Store
+from store.semantics import feeds
+
+
+@pytest.fixture(scope="module")
+def committed(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("capture-commit")
+    st = Store.open(root / "store", spark=spark)
+    tracker = Tracker(spark, st, pipeline="running-example")
+    result = running_example(tracker.read.json(TWEETS, name="tweets"))
+    info = tracker.write(result, str(root / "out"), format="json")
+    return st, info, root
+
+
+def test_one_commit_holds_result_metadata_and_provenance(committed, spark):
+    st, info, root = committed
+    assert (st.version, info.version, info.operators, info.associations) == (1, 1, 8, 45)
+    assert [h["version"] for h in st.history()] == [1]
+    out = spark.read.json(str(root / "out")).collect()
+    assert {(r.user.id_str, r.user.name): sorted(t.text for t in r.tweets) for r in out} == {
+        k: sorted(v) for k, v in TABLE_2.items()}
+    (run,) = st.table("capture_runs").collect()
+    assert (run.run, run.pipeline, run.result_oid, run.output_format, run.associations) == (
+        info.run, "running-example", 8, "json", 45)
+    assert st.meta("capture.last_run")["run"] == info.run
+
+
+def test_operator_table_keeps_definition_5_1(committed):
+    st, info, _ = committed
+    ops = {r.oid: r for r in st.table("capture_operators").collect()}
+    assert [(i.pred, list(i.accessed)) for i in ops[2].inputs] == [(1, ["retweet_cnt"])]
+    assert [(m.src, m.dst) for m in ops[4].manipulated] == [("text", "text"), ("user_mentions.[pos]", "m_user")]
+    assert ops[8].type == "aggregation" and ops[1].dataset == "tweets"
+    assert {r.run for r in ops.values()} == {info.run}
+    assoc = st.table("capture_assoc")
+    assert assoc.filter(F.col("oid") == 4).select("pos").distinct().count() == 3  # positions 1, 2, 3
+
+
+def test_edges_and_elements_follow_the_multi_granularity_model(committed, spark):
+    st, info, _ = committed
+    edges = st.table("edges").collect()
+    assert len(edges) == 45
+    assert {e.process for e in edges} == {f"{info.run}/op{k}" for k in range(2, 9)}
+    elements = {r.id: r.granularity for r in st.table("elements").collect()}
+    assert elements["pipeline:running-example"] == "Pipeline"
+    assert elements[info.run] == "Run" and elements[f"{info.run}/op8"] == "Operator"
+    assert elements["dataset:tweets"] == "Dataset"
+    assert sum(1 for g in elements.values() if g == "Item" and True) == len(
+        {e.src for e in edges} | {e.dst for e in edges})
+    # lineage over the store: walk edges back from the lp result item to source tweets
+    final = [e for e in edges if e.process.endswith("/op8")]
+    back: dict[str, set[str]] = {}
+    for e in edges:
+        back.setdefault(e.dst, set()).add(e.src)
+    sizes = {}
+    for dst in {e.dst for e in final}:
+        frontier, seen = {dst}, set()
+        while frontier:
+            nxt = set().union(*(back.get(x, set()) for x in frontier))
+            seen |= nxt
+            frontier = nxt
+        sizes[dst] = len({s for s in seen if s.startswith("dataset:tweets#")})
+    assert sorted(sizes.values()) == [1, 2, 4]  # ls: tweet 1; jm: 1, 22; lp: 1, 12, 17, 29
+    # multi-granularity: the tweets dataset feeds the run (items under it, operators under the run)
+    ids = spark.createDataFrame([("dataset:tweets",)], "id string")
+    fed = {r.process for r in feeds(st, data=ids).collect()}
+    assert info.run in fed and "pipeline:running-example" in fed

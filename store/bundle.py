@@ -83,6 +83,7 @@ class Bundle:
     vertices: DataFrame
     edges: DataFrame
     source: str = "<bundle>"
+    sizes: tuple[int, int, int] | None = None  # record counts, when known without a Spark job
 
     def section(self, name: str) -> DataFrame:
         return getattr(self, name)
@@ -210,7 +211,11 @@ def from_dict(spark, doc: Mapping[str, Any], where: str = "<dict>") -> Bundle:
     if not isinstance(types, list):
         raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
     frames = {s: _rows_df(spark, s, doc.get(s), where) for s in SECTIONS}
-    return Bundle(doc.get("gsets") or {}, types, source=where, **frames)
+    local = [doc.get(s) for s in SECTIONS]
+    sizes = None
+    if all(x is None or isinstance(x, list) for x in local):
+        sizes = tuple(len(x or []) for x in local)
+    return Bundle(doc.get("gsets") or {}, types, source=where, sizes=sizes, **frames)
 
 
 def from_dataframe(section: str, df: DataFrame) -> DataFrame:

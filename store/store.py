@@ -69,19 +69,22 @@ class StoreTransaction:
         spark = self.store.spark
         bundle = source if isinstance(source, Bundle) else (
             from_dict(spark, source) if isinstance(source, Mapping) else from_path(spark, source))
-        frames = [bundle.elements.persist(), bundle.vertices.persist(), bundle.edges.persist()]
+        frames = [bundle.elements, bundle.vertices, bundle.edges]
+        if bundle.sizes is None:  # read from files: parse once, not once per check and table
+            frames = [f.persist() for f in frames]
         try:
             catalog = self.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
             resolved = validate(bundle, catalog, self.table(S.ELEMENTS), self.table(S.VERTICES))
             rows = table_rows(bundle, resolved, self.table(S.ANCESTORS))
-            counts = IngestCounts(*(f.count() for f in frames))
+            counts = IngestCounts(*(bundle.sizes or [f.count() for f in frames]))
             files = 1 if max(counts.elements, counts.vertices, counts.edges) < 500_000 else None
             for name in S.CORE_TABLES:
                 self.append(name, rows[name], files=files)
             self.set_catalog(resolved.catalog)
         finally:
-            for f in frames:
-                f.unpersist()
+            if bundle.sizes is None:
+                for f in frames:
+                    f.unpersist()
         self.counts = IngestCounts(self.counts.elements + counts.elements,
                                    self.counts.vertices + counts.vertices,
                                    self.counts.edges + counts.edges)

@@ -1,0 +1,175 @@
+"""Scale benchmark for lineage: index build time, then RQ / CC / CS / DuckDB per query class.
+
+    python benchmarks/bench_lineage.py --scale 0.05 --work /tmp/strata-bench [--rq-limit 3]
+
+For each scale: generate the trace (benchmarks/gen_trace.py), load it into a fresh store,
+build the component index (θ = 25,000 values as in the paper), then time 10 queries of each
+class (SC-SL, LC-SL, LC-LL) with every method, and the same lineage with DuckDB's
+`WITH RECURSIVE` over the same triples (in memory, 2 threads). Prints one JSON line per scale
+and a Markdown table for benchmarks/RESULTS.md.
+
+Loading writes the generated triples straight into the store's `edges` and `ancestors`
+tables (what lineage and the index read), in one commit; bundle validation is not what this
+benchmark measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen_trace  # noqa: E402
+
+CLASSES = ("SC-SL", "LC-SL", "LC-LL")
+METHODS = ("rq", "cc", "cs")
+
+
+def load_store(spark, triples_path: Path, root: Path):
+    from pyspark.sql import functions as F
+
+    from store import schema as S
+    from store.store import Store
+
+    st = Store.open(str(root), spark=spark)
+    t = spark.read.parquet(str(triples_path))
+    edges = t.select(S.SRC, S.DST, F.col("op").alias(S.PROCESS))
+    vals = (t.select(F.col("src").alias(S.ID), F.col("src_table").alias("tb"))
+            .union(t.select(F.col("dst").alias(S.ID), F.col("dst_table").alias("tb"))).distinct())
+    anc = vals.select(S.ID, F.col("tb").alias(S.ANCESTOR), F.lit(1).alias(S.DEPTH)).unionByName(
+        vals.select(S.ID, F.col(S.ID).alias(S.ANCESTOR), F.lit(0).alias(S.DEPTH)))
+    with st.transaction("bench: load generated triples") as tx:
+        tx.append(S.EDGES, edges, files=4)
+        tx.append(S.ANCESTORS, anc.select(S.ID, S.ANCESTOR, S.DEPTH), files=4)
+    return st
+
+
+def duckdb_lineage(con, item: str) -> tuple[int, int]:
+    rows = con.execute(
+        """
+        WITH RECURSIVE anc(id) AS (
+            SELECT CAST(? AS VARCHAR)
+            UNION
+            SELECT t.src FROM triples t JOIN anc ON t.dst = anc.id
+        )
+        SELECT (SELECT count(*) FROM anc) - 1,
+               (SELECT count(*) FROM triples t WHERE t.dst IN (SELECT id FROM anc))
+        """,
+        [item],
+    ).fetchone()
+    return int(rows[0]), int(rows[1])
+
+
+def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None) -> dict:
+    import duckdb
+
+    from store.index import IndexParams, build_index
+    from store.lineage import Method, lineage
+
+    out = work / f"scale-{scale}"
+    t0 = time.perf_counter()
+    tr, queries = gen_trace.generate(scale)
+    info = gen_trace.write(tr, queries, out)
+    gen_s = time.perf_counter() - t0
+    del tr
+    import shutil
+
+    shutil.rmtree(out / "store", ignore_errors=True)
+    t0 = time.perf_counter()
+    st = load_store(spark, out / "triples.parquet", out / "store")
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    meta = build_index(st, IndexParams(theta=theta, buckets=16))
+    index_s = time.perf_counter() - t0
+    from pyspark.sql import functions as F
+
+    sizes = st.table("index_components").orderBy(F.desc("n_nodes")).limit(4).collect()
+    result = {
+        "scale": scale, "values": info["stats"]["values"], "triples": info["stats"]["triples"],
+        "generate_s": round(gen_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1),
+        "components": meta["components"], "sets": meta["sets"],
+        "set_dependencies": meta["set_dependencies"],
+        "largest_components": [(r["n_nodes"], r["n_triples"], r["n_sets"]) for r in sizes],
+        "classes": {},
+    }
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+    t0 = time.perf_counter()
+    con.execute("CREATE TABLE triples AS SELECT src, dst, op FROM read_parquet(?)",
+                [str(out / "triples.parquet")])
+    result["duckdb_load_s"] = round(time.perf_counter() - t0, 1)
+    warm = info["classes"]["SC-SL"][0]
+    for m in METHODS:
+        lineage(st, warm, method=Method(m))
+    for cls in CLASSES:
+        items = info["classes"][cls]
+        row: dict = {"n": len(items)}
+        for m in METHODS:
+            use = items[:rq_limit] if (m == "rq" and rq_limit) else items
+            times, read, sizes_ = [], [], []
+            for item in use:
+                t0 = time.perf_counter()
+                res = lineage(st, item, method=Method(m))
+                times.append(time.perf_counter() - t0)
+                read.append(res.triples_read)
+                sizes_.append(len(res.nodes))
+            row[m] = {"mean_s": round(statistics.mean(times), 3), "triples_read": round(statistics.mean(read)),
+                      "queries": len(use)}
+            row["ancestors"] = [min(sizes_), max(sizes_)]
+        times = []
+        for item in items:
+            t0 = time.perf_counter()
+            duckdb_lineage(con, item)
+            times.append(time.perf_counter() - t0)
+        row["duckdb"] = {"mean_s": round(statistics.mean(times), 3)}
+        result["classes"][cls] = row
+        print(json.dumps({"scale": scale, cls: row}), file=sys.stderr, flush=True)
+    return result
+
+
+def markdown(results: list[dict]) -> str:
+    lines = ["| scale | values | triples | index build (s) | components | sets | set deps |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['scale']} | {r['values']:,} | {r['triples']:,} | {r['index_s']} | "
+                     f"{r['components']:,} | {r['sets']:,} | {r['set_dependencies']:,} |")
+    lines += ["", "| scale | class | ancestors | RQ s (read) | CC s (read) | CS s (read) | DuckDB s |",
+              "|---|---|---|---|---|---|---|"]
+    for r in results:
+        for cls, row in r["classes"].items():
+            cells = [f"{row[m]['mean_s']} ({row[m]['triples_read']:,})" for m in METHODS]
+            lines.append(f"| {r['scale']} | {cls} | {row['ancestors'][0]}–{row['ancestors'][1]} | "
+                         + " | ".join(cells) + f" | {row['duckdb']['mean_s']} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, nargs="+", default=[0.25, 1.0])
+    ap.add_argument("--work", type=Path, default=Path("/tmp/strata-bench"))
+    ap.add_argument("--theta", type=int, default=25_000)
+    ap.add_argument("--rq-limit", type=int, default=None, help="time RQ on the first N queries only")
+    ap.add_argument("--driver-memory", default="6g")
+    args = ap.parse_args()
+    from strata.spark import get_session
+
+    spark = get_session("local[2]", {"spark.driver.memory": args.driver_memory,
+                                     "spark.sql.shuffle.partitions": "8"})
+    results = []
+    for scale in args.scale:
+        results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit))
+        print(json.dumps(results[-1]), flush=True)
+    print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}")
+    print(markdown(results))
+
+
+if __name__ == "__main__":
+    main()

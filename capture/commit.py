@@ -117,11 +117,11 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
         t1 = time.perf_counter()
         assoc = cap.associations(annotated).persist(StorageLevel.MEMORY_AND_DISK)
-        n_assoc = assoc.count()
         spark = tracker.spark
         info_out = {"path": str(path), "format": fmt}
         with tracker.store.transaction(message or f"capture {run}") as tx:
             tx.append(ASSOC, assoc.select(F.lit(run).alias(RUN), "*"))
+            n_assoc = assoc.count()  # from the cache the append just filled
             tx.append(OPERATORS, spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA), files=1)
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)

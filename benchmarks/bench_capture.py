@@ -1,0 +1,195 @@
+"""Capture overhead benchmark: ten nested pipelines (Pebble's T1-T5, D1-D5 in spirit), each
+run with and without capture in one process; runtime ratio and provenance size.
+
+    python benchmarks/gen_nested.py --tweets 200000 --papers 200000 --out /tmp/strata-bench
+    python benchmarks/bench_capture.py --data /tmp/strata-bench --reps 2
+
+Each run reads the JSON input and writes the result as Parquet (so Spark computes it all).
+"Plain" is the untracked pipeline; "captured" is ``tracker.write``: the result plus the
+capture tables (capture_runs/operators/assoc) in one store commit. With ``--model`` the
+captured run also ingests the multi-granularity elements and edges (slow: the store's
+validation and ancestor closure dominate). Provenance size = bytes the commit added to the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+from pyspark.sql import functions as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+Read = Callable[[str], object]
+
+
+# ------------------------------------------------------------------ Twitter-like (T1-T5)
+def t1(read):
+    """filter tweets with 'good', flatten mentions, group by mentioned user: bag of tweets."""
+    t = read("tweets")
+    return (t.filter(F.col("text").contains("good"))
+            .select("id_str", "text", "user", F.explode("user_mentions").alias("m"))
+            .groupBy(F.col("m.id_str").alias("mentioned"))
+            .agg(F.collect_list(F.struct("id_str", "text", "user")).alias("tweets")))
+
+
+def t2(read):
+    """flatten hashtags, media and user mentions."""
+    t = read("tweets")
+    return (t.select("id_str", "user_mentions", "media", F.explode("hashtags").alias("h"))
+            .withColumn("md", F.explode_outer("media"))
+            .select("id_str", F.col("h.text").alias("tag"), F.col("md.url").alias("url"),
+                    F.explode_outer("user_mentions").alias("m"))
+            .select("id_str", "tag", "url", F.col("m.id_str").alias("mentioned")))
+
+
+def t3(read):
+    """the running example (Section 2, Figure 1)."""
+    t = read("tweets")
+    upper = t.filter(F.col("retweet_cnt") == 0).select(
+        "text", F.col("user.id_str").alias("id_str"), F.col("user.name").alias("name"))
+    lower = t.select("text", F.explode("user_mentions").alias("m_user")).select(
+        "text", F.col("m_user.id_str").alias("id_str"), F.col("m_user.name").alias("name"))
+    return (upper.union(lower).select(F.struct("id_str", "name").alias("user"), "text")
+            .groupBy("user").agg(F.collect_list(F.struct("text")).alias("tweets")))
+
+
+def t4(read):
+    """associate all hashtags with the authoring and the mentioned users."""
+    t = read("tweets")
+    authors = t.select(F.col("user.id_str").alias("uid"), "hashtags")
+    mentioned = t.select(F.explode("user_mentions").alias("m"), "hashtags").select(
+        F.col("m.id_str").alias("uid"), "hashtags")
+    return (authors.union(mentioned).select("uid", F.explode("hashtags").alias("h"))
+            .groupBy("uid").agg(F.collect_set(F.col("h.text")).alias("tags")))
+
+
+def t5(read):
+    """users who tweet about BTS and are mentioned in a BTS tweet."""
+    t = read("tweets")
+    bts = t.filter(F.col("text").contains("BTS"))
+    authors = bts.select(F.col("user.id_str").alias("uid"), F.col("user.name").alias("name"))
+    mentioned = bts.select(F.explode("user_mentions").alias("m")).select(F.col("m.id_str").alias("mid"))
+    return authors.join(mentioned, authors["uid"] == mentioned["mid"]).select("uid", "name").distinct()
+
+
+# ------------------------------------------------------------------ DBLP-like (D1-D5)
+def d1(read):
+    """inproceedings from 2015 with their proceedings."""
+    ip, pr = read("inproceedings"), read("proceedings")
+    ip15 = ip.filter(F.col("year") == 2015)
+    return ip15.join(pr, ip15["crossref"] == pr["key"]).select(
+        ip15["title"].alias("paper"), "booktitle", pr["title"].alias("proceedings"), "publisher")
+
+
+def d2(read):
+    """unite and restructure proceedings and articles."""
+    pr, ar = read("proceedings"), read("articles")
+    a = pr.select("key", "title", "year", F.struct(F.col("publisher").alias("name"),
+                                                    F.lit("proceedings").alias("kind")).alias("venue"))
+    b = ar.select("key", "title", "year", F.struct(F.col("journal").alias("name"),
+                                                    F.lit("journal").alias("kind")).alias("venue"))
+    return a.unionByName(b)
+
+
+def d3(read):
+    """nested lists of co-authors and works per author."""
+    ip, ar = read("inproceedings"), read("articles")
+    works = ip.select("key", "title", "authors").unionByName(ar.select("key", "title", "authors"))
+    return (works.select("key", "title", "authors", F.explode("authors").alias("author"))
+            .groupBy("author").agg(F.collect_list(F.struct("key", "title")).alias("works"),
+                                   F.collect_list("authors").alias("coauthors"),
+                                   F.count(F.lit(1)).alias("n")))
+
+
+def d4(read):
+    """nested list of all inproceedings of each proceeding."""
+    ip, pr = read("inproceedings"), read("proceedings")
+    return (pr.join(ip, pr["key"] == ip["crossref"])
+            .groupBy(pr["key"].alias("proc"), pr["title"].alias("proc_title"))
+            .agg(F.collect_list(F.struct(ip["title"], ip["authors"])).alias("papers")))
+
+
+_n_authors = None
+
+
+def d5(read):
+    """D4 plus a Python UDF (map) counting the authors per proceeding."""
+    global _n_authors
+    if _n_authors is None:
+        _n_authors = F.udf(lambda papers: sum(len(p["authors"] or []) for p in papers), "int")
+    return d4(read).select("proc", "proc_title", _n_authors("papers").alias("n_authors"))
+
+
+PIPELINES = {"T1": t1, "T2": t2, "T3": t3, "T4": t4, "T5": t5,
+             "D1": d1, "D2": d2, "D3": d3, "D4": d4, "D5": d5}
+
+
+def _du(path: str) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def run_plain(spark, data: str, fn, out: str) -> float:
+    t0 = time.perf_counter()
+    fn(lambda name: spark.read.json(os.path.join(data, name))).write.mode("overwrite").parquet(out)
+    return time.perf_counter() - t0
+
+
+def run_captured(spark, store, data: str, fn, out: str, model: bool) -> tuple[float, int, int]:
+    from capture import Tracker
+
+    before = _du(store.root)
+    t0 = time.perf_counter()
+    tracker = Tracker(spark, store, pipeline=fn.__name__, model=model)
+    result = fn(lambda name: tracker.read.json(os.path.join(data, name), name=name))
+    info = tracker.write(result, out, format="parquet", mode="overwrite")
+    return time.perf_counter() - t0, _du(store.root) - before, info.associations
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="capture overhead benchmark")
+    ap.add_argument("--data", default="/tmp/strata-bench")
+    ap.add_argument("--work", default="/tmp/strata-bench-work")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated pipeline names, e.g. T1,D3")
+    ap.add_argument("--model", action="store_true", help="also ingest items/edges into the core tables")
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+    from store import Store
+    from strata.spark import get_session
+
+    spark = get_session(master=args.master, conf={"spark.driver.memory": "6g"})
+    shutil.rmtree(args.work, ignore_errors=True)
+    store = Store.open(os.path.join(args.work, "store"), spark=spark)
+    names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
+    print("pipeline  plain_s  captured_s  ratio  assoc_rows  prov_MB", flush=True)
+    rows = []
+    for name in names:
+        fn = PIPELINES[name]
+        out = os.path.join(args.work, "out", name)
+        plain, captured, size, n_assoc = [], [], 0, 0
+        run_plain(spark, args.data, fn, out)  # warm-up: JIT, file listing cache
+        for _ in range(args.reps):
+            plain.append(run_plain(spark, args.data, fn, out))
+            secs, size, n_assoc = run_captured(spark, store, args.data, fn, out + "-captured", args.model)
+            captured.append(secs)
+        p, c = statistics.median(plain), statistics.median(captured)
+        rows.append((name, p, c, c / p, n_assoc, size / 1e6))
+        print(f"{name:8}  {p:7.1f}  {c:10.1f}  {c / p:5.2f}  {n_assoc:10d}  {size / 1e6:7.1f}", flush=True)
+    ratios = [r[3] for r in rows]
+    print(f"median ratio {statistics.median(ratios):.2f}  max ratio {max(ratios):.2f}")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+          f"spark {spark.version}, master {args.master}")
+
+
+if __name__ == "__main__":
+    main()

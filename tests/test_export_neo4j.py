@@ -83,7 +83,7 @@ def test_unknown_ids_are_reported_not_invented(store, spark):
 def test_every_string_column_of_a_result_counts_as_ids(store, spark):
     ids = spark.createDataFrame([("out_row", "lonely", 1)], "a string, b string, n int")
     assert {n.id for n in extract(store, ids).nodes} == {"out_row", "lonely"}
-    with pytest.raises(UserError, match=r"columns \['n', 'm'\]"):
+    with pytest.raises(UserError, match=r"columns are \['n', 'm'\]"):
         extract(store, spark.createDataFrame([(1, 2)], "n int, m int"))
 
 

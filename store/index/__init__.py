@@ -5,7 +5,13 @@ ingested edges into only the affected components and sets (falling back to a ful
 there is no index yet). See docs/index.md for the layout and the split strategy.
 """
 
-from store.index.build import DEFAULT_BUCKETS, DEFAULT_THETA, IndexParams, build_index, compute_index
+from store.index.build import (
+    DEFAULT_BUCKETS,
+    DEFAULT_THETA,
+    IndexParams,
+    build_index,
+    compute_index,
+)
 from store.index.components import CCEngine, connected_components
 from store.index.maintenance import update_index
 from store.index.splits import Split, plan_splits

@@ -222,7 +222,7 @@ def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[st
         else:
             keys = deps.sparkSession.createDataFrame([(v,) for v in frontier], [here])
             hits = deps.join(F.broadcast(keys), here, "left_semi")
-        nxt = {r[0] for r in hits.select(there).distinct().collect()} - seen
+        nxt = {r[0] for r in hits.select(there).collect()} - seen  # dedupe here: no shuffle
         seen |= nxt
         frontier = sorted(nxt)
     return seen

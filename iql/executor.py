@@ -107,6 +107,8 @@ class Executor:
 
     def visit_ProvJoin(self, rel: P.ProvJoin, domains) -> DataFrame:
         df = self.relation(rel.input, domains)
+        if not isinstance(rel.input, P.Scan):
+            df = materialize(df)
         pred = rel.pred
         lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
         if rel.new is None:
@@ -133,7 +135,8 @@ class Executor:
                 return new_df.select(F.col(col).alias(S.ID)).distinct()
             return None
 
-        return pairs(self.st, pred, ids(pred.left.uid), ids(pred.right.uid)).distinct()
+        # store.semantics returns each pair once, so no distinct() here.
+        return pairs(self.st, pred, ids(pred.left.uid), ids(pred.right.uid))
 
     def visit_Filter(self, rel: P.Filter, domains) -> DataFrame:
         df = self.relation(rel.input, domains)
@@ -201,6 +204,8 @@ class Executor:
         Returns the widened DataFrame and (node, Column) substitutions for `column()`.
         """
         subst: list = []
+        if any(isinstance(n, (A.ProvPredicate, P.SubqueryExists, P.SubqueryValue)) for n in A.walk(expr)):
+            df = materialize(df)
         for node in A.walk(expr):
             if isinstance(node, A.ProvPredicate):
                 df, col = self._mark_pred(df, node)
@@ -282,6 +287,13 @@ class Executor:
             test = col.isin([self.column(i, subst) for i in node.items])
             return ~test if node.negated else test
         raise TypeError(f"executor: cannot compile {type(node).__name__} here")
+
+
+def materialize(df: DataFrame) -> DataFrame:
+    """Compute `df` once and cut its lineage: a relation feeds both the bound side of the next
+    predicate and the join with its pairs, and would otherwise be recomputed for each (and
+    exponentially often along a chain of predicates). Local checkpoints need no cleanup."""
+    return df.localCheckpoint(eager=True)
 
 
 def _top(rel):

@@ -167,7 +167,12 @@ class _Planner:
                 provs.remove(pred)
                 new_uid = pred.right.uid if pred.left.uid in joined else pred.left.uid
                 new = remaining.pop(new_uid)
-                bind_new = new.restricted or new.source.wildcard is None
+                # influences expands from one bound side (store.semantics starts from src when
+                # it is given): bind only the side already joined, the more selective one, and
+                # let the join with the new scan filter the other end. The other predicates
+                # use a bound side only as a semi-join filter, so bind it whenever it helps.
+                bind_new = (new.restricted or new.source.wildcard is None) and (
+                    pred.kind is not A.ProvKind.INFLUENCES)
                 left_bound = True if pred.left.uid in joined else bind_new
                 right_bound = True if pred.right.uid in joined else bind_new
                 est = self._join_estimate(_estimate(rel), new.estimate)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import Reference
@@ -105,6 +106,7 @@ def query_cases(draw, bundle: dict, ref: Reference, n_attr_types: set[str]):
     return text, Counter(rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(bundle=bundles(max_data_elements=8, max_vertices=5, max_edges=7), data=st.data())

@@ -158,3 +158,11 @@ def test_cli_query_error_exits_2_with_position(movies):
     assert "unknown type 'WebPag' (line 1, column 18)" in result.stderr
     assert "^^^^^^" in result.stderr and "did you mean 'WebPage'?" in result.stderr
     assert result.stdout == ""
+
+
+def test_docs_explain_example_is_current(movies):
+    from test_iql_docs import BLOCKS
+
+    query = next(b for info, b in BLOCKS if info == "iql" and b.startswith("explain"))
+    shown = next(b for info, b in BLOCKS if info == "" and b.startswith("plan:"))
+    assert "\n".join(r[0] for r in movies.query(query).rows()) == shown

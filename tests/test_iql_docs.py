@@ -1,0 +1,57 @@
+"""docs/iql.md stays true: every IQL example compiles, every error example is what IQL prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from iql import compile_query
+from iql.errors import IqlError
+from store.model import Catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(info string, body) of each fenced code block of a Markdown text."""
+    blocks, info, body = [], None, []
+    for line in text.splitlines():
+        if info is None and line.startswith("```"):
+            info, body = line[3:].strip(), []
+        elif info is not None and line.strip() == "```":
+            blocks.append((info, "\n".join(body)))
+            info = None
+        elif info is not None:
+            body.append(line)
+    return blocks
+
+
+BLOCKS = fenced_blocks((ROOT / "docs" / "iql.md").read_text(encoding="utf-8"))
+IQL_BLOCKS = [b for info, b in BLOCKS if info == "iql"]
+ERROR_BLOCKS = [b for info, b in BLOCKS if info == "" and b.startswith("iql: ")]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    bundle = json.loads((ROOT / "examples" / "movies.json").read_text())
+    return Catalog.empty().merge_gsets(bundle["gsets"]).merge_types(bundle["types"])
+
+
+def test_docs_have_examples():
+    assert len(IQL_BLOCKS) >= 10 and len(ERROR_BLOCKS) >= 2
+
+
+@pytest.mark.parametrize("block", IQL_BLOCKS, ids=[f"iql{i}" for i in range(len(IQL_BLOCKS))])
+def test_iql_examples_compile(catalog, block):
+    bound, plan = compile_query(block, catalog)
+    assert plan.columns
+
+
+@pytest.mark.parametrize("block", ERROR_BLOCKS, ids=[f"error{i}" for i in range(len(ERROR_BLOCKS))])
+def test_error_examples_are_current(catalog, block):
+    query = block.splitlines()[1].strip()
+    with pytest.raises(IqlError) as info:
+        compile_query(query, catalog)
+    assert info.value.render() == block

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,14 +401,14 @@ class BoundStatement:
     source_text: str
 
 
-Expr = Union[
-    Literal, ColumnRef, Call, Compare, And, Or, Not, IsNull, InList, ProvPredicate, Exists,
-    ScalarSubquery,
-]
-BoundExpr = Union[
-    Literal, BoundColumn, BoundAlias, BoundCall, Compare, And, Or, Not, IsNull, InList,
-    ProvPredicate, Exists, ScalarSubquery,
-]
+Expr = (
+    Literal | ColumnRef | Call | Compare | And | Or | Not | IsNull | InList | ProvPredicate
+    | Exists | ScalarSubquery
+)
+BoundExpr = (
+    Literal | BoundColumn | BoundAlias | BoundCall | Compare | And | Or | Not | IsNull | InList
+    | ProvPredicate | Exists | ScalarSubquery
+)
 
 
 def children(node: object) -> tuple[object, ...]:

@@ -78,7 +78,7 @@ def same(a: object, b: object) -> bool:
             if f.name != "span"
         )
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return a == b
 
 
@@ -397,7 +397,7 @@ class _Binder:
                 pairs.append((item.alias, self._default_name(bound, i), bound, t))
         names = [alias or default for alias, default, _, _ in pairs]
         out = []
-        for (alias, default, expr, t), name in zip(pairs, names):
+        for (alias, _default, expr, t), name in zip(pairs, names, strict=True):
             if alias is None and names.count(name) > 1 and isinstance(expr, A.BoundColumn):
                 name = f"{expr.alias}.{expr.name}"
             out.append(A.OutputColumn(name, expr, t))

@@ -10,7 +10,6 @@ Expressions inside plans are bound AST nodes (`iql.ast`), with subqueries replac
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from iql import ast as A
 
@@ -140,4 +139,4 @@ class QueryPlan:
     notes: tuple[str, ...]
 
 
-Relation = Union[Scan, CrossJoin, ProvJoin, Filter, Aggregate, Project, Sort, Limit]
+Relation = Scan | CrossJoin | ProvJoin | Filter | Aggregate | Project | Sort | Limit

@@ -40,10 +40,10 @@ def format_table(columns, rows) -> str:
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [len(c) for c in columns]
     for row in cells:
-        widths = [max(w, len(v)) for w, v in zip(widths, row)]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
+        widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip(),
              "-+-".join("-" * w for w in widths)]
-    lines += [" | ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    lines += [" | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
     return "\n".join(lines)
 

@@ -43,7 +43,7 @@ def bound(text: str, catalog) -> A.BoundStatement:
     ids=["name", "alias", "tuple", "tuple-reordered", "process", "anydata", "anyprocess", "any"],
 )
 def test_from_types_resolve(catalog, type_text, key, kind):
-    src = bound(f"select x.id from {type_text} x", catalog).query.sources[0]
+    src = bound(f"select x.id from {type_text} x", catalog).query.sources[0]  # noqa: S608 - IQL text, not SQL
     assert (src.type_key, src.kind) == (key, kind)
 
 

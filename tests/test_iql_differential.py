@@ -99,7 +99,7 @@ def query_cases(draw, bundle: dict, ref: Reference, n_attr_types: set[str]):
             return f"select count(*) {from_where}", Counter([(len(hits),)])
         return f"select a.id, b.id {from_where}", Counter(hits)
     neg = "not " if shape == "not_exists" else ""
-    text = (f"select a.id from {ta} a where {neg}exists (select * from {tb} b where a {pred} b)"
+    text = (f"select a.id from {ta} a where {neg}exists (select * from {tb} b where a {pred} b)"  # noqa: S608 - IQL text, not SQL
             f"{extra}")
     rows = [(a,) for a in dom_a
             if any(_holds(ref, pred, a, b) for b in dom_b) != (shape == "not_exists")]

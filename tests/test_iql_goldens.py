@@ -76,7 +76,7 @@ def _run(name: str, produce) -> None:
     if UPDATE:
         save_goldens(name, actual)
         return
-    for (cid, _, expected), (_, _, got) in zip(cases, actual):
+    for (cid, _, expected), (_, _, got) in zip(cases, actual, strict=True):
         assert got == expected, f"{name} case {cid!r} differs:\n{got}"
 
 
@@ -91,7 +91,7 @@ def test_explain_goldens(name):
 
 
 def test_every_error_golden_is_an_error_with_a_position():
-    for cid, query, expected in load_goldens("errors.txt"):
+    for cid, _query, expected in load_goldens("errors.txt"):
         assert expected.startswith("Iql"), cid
         if "empty" not in cid:
             assert "(line " in expected and "^" in expected, cid

@@ -66,7 +66,7 @@ def _where(text: str):
     ids=["under", "feeds", "emits", "bare-influences-is-1", "k0", "spaced-upper", "star"],
 )
 def test_provenance_predicates(predicate, kind, depth):
-    w = _where(f"select a.id from X a, Y b where {predicate}")
+    w = _where(f"select a.id from X a, Y b where {predicate}")  # noqa: S608 - IQL text, not SQL
     assert isinstance(w, A.ProvPredicate)
     assert (w.kind, w.depth) == (kind, depth)
     assert (w.left.name, w.right.name) == ("a", "b")
@@ -91,7 +91,7 @@ def test_precedence_not_and_or():
 def test_comparison_operators():
     for op, expected in [("=", "="), ("!=", "!="), ("<>", "!="), ("<", "<"), ("<=", "<="),
                          (">", ">"), (">=", ">=")]:
-        assert _where(f"select a.id from X a where a.n {op} 1").op.value == expected
+        assert _where(f"select a.id from X a where a.n {op} 1").op.value == expected  # noqa: S608 - IQL text, not SQL
 
 
 def test_full_select_shape():

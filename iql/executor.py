@@ -324,4 +324,4 @@ def stats(st):
         types[r[S.TYPE]] = types.get(r[S.TYPE], 0) + r["count"]
         kinds[r[S.KIND]] = kinds.get(r[S.KIND], 0) + r["count"]
     has_index = bool(st.meta("index")) if hasattr(st, "meta") else False
-    return Stats(types, kinds, has_index)
+    return Stats(types, kinds, has_index, bool(getattr(SEM, "USES_COMPONENT_INDEX", False)))

@@ -22,11 +22,13 @@ from iql.errors import IqlSemanticError
 @dataclass(frozen=True)
 class Stats:
     """What the planner may know about the data: vertex counts per type key and per kind,
-    and whether a component index exists. All optional; unknown counts show as '?'."""
+    whether a component index exists, and whether `store.semantics` prunes influences
+    expansion with it. All optional; unknown counts show as '?'."""
 
     type_counts: Mapping[str, int] = field(default_factory=dict)
     kind_counts: Mapping[str, int] = field(default_factory=dict)
     index: bool = False
+    pruning: bool = False
 
     def count(self, source: A.BoundSource) -> int | None:
         if source.type_key is not None:
@@ -225,8 +227,13 @@ class _Planner:
                 text += "; semi-naive expansion to a fixpoint (influences(*))"
             else:
                 text += f"; expansion depth {pred.depth}"
-            text += ("; component index: expansion reads only the components it reaches"
-                     if self.stats.index else "; no component index: expansion reads the edge table")
+            if self.stats.index and self.stats.pruning:
+                text += "; component index: expansion reads only the components it reaches"
+            elif self.stats.index:
+                text += ("; component index present but not used by store.semantics: "
+                         "expansion reads the edge table")
+            else:
+                text += "; no component index: expansion reads the edge table"
         return text
 
     # ---------------------------------------------------------------- expressions

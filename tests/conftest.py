@@ -36,6 +36,29 @@ def store_path(tmp_path):
     return tmp_path / "store"
 
 
-@pytest.fixture()
+@pytest.fixture(scope="session")
 def examples_dir():
     return ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def movies_store(spark, tmp_path_factory):
+    """The Ibis paper's Figure 2 (examples/movies.json), ingested once for the whole suite.
+
+    Read-only: tests that write must make their own store.
+    """
+    from store import Store
+
+    st = Store.open(tmp_path_factory.mktemp("movies") / "store", spark=spark)
+    st.ingest(ROOT / "examples" / "movies.json")
+    return st
+
+
+@pytest.fixture(scope="session")
+def ids_df(spark):
+    """ids_df('a', 'b') -> a one-column DataFrame of vertex ids (a bound side)."""
+
+    def make(*ids: str):
+        return spark.createDataFrame([(i,) for i in ids], "id string")
+
+    return make

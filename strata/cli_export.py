@@ -3,7 +3,8 @@
 Registered by `strata/cli.py` (`export` is a group with the `neo4j` subcommand; `show` a
 command). The subgraph is the lineage of ITEM (the item and its ancestors, or descendants with
 `--forward`), or the vertex ids an IQL statement returns (`--query`), or ids given with
-`--id`, always bounded by `--max-nodes`. The store comes from the group's context object the
+`--id`, or the connected component of an item (`--component`, from the component index),
+always bounded by `--max-nodes`. The store comes from the group's context object the
 same way as for `strata query` (see strata/cli_query.py). Results go to stdout, warnings to
 stderr; a wrong input exits with 2, other failures with 1. Passwords are never printed.
 """
@@ -22,7 +23,7 @@ from store.export.model import DEFAULT_MAX_NODES
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """Which subgraph: exactly one of item (lineage), query, ids."""
+    """Which subgraph: exactly one of item (lineage), query, ids, component."""
 
     item: str | None = None
     query: str | None = None
@@ -30,12 +31,15 @@ class Selection:
     depth: int | None = None
     forward: bool = False
     method: str = "auto"
+    component: str | None = None
 
     def __post_init__(self) -> None:
-        given = sum([self.item is not None, self.query is not None, bool(self.ids)])
+        given = sum([self.item is not None, self.query is not None, bool(self.ids),
+                     self.component is not None])
         if given != 1:
             raise UserError(
-                "say which subgraph: give an ITEM (its lineage), --query \"IQL\" or --id ID",
+                "say which subgraph: give an ITEM (its lineage), --query \"IQL\", --id ID "
+                "or --component ITEM",
                 hint='e.g. strata show imdb_worthington --forward, or --query "select d.id from Row d"',
             )
 
@@ -45,6 +49,8 @@ class Selection:
             return f"{way} of {self.item}" + (f" (depth {self.depth})" if self.depth is not None else "")
         if self.query is not None:
             return f"IQL: {self.query}"
+        if self.component is not None:
+            return f"component of {self.component}"
         return f"{len(self.ids)} vertices"
 
 
@@ -62,9 +68,40 @@ def select_ids(st, sel: Selection):
         ids = [sel.item, *result.nodes]
         ops = {op for _, _, op in result.edges}
         ids += sorted(ops)
+    elif sel.component is not None:
+        return component_ids(st, sel.component)
     else:
         ids = list(sel.ids)
     return spark.createDataFrame([(i,) for i in ids], "id string")
+
+
+def component_ids(st, item: str):
+    """Every value and process of the connected component (component index) holding `item`.
+
+    Reads only the index's node and triple tables (like `store.lineage.view_of`, without the
+    set dependencies, which a component does not need)."""
+    from pyspark.sql import functions as F
+
+    from store.index import layout as L
+    from store.index.build import _edge_segments
+    from store.lineage import IndexView
+    from store.schema import EDGES, ID
+
+    meta = st.meta(L.META_KEY)
+    if not meta:
+        raise UserError("--component needs the component index, and there is none yet",
+                        hint="run `strata index` first")
+    if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
+        raise UserError("--component needs the component index, and it is older than the last ingest",
+                        hint="run `strata index` to update it")
+    view = IndexView(st.table(EDGES), st.table(L.NODES), st.table(L.TRIPLES), None, int(meta["buckets"]))
+    row = view.nodes.where(view.key(ID, item)).select(L.CCID).first()
+    if row is None:
+        raise UserError(f"'{item}' is in no component of the index: it takes part in no edge",
+                        hint="ids are case-sensitive; give its id with --id to export it alone")
+    members = view.nodes.where(view.key(L.CCID, row[0])).select(ID)
+    ops = view.triples.where(view.key(L.CCID, row[0])).select(F.col(L.OP).alias(ID))
+    return members.unionByName(ops)
 
 
 def subgraph_for(st, sel: Selection, max_nodes: int):
@@ -88,6 +125,8 @@ def _selection_options(fn):
     fn = click.argument("item", required=False)(fn)
     fn = click.option("--query", "-q", "query", help="export the vertex ids an IQL statement returns")(fn)
     fn = click.option("--id", "ids", multiple=True, help="a vertex id (repeatable)")(fn)
+    fn = click.option("--component", metavar="ITEM", default=None,
+                      help="the connected component of ITEM (needs `strata index`)")(fn)
     fn = click.option("--depth", type=int, default=None, help="lineage depth (default: all)")(fn)
     fn = click.option("--forward", is_flag=True, help="descendants instead of ancestors")(fn)
     fn = click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
@@ -122,13 +161,13 @@ def export() -> None:
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="rows per UNWIND batch")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
-def neo4j(ctx, item, query, ids, depth, forward, method, max_nodes, target, output, uri, user,
+def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, target, output, uri, user,
           password, database, batch_size, fmt) -> None:
-    """Export the lineage of ITEM (or --query / --id) to Neo4j: live, as a script, or as CSV."""
+    """Export the lineage of ITEM (or --query / --id / --component) to Neo4j: live, as a script, or as CSV."""
     from store.export import neo4j as N
 
     try:
-        sel = Selection(item, query, tuple(ids), depth, forward, method)
+        sel = Selection(item, query, tuple(ids), depth, forward, method, component)
         target = target or _infer_target(output, uri)
         creds = N.Credentials.resolve(uri, user, password) if target == "bolt" else None
         if target != "bolt" and output is None:
@@ -172,12 +211,12 @@ def _infer_target(output: Path | None, uri: str | None) -> str:
               show_default=True, help="the HTML file to write")
 @click.option("--title", default=None, help="title of the picture")
 @click.pass_context
-def show(ctx, item, query, ids, depth, forward, method, max_nodes, output, title) -> None:
-    """Draw the lineage of ITEM (or --query / --id) as a self-contained HTML page."""
+def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, output, title) -> None:
+    """Draw the lineage of ITEM (or --query / --id / --component) as a self-contained HTML page."""
     from store.export.html import write_html
 
     try:
-        sel = Selection(item, query, tuple(ids), depth, forward, method)
+        sel = Selection(item, query, tuple(ids), depth, forward, method, component)
         sg = subgraph_for(_store(ctx), sel, max_nodes)
         _warn(sg)
         path = write_html(sg, output, title or f"Strata: {sel.describe()}")

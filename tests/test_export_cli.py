@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -91,3 +92,18 @@ def test_registered_in_the_strata_cli(store, tmp_path):
     res = CliRunner().invoke(main, ["--store", str(store.root), "show", "no-such-item", "-o",
                                     str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "no-such-item" in res.output
+
+
+def test_component_selection_needs_the_index_then_exports_the_component(store, tmp_path):
+    out = tmp_path / "cc.html"
+    res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=store)
+    if res.exit_code == 2:  # the shared store has no index yet: that is a clear user error
+        assert "strata index" in res.output
+        from store.index.build import build_index
+
+        build_index(store)
+        res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=store)
+    assert res.exit_code == 0, res.output
+    drawn = set(re.findall(r'data-id="([^"]*)"', out.read_text(encoding="utf-8")))
+    assert {"out_row", NASTY["cell"]} <= {html.unescape(d) for d in drawn}
+    assert "lonely" not in drawn  # in no edge: not in this component

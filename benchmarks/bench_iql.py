@@ -34,7 +34,11 @@ GSETS = {
 }
 
 
+I, J, K = F.col("i"), F.col("j"), F.col("k")
+
+
 def _s(*parts):
+    """Concatenate string literals and Columns (ids like r12_3 from prefix and numbers)."""
     return F.concat(*[p if not isinstance(p, str) else F.lit(p) for p in parts])
 
 
@@ -51,31 +55,31 @@ def generate(spark, out: Path, tables: int, rows: int, cols: int, chain: int) ->
     none = F.lit(None).cast("array<string>")
     no_attrs = F.lit(None).cast("string")
     elements = (
-        t.select(_s("t", "i").alias("id"), F.lit("Table").alias("granularity"), none.alias("parents"),
+        t.select(_s("t", I).alias("id"), F.lit("Table").alias("granularity"), none.alias("parents"),
                  F.to_json(F.struct((F.col("n") / chain).cast("int").alias("pipeline"))).alias("attrs"))
-        .unionByName(r.select(_s("r", "i", "_", "j").alias("id"), F.lit("Row").alias("granularity"),
-                              F.array(_s("t", "i")).alias("parents"), no_attrs.alias("attrs")))
-        .unionByName(c.select(_s("c", "i", "_", "k").alias("id"), F.lit("Column").alias("granularity"),
-                              F.array(_s("t", "i")).alias("parents"), no_attrs.alias("attrs")))
-        .unionByName(x.select(_s("x", "i", "_", "j", "_", "k").alias("id"), F.lit("Cell").alias("granularity"),
-                              F.array(_s("r", "i", "_", "j"), _s("c", "i", "_", "k")).alias("parents"),
+        .unionByName(r.select(_s("r", I, "_", J).alias("id"), F.lit("Row").alias("granularity"),
+                              F.array(_s("t", I)).alias("parents"), no_attrs.alias("attrs")))
+        .unionByName(c.select(_s("c", I, "_", K).alias("id"), F.lit("Column").alias("granularity"),
+                              F.array(_s("t", I)).alias("parents"), no_attrs.alias("attrs")))
+        .unionByName(x.select(_s("x", I, "_", J, "_", K).alias("id"), F.lit("Cell").alias("granularity"),
+                              F.array(_s("r", I, "_", J), _s("c", I, "_", K)).alias("parents"),
                               no_attrs.alias("attrs")))
-        .unionByName(r.select(_s("v", "i", "_", "j", "_0").alias("id"), F.lit("Version").alias("granularity"),
-                              F.array(_s("x", "i", "_", "j", "_0")).alias("parents"), no_attrs.alias("attrs")))
-        .unionByName(t.select(_s("job", "i").alias("id"), F.lit("Job").alias("granularity"),
+        .unionByName(r.select(_s("v", I, "_", J, "_0").alias("id"), F.lit("Version").alias("granularity"),
+                              F.array(_s("x", I, "_", J, "_0")).alias("parents"), no_attrs.alias("attrs")))
+        .unionByName(t.select(_s("job", I).alias("id"), F.lit("Job").alias("granularity"),
                               none.alias("parents"), no_attrs.alias("attrs")))
-        .unionByName(r.select(_s("task", "i", "_", "j").alias("id"), F.lit("Task").alias("granularity"),
-                              F.array(_s("job", "i")).alias("parents"), no_attrs.alias("attrs")))
+        .unionByName(r.select(_s("task", I, "_", J).alias("id"), F.lit("Task").alias("granularity"),
+                              F.array(_s("job", I)).alias("parents"), no_attrs.alias("attrs")))
     )
     nxt = (F.col("n") + 1).cast("string")
     tt = t.filter((F.col("n") % chain) != chain - 1)
     rr = r.filter((F.col("n") % chain) != chain - 1)
     edges = (
-        tt.select(_s("t", "i").alias("src"), _s("job", "i").alias("process"), _s("t", nxt).alias("dst"))
-        .unionByName(rr.select(_s("r", "i", "_", "j").alias("src"), _s("task", "i", "_", "j").alias("process"),
-                               _s("r", nxt, "_", "j").alias("dst")))
-        .unionByName(rr.select(_s("x", "i", "_", "j", "_0").alias("src"), _s("job", "i").alias("process"),
-                               _s("v", nxt, "_", "j", "_0").alias("dst")))
+        tt.select(_s("t", I).alias("src"), _s("job", I).alias("process"), _s("t", nxt).alias("dst"))
+        .unionByName(rr.select(_s("r", I, "_", J).alias("src"), _s("task", I, "_", J).alias("process"),
+                               _s("r", nxt, "_", J).alias("dst")))
+        .unionByName(rr.select(_s("x", I, "_", J, "_0").alias("src"), _s("job", I).alias("process"),
+                               _s("v", nxt, "_", J, "_0").alias("dst")))
     )
     elements.write.mode("overwrite").parquet(str(out / "elements.parquet"))
     edges.write.mode("overwrite").parquet(str(out / "edges.parquet"))

@@ -1,0 +1,45 @@
+"""The grammar ships inside the installed package: build a wheel, install it elsewhere, parse."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_grammar_loads_as_package_data():
+    import grammar
+
+    text = grammar.load("iql")
+    assert "INFLUENCES" in text and text.startswith("//")
+
+
+@pytest.mark.slow
+def test_grammar_is_in_the_wheel_and_parses_when_installed(tmp_path):
+    import importlib.util
+
+    # Without the `wheel` package in the venv, let pip build in an isolated environment
+    # (it installs setuptools and wheel there from the package index).
+    isolation = [] if importlib.util.find_spec("wheel") is None else ["--no-build-isolation"]
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", *isolation,
+         "-q", "-w", str(tmp_path / "dist")],
+        capture_output=True, text=True, check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = (tmp_path / "dist").glob("strata_prov-*.whl")
+    assert "grammar/iql.lark" in zipfile.ZipFile(wheel).namelist()
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    probe = ("import grammar, iql.parser; assert grammar.__file__.startswith(%r); "
+             "print(iql.parser.parse('select p.id from WebPage p').query.from_[0].alias)" % str(target))
+    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
+                          + probe], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "p"

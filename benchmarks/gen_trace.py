@@ -4,6 +4,8 @@ At scale 1: a 29-table workflow (3 input tables, 7 layers), about 4.6M values an
 three large components (about 1.2M, 0.9M and 0.7M values), 132 mid-size components (about
 900-7500 values) and several hundred thousand small ones (2-20 values); fan-in up to 450.
 
+Table counts per layer are chosen so the automatic rank bands of the index (3 bands of about
+equal table count) fall on layers {0,1}, {2,3}, {4,5,6}, where the paper split by hand.
 A large component is built the way a curation workflow connects everything:
 - sp1-like layers 0-1: 20 source groups (an input value fanning out to 20 values);
 - layers 2-3: "units" of ~15 values, each rooted in 1-2 source values of random groups;
@@ -22,7 +24,7 @@ import json
 import random
 from pathlib import Path
 
-LAYERS = [3, 4, 5, 5, 5, 4, 3]  # 29 tables
+LAYERS = [3, 7, 5, 5, 3, 3, 3]  # 29 tables; 3 inputs
 TABLES: list[list[str]] = []
 _n = 0
 for _size in LAYERS:
@@ -31,9 +33,11 @@ for _size in LAYERS:
 
 
 def workflow_parents(layer: int, i: int) -> list[str]:
-    """Tables a table derives from: two neighbours in the previous layer (a connected DAG)."""
-    prev = TABLES[layer - 1]
-    return sorted({prev[i % len(prev)], prev[(i + 1) % len(prev)]})
+    """Tables a table derives from: an overlapping window of the previous layer, so every
+    table feeds some table of the next layer and the workflow is one connected DAG."""
+    prev, n = TABLES[layer - 1], len(TABLES[layer])
+    lo, hi = i * len(prev) // n, -(-(i + 1) * len(prev) // n)
+    return sorted({prev[j] for j in range(lo, min(hi + 1, len(prev)))})
 
 
 class Trace:
@@ -99,8 +103,9 @@ def large_component(tr: Trace, n_values: int, extra: float, queries: dict, key: 
         b = tr.child([a], lane[5])
         c = tr.child([a, b] if rng.random() < extra else [b], lane[6])
         d = tr.child([b, c] if rng.random() < extra else [b], lane[6])
-        bs.append(b)
-        if wide:
+        if not wide:
+            bs.append(b)  # reports draw from ordinary leaves only
+        else:
             queries.setdefault(f"{key}-SL", []).append(d)
     for _ in range(12 if key == "LC1" else 2):
         k = min(len(bs), rng.randint(380, 450))
@@ -152,7 +157,7 @@ def write(tr: Trace, queries: dict, out: Path, per_class: int = 10) -> dict:
     if len(classes["LC-LL"]) < per_class:  # small scales: top up from the other large components
         classes["LC-LL"] += pick("LC3-LL")[: per_class - len(classes["LC-LL"])]
     stats = {"values": len(tr.table), "triples": len(tr.src), "tables": sum(LAYERS),
-             "workflow_edges": sorted({(tr.table[s], tr.table[d]) for s, d in zip(tr.src, tr.dst)})}
+             "workflow_edges": sorted({(tr.table[s], tr.table[d]) for s, d in zip(tr.src, tr.dst, strict=True)})}
     stats["workflow_edges"] = len(stats["workflow_edges"])
     (out / "queries.json").write_text(json.dumps({"classes": classes, "stats": stats}, indent=1))
     return {"classes": classes, "stats": stats}

@@ -180,6 +180,9 @@ def build_index(st, params: IndexParams = IndexParams()) -> dict:
     """Build the index from scratch over every derivation edge of the store."""
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
+    if triples.limit(1).count() == 0:
+        raise UserError(f"nothing to index: store {st.root} has no derivation edges yet",
+                        hint="ingest a bundle or a triples file first (strata ingest FILE)")
     frames = compute_index(triples, tables, params)
     return write_index(st, frames, params, "index: full build",
                        {"mode": "full", "build_s": round(time.perf_counter() - t0, 3)})

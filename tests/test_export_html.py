@@ -77,6 +77,10 @@ def test_page_is_self_contained_and_escapes_everything():
     assert "<b>&amp;</b>" not in page and "&lt;b&gt;&amp;amp;&lt;/b&gt;" in page
     ids = {html_lib.unescape(m) for m in re.findall(r'<g class="node \w+" data-id="([^"]*)"', page)}
     assert ids == {n.id for n in sample().nodes}
+    # labels show invisible characters instead of obeying them (a bidi override would flip text)
+    labels = re.findall(r'<text [^>]*class="id">([^<]*)</text>', page)
+    assert "Zürich ✓ 北京 🚀 — \\u202ertl" in labels
+    assert not any("\u202e" in label or "\x07" in label for label in labels)
 
 
 def chromium() -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import math
+import unicodedata
 from dataclasses import dataclass
 
 from store.export.model import Node, Rel, RelType, Subgraph
@@ -141,9 +142,19 @@ def layout(sg: Subgraph) -> tuple[list[Box], list[Rel], float, float]:
     return boxes, extra, max(x, 400.0), height + 20
 
 
+def _visible(value: str) -> str:
+    """Newlines as ⏎; other invisible or text-moving characters (tabs, bidi overrides) as \\uXXXX."""
+    return "".join(
+        "⏎" if ch == "\n" else ch if ch == " " or unicodedata.category(ch)[0] not in "CZ"
+        else f"\\u{ord(ch):04x}"
+        for ch in value
+    )
+
+
 def _text(value: str, limit: int) -> str:
+    value = _visible(value)
     shown = value if len(value) <= limit else value[: limit - 1] + "…"
-    return html.escape(shown.replace("\n", "⏎"), quote=True)
+    return html.escape(shown, quote=True)
 
 
 def _anchor(box: Box, other: Box) -> tuple[float, float]:

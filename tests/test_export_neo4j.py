@@ -194,3 +194,17 @@ def test_live_push_is_idempotent_and_round_trips(whole):
             "MATCH (:Strata {id: $s})-[r:FEEDS]->(:Strata {id: $p}) RETURN count(r) AS c",
             s=NASTY["cell"], p=NASTY["job"])
         assert recs[0]["c"] == 1
+
+
+@pytest.mark.parametrize(
+    "value, declared, expected",
+    [("3", "int", 3), ("-7", "int", -7), (str(2**63), "int", str(2**63)), ("x", "int", "x"),
+     ("1.5e-07", "float", 1.5e-07), ("nan", "float", "nan"), ("TRUE", "bool", True),
+     ("false", "bool", False), ("yes", "bool", "yes"), ("3", "string", "3"), ("3", None, "3")],
+    ids=lambda v: repr(v),
+)
+def test_attributes_are_typed_by_the_catalog_or_kept_as_text(value, declared, expected):
+    from store.export.model import convert_attr
+
+    assert convert_attr(value, declared) == expected
+    assert type(convert_attr(value, declared)) is type(expected)

@@ -133,7 +133,8 @@ def convert_attr(value: str | None, declared: str | None) -> PropValue | None:
         return None
     try:
         if declared == "int":
-            return int(value)
+            number = int(value)
+            return number if -(2**63) <= number < 2**63 else value  # Neo4j integers are 64-bit
         if declared == "float":
             f = float(value)
             return f if math.isfinite(f) else value

@@ -34,9 +34,6 @@ GSETS = {
 }
 
 
-I, J, K = F.col("i"), F.col("j"), F.col("k")
-
-
 def _s(*parts):
     """Concatenate string literals and Columns (ids like r12_3 from prefix and numbers)."""
     return F.concat(*[p if not isinstance(p, str) else F.lit(p) for p in parts])
@@ -45,6 +42,7 @@ def _s(*parts):
 def generate(spark, out: Path, tables: int, rows: int, cols: int, chain: int) -> dict[str, int]:
     """Write bundle.json + elements/edges Parquet sections into `out`; returns counts."""
     out.mkdir(parents=True, exist_ok=True)
+    I, J, K = F.col("i"), F.col("j"), F.col("k")  # noqa: E741, N806 - table, row, column numbers
     (out / "bundle.json").write_text(json.dumps({"format": "strata-bundle/1", "gsets": GSETS,
                                                  "types": [{"name": "Table", "granularities": ["Table"],
                                                             "attributes": {"pipeline": "int"}}]}))

@@ -37,9 +37,16 @@ def test_grammar_is_in_the_wheel_and_parses_when_installed(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(target), str(wheel)], check=True, capture_output=True)
-    probe = ("import grammar, iql.parser; assert grammar.__file__.startswith(%r); "
-             "print(iql.parser.parse('select p.id from WebPage p').query.from_[0].alias)" % str(target))
-    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
-                          + probe], capture_output=True, text=True, cwd=tmp_path, check=False)
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\n"  # noqa: S608 - a Python probe script, not SQL
+        f"sys.path.insert(0, {str(target)!r})\n"
+        "import grammar, iql.parser\n"
+        f"assert grammar.__file__.startswith({str(target)!r}), grammar.__file__\n"
+        "stmt = iql.parser.parse('select p.id from WebPage p')\n"
+        "print(stmt.query.from_[0].alias)\n"
+    )
+    run = subprocess.run([sys.executable, "-I", str(probe)], capture_output=True, text=True,
+                         cwd=tmp_path, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "p"

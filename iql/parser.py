@@ -84,6 +84,11 @@ def _keywords() -> frozenset[str]:
     )
 
 
+def keywords() -> list[str]:
+    """IQL's reserved words in upper case (for completion and syntax highlighting)."""
+    return sorted(_keywords())
+
+
 def _span_tok(tok: Token) -> A.Span:
     return A.Span(tok.start_pos, tok.end_pos, tok.line, tok.column)
 

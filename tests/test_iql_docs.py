@@ -55,3 +55,11 @@ def test_error_examples_are_current(catalog, block):
     with pytest.raises(IqlError) as info:
         compile_query(query, catalog)
     assert info.value.render() == block
+
+
+def test_reserved_words_in_docs_match_the_grammar():
+    from iql.parser import keywords
+
+    doc = (ROOT / "docs" / "iql.md").read_text(encoding="utf-8")
+    listed = doc.split("- Reserved words: `", 1)[1].split("`", 1)[0].split()
+    assert sorted(w.upper() for w in listed) == keywords()

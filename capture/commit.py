@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from capture import bundle
-from capture.model import OperatorProv
+from capture.model import OperatorProv, OpType
 from store.errors import UserError
 
 if TYPE_CHECKING:
@@ -101,6 +101,37 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class _Staged:
+    """Compute the annotated result ONCE, then read the visible result and the ids from it.
+
+    By default the annotated result goes to a temporary Parquet folder under the store (the
+    ids are then read column-pruned, and the copy of the visible columns is cheap); a pipeline
+    with an ``orderBy`` is cached instead, because reading Parquet back does not keep row order.
+    """
+
+    def __init__(self, spark, root: str, run: str, ordered: bool):
+        self._spark = spark
+        self._ordered = ordered
+        self._path = f"{root.rstrip('/')}/_capture_tmp/{run.replace('/', '_')}"
+        self._cached: DataFrame | None = None
+
+    def materialize(self, annotated: DataFrame) -> DataFrame:
+        if self._ordered:
+            self._cached = annotated.persist(StorageLevel.MEMORY_AND_DISK)
+            return self._cached
+        annotated.write.mode("overwrite").parquet(self._path)
+        return self._spark.read.parquet(self._path)
+
+    def release(self) -> None:
+        if self._cached is not None:
+            self._cached.unpersist()
+            return
+        jvm = self._spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(self._path)
+        fs = path.getFileSystem(self._spark._jsc.hadoopConfiguration())
+        fs.delete(path, True)
+
+
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
     if tracker.store is None:
@@ -110,14 +141,15 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     ops = list(cap.operators)
     run = new_run_id(tracker.pipeline)
     started = _now()
-    annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK)
+    spark = tracker.spark
+    staged = _Staged(spark, tracker.store.root, run, ordered=any(o.type is OpType.SORT for o in ops))
     assoc: DataFrame | None = None
     try:
         t0 = time.perf_counter()
+        annotated = staged.materialize(cap.annotated)
         annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
         t1 = time.perf_counter()
         assoc = cap.associations(annotated).persist(StorageLevel.MEMORY_AND_DISK)
-        spark = tracker.spark
         info_out = {"path": str(path), "format": fmt}
         with tracker.store.transaction(message or f"capture {run}") as tx:
             tx.append(ASSOC, assoc.select(F.lit(run).alias(RUN), "*"))
@@ -135,5 +167,5 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     finally:
         if assoc is not None:
             assoc.unpersist()
-        annotated.unpersist()
+        staged.release()
     return RunInfo(run, tracker.store.version, str(path), len(ops), n_assoc, t1 - t0, t2 - t1)

@@ -16,7 +16,17 @@ from pyspark.sql import functions as F
 
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.plan import accesses, analyzed, attr_map, cls, has_udf, is_hidden, nodes_above, out_pairs, seq
+from capture.plan import (
+    accesses,
+    analyzed,
+    attr_map,
+    cls,
+    has_udf,
+    is_hidden,
+    nodes_above,
+    out_pairs,
+    seq,
+)
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame

@@ -90,12 +90,10 @@ class OperatorProv:
 
 @dataclass(frozen=True, slots=True)
 class InRef:
-    """Where a slot finds the input id: column ``id_col``; the input number is ``input``
-    or, when ``input_col`` is set, the value of that column (unions)."""
+    """Where a slot finds the input id: column ``id_col`` of input number ``input``."""
 
     id_col: str
     input: int = 0
-    input_col: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +145,7 @@ class Slot:
         return replace(
             self,
             out_col=r(self.out_col),
-            in_ref=replace(self.in_ref, id_col=r(self.in_ref.id_col), input_col=r(self.in_ref.input_col)),
+            in_ref=replace(self.in_ref, id_col=r(self.in_ref.id_col)),
             when=when,
             array=r(self.array),
             pos_col=r(self.pos_col),

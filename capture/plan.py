@@ -94,10 +94,8 @@ def maximal_paths(expr, attrs: AttrMap) -> Iterator[tuple[int, str]]:
     if p is not None:
         yield p
         return
-    kind = cls(expr)
-    if kind in ("GetArrayItem", "ElementAt", "GetStructField", "GetArrayStructFields", "GetMapValue"):
-        # an extractor over a non-path (or with a computed index): the whole base is accessed
-        pass
+    # not a path (e.g. an extractor with a computed index): its children's paths are accessed,
+    # so arr[i + 1] accesses the whole arr and the paths in i
     for child in seq(expr.children()):
         yield from maximal_paths(child, attrs)
 

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 
 from capture import binary, grouping, project
 from capture.errors import UnsupportedOperation
-from capture.model import OperatorProv, OpInput, OpType, Slot
+from capture.model import InRef, OperatorProv, OpInput, OpType, Slot
 from capture.plan import accesses, analyzed, attr_map, has_udf, is_hidden, node_exprs, nodes_above
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class TrackedDataFrame:
               slots: tuple[Slot, ...] | None = None) -> TrackedDataFrame:
         self._tracker._register(op)
         if slots is None:  # an operator that keeps item identity: output id = input id
-            slots = (*self._slots, Slot(op.oid, self._cur, _in(self._cur)))
+            slots = (*self._slots, Slot(op.oid, self._cur, InRef(self._cur)))
         return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots)
 
     def _check_names(self, names, operation: str) -> None:
@@ -201,12 +201,6 @@ class TrackedDataFrame:
         return grouping.deduplicate(self, "dropDuplicates", subset)
 
     drop_duplicates = dropDuplicates
-
-
-def _in(col: str):
-    from capture.model import InRef
-
-    return InRef(col)
 
 
 def _detail(df: DataFrame) -> str:

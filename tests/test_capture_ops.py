@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
 from pyspark.sql import functions as F
+from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
 
 from capture import OpType, Tracker, UnsupportedOperation
 from capture.model import Manipulation

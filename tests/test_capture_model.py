@@ -1,0 +1,65 @@
+"""Pure parts of the capture layer (no Spark): operator provenance records and slots."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from capture.commit import operator_rows
+from capture.errors import UnsupportedOperation
+from capture.model import Access, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+
+_col = st.sampled_from(["__strata_id_1", "__strata_id_2", "__strata_agg_3", "__strata_side_4"])
+
+
+@given(nest=st.lists(_col, max_size=3), conds=st.lists(st.tuples(st.integers(0, 3), _col, st.integers(0, 1))),
+       outer=_col)
+def test_nesting_moves_every_condition_one_level_down(nest, conds, outer):
+    s = Slot(5, "__strata_id_5", InRef("__strata_id_1"), nest=tuple(nest), when=tuple(conds))
+    n = s.nested_in(outer)
+    assert n.nest == (outer, *nest)
+    assert n.when == tuple((d + 1, c, v) for d, c, v in conds)
+    assert (n.out_col, n.in_ref) == (s.out_col, s.in_ref)  # the fields inside the struct keep their names
+
+
+def test_renaming_touches_only_top_level_columns():
+    flat = Slot(2, "__strata_id_1", InRef("__strata_id_1"), when=((0, "__strata_side_4", 1),))
+    assert flat.renamed({"__strata_id_1": "__strata_id_1_j9", "__strata_side_4": "s"}) == Slot(
+        2, "__strata_id_1_j9", InRef("__strata_id_1_j9"), when=((0, "s", 1),))
+    nested = flat.nested_in("__strata_agg_3")
+    r = nested.renamed({"__strata_agg_3": "a", "__strata_id_1": "x", "__strata_side_4": "s"})
+    assert (r.nest, r.out_col, r.when) == (("a",), "__strata_id_1", ((1, "__strata_side_4", 1),))
+
+
+def test_only_when_and_repeated():
+    s = Slot(3, "o", InRef("i", 1)).only_when("side", 0).repeated()
+    assert (s.when, s.distinct, s.repeated() is s) == (((0, "side", 0),), True, True)
+
+
+def test_operator_records_reject_bad_shapes():
+    with pytest.raises(ValueError, match="source operator has no inputs"):
+        OperatorProv(1, OpType.SOURCE, "read.json", (OpInput(1, ()),), ())
+    with pytest.raises(ValueError, match="operator id"):
+        OperatorProv(0, OpType.FILTER, "filter", (OpInput(1, ()),), ())
+    with pytest.raises(ValueError):
+        Access(0, "")
+    assert OperatorProv(2, OpType.MAP, "mapInPandas", (OpInput(1, None),), None).opaque
+
+
+def test_operator_rows_keep_undefined_apart_from_empty():
+    ops = [
+        OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="t"),
+        OperatorProv(2, OpType.FILTER, "filter", (OpInput(1, ("retweet_cnt",)),), ()),
+        OperatorProv(3, OpType.MAP, "select", (OpInput(2, None),), None),
+        OperatorProv(4, OpType.SELECT, "select", (OpInput(3, ("user.name",)),), (Manipulation(0, "user.name", "n"),)),
+    ]
+    rows = operator_rows("r", ops)
+    assert rows[1][4:6] == ([(0, 1, ["retweet_cnt"])], [])
+    assert rows[2][4:6] == ([(0, 2, None)], None)
+    assert rows[3][5] == [(0, "user.name", "n")]
+
+
+def test_unsupported_operation_message_names_the_operation():
+    err = UnsupportedOperation.named("sample")
+    assert "'sample'" in str(err) and "docs/capture.md" in str(err) and "untracked()" in str(err)

@@ -168,6 +168,8 @@ def test_credentials_come_from_env_and_are_never_shown(monkeypatch):
     assert Credentials.resolve(uri="bolt://x:1", password="p", env=env).uri == "bolt://x:1"
     with pytest.raises(UserError, match="no Neo4j server given"):
         Credentials.resolve(env={})
+    with pytest.raises(UserError, match="not a Bolt URI"):
+        Credentials.resolve(uri="http://localhost:7474", env={})
 
 
 def test_push_to_a_closed_port_is_a_clear_error_without_the_password(whole, caplog):

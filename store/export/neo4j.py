@@ -25,6 +25,7 @@ from store.export.model import ROOT_LABEL, Node, Rel, RelType, Subgraph
 CONSTRAINT_NAME = "strata_node_id"
 PUSH_BATCH = 1000
 SCRIPT_BATCH = 200
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 ENV_URI, ENV_USER, ENV_PASSWORD = "STRATA_NEO4J_URI", "STRATA_NEO4J_USER", "STRATA_NEO4J_PASSWORD"
 
 
@@ -289,6 +290,13 @@ class Credentials:
                 hint=f"pass --uri neo4j://HOST:7687 or set ${ENV_URI} (user and password: "
                 f"--user/--password or ${ENV_USER}/${ENV_PASSWORD})",
             )
+        scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+        if scheme not in BOLT_SCHEMES:
+            raise UserError(
+                f"not a Bolt URI: {uri!r}",
+                hint="use neo4j://HOST:7687 or bolt://HOST:7687 (+s / +ssc for TLS); "
+                "Strata pushes over Bolt, not HTTP",
+            )
         return cls(uri, user or env.get(ENV_USER) or "neo4j", password or env.get(ENV_PASSWORD) or "")
 
 
@@ -303,7 +311,7 @@ def push(sg: Subgraph, creds: Credentials, database: str | None = None,
          batch_size: int = PUSH_BATCH) -> PushResult:
     """Write the subgraph to a running Neo4j with the official driver (idempotent: MERGE)."""
     from neo4j import GraphDatabase
-    from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable
+    from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
     stmts = statements(sg, batch_size)
     try:
@@ -323,8 +331,10 @@ def push(sg: Subgraph, creds: Credentials, database: str | None = None,
         ) from e
     except ValueError as e:  # the driver rejects a malformed URI with ValueError
         raise UserError(f"invalid Neo4j URI {creds.uri!r}: {e}", hint="neo4j://HOST:7687 or bolt://HOST:7687") from e
-    except (ClientError, Neo4jError) as e:
+    except Neo4jError as e:
         raise StrataError(f"Neo4j rejected the export: {e.message or e}") from e
+    except DriverError as e:  # configuration problems (TLS settings, unsupported URI details)
+        raise UserError(f"cannot use Neo4j at {creds.uri}: {e}") from e
     return PushResult(len(stmts), len(sg.nodes), len(sg.rels))
 
 

@@ -168,25 +168,12 @@ def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, t
 
     try:
         sel = Selection(item, query, tuple(ids), depth, forward, method, component)
-        target = target or _infer_target(output, uri)
-        creds = N.Credentials.resolve(uri, user, password) if target == "bolt" else None
-        if target != "bolt" and output is None:
-            raise UserError(f"--to {target} needs --output", hint="e.g. -o lineage.cypher or -o csv-folder/")
+        to = N.Target(target) if target else N.Target.infer(output)
+        creds = N.Credentials.resolve(uri, user, password) if to is N.Target.BOLT else None
+        N.check_target(to, output, creds)
         sg = subgraph_for(_store(ctx), sel, max_nodes)
         _warn(sg)
-        info = N.summary(sg)
-        if target == "bolt":
-            res = N.push(sg, creds, database, batch_size or N.PUSH_BATCH)
-            info.update(target="bolt", uri=creds.uri, statements=res.statements)
-            how = "open Neo4j Browser and run: MATCH (n:Strata) RETURN n LIMIT 300"
-        elif target == "cypher":
-            path = N.write_script(sg, output, batch_size or N.SCRIPT_BATCH)
-            info.update(target="cypher", path=str(path))
-            how = (f"drag {path} into Neo4j Browser, or run: cypher-shell -u neo4j -f {path}")
-        else:
-            cmd = N.write_csv(sg, output, database or "neo4j")
-            info.update(target="csv", path=str(output), command=" ".join(cmd))
-            how = f"see {Path(output) / 'IMPORT.txt'}: from that folder run {' '.join(cmd)}"
+        info = N.export(sg, to, output, creds, database, batch_size)
     except StrataError as e:
         _fail(ctx, e)
         return
@@ -196,13 +183,7 @@ def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, t
     where = info.get("path") or info.get("uri")
     click.echo(f"exported {info['nodes']} nodes and {info['relationships']} relationships "
                f"({sel.describe()}) to {where}")
-    click.echo(how)
-
-
-def _infer_target(output: Path | None, uri: str | None) -> str:
-    if output is not None:
-        return "cypher" if output.suffix.lower() in (".cypher", ".cql", ".cyp") else "csv"
-    return "bolt"
+    click.echo(info["how"])
 
 
 @click.command("show")

@@ -10,6 +10,7 @@ every quote, backslash and control character.
 from __future__ import annotations
 
 import csv
+import enum
 import math
 import os
 import re
@@ -336,6 +337,49 @@ def push(sg: Subgraph, creds: Credentials, database: str | None = None,
     except DriverError as e:  # configuration problems (TLS settings, unsupported URI details)
         raise UserError(f"cannot use Neo4j at {creds.uri}: {e}") from e
     return PushResult(len(stmts), len(sg.nodes), len(sg.rels))
+
+
+class Target(str, enum.Enum):
+    BOLT = "bolt"
+    CYPHER = "cypher"
+    CSV = "csv"
+
+    @classmethod
+    def infer(cls, output: str | os.PathLike | None) -> Target:
+        """`-o x.cypher` -> script, another `-o` -> CSV folder, no output -> push over Bolt."""
+        if output is None:
+            return cls.BOLT
+        return cls.CYPHER if Path(output).suffix.lower() in (".cypher", ".cql", ".cyp") else cls.CSV
+
+
+def check_target(target: Target, output, creds: Credentials | None) -> None:
+    """Fail before any Spark work when the target cannot be written."""
+    if target is Target.BOLT and creds is None:
+        raise UserError("pushing to Neo4j needs a server", hint=f"pass --uri or set ${ENV_URI}")
+    if target is not Target.BOLT and output is None:
+        raise UserError(f"--to {target.value} needs --output", hint="e.g. -o lineage.cypher or -o csv-folder/")
+
+
+def export(sg: Subgraph, target: Target, output=None, creds: Credentials | None = None,
+           database: str | None = None, batch_size: int | None = None) -> dict[str, Any]:
+    """Write `sg` to one target; returns `summary(sg)` plus where it went and `how` to open it."""
+    target = Target(target)
+    check_target(target, output, creds)
+    info = summary(sg)
+    info["target"] = target.value
+    if target is Target.BOLT:
+        res = push(sg, creds, database, batch_size or PUSH_BATCH)
+        info.update(uri=creds.uri, statements=res.statements,
+                    how="open Neo4j Browser and run: MATCH (n:Strata) RETURN n LIMIT 300")
+    elif target is Target.CYPHER:
+        path = write_script(sg, output, batch_size or SCRIPT_BATCH)
+        info.update(path=str(path),
+                    how=f"drag {path} into Neo4j Browser, or run: cypher-shell -u neo4j -f {path}")
+    else:
+        cmd = write_csv(sg, output, database or "neo4j")
+        info.update(path=str(output), command=" ".join(cmd),
+                    how=f"see {Path(output) / 'IMPORT.txt'}: from that folder run {' '.join(cmd)}")
+    return info
 
 
 def summary(sg: Subgraph) -> dict[str, Any]:

@@ -122,17 +122,21 @@ def _fail(ctx: click.Context, err: StrataError) -> None:
 
 
 def _selection_options(fn):
-    fn = click.argument("item", required=False)(fn)
-    fn = click.option("--query", "-q", "query", help="export the vertex ids an IQL statement returns")(fn)
-    fn = click.option("--id", "ids", multiple=True, help="a vertex id (repeatable)")(fn)
-    fn = click.option("--component", metavar="ITEM", default=None,
-                      help="the connected component of ITEM (needs `strata index`)")(fn)
-    fn = click.option("--depth", type=int, default=None, help="lineage depth (default: all)")(fn)
-    fn = click.option("--forward", is_flag=True, help="descendants instead of ancestors")(fn)
-    fn = click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
-                      show_default=True, help="lineage method")(fn)
-    fn = click.option("--max-nodes", type=click.IntRange(min=1), default=DEFAULT_MAX_NODES,
-                      show_default=True, help="node budget: export at most this many nodes")(fn)
+    options = [
+        click.argument("item", required=False),
+        click.option("--query", "-q", "query", help="the vertex ids an IQL statement returns"),
+        click.option("--id", "ids", multiple=True, help="a vertex id (repeatable)"),
+        click.option("--component", metavar="ITEM", default=None,
+                     help="the connected component of ITEM (needs `strata index`)"),
+        click.option("--depth", type=int, default=None, help="lineage depth (default: all)"),
+        click.option("--forward", is_flag=True, help="descendants instead of ancestors"),
+        click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
+                     show_default=True, help="lineage method"),
+        click.option("--max-nodes", type=click.IntRange(min=1), default=DEFAULT_MAX_NODES,
+                     show_default=True, help="node budget: export at most this many nodes"),
+    ]
+    for option in reversed(options):  # decorators apply bottom-up; --help lists them in order
+        fn = option(fn)
     return fn
 
 

@@ -157,7 +157,9 @@ def normalize(section: str, idx: int, rec: Any) -> tuple:
     if isinstance(raw_type, str) and raw_type:
         type_names, is_list = [raw_type], False
     elif isinstance(raw_type, (list, tuple)) and raw_type and all(isinstance(t, str) for t in raw_type):
-        type_names, is_list = list(raw_type), True
+        # A one-element list means the same as the bare name (a granularity is its own type);
+        # Parquet sections need this, since a column holds either names or lists, not both.
+        type_names, is_list = list(raw_type), len(raw_type) > 1
     else:
         type_names, is_list = None, None
         problems.append("'type' must be a type name or a list of granularities")

@@ -264,6 +264,7 @@ class Select:
     order_by: tuple[OrderItem, ...]
     limit: int | None
     span: Span
+    limit_span: Span | None = None
 
     def __post_init__(self) -> None:
         if not self.from_:

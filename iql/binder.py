@@ -227,6 +227,9 @@ class _Binder:
         return method(node, scope, aggregates, negated)
 
     def visit_Literal(self, node, scope, aggregates, negated):
+        if node.vtype is A.ValueType.INT and not -(2**63) <= node.value < 2**63:
+            raise self.error(f"the number {node.value} is too large", node.span,
+                             "integers are 64-bit; write a float (e.g. 1e20) for larger values")
         return node, node.vtype
 
     def visit_ColumnRef(self, node, scope, aggregates, negated):
@@ -361,6 +364,9 @@ class _Binder:
                 self.warn(WARN_AGGREGATE)
         order = tuple(self.order_item(o, scope, outputs, aggregated or node.distinct)
                       for o in node.order_by)
+        if node.limit is not None and node.limit >= 2**31:
+            raise self.error(f"LIMIT {node.limit} is too large", node.limit_span or node.span,
+                             f"use at most {2**31 - 1}, or leave LIMIT out")
         correlated = tuple(scope.outer_refs.values())
         if parent is not None:
             for src in correlated:

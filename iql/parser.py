@@ -134,8 +134,9 @@ class _ToAst(Transformer):
             group_by=parts.get("group_by", ()),
             having=parts.get("having"),
             order_by=parts.get("order_by", ()),
-            limit=parts.get("limit"),
+            limit=parts["limit"][0] if "limit" in parts else None,
             span=_span_meta(meta),
+            limit_span=parts["limit"][1] if "limit" in parts else None,
         )
 
     def select_star(self, meta, ch):
@@ -179,7 +180,8 @@ class _ToAst(Transformer):
         return A.OrderItem(_nodes(ch)[0], bool(_toks(ch, "DESC")), _span_meta(meta))
 
     def limit(self, meta, ch):
-        return ("limit", int(_toks(ch, "INT")[0]))
+        tok = _toks(ch, "INT")[0]
+        return ("limit", (int(tok), _span_tok(tok)))
 
     # -- boolean structure
     def or_(self, meta, ch):

@@ -1,0 +1,208 @@
+"""`strata repl`: an interactive IQL shell (prompt_toolkit), in the manner of pgcli.
+
+Statements span lines and end with `;`; backslash commands (`\\?` lists them) end at the line
+end. The prompt session is built in one function (`build_prompt`); key bindings live in
+strata/repl_keys.py, completion in strata/repl_complete.py, commands in strata/repl_commands.py.
+Each statement runs in a worker thread under its own Spark job group: Ctrl-C cancels that group
+and the REPL goes on. Ctrl-C at the prompt clears the input; Ctrl-D (or `\\q`) leaves.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+from pygments.lexer import RegexLexer, words
+from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
+
+from store.errors import StrataError, UserError
+from strata import repl_commands as C
+
+HISTORY_ENV = "STRATA_HISTORY"
+_job_ids = itertools.count(1)
+
+
+def history_path(env: dict[str, str] | None = None) -> Path:
+    """$STRATA_HISTORY, else $XDG_CONFIG_HOME/strata/history, else ~/.config/strata/history."""
+    env = os.environ if env is None else env
+    if env.get(HISTORY_ENV):
+        return Path(env[HISTORY_ENV])
+    base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else Path.home() / ".config"
+    return base / "strata" / "history"
+
+
+def make_lexer(keywords, functions) -> type[RegexLexer]:
+    """A Pygments lexer for IQL whose keywords come from the grammar (iql.parser.keywords)."""
+
+    class IqlLexer(RegexLexer):
+        name = "IQL"
+        aliases = ["iql"]
+        flags = __import__("re").IGNORECASE
+        tokens = {
+            "root": [
+                (r"\s+", Text),
+                (r"--[^\n]*", Comment.Single),
+                (r"\\[A-Za-z?]+", Keyword.Pseudo),
+                (r"'(?:[^']|'')*'?", String.Single),
+                (r"[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+", Number.Float),
+                (r"[0-9]+", Number.Integer),
+                (words(tuple(keywords), suffix=r"\b"), Keyword),
+                (words(tuple(functions), suffix=r"(?=\s*\()"), Name.Function),
+                (r"[A-Za-z_][A-Za-z0-9_]*", Name),
+                (r"<>|!=|<=|>=|=|<|>|\*|-", Operator),
+                (r"[(),.;]", Punctuation),
+                (r".", Text),
+            ]
+        }
+
+    return IqlLexer
+
+
+def toolbar_text(store_root: str, version: Any, timing: bool) -> str:
+    return (f" store {store_root} · version {version} · timing {'on' if timing else 'off'}"
+            f" · end statements with ; · \\? help · Ctrl-D quits ")
+
+
+def build_prompt(session: C.Session, history: Path):
+    """The PromptSession: history file, IQL lexer, threaded completer, toolbar, key bindings."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import ThreadedCompleter
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.lexers import PygmentsLexer
+
+    from iql.ast import AggFunc
+    from iql.parser import keywords
+    from strata.repl_complete import IqlCompleter, Vocabulary
+    from strata.repl_keys import key_bindings, multiline_filter
+
+    history.parent.mkdir(parents=True, exist_ok=True)
+    catalog = session.store.catalog
+    vocab = Vocabulary.of_catalog(catalog, keywords(), C.command_help())
+    st = session.store
+    return PromptSession(
+        message="iql> ",
+        prompt_continuation=lambda width, line_number, wrap_count: "...> ".rjust(width),
+        history=FileHistory(str(history)),
+        lexer=PygmentsLexer(make_lexer(keywords(), [f.value for f in AggFunc])),
+        completer=ThreadedCompleter(IqlCompleter(vocab, catalog)),
+        complete_while_typing=False,
+        bottom_toolbar=lambda: toolbar_text(st.root, st.version, session.timing),
+        key_bindings=key_bindings(),
+        multiline=multiline_filter(),
+        enable_history_search=True,
+    )
+
+
+class Cancelled(Exception):  # noqa: N818 - a control-flow signal
+    """The user pressed Ctrl-C while a statement ran."""
+
+
+def cancellable(spark):
+    """A runner for `Session.run`: fn runs in a thread under a fresh Spark job group;
+    Ctrl-C (SIGINT) in the main thread cancels that group and raises `Cancelled`."""
+    from pyspark import InheritableThread
+
+    sc = spark.sparkContext
+
+    def run(fn):
+        group = f"strata-repl-{os.getpid()}-{next(_job_ids)}"
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            sc.setJobGroup(group, "strata repl statement", interruptOnCancel=True)
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread as is
+                box["error"] = e
+
+        thread = InheritableThread(target=work, daemon=True)
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        cancelled = False
+        try:
+            thread.start()
+            while thread.is_alive():
+                try:
+                    thread.join(0.1)
+                except KeyboardInterrupt:
+                    if not cancelled:
+                        cancelled = True
+                        sc.cancelJobGroup(group)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if cancelled:
+            raise Cancelled
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    return run
+
+
+def report_error(session: C.Session, e: BaseException, debug: bool = False) -> None:
+    """Errors on stderr: user errors with their caret display, others in one line."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(e, file=sys.stderr)
+    if isinstance(e, StrataError):
+        print(e.render(), file=sys.stderr, flush=True)
+    else:
+        print(f"internal error: {type(e).__name__}: {_first_line(e)}"
+              + ("" if debug else "  (start with --debug for the traceback)"), file=sys.stderr, flush=True)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else ""
+
+
+def loop(session: C.Session, prompt, debug: bool = False) -> None:
+    from strata.repl_keys import QUIT_WORDS, strip_statement
+
+    while True:
+        try:
+            text = prompt.prompt()
+        except KeyboardInterrupt:
+            continue  # Ctrl-C at the prompt: clear the input
+        except EOFError:
+            break  # Ctrl-D
+        text = strip_statement(text)
+        if not text:
+            continue
+        if text.lower() in QUIT_WORDS:
+            break
+        try:
+            C.dispatch(session, text)
+        except C.Quit:
+            break
+        except Cancelled:
+            print("cancelled", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:
+            print("cancelled", file=sys.stderr, flush=True)
+        except Exception as e:  # noqa: BLE001 - the loop goes on after any error
+            report_error(session, e, debug)
+
+
+@click.command("repl")
+@click.pass_obj
+def repl(app) -> None:
+    """Interactive IQL shell: statements end with ;, \\? lists commands, Ctrl-D quits."""
+    if not sys.stdin.isatty():
+        raise UserError("strata repl needs a terminal",
+                        hint='to run statements from a script use strata query "..."')
+    os.environ.setdefault("LESS", "-SRXF")
+    from strata.render import console
+
+    store = app.store()
+    session = C.Session(store, console(), console(err=True))
+    session.run = cancellable(store.spark)
+    prompt = build_prompt(session, history_path())
+    click.echo(f"strata repl on {store.root} (version {store.version}). "
+               "End statements with ;  \\? for help, Ctrl-D to quit.", err=True)
+    loop(session, prompt, debug=getattr(app, "debug", False))

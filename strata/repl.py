@@ -13,7 +13,6 @@ import itertools
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 

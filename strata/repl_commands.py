@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -132,14 +132,13 @@ def parse_options(args: Sequence[str], spec: Mapping[str, type | tuple[str, ...]
 # ------------------------------------------------------------------------------ output
 
 
-def result_renderable(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    """A query result as a rich table with the row count as caption."""
+def result_renderable(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None,
+                      footer: str | None = None) -> Group:
+    """A query result as a rich table followed by the row count (or `footer`)."""
     from strata.render import result_table
 
-    table = result_table(list(columns), rows)
-    table.caption = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
-    table.caption_justify = "left"
-    return table
+    table = result_table(list(columns), rows, title=title)
+    return Group(table, Text(footer or f"({len(rows)} row{'s' if len(rows) != 1 else ''})"))
 
 
 def needs_pager(lines: int, height: int, is_terminal: bool, enabled: bool) -> bool:
@@ -285,12 +284,10 @@ def _lineage(session: Session, inv: Invocation) -> None:
                                          bool(opts.get("--forward")),
                                          Method(opts.get("--method", "auto"))))
     key = "descendants" if opts.get("--forward") else "ancestors"
-    table = result_renderable(["src", "op", "dst"], [(s, o, d) for s, d, o in result.edges])
-    table.title = f"lineage of {pos[0]} ({result.direction.value})"
-    table.title_justify = "left"
-    table.caption = (f"{len(result.nodes)} {key}, {len(result.edges)} triples; "
-                     f"method {result.method.value}, {result.triples_read} triples read")
-    emit(session, table)
+    footer = (f"{len(result.nodes)} {key}, {len(result.edges)} triples; "
+              f"method {result.method.value}, {result.triples_read} triples read")
+    emit(session, result_renderable(["src", "op", "dst"], [(s, o, d) for s, d, o in result.edges],
+                                    title=f"lineage of {pos[0]} ({result.direction.value})", footer=footer))
     for w in result.warnings:
         session.err.print(Text(f"warning: {w}", style="yellow"))
     _timed(session, started)

@@ -9,15 +9,18 @@ KeyboardInterrupt, the loop catches it); Ctrl-D on an empty line exits.
 
 from __future__ import annotations
 
-import re
-
 from prompt_toolkit.application import get_app
 from prompt_toolkit.filters import Condition, completion_is_selected, has_completions
 from prompt_toolkit.key_binding import KeyBindings
 
-_TRAILING_COMMENTS = re.compile(r"(\s|--[^\n]*)*\Z")
+from strata.repl_complete import tokenize
 
 QUIT_WORDS = ("quit", "exit", ":q")
+
+
+def _code(text: str) -> list:
+    """Tokens of `text` without comments (strings are single tokens, closed or not)."""
+    return [t for t in tokenize(text) if t.kind != "comment"]
 
 
 def statement_complete(text: str) -> bool:
@@ -25,40 +28,19 @@ def statement_complete(text: str) -> bool:
     stripped = text.strip()
     if not stripped or stripped.startswith("\\") or stripped.lower() in QUIT_WORDS:
         return True
-    body = _strip_trailing_comments(stripped)
-    return body.endswith(";") and not _open_string(body)
-
-
-def _strip_trailing_comments(text: str) -> str:
-    lines = text.rstrip().split("\n")
-    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("--")):
-        lines.pop()
-    return "\n".join(lines).rstrip()
-
-
-def _open_string(text: str) -> bool:
-    """Whether `text` ends inside a string literal (odd number of quotes outside comments)."""
-    in_string = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if in_string:
-            if ch == "'":
-                in_string = False
-        elif ch == "'":
-            in_string = True
-        elif text.startswith("--", i):
-            nl = text.find("\n", i)
-            i = len(text) if nl < 0 else nl
-            continue
-        i += 1
-    return in_string
+    toks = _code(stripped)
+    return bool(toks) and toks[-1].text == ";"
 
 
 def strip_statement(text: str) -> str:
-    """The statement without surrounding blanks and its final `;` (what IQL runs)."""
-    body = _strip_trailing_comments(text.strip())
-    return body[:-1].rstrip() if body.endswith(";") else body
+    """The statement without surrounding blanks, trailing comments and its final `;`."""
+    stripped = text.strip()
+    if stripped.startswith("\\"):
+        return stripped
+    toks = _code(stripped)
+    if toks and toks[-1].text == ";":
+        return stripped[: toks[-1].start].rstrip()
+    return stripped
 
 
 def key_bindings() -> KeyBindings:

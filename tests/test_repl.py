@@ -1,0 +1,276 @@
+"""The REPL's pure parts: when Enter submits, completion, backslash commands, output, lexer."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pygments.token import Keyword as KwToken
+from pygments.token import Name, String
+from rich.console import Console
+
+from iql.parser import keywords
+from store.errors import UserError
+from store.model import Catalog
+from strata import repl_commands as C
+from strata.repl import history_path, make_lexer, toolbar_text
+from strata.repl_complete import (
+    Alias,
+    Attribute,
+    Command,
+    Function,
+    Keyword,
+    TypeName,
+    Vocabulary,
+    aliases,
+    complete,
+    suggest,
+)
+from strata.repl_keys import statement_complete, strip_statement
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    doc = json.loads((ROOT / "examples" / "movies.json").read_text())
+    return Catalog.empty().merge_gsets(doc["gsets"]).merge_types(doc["types"])
+
+
+@pytest.fixture(scope="module")
+def vocab(catalog):
+    return Vocabulary.of_catalog(catalog, keywords(), C.command_help())
+
+
+# ------------------------------------------------------------------ Enter: submit or new line
+
+@pytest.mark.parametrize("text, complete_", [
+    ("", True),
+    ("   ", True),
+    ("select p.id from WebPage p", False),
+    ("select p.id\nfrom WebPage p;", True),
+    ("select p.id from WebPage p;  ", True),
+    ("select p.id from WebPage p; -- the pages", True),
+    ("select p.id from WebPage p where p.id = 'a;", False),  # the ; is inside a string
+    ("select p.id from WebPage p where p.id = 'it''s;'", False),
+    ("select p.id from WebPage p where p.id = 'it''s';", True),
+    ("select p.id -- comment;\nfrom WebPage p", False),  # the ; is inside a comment
+    ("\\d WebPage", True),
+    ("\\q", True),
+    ("quit", True),
+])
+def test_enter_submits_only_complete_statements(text, complete_):
+    assert statement_complete(text) is complete_
+
+
+_words = st.sampled_from(["select", "p.id", "from", "WebPage", "p", "where", "'x'", "=", ",", "\n", "-- c\n"])
+
+
+@given(st.lists(_words, min_size=1, max_size=12))
+def test_statement_needs_a_final_semicolon(parts):
+    text = " ".join(parts)
+    assert statement_complete(text + ";")
+    assert strip_statement(text + " ;\n") == text.strip()
+    if text.strip():
+        assert not statement_complete(text)
+
+
+# ------------------------------------------------------------------ completion: classification
+
+@pytest.mark.parametrize("before, expected", [
+    ("", (Keyword(),)),
+    ("sel", (Keyword(),)),
+    ("select ", (Alias(), Function(), Keyword())),
+    ("select p.", (Attribute("p"),)),
+    ("select p.au", (Attribute("p"),)),
+    ("select p.id from ", (TypeName(),)),
+    ("select p.id from Web", (TypeName(),)),
+    ("select p.id from WebPage ", ()),  # an alias is being named
+    ("select p.id from WebPage as ", ()),
+    ("select p.id from WebPage p, ", (TypeName(),)),
+    ("select p.id from WebPage p, (Row, ", (TypeName(),)),
+    ("select p.id from WebPage p ", (Keyword(),)),
+    ("select p.id from WebPage p where ", (Alias(), Function(), Keyword())),
+    ("select p.id from WebPage p where p.id = 'imdb", ()),  # inside a string
+    ("select p.id from WebPage p where p.id = 'imdb' ", (Keyword(),)),
+    ("select p.id -- what", ()),  # inside a comment
+    ("select p.id from WebPage p limit ", ()),
+    ("\\", (Command(),)),
+    ("\\ti", (Command(),)),
+    ("\\d ", (TypeName(),)),
+    ("\\lineage ", ()),
+])
+def test_context_is_classified(before, expected):
+    assert suggest(before) == expected
+
+
+def test_aliases_in_scope_include_tuples_and_subqueries():
+    text = ("select v.id from Version v, (Row, Column) as c where not exists "
+            "(select * from WebPage src where src influences(2) v)")
+    assert aliases(text) == {"v": ("Version",), "c": ("Row", "Column"), "src": ("WebPage",)}
+
+
+# ------------------------------------------------------------------ completion: matching
+
+def _texts(cands):
+    return [c.text for c in cands]
+
+
+def test_completes_type_names_from_the_catalog(vocab, catalog):
+    got = _texts(complete("select p.id from W", "select p.id from W", vocab, catalog))
+    assert got == ["WebPage"]
+    every = _texts(complete("select x from ", "select x from ", vocab, catalog))
+    assert {"Cell", "PigJob", "Row", "Table", "AnyData", "AnyProcess"} <= set(every)
+
+
+def test_completes_attributes_of_an_alias(vocab, catalog):
+    text = "select p. from WebPage p"
+    got = complete("select p.", text, vocab, catalog)
+    assert _texts(got) == ["id", "license", "authScore"] or set(_texts(got)) == {"id", "license", "authScore"}
+    assert got[0].meta == "attribute of WebPage"
+    assert _texts(complete("select j.ver", "select j.ver from PigJob j", vocab, catalog)) == ["version"]
+    assert _texts(complete("select c.", "select c. from (Row, Column) c", vocab, catalog)) == ["id"]
+    assert complete("select zz.", "select zz. from WebPage p", vocab, catalog) == []
+
+
+def test_completes_aliases_functions_and_keywords_in_where(vocab, catalog):
+    text = "select p.id from WebPage p, Version v where "
+    got = complete(text, text, vocab, catalog)
+    assert {"p", "v", "count", "max", "INFLUENCES", "EXISTS"} <= set(_texts(got))
+    low = complete("select p.id from WebPage p where p inf", "", vocab, catalog)
+    assert _texts(low) == ["influences"]  # lower-case word, lower-case keyword
+
+
+def test_keywords_come_from_the_grammar(vocab):
+    assert set(vocab.keywords) == set(keywords())
+    assert {"SELECT", "UNDER", "FEEDS", "EMITS", "INFLUENCES"} <= set(vocab.keywords)
+
+
+def test_completes_backslash_commands_and_types_after_d(vocab, catalog):
+    assert _texts(complete("\\ti", "\\ti", vocab, catalog)) == ["\\timing"]
+    assert _texts(complete("\\d Pig", "\\d Pig", vocab, catalog)) == ["PigJob", "PigScript"]
+
+
+# ------------------------------------------------------------------ backslash commands
+
+def test_command_table_lists_every_command_with_syntax_and_help():
+    names = {n for c in C.COMMANDS for n in (c.name, *c.aliases)}
+    assert {"\\?", "\\help", "\\q", "\\timing", "\\explain", "\\d", "\\lineage", "\\export"} <= names
+    assert all(c.syntax.startswith(c.name) or c.name in c.syntax for c in C.COMMANDS)
+    assert all(c.help for c in C.COMMANDS)
+
+
+def test_parse_command_words_and_raw_rest():
+    inv = C.parse_command("\\export out.cypher --query \"select p.id from WebPage p where p.id = 'x'\";")
+    assert inv.command.name == "\\export"
+    assert inv.args == ("out.cypher", "--query", "select p.id from WebPage p where p.id = 'x'")
+    inv = C.parse_command("\\explain select p.id from WebPage p")
+    assert inv.rest == "select p.id from WebPage p"
+    assert C.parse_command("\\HELP").command.name == "\\?"
+
+
+def test_unknown_command_suggests_a_close_one():
+    with pytest.raises(UserError) as e:
+        C.parse_command("\\timng on")
+    assert "unknown command \\timng" in e.value.render()
+    assert "did you mean \\timing?" in e.value.render()
+    with pytest.raises(UserError, match="No closing quotation"):
+        C.parse_command("\\lineage 'abc")
+
+
+def test_parse_options():
+    spec = {"--forward": None, "--depth": int, "--method": ("auto", "rq")}
+    assert C.parse_options(["x", "--depth", "2", "--forward"], spec, "s") == (["x"], {"--depth": 2, "--forward": True})
+    assert C.parse_options(["--depth=3", "x"], spec, "s") == (["x"], {"--depth": 3})
+    for bad, msg in [(["--depth", "two"], "whole number"), (["--depth"], "needs a value"),
+                     (["--method", "xx"], "one of auto, rq"), (["--forwrd"], "did you mean --forward"),
+                     (["--depth", "-1"], "negative")]:
+        with pytest.raises(UserError) as e:
+            C.parse_options(bad, spec, "\\lineage ID")
+        assert msg in e.value.render() and "usage: \\lineage ID" in e.value.render()
+
+
+def test_export_selection_defaults_to_the_last_query():
+    syntax = "\\export FILE"
+    path, sel, n = C.export_selection(["a.cypher"], "select p.id from WebPage p", syntax)
+    assert (path, sel.query, n > 0) == ("a.cypher", "select p.id from WebPage p", True)
+    path, sel, _ = C.export_selection(["dir", "imdb_page", "--forward", "--depth", "2"], None, syntax)
+    assert (path, sel.item, sel.forward, sel.depth, sel.query) == ("dir", "imdb_page", True, 2, None)
+    _, sel, _ = C.export_selection(["x.cypher", "--component", "imdb_page"], "q", syntax)
+    assert (sel.component, sel.query) == ("imdb_page", None)
+    with pytest.raises(UserError, match="no previous query"):
+        C.export_selection(["a.cypher"], None, syntax)
+    with pytest.raises(UserError, match="say where to write"):
+        C.export_selection([], "q", syntax)
+
+
+def test_timing_toggles():
+    out = Console(file=io.StringIO(), width=80)
+    session = C.Session(store=None, out=out, err=out)
+    C.dispatch(session, "\\timing")
+    assert session.timing
+    C.dispatch(session, "\\timing off")
+    assert not session.timing
+    assert "Timing is on." in out.file.getvalue() and "Timing is off." in out.file.getvalue()
+    with pytest.raises(C.Quit):
+        C.dispatch(session, "\\q")
+    with pytest.raises(UserError, match="on or off"):
+        C.dispatch(session, "\\timing maybe")
+
+
+# ------------------------------------------------------------------ output
+
+def _render(renderable, width=80) -> str:
+    out = Console(file=io.StringIO(), width=width, color_system=None)
+    out.print(renderable)
+    return out.file.getvalue()
+
+
+def test_result_table_shows_columns_rows_nulls_and_count():
+    text = _render(C.result_renderable(["id", "authScore"], [("ymovies_page", 5), ("imdb_page", None)]))
+    assert "id" in text and "authScore" in text
+    assert "ymovies_page" in text and "NULL" in text
+    assert "(2 rows)" in text
+    assert "(1 row)" in _render(C.result_renderable(["id"], [("a",)]))
+
+
+def test_pager_only_for_long_results_on_a_terminal():
+    assert C.needs_pager(100, 40, True, True)
+    assert not C.needs_pager(10, 40, True, True)
+    assert not C.needs_pager(100, 40, False, True)
+    assert not C.needs_pager(100, 40, True, False)
+
+
+def test_describe_type_and_store(catalog):
+    text = _render(C.describe_type(catalog.type_by_name("WebPage"), 2, catalog), 100)
+    for part in ("type WebPage", "data", "Version", "authScore: int", "license: string", "declared", "2"):
+        assert part in text
+    text = _render(C.describe_store(catalog, {"WebPage": 2, "PigJob": 3}), 160)
+    assert "PigJob" in text and "process" in text and "Cell" in text
+
+
+# ------------------------------------------------------------------ lexer, history, toolbar
+
+def test_lexer_highlights_grammar_keywords_strings_and_names():
+    lexer = make_lexer(keywords(), ["count"])()
+    toks = [(t, v) for t, v in lexer.get_tokens("select p.id from WebPage p where p.id = 'x' and p influences(2) p")
+            if v.strip()]
+    kinds = dict((v, t) for t, v in toks)
+    assert kinds["select"] in KwToken and kinds["influences"] in KwToken and kinds["where"] in KwToken
+    assert kinds["WebPage"] in Name
+    assert kinds["'x'"] in String
+
+
+def test_history_path(tmp_path):
+    assert history_path({"STRATA_HISTORY": str(tmp_path / "h")}) == tmp_path / "h"
+    assert history_path({"XDG_CONFIG_HOME": "/cfg"}) == Path("/cfg/strata/history")
+    assert history_path({}) == Path.home() / ".config" / "strata" / "history"
+
+
+def test_toolbar_names_store_and_version():
+    text = toolbar_text("/data/store", 3, True)
+    assert "/data/store" in text and "version 3" in text and "timing on" in text

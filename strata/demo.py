@@ -76,10 +76,35 @@ def run_demo(app, fresh: bool = True) -> None:
         t0 = time.time()
         result = st.query(q.iql)
         rows = result.rows()
+        distinct = list(dict.fromkeys(rows))  # SQL keeps one row per binding; show each answer once
         out.print(f"[bold]Q{i}. {q.text}[/bold]")
         out.print(f"[dim]{q.iql}[/dim]")
-        out.print(result_table(result.columns, rows))
+        out.print(result_table(result.columns, distinct))
+        if len(distinct) < len(rows):
+            out.print(f"[dim]({len(rows)} rows, one per binding of the FROM aliases; "
+                      f"{len(distinct)} distinct shown)[/dim]")
         for w in result.warnings:
             out.print(f"[yellow]warning:[/yellow] {w}")
         out.print(f"[dim]paper's answer: {q.expected}   ({time.time() - t0:.1f}s)[/dim]\n")
+    _pictures(st, path, out)
     out.print("Try your own:  .venv/bin/strata --store " + str(path) + " query \"select ...\"")
+
+
+PICTURE_QUERY = ("select d.id from AnyData d, Version v "
+                 "where d influences(2) v and v.id = 'avatar_lead_actor_v1'")
+
+
+def _pictures(st, path: Path, out) -> None:
+    """End with a picture for people without Neo4j, and a script for people with it."""
+    from store.export import extract
+    from store.export.html import write_html
+    from store.export.neo4j import Target, export
+
+    sg = extract(st, st.query(PICTURE_QUERY).df)
+    html = path / "lineage-v1.html"
+    cypher = path / "movies.cypher"
+    write_html(sg, html, title="What made V1 of the Avatar lead actor (influences(2))")
+    export(extract(st, st.table("vertices").select("id")), Target.CYPHER, cypher)
+    out.print(f"[bold]Pictures and exports[/bold]\n"
+              f"  {html}  — open it in a browser (self-contained, no network needed)\n"
+              f"  {cypher}  — paste into Neo4j Browser, or: cypher-shell -f {cypher}\n")

@@ -116,3 +116,9 @@ def test_bad_triples_files_are_bundle_errors_and_commit_nothing(spark, tmp_path,
     with pytest.raises(BundleError, match=message.replace("(", r"\(").replace(")", r"\)")):
         st.ingest(str(f))
     assert st.refresh().version == 0
+
+
+def test_cli_index_on_an_empty_store_says_what_to_do(spark, tmp_path):
+    out = CliRunner().invoke(main, ["--store", str(tmp_path / "empty"), "index"])
+    assert out.exit_code == 2
+    assert "nothing to index" in out.stderr and "strata ingest" in out.stderr

@@ -125,13 +125,16 @@ def cancellable(spark):
         cancelled = False
         try:
             thread.start()
+            waited = 0
             while thread.is_alive():
                 try:
                     thread.join(0.1)
+                    waited += 1
+                    if cancelled and waited % 5 == 0:
+                        sc.cancelJobGroup(group)  # jobs the statement started after the first cancel
                 except KeyboardInterrupt:
-                    if not cancelled:
-                        cancelled = True
-                        sc.cancelJobGroup(group)
+                    cancelled = True
+                    sc.cancelJobGroup(group)
         finally:
             signal.signal(signal.SIGINT, previous)
         if cancelled:

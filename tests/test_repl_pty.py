@@ -1,0 +1,117 @@
+"""`strata repl` driven through a real pseudo-terminal (pexpect), as a user would type.
+
+One session does everything, because each one starts a JVM: a multi-line query, a wrong one
+(caret message, the loop goes on), `\\timing`, `\\d WebPage`, `\\export`, Ctrl-C at the prompt
+(clears the input), Ctrl-C during a long query (cancels it, the REPL lives on), `\\q` (exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+ROOT = Path(__file__).resolve().parents[1]
+STRATA = Path(sys.executable).parent / "strata"
+START = 240  # seconds: the REPL starts a JVM, slow on a loaded machine
+STEP = 180
+
+
+@pytest.fixture()
+def movies_path(spark, tmp_path):
+    from store import Store
+
+    path = tmp_path / "store"
+    Store.open(str(path), spark=spark).ingest(str(ROOT / "examples" / "movies.json"))
+    return path
+
+
+def _spawn(store: Path, tmp_path: Path):
+    env = dict(os.environ, STRATA_HISTORY=str(tmp_path / "history"), PAGER="cat", TERM="xterm",
+               PROMPT_TOOLKIT_NO_CPR="1")
+    env.pop("STRATA_STORE", None)
+    child = pexpect.spawn(
+        str(STRATA),
+        ["--store", str(store), "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2",
+         "--conf", "spark.ui.enabled=false", "repl"],
+        env=env, encoding="utf-8", timeout=STEP, dimensions=(60, 160),
+    )
+    child.logfile_read = open(tmp_path / "pty.log", "w")  # noqa: SIM115 - closed with the child
+    return child
+
+
+def _prompt(child, timeout=STEP) -> None:
+    child.expect("iql>", timeout=timeout)
+
+
+@pytest.mark.skipif(not STRATA.exists(), reason="the strata script is not installed in this venv")
+def test_repl_session_in_a_terminal(movies_path, tmp_path):
+    child = _spawn(movies_path, tmp_path)
+    try:
+        child.expect("strata repl on", timeout=START)
+        _prompt(child, START)
+
+        # A statement over three lines: Enter without ';' continues it.
+        child.send("select p.id, p.authScore\r")
+        child.expect(r"\.\.\.>")
+        child.send("from WebPage p\r")
+        child.expect(r"\.\.\.>")
+        child.send("order by p.authScore desc;\r")
+        child.expect(r"ymovies_page\s*│\s*5.*imdb_page\s*│\s*3")
+        child.expect(r"\(2 rows\)")
+        _prompt(child)
+
+        # A wrong query: the message with a caret under the bad name, then the prompt again.
+        child.send("select p.idd from WebPage p;\r")
+        child.expect("has no attribute 'idd'")
+        child.expect(r"select p\.idd from WebPage p\r\n\s+\^\^\^\^\^")
+        child.expect("did you mean 'id'")
+        _prompt(child)
+
+        child.send("\\timing on\r")
+        child.expect("Timing is on.")
+        _prompt(child)
+
+        child.send("\\d WebPage\r")
+        child.expect("type WebPage")
+        child.expect(r"attributes.{0,40}id: string, authScore: int, license: string")
+        child.expect(r"elements.{0,40}2")
+        child.expect(r"Time: \d+\.\d+ s")
+        _prompt(child)
+
+        # \export without a selection exports the last query's result.
+        script = tmp_path / "pages.cypher"
+        child.send(f"\\export {script}\r")
+        child.expect("exported 2 nodes")
+        _prompt(child)
+        assert "imdb_page" in script.read_text() and "ymovies_page" in script.read_text()
+
+        # Ctrl-C at the prompt throws the typed text away.
+        child.send("select garbage")
+        time.sleep(1)
+        child.send("\x03")
+        time.sleep(1)
+        child.send("\\timing off\r")
+        child.expect("Timing is off.")
+        _prompt(child)
+
+        # Ctrl-C while a long query runs cancels its Spark job, not the REPL.
+        child.send("select count(*) from Any a, Any b, Any c, Any d, Any e, Any f;\r")
+        time.sleep(6)
+        child.send("\x03")
+        child.expect("cancelled")
+        _prompt(child)
+        child.send("select count(*) as n from Version v;\r")
+        child.expect(r"\(1 row\)")
+        _prompt(child)
+
+        child.send("\\q\r")
+        child.expect(pexpect.EOF, timeout=STEP)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, (tmp_path / "pty.log").read_text()

@@ -123,6 +123,7 @@ class IndexView:
     buckets: int | None = None  # None: tables are not bucketed (built in memory)
     warnings: tuple[str, ...] = ()
     known: DataFrame | None = None  # DataFrame[id] of every vertex, for "unknown item" errors
+    local: object | None = None  # store.index.local.LocalIndex: driver-side point reads
 
     @property
     def indexed(self) -> bool:
@@ -146,8 +147,10 @@ def view_of(st) -> IndexView:
     if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
         return IndexView(raw, known=known, warnings=(
             "the component index is older than the last ingest: run `strata index` to update it",))
+    from store.index.local import LocalIndex
+
     return IndexView(raw, st.table(L.NODES), st.table(L.TRIPLES), st.table(L.SETDEPS),
-                     int(meta["buckets"]), known=known)
+                     int(meta["buckets"]), known=known, local=LocalIndex.of(st))
 
 
 # ---------------------------------------------------------------------------- methods
@@ -188,6 +191,10 @@ def _check_known(view: IndexView, item: str) -> None:
 def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
             tau: int) -> tuple[set[str], set[Triple], int]:
     """CCProv / CSProv: locate the item, read only its component / set-lineage, trace."""
+    if view.local is not None:
+        done = _pruned_local(view, item, depth, forward, method, tau)
+        if done is not None:
+            return done
     row = view.nodes.where(view.key(ID, item)).select(L.CCID, L.CSID).first()
     if row is None:
         _check_known(view, item)
@@ -209,6 +216,30 @@ def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method
     finally:
         scope.unpersist()
     return found, edges, read
+
+
+def _pruned_local(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
+                  tau: int) -> tuple[set[str], set[Triple], int] | None:
+    """The same as `_pruned` with driver-side reads; None when the scope exceeds τ."""
+    local = view.local
+    row = local.locate(item)
+    if row is None:
+        _check_known(view, item)
+        return set(), set(), 0
+    ccid, csid = row
+    sets = None
+    if method is Method.CS and csid != ccid:
+        seen, frontier = {csid}, [csid]
+        while frontier:
+            nxt = set(local.set_parents(ccid, frontier, forward)) - seen
+            seen |= nxt
+            frontier = sorted(nxt)
+        sets = sorted(seen)
+    rows = local.scope(ccid, sets, tau)
+    if rows is None:
+        return None
+    found, edges = trace(rows, item, depth, forward)
+    return found, edges, len(rows)
 
 
 def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[str]:

@@ -67,27 +67,37 @@ def duckdb_lineage(con, item: str) -> tuple[int, int]:
     return int(rows[0]), int(rows[1])
 
 
-def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None) -> dict:
+def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
+              reuse: bool = False) -> dict:
     import duckdb
 
     from store.index import IndexParams, build_index
+    from store.index.layout import META_KEY
     from store.lineage import Method, lineage
+    from store.store import Store
 
     out = work / f"scale-{scale}"
-    t0 = time.perf_counter()
-    tr, queries = gen_trace.generate(scale)
-    info = gen_trace.write(tr, queries, out)
-    gen_s = time.perf_counter() - t0
-    del tr
-    import shutil
+    if reuse:  # queries only, on the store and index a previous run left in `work`
+        info = json.loads((out / "queries.json").read_text())
+        st = Store.open(str(out / "store"), spark=spark)
+        meta = st.meta(META_KEY)
+        gen_s = load_s = 0.0
+        index_s = meta["build_s"]
+    else:
+        t0 = time.perf_counter()
+        tr, queries = gen_trace.generate(scale)
+        info = gen_trace.write(tr, queries, out)
+        gen_s = time.perf_counter() - t0
+        del tr
+        import shutil
 
-    shutil.rmtree(out / "store", ignore_errors=True)
-    t0 = time.perf_counter()
-    st = load_store(spark, out / "triples.parquet", out / "store")
-    load_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    meta = build_index(st, IndexParams(theta=theta, buckets=16))
-    index_s = time.perf_counter() - t0
+        shutil.rmtree(out / "store", ignore_errors=True)
+        t0 = time.perf_counter()
+        st = load_store(spark, out / "triples.parquet", out / "store")
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        meta = build_index(st, IndexParams(theta=theta, buckets=16))
+        index_s = time.perf_counter() - t0
     from pyspark.sql import functions as F
 
     sizes = st.table("index_components").orderBy(F.desc("n_nodes")).limit(4).collect()
@@ -157,6 +167,8 @@ def main() -> None:
     ap.add_argument("--theta", type=int, default=25_000)
     ap.add_argument("--rq-limit", type=int, default=None, help="time RQ on the first N queries only")
     ap.add_argument("--driver-memory", default="6g")
+    ap.add_argument("--reuse", action="store_true",
+                    help="queries only, on the stores a previous run left in --work")
     args = ap.parse_args()
     from strata.spark import get_session
 
@@ -164,7 +176,7 @@ def main() -> None:
                                      "spark.sql.shuffle.partitions": "8"})
     results = []
     for scale in args.scale:
-        results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit))
+        results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit, args.reuse))
         print(json.dumps(results[-1]), flush=True)
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}")

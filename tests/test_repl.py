@@ -274,3 +274,58 @@ def test_history_path(tmp_path):
 def test_toolbar_names_store_and_version():
     text = toolbar_text("/data/store", 3, True)
     assert "/data/store" in text and "version 3" in text and "timing on" in text
+
+
+# ------------------------------------------------------------------ commands against a store (Spark)
+
+@pytest.fixture()
+def live(movies_store):
+    def session():
+        out = Console(file=io.StringIO(), width=160, color_system=None)
+        err = Console(file=io.StringIO(), width=160, color_system=None)
+        return C.Session(movies_store, out, err)
+
+    return session
+
+
+def test_commands_against_the_movies_store(live, tmp_path):
+    s = live()
+    C.dispatch(s, "select v.id from Version v order by v.id")
+    text = s.out.file.getvalue()
+    assert "avatar_lead_actor_v1" in text and "avatar_lead_actor_v2" in text and "(2 rows)" in text
+    assert s.last_query == "select v.id from Version v order by v.id"
+
+    C.dispatch(s, "\\explain select p.id from WebPage p")
+    assert "WebPage" in s.out.file.getvalue().split("(2 rows)")[1]
+    assert s.last_query == "select v.id from Version v order by v.id"  # EXPLAIN is not a result
+
+    C.dispatch(s, "\\lineage avatar_lead_actor_v2")
+    text = s.out.file.getvalue()
+    assert "lineage of avatar_lead_actor_v2 (backward)" in text and "merge_script" in text
+
+    C.dispatch(s, f"\\export {tmp_path / 'csv'}")
+    assert "exported 2 nodes" in s.out.file.getvalue()
+    assert any(p.suffix == ".csv" for p in (tmp_path / "csv").iterdir())
+
+    C.dispatch(s, f"\\show {tmp_path / 'v.html'} avatar_lead_actor_v2")
+    assert (tmp_path / "v.html").read_text().count("avatar_lead_actor_v2") >= 1
+
+    C.dispatch(s, "\\d")
+    text = s.out.file.getvalue()
+    assert "PigJob" in text and "version: int" in text
+
+
+def test_command_errors_are_user_errors(live):
+    s = live()
+    with pytest.raises(UserError) as e:
+        C.dispatch(s, "\\d Webpage")
+    assert "no type named 'Webpage'" in e.value.render() and "WebPage" in e.value.render()
+    with pytest.raises(UserError, match="exactly one item"):
+        C.dispatch(s, "\\lineage")
+    with pytest.raises(UserError, match="no previous query"):
+        C.dispatch(s, "\\export x.cypher")
+    from iql.errors import IqlSyntaxError
+
+    with pytest.raises(IqlSyntaxError) as e:
+        C.dispatch(s, "select from WebPage p")
+    assert "^" in e.value.render()

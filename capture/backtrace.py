@@ -1,0 +1,360 @@
+"""Structural backtracing (Pebble Section 6, Algorithms 1-4): from matched result items to inputs.
+
+The backtracing structure B (Definition 6.2) is a bag of ``(item id, tree)``; a tree (Definition
+6.3) holds attribute paths, each node with the operators that accessed (A) and manipulated (M)
+it and whether it *contributes* to the queried items or only *influences* them. Stepping back
+through an operator undoes its manipulations (``manipulatePath``) and records its accesses
+(``accessPath``), operator by operator, until every tree sits on a source dataset.
+
+The core (:func:`backtrace`) is pure Python over the operators' schema-level provenance and a
+``fetch(oid, ids)`` callback returning the id associations of just those output items; the Spark
+edges (:func:`spark_fetcher`, :func:`match_items`, :func:`trace`) semi-join the association table
+on the traced ids only -- never the full provenance of an operator -- and skip the join entirely
+for operators that keep ids (filter, select, map, sort, limit: in id = out id).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from capture.model import POS, OperatorProv, OpType
+
+Path = tuple[str, ...]
+AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
+Fetch = Callable[[int, list[int]], Iterable[AssocRow]]
+
+_KEEPS_IDS = frozenset({OpType.FILTER, OpType.SELECT, OpType.MAP, OpType.SORT, OpType.LIMIT})
+_PATH_PRESERVING = frozenset({OpType.FILTER, OpType.SORT, OpType.LIMIT, OpType.UNION})
+
+
+def split(path: str) -> Path:
+    return tuple(path.split(".")) if path else ()
+
+
+def join_path(path: Path) -> str:
+    return ".".join(path)
+
+
+@dataclass(slots=True)
+class _Node:
+    contrib: bool
+    accessed: set[int] = field(default_factory=set)
+    manipulated: set[int] = field(default_factory=set)
+
+    def copy(self) -> _Node:
+        return _Node(self.contrib, set(self.accessed), set(self.manipulated))
+
+
+Tree = dict[Path, _Node]
+
+
+def _merge_node(tree: Tree, path: Path, node: _Node) -> None:
+    old = tree.get(path)
+    if old is None:
+        tree[path] = node
+    else:
+        old.contrib = old.contrib or node.contrib
+        old.accessed |= node.accessed
+        old.manipulated |= node.manipulated
+
+
+def merge_trees(a: Tree, b: Tree) -> Tree:
+    out = {p: n.copy() for p, n in a.items()}
+    for p, n in b.items():
+        _merge_node(out, p, n.copy())
+    return out
+
+
+def _seg_match(pattern: str, seg: str) -> bool:
+    return pattern == seg or (pattern == POS and seg.startswith("[") and seg.endswith("]"))
+
+
+def _is_prefix(prefix: Path, path: Path) -> bool:
+    return len(prefix) <= len(path) and all(_seg_match(p, s) for p, s in zip(prefix, path))
+
+
+def _subst_pos(path: Path, pos: int | None, before: Path | None = None) -> Path:
+    """Replace the first ``[pos]`` (the one right after ``before``, if given) by ``[pos]``."""
+    if pos is None:
+        return path
+    for i, seg in enumerate(path):
+        if seg == POS and (before is None or path[:i] == before):
+            return (*path[:i], f"[{pos}]", *path[i + 1:])
+    return path
+
+
+def manipulate(tree: Tree, pairs: list[tuple[Path, Path]], oid: int, keep_unmatched: bool) -> tuple[Tree, set[int]]:
+    """manipulatePath for all pairs at once: output paths (dst) back to input paths (src).
+
+    A node at or under a dst moves under its src (longest dst wins; several pairs with the same
+    dst -- a value computed from several inputs -- copy it to each src). A node *above* a dst
+    (a struct or collection the operator built) stands for all of it, so it maps to every src
+    under it. Returns the new tree and the indices of the pairs that were used.
+    """
+    out: Tree = {}
+    used: set[int] = set()
+    for path, node in tree.items():
+        below = [(i, s, d) for i, (s, d) in enumerate(pairs) if _is_prefix(d, path)]
+        if below:
+            longest = max(len(d) for _, _, d in below)
+            hits = [(i, s, d) for i, s, d in below if len(d) == longest]
+        else:
+            hits = [(i, s, d) for i, (s, d) in enumerate(pairs) if len(path) < len(d) and _is_prefix(path, d)]
+        if not hits:
+            if keep_unmatched:
+                _merge_node(out, path, node.copy())
+            continue
+        for i, src, dst in hits:
+            used.add(i)
+            new = (*src, *path[len(dst):]) if len(path) >= len(dst) else src
+            n = node.copy()
+            n.manipulated.add(oid)
+            _merge_node(out, new, n)
+    return out, used
+
+
+def access(tree: Tree, path: Path, oid: int) -> None:
+    """accessPath: mark the node at ``path`` and everything under it as accessed by ``oid``;
+    a path not in the tree is added as an influencing (non-contributing) node."""
+    hit = False
+    for p, n in tree.items():
+        if _is_prefix(path, p):
+            n.accessed.add(oid)
+            hit = hit or len(p) == len(path)
+    if not hit:
+        tree[path] = _Node(False, {oid}, set())
+
+
+def step_back(op: OperatorProv, k: int, pos: int | None, tree: Tree) -> Tree | None:
+    """Undo operator ``op`` on one tree, for input number ``k`` and association position ``pos``.
+    Returns None when the item drops out of the provenance (an aggregation member whose nested
+    position the question does not reference)."""
+    oid = op.oid
+    if op.manipulated is None:  # map: opaque, every node counts as manipulated
+        new = {p: n.copy() for p, n in tree.items()}
+        for n in new.values():
+            n.manipulated.add(oid)
+    else:
+        pairs = [(split(m.src), split(m.dst)) for m in op.manipulated if m.input == k]
+        if op.type is OpType.FLATTEN:
+            pairs = [(_subst_pos(s, pos), d) for s, d in pairs]
+        nested: list[Path] = []
+        if op.type is OpType.AGGREGATION:
+            nested = [d[: d.index(POS)] for _, d in pairs if POS in d]
+            pairs = [(s, _subst_pos(d, pos)) for s, d in pairs]
+        new, used = manipulate(tree, pairs, oid, keep_unmatched=op.type in _PATH_PRESERVING)
+        if op.type is OpType.AGGREGATION:
+            positional = {i for i, (_, d) in enumerate(pairs) if pos is not None and f"[{pos}]" in d}
+            asks_nested = any(_is_prefix(n, p) for n in nested for p in tree)
+            keep = bool(used & positional) if asks_nested and positional else bool(used)
+            if not keep:
+                return None
+    accessed = op.inputs[k].accessed if k < len(op.inputs) else None
+    flat_arrays = [s[: s.index(POS)] for m in (op.manipulated or ()) if POS in (s := split(m.src))]
+    for a in accessed or ():
+        path = split(a)
+        if op.type is OpType.FLATTEN:
+            for prefix in flat_arrays:
+                path = _subst_pos(path, pos, prefix)
+        access(new, path, oid)
+    return new
+
+
+# ---- the result ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TraceNode:
+    path: str
+    contributing: bool
+    accessed: tuple[int, ...]
+    manipulated: tuple[int, ...]
+
+    @property
+    def role(self) -> str:
+        return "contributing" if self.contributing else "influencing"
+
+
+@dataclass(frozen=True, slots=True)
+class TracedItem:
+    dataset: str
+    item_id: int
+    nodes: tuple[TraceNode, ...]  # every node, ancestors included, sorted by path
+
+    def tree(self) -> dict:
+        """The backtracing tree as nested JSON-able dicts."""
+        root: dict = {"item": self.item_id, "dataset": self.dataset, "children": {}}
+        for n in self.nodes:
+            cur = root
+            for seg in split(n.path):
+                cur = cur["children"].setdefault(seg, {"children": {}})
+            cur.update(role=n.role, accessed=list(n.accessed), manipulated=list(n.manipulated))
+        return root
+
+
+ROW_COLUMNS = ("dataset", "item_id", "path", "role", "accessed_by", "manipulated_by")
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """Per input dataset, the traced items with their attribute trees."""
+
+    items: tuple[TracedItem, ...]
+    matched: int  # result items the pattern matched
+
+    def datasets(self) -> list[str]:
+        return sorted({i.dataset for i in self.items})
+
+    def rows(self) -> list[tuple]:
+        """One row per node: dataset, item id, path, role, accessing and manipulating operators."""
+        return [(i.dataset, i.item_id, n.path, n.role, list(n.accessed), list(n.manipulated))
+                for i in self.items for n in i.nodes]
+
+    def paths(self, dataset: str, role: str | None = None) -> dict[int, set[str]]:
+        """item id -> paths of that dataset (only ``role`` nodes, if given); leaves and inner nodes."""
+        out: dict[int, set[str]] = {}
+        for i in self.items:
+            if i.dataset == dataset:
+                out[i.item_id] = {n.path for n in i.nodes if role is None or n.role == role}
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps([i.tree() for i in self.items], indent=2)
+
+    def render(self) -> str:
+        """Indented trees, one per traced input item."""
+        lines = []
+        for item in self.items:
+            lines.append(f"{item.dataset} #{item.item_id & 0xFFFFFFFFFFFFFFFF:016x}")
+            for n in item.nodes:
+                depth = len(split(n.path))
+                ops = []
+                if n.accessed:
+                    ops.append("accessed by " + ",".join(map(str, n.accessed)))
+                if n.manipulated:
+                    ops.append("manipulated by " + ",".join(map(str, n.manipulated)))
+                extra = f"  ({'; '.join(ops)})" if ops else ""
+                lines.append(f"{'  ' * depth}{split(n.path)[-1]}  [{n.role}]{extra}")
+        return "\n".join(lines)
+
+
+def _finish(dataset: str, item_id: int, tree: Tree) -> TracedItem:
+    full: Tree = {p: n.copy() for p, n in tree.items()}
+    for p, n in tree.items():
+        for i in range(1, len(p)):
+            anc = full.setdefault(p[:i], _Node(False))
+            anc.contrib = anc.contrib or n.contrib
+    nodes = tuple(
+        TraceNode(join_path(p), n.contrib, tuple(sorted(n.accessed)), tuple(sorted(n.manipulated)))
+        for p, n in sorted(full.items(), key=lambda kv: _sort_key(kv[0]))
+    )
+    return TracedItem(dataset, item_id, nodes)
+
+
+def _sort_key(path: Path) -> tuple:
+    return tuple((0, int(s[1:-1]), "") if s[1:-1].isdigit() and s.startswith("[") else (1, 0, s) for s in path)
+
+
+# ---- Algorithm 1 ---------------------------------------------------------------------------
+def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mapping[int, Iterable[str]],
+              fetch: Fetch) -> Trace:
+    """Trace the matched result items (id -> matched node paths, all contributing) back to every
+    source dataset. ``fetch(oid, ids)`` returns ``(out_id, input, in_id, pos)`` rows of operator
+    ``oid`` for exactly those output ids (only called for flatten, join, union, aggregation)."""
+    ops = {o.oid: o for o in operators}
+    if result_oid not in ops:
+        raise ValueError(f"result operator {result_oid} is not among the operators")
+    pending: dict[int, dict[int, Tree]] = {result_oid: {}}
+    for item_id, paths in matched.items():
+        pending[result_oid][item_id] = {split(p): _Node(True) for p in paths}
+    done: dict[tuple[str, int], Tree] = {}
+    for oid in sorted(ops, reverse=True):  # predecessors always have smaller ids
+        bag = pending.pop(oid, None)
+        if not bag:
+            continue
+        op = ops[oid]
+        if op.type is OpType.SOURCE:
+            name = op.dataset or f"op{oid}"
+            for item_id, tree in bag.items():
+                key = (name, item_id)
+                done[key] = merge_trees(done[key], tree) if key in done else tree
+            continue
+        ids = sorted(bag)
+        rows: Iterable[AssocRow] = (
+            [(i, 0, i, None) for i in ids] if op.type in _KEEPS_IDS else fetch(oid, ids)
+        )
+        for out_id, k, in_id, pos in rows:
+            tree = bag.get(out_id)
+            if tree is None:
+                continue
+            new = step_back(op, k, pos, tree)
+            if new is None:
+                continue
+            target = pending.setdefault(op.inputs[k].pred, {})
+            target[in_id] = merge_trees(target[in_id], new) if in_id in target else new
+    items = tuple(_finish(d, i, t) for (d, i), t in sorted(done.items()))
+    return Trace(items, len(matched))
+
+
+# ---- Spark edges -----------------------------------------------------------------------------
+_ISIN_LIMIT = 2000
+
+
+def spark_fetcher(assoc) -> Fetch:
+    """A fetch over an association DataFrame (``oid, out_id, input, in_id, pos``; e.g. the store's
+    ``capture_assoc`` of one run, or ``Captured.associations()``): a semi-join on the traced ids
+    (an ``IN`` list for small id sets, a broadcast join otherwise), collecting only those rows."""
+    from pyspark.sql import functions as F
+
+    def fetch(oid: int, ids: list[int]) -> list[AssocRow]:
+        df = assoc.filter(F.col("oid") == F.lit(oid))
+        if len(ids) <= _ISIN_LIMIT:
+            df = df.filter(F.col("out_id").isin(ids))
+        else:
+            keys = assoc.sparkSession.createDataFrame([(i,) for i in ids], "out_id long")
+            df = df.join(F.broadcast(keys), "out_id", "left_semi")
+        return [(r.out_id, r.input, r.in_id, r.pos) for r in df.select("out_id", "input", "in_id", "pos").collect()]
+
+    return fetch
+
+
+def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[int, list[str]]:
+    """Match a tree pattern against every row of ``result`` in Spark (a Python UDF over each row's
+    JSON); only the matching rows' ids and matched paths come back to the driver."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+
+    from capture.treepattern import Pattern, match, parse_pattern
+
+    pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
+    visible = [c for c in result.columns if c != id_col]
+
+    def run(doc: str):
+        return match(pat, json.loads(doc)) if doc is not None else None
+
+    matcher = F.udf(run, ArrayType(StringType()))
+    doc = F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible]))
+    df = result.select(F.col(f"`{id_col}`").alias("_id"), matcher(doc).alias("_paths")).filter(F.col("_paths").isNotNull())
+    if limit is not None:
+        df = df.limit(limit)
+    return {r._id: list(r._paths) for r in df.collect()}
+
+
+def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, pattern, assoc,
+          limit: int | None = None) -> Trace:
+    """Match ``pattern`` on ``result`` (a DataFrame with each item's provenance id in ``id_col``)
+    and backtrace the matches through ``operators`` using the associations in ``assoc``."""
+    matched = match_items(result, pattern, id_col, limit)
+    return backtrace(operators, result_oid, matched, spark_fetcher(assoc))
+
+
+def trace_captured(tracker, tdf, pattern, limit: int | None = None) -> Trace:
+    """Trace a tracked DataFrame before (or without) committing it: matches on ``tdf`` and reads the
+    associations from the in-memory capture (computed once, cached for the trace)."""
+    cap = tracker.capture(tdf)
+    assoc = cap.associations().cache()
+    try:
+        return trace(cap.operators, cap.result_oid, tdf.with_item_ids("__strata_trace_id"), "__strata_trace_id",
+                     pattern, assoc, limit)
+    finally:
+        assoc.unpersist()

@@ -1,0 +1,344 @@
+"""Tree patterns over nested result items (Pebble Section 6.1), pure Python, no Spark here.
+
+Syntax (XPath/JSONPath-like; see docs/capture.md "Tree patterns and backtracing")::
+
+    pattern  := branch ('and' branch)*            all branches must match the same item
+    branch   := step+ [cmp literal]                the final nodes, optionally compared
+    step     := ('/' | '//') (name | '*') pred*    child / descendant (any depth)
+    pred     := '[' cond ('and' cond)* ']'
+    cond     := INT                                1-based position in an array
+              | rel [cmp literal]                  some node at rel exists (and compares)
+              | 'count' '(' rel [cmp literal] ')' cmp INT    multiplicity
+    rel      := '.' | name ('/' name)*
+    cmp      := '=' | '!=' | '<' | '<=' | '>' | '>='
+    literal  := 'text' | "text" | number | true | false
+
+Arrays are stepped through implicitly: ``/tweets/text`` reaches the ``text`` of every element
+of the array ``tweets``; ``/tweets[2]/text`` only the second. Matched node paths use the capture
+path notation: ``tweets.[2].text`` (1-based positions).
+
+The running example's question (Section 2)::
+
+    //id_str = 'lp' and /tweets[count(text = 'Hello World') >= 2]/text = 'Hello World'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from store.errors import UserError
+
+CMPS = ("<=", ">=", "!=", "=", "<", ">")
+
+
+class PatternError(UserError):
+    """A tree pattern does not parse."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp:
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Rel:
+    names: tuple[str, ...]  # () = '.' (the node itself)
+    cmp: Cmp | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    rel: Rel
+    cmp: Cmp  # compared with the number of nodes rel reaches (that satisfy rel.cmp)
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    n: int
+
+
+Cond = Position | Rel | Count
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    descendant: bool
+    name: str  # '*' = any field
+    preds: tuple[Cond, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    steps: tuple[Step, ...]
+    cmp: Cmp | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    branches: tuple[Branch, ...]
+    text: str = ""
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|(?P<num>-?\d+(?:\.\d+)?)"
+    r"|(?P<op>//|<=|>=|!=|[/\[\]()=<>.*])|(?P<name>[A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+def _tokens(text: str) -> list[tuple[str, Any, int]]:
+    out, i = [], 0
+    while i < len(text):
+        if text[i:].strip() == "":
+            break
+        m = _TOKEN.match(text, i)
+        if not m or m.end() == i:
+            j = len(text) - len(text[i:].lstrip())
+            raise _error(text, j, f"unexpected character {text[j]!r}")
+        kind = m.lastgroup
+        start = m.start(kind)
+        raw = m.group(kind)
+        if kind == "str":
+            value: Any = re.sub(r"\\(.)", r"\1", raw[1:-1])
+        elif kind == "num":
+            value = float(raw) if "." in raw else int(raw)
+        else:
+            value = raw
+        out.append((kind, value, start))
+        i = m.end()
+    out.append(("end", None, len(text)))
+    return out
+
+
+def _error(text: str, pos: int, what: str) -> PatternError:
+    caret = " " * pos + "^"
+    return PatternError(
+        f"tree pattern: {what} at position {pos + 1}\n  {text}\n  {caret}",
+        hint="a pattern is steps like /user/id_str or //id_str with [conditions], e.g. "
+        "//id_str = 'lp' and /tweets[count(text = 'Hello World') >= 2]/text = 'Hello World'",
+        column=pos + 1,
+        source=text,
+    )
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self) -> tuple[str, Any, int]:
+        return self.toks[self.i]
+
+    def take(self) -> tuple[str, Any, int]:
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok
+
+    def expect(self, value: str, what: str) -> None:
+        kind, v, pos = self.take()
+        if v != value or kind not in ("op", "name"):
+            raise _error(self.text, pos, f"expected {what}, found {self._show(kind, v)}")
+
+    def _show(self, kind: str, v: Any) -> str:
+        return "the end" if kind == "end" else repr(v)
+
+    def is_op(self, *values: str) -> bool:
+        kind, v, _ = self.peek()
+        return kind == "op" and v in values
+
+    def is_word(self, word: str) -> bool:
+        kind, v, _ = self.peek()
+        return kind == "name" and v.lower() == word
+
+    def pattern(self) -> Pattern:
+        branches = [self.branch()]
+        while self.is_word("and"):
+            self.take()
+            branches.append(self.branch())
+        kind, v, pos = self.peek()
+        if kind != "end":
+            raise _error(self.text, pos, f"expected 'and' or the end, found {v!r}")
+        return Pattern(tuple(branches), self.text)
+
+    def branch(self) -> Branch:
+        steps = []
+        while self.is_op("/", "//"):
+            steps.append(self.step())
+        if not steps:
+            kind, v, pos = self.peek()
+            raise _error(self.text, pos, f"expected a step '/name' or '//name', found {self._show(kind, v)}")
+        return Branch(tuple(steps), self.maybe_cmp())
+
+    def step(self) -> Step:
+        _, sep, _ = self.take()
+        kind, v, pos = self.take()
+        if not (kind == "name" or (kind == "op" and v == "*")):
+            raise _error(self.text, pos, f"expected a field name or '*' after {sep!r}, found {self._show(kind, v)}")
+        preds: list[Cond] = []
+        while self.is_op("["):
+            self.take()
+            preds.append(self.cond())
+            while self.is_word("and"):
+                self.take()
+                preds.append(self.cond())
+            self.expect("]", "']'")
+        return Step(sep == "//", v, tuple(preds))
+
+    def cond(self) -> Cond:
+        kind, v, pos = self.peek()
+        if kind == "num":
+            self.take()
+            if not isinstance(v, int) or v < 1:
+                raise _error(self.text, pos, f"a position is a whole number >= 1, got {v}")
+            return Position(v)
+        if kind == "name" and v.lower() == "count" and self.toks[self.i + 1][1] == "(":
+            self.take()
+            self.take()
+            rel = self.rel()
+            self.expect(")", "')' closing count(")
+            cmp = self.maybe_cmp()
+            if cmp is None or not isinstance(cmp.value, int):
+                _, _, p = self.peek()
+                raise _error(self.text, p, "count(...) needs a comparison with a whole number, e.g. >= 2")
+            return Count(rel, cmp)
+        return self.rel()
+
+    def rel(self) -> Rel:
+        kind, v, pos = self.take()
+        if kind == "op" and v == ".":
+            names: tuple[str, ...] = ()
+        elif kind == "name":
+            parts = [v]
+            while self.is_op("/"):
+                self.take()
+                k2, v2, p2 = self.take()
+                if k2 != "name":
+                    raise _error(self.text, p2, f"expected a field name after '/', found {self._show(k2, v2)}")
+                parts.append(v2)
+            names = tuple(parts)
+        else:
+            raise _error(self.text, pos, f"expected a condition (a position, a field, '.' or count(...)), "
+                                         f"found {self._show(kind, v)}")
+        return Rel(names, self.maybe_cmp())
+
+    def maybe_cmp(self) -> Cmp | None:
+        if not self.is_op(*CMPS):
+            return None
+        _, op, _ = self.take()
+        kind, v, pos = self.take()
+        if kind == "name" and v.lower() in ("true", "false"):
+            return Cmp(op, v.lower() == "true")
+        if kind not in ("str", "num"):
+            raise _error(self.text, pos, f"expected a literal after {op!r} ('text', a number, true or false), "
+                                         f"found {self._show(kind, v)}")
+        return Cmp(op, v)
+
+
+def parse_pattern(text: str) -> Pattern:
+    """Parse a tree pattern; raises :class:`PatternError` pointing at the problem."""
+    if not text or not text.strip():
+        raise PatternError("tree pattern: the pattern is empty", hint="e.g. //id_str = 'lp'")
+    return _Parser(text).pattern()
+
+
+# ---- matching ------------------------------------------------------------------------------
+Node = tuple[tuple[str, ...], Any]  # (path segments, value)
+
+
+def _compare(value: Any, cmp: Cmp) -> bool:
+    v, w = value, cmp.value
+    num = (int, float)
+    if isinstance(w, bool) or isinstance(v, bool):
+        if not (isinstance(w, bool) and isinstance(v, bool)):
+            return False
+    elif isinstance(w, num):
+        if not isinstance(v, num):
+            return False
+    elif not isinstance(v, str):
+        return False
+    try:
+        return {
+            "=": v == w, "!=": v != w, "<": v < w, "<=": v <= w, ">": v > w, ">=": v >= w,
+        }[cmp.op]
+    except TypeError:
+        return False
+
+
+def _elements(node: Node) -> list[Node]:
+    """A node, or the elements of an array node (arrays are stepped through implicitly)."""
+    path, value = node
+    if isinstance(value, list):
+        return [e for i, v in enumerate(value, 1) for e in _elements(((*path, f"[{i}]"), v))]
+    return [node]
+
+
+def _children(node: Node, name: str) -> list[Node]:
+    out = []
+    for path, value in _elements(node):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if (name == "*" or k == name) and v is not None:
+                    out.append(((*path, k), v))
+    return out
+
+
+def _descendants(node: Node, name: str) -> list[Node]:
+    out = []
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        kids = _children(cur, "*")
+        out.extend(k for k in kids if name == "*" or k[0][-1] == name)
+        stack.extend(reversed(kids))
+    return out
+
+
+def _rel(node: Node, rel: Rel) -> list[Node]:
+    nodes = [node]
+    for name in rel.names:
+        nodes = [c for n in nodes for c in _children(n, name)]
+    nodes = [e for n in nodes for e in _elements(n)]
+    if rel.cmp is not None:
+        nodes = [n for n in nodes if _compare(n[1], rel.cmp)]
+    return nodes
+
+
+def _holds(node: Node, cond: Cond) -> bool:
+    if isinstance(cond, Rel):
+        return bool(_rel(node, cond))
+    if isinstance(cond, Count):
+        return _compare(len(_rel(node, cond.rel)), cond.cmp)
+    raise AssertionError(cond)
+
+
+def _step(nodes: list[Node], step: Step) -> list[Node]:
+    out = []
+    for n in nodes:
+        out.extend(_descendants(n, step.name) if step.descendant else _children(n, step.name))
+    for cond in step.preds:
+        if isinstance(cond, Position):
+            out = [((*p, f"[{cond.n}]"), v[cond.n - 1]) for p, v in out
+                   if isinstance(v, list) and len(v) >= cond.n and v[cond.n - 1] is not None]
+        else:
+            out = [n for n in out if _holds(n, cond)]
+    return out
+
+
+def match(pattern: Pattern, item: dict) -> list[str] | None:
+    """The matched node paths of one top-level item (dotted, sorted), or None if it does not match."""
+    found: dict[str, None] = {}
+    root: Node = ((), item)
+    for branch in pattern.branches:
+        nodes = [root]
+        for step in branch.steps:
+            nodes = _step(nodes, step)
+        if branch.cmp is not None:
+            nodes = [e for n in nodes for e in _elements(n) if _compare(e[1], branch.cmp)]
+        if not nodes:
+            return None
+        for path, _ in nodes:
+            found.setdefault(".".join(path), None)
+    return sorted(found)

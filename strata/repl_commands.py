@@ -9,6 +9,7 @@ runner that Ctrl-C can cancel. Errors a user can cause are `UserError`s; the loo
 from __future__ import annotations
 
 import difflib
+import json
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -132,12 +133,23 @@ def parse_options(args: Sequence[str], spec: Mapping[str, type | tuple[str, ...]
 # ------------------------------------------------------------------------------ output
 
 
+def cell_text(value: Any) -> str:
+    """One value as the REPL shows it (as `strata lineage` tables do: NULL, JSON for lists)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
 def result_renderable(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None,
                       footer: str | None = None) -> Group:
     """A query result as a rich table followed by the row count (or `footer`)."""
-    from strata.render import result_table
-
-    table = result_table(list(columns), rows, title=title)
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(Text(c))
+    for r in rows:
+        table.add_row(*[Text(cell_text(v)) for v in r])  # Text: values are never read as rich markup
     return Group(table, Text(footer or f"({len(rows)} row{'s' if len(rows) != 1 else ''})"))
 
 
@@ -190,10 +202,10 @@ def run_query(session: Session, text: str) -> None:
 def _help(session: Session, inv: Invocation) -> None:
     table = Table(title="commands (IQL statements end with ;)", title_justify="left", box=None)
     table.add_column("command", style="bold")
+    table.add_column("also")
     table.add_column("does")
     for c in COMMANDS:
-        names = ", ".join((c.name, *c.aliases))
-        table.add_row(c.syntax if c.syntax.startswith(names) else f"{c.syntax}  ({names})", c.help)
+        table.add_row(Text(c.syntax), Text(", ".join(c.aliases)), Text(c.help))  # no rich markup
     session.out.print(table)
 
 
@@ -283,7 +295,8 @@ def _lineage(session: Session, inv: Invocation) -> None:
     result = session.run(lambda: lineage(session.store, pos[0], opts.get("--depth"),
                                          bool(opts.get("--forward")),
                                          Method(opts.get("--method", "auto"))))
-    key = "descendants" if opts.get("--forward") else "ancestors"
+    key = "descendant" if opts.get("--forward") else "ancestor"
+    key += "" if len(result.nodes) == 1 else "s"
     footer = (f"{len(result.nodes)} {key}, {len(result.edges)} triples; "
               f"method {result.method.value}, {result.triples_read} triples read")
     emit(session, result_renderable(["src", "op", "dst"], [(s, o, d) for s, d, o in result.edges],
@@ -338,9 +351,9 @@ def _export(session: Session, inv: Invocation) -> None:
         info = N.export(sg, target, path)
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}", hint="choose another path") from None
-    session.out.print(f"exported {info['nodes']} nodes and {info['relationships']} relationships "
-                      f"({sel.describe()}) to {info['path']}")
-    session.out.print(info["how"])
+    session.out.print(Text(f"exported {info['nodes']} nodes and {info['relationships']} relationships "
+                      f"({' '.join(sel.describe().split())}) to {info['path']}"))
+    session.out.print(Text(info["how"]))
     _timed(session, started)
 
 
@@ -358,14 +371,14 @@ def _show(session: Session, inv: Invocation) -> None:
         written = write_html(sg, Path(path), f"Strata: {sel.describe()}")
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}", hint="choose another path") from None
-    session.out.print(f"wrote {written} ({len(sg.nodes)} nodes); open file://{Path(written).resolve()}")
+    session.out.print(Text(f"wrote {written} ({len(sg.nodes)} nodes); open file://{Path(written).resolve()}"))
 
 
 _SELECT_HELP = ("ITEM: its lineage (--forward: descendants, --depth K); --query \"IQL\"; "
                 "--component ITEM; nothing or --last: the last query's result")
 
 COMMANDS: tuple[Command, ...] = (
-    Command("\\?", "\\? | \\help", "list these commands", _help, ("\\help", "\\h")),
+    Command("\\?", "\\?", "list these commands", _help, ("\\help", "\\h")),
     Command("\\q", "\\q", "quit (or Ctrl-D)", _quit, ("\\quit",)),
     Command("\\timing", "\\timing [on|off]", "show how long each statement took", _timing),
     Command("\\explain", "\\explain QUERY", "show the plan and strategy of an IQL query", _explain),
@@ -373,7 +386,7 @@ COMMANDS: tuple[Command, ...] = (
             _describe, ("\\describe",)),
     Command("\\lineage", "\\lineage ID [--forward] [--depth K] [--method auto|rq|cc|cs]",
             "the lineage (ancestors, or descendants with --forward) of one item", _lineage),
-    Command("\\export", "\\export FILE.cypher|FOLDER [ITEM] [--query IQL] [--component ITEM] "
+    Command("\\export", "\\export FILE.cypher|FOLDER [ITEM] [--query IQL] [--component ITEM] [--last] "
             "[--forward] [--depth K] [--max-nodes N]",
             "export a subgraph for Neo4j: a .cypher script or a folder of CSV files. " + _SELECT_HELP,
             _export),

@@ -329,3 +329,8 @@ def test_command_errors_are_user_errors(live):
     with pytest.raises(IqlSyntaxError) as e:
         C.dispatch(s, "select from WebPage p")
     assert "^" in e.value.render()
+
+
+def test_values_are_not_read_as_rich_markup():
+    text = _render(C.result_renderable(["[b]col"], [("[bold]x[/bold]",), ("a[red]",)]))
+    assert "[b]col" in text and "[bold]x[/bold]" in text and "a[red]" in text

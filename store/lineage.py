@@ -16,7 +16,7 @@ steps from q. Forward is the same on reversed triples. A visited set makes cycle
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
@@ -116,18 +116,25 @@ def _rq_spark(scope: DataFrame, item: str, depth: int | None, forward: bool) -> 
 class IndexView:
     """What the lineage methods read: raw triples for RQ and, if built, the index tables."""
 
-    raw: DataFrame  # src, dst, op
-    nodes: DataFrame | None = None  # id, ccid, csid (+ bucket)
-    triples: DataFrame | None = None  # src, dst, op, ccid, src_csid, dst_csid (+ bucket)
-    setdeps: DataFrame | None = None  # ccid, src_csid, dst_csid (+ bucket)
+    # Each table is a DataFrame or a zero-argument function returning one (see `df`).
+    raw: DataFrame | Callable[[], DataFrame]  # src, dst, op
+    nodes: DataFrame | Callable[[], DataFrame] | None = None  # id, ccid, csid (+ bucket)
+    triples: DataFrame | Callable[[], DataFrame] | None = None  # src, dst, op, ccid, *_csid
+    setdeps: DataFrame | Callable[[], DataFrame] | None = None  # ccid, src_csid, dst_csid
     buckets: int | None = None  # None: tables are not bucketed (built in memory)
     warnings: tuple[str, ...] = ()
-    known: DataFrame | None = None  # DataFrame[id] of every vertex, for "unknown item" errors
+    known: DataFrame | Callable[[], DataFrame] | None = None  # DataFrame[id] of every vertex, for "unknown item" errors
     local: object | None = None  # store.index.local.LocalIndex: driver-side point reads
 
     @property
     def indexed(self) -> bool:
         return self.nodes is not None
+
+    def df(self, name: str) -> DataFrame:
+        """A table of the view; view_of passes zero-argument functions so that a query only
+        builds the DataFrames it uses (building one lists files and reads a footer)."""
+        value = getattr(self, name)
+        return value() if callable(value) and not isinstance(value, DataFrame) else value
 
     def key(self, col: str, value: str):
         if self.buckets is None:
@@ -137,8 +144,12 @@ class IndexView:
 
 def view_of(st) -> IndexView:
     """The store's lineage view; the index is used only if it covers every committed edge."""
-    raw = st.table(EDGES).select(SRC, DST, F.col(PROCESS).alias(L.OP))
-    known = st.table(VERTICES).select(ID)
+    def raw():
+        return st.table(EDGES).select(SRC, DST, F.col(PROCESS).alias(L.OP))
+
+    def known():
+        return st.table(VERTICES).select(ID)
+
     meta = st.meta(L.META_KEY)
     if not meta:
         return IndexView(raw, known=known, warnings=("no component index yet: run `strata index`",))
@@ -149,7 +160,10 @@ def view_of(st) -> IndexView:
             "the component index is older than the last ingest: run `strata index` to update it",))
     from store.index.local import LocalIndex
 
-    return IndexView(raw, st.table(L.NODES), st.table(L.TRIPLES), st.table(L.SETDEPS),
+    def table(name):
+        return lambda: st.table(name)
+
+    return IndexView(raw, table(L.NODES), table(L.TRIPLES), table(L.SETDEPS),
                      int(meta["buckets"]), known=known, local=LocalIndex.of(st))
 
 
@@ -168,8 +182,8 @@ def lineage(source, item: str, depth: int | None = None, forward: bool = False,
                         hint="run `strata index` first, or use --method rq")
     chosen = method if method is not Method.AUTO else (Method.CS if view.indexed else Method.RQ)
     if chosen is Method.RQ:
-        found, edges = _rq_spark(view.raw, item, depth, forward)
-        read = view.raw.count()
+        found, edges = _rq_spark(view.df('raw'), item, depth, forward)
+        read = view.df('raw').count()
         if not found and not edges:
             _check_known(view, item)
     else:
@@ -179,10 +193,10 @@ def lineage(source, item: str, depth: int | None = None, forward: bool = False,
 
 
 def _check_known(view: IndexView, item: str) -> None:
-    hit = view.raw.where((F.col(SRC) == item) | (F.col(DST) == item)).limit(1).count()
+    hit = view.df('raw').where((F.col(SRC) == item) | (F.col(DST) == item)).limit(1).count()
     if hit:
         return
-    if view.known is not None and view.known.where(F.col(ID) == item).limit(1).count():
+    if view.known is not None and view.df('known').where(F.col(ID) == item).limit(1).count():
         return
     raise UserError(f"unknown item '{item}': it is in no triple and no vertex of the store",
                     hint="item ids are case-sensitive; `strata query` can list them")
@@ -195,12 +209,12 @@ def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method
         done = _pruned_local(view, item, depth, forward, method, tau)
         if done is not None:
             return done
-    row = view.nodes.where(view.key(ID, item)).select(L.CCID, L.CSID).first()
+    row = view.df('nodes').where(view.key(ID, item)).select(L.CCID, L.CSID).first()
     if row is None:
         _check_known(view, item)
         return set(), set(), 0
     ccid, csid = row[0], row[1]
-    scope = view.triples.where(view.key(L.CCID, ccid))
+    scope = view.df('triples').where(view.key(L.CCID, ccid))
     if method is Method.CS and csid != ccid:
         sets = _set_lineage(view, ccid, csid, forward)
         scope = scope.where(F.col(L.DST_CSID).isin(sorted(sets)))
@@ -244,7 +258,7 @@ def _pruned_local(view: IndexView, item: str, depth: int | None, forward: bool, 
 
 def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[str]:
     """The set and every set it derives from (or, forward, that derive from it)."""
-    deps = view.setdeps.where(view.key(L.CCID, ccid))
+    deps = view.df('setdeps').where(view.key(L.CCID, ccid))
     here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
     seen, frontier = {csid}, [csid]
     while frontier:

@@ -358,3 +358,43 @@ def trace_captured(tracker, tdf, pattern, limit: int | None = None) -> Trace:
                      pattern, assoc, limit)
     finally:
         assoc.unpersist()
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A committed capture run: its operators, result operator and association table."""
+
+    run: str
+    operators: tuple[OperatorProv, ...]
+    result_oid: int
+    assoc: object  # DataFrame: oid, out_id, input, in_id, pos (this run only)
+
+
+def load_run(store, run: str | None = None) -> StoredRun:
+    """Read a committed run (default: the store's last capture run) from the capture tables."""
+    from pyspark.sql import functions as F
+
+    from capture.commit import ASSOC, OPERATORS, RUNS
+    from capture.model import Manipulation, OpInput
+    from store.errors import UserError
+
+    if not store.has_table(RUNS):
+        raise UserError(f"store {store.root} has no captured runs",
+                        hint="capture a pipeline with capture.Tracker(spark, store).write(...) first")
+    if run is None:
+        last = store.meta("capture.last_run") or {}
+        run = last.get("run")
+    runs = store.table(RUNS).filter(F.col("run") == F.lit(run)).select("result_oid").collect()
+    if not runs:
+        known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]
+        raise UserError(f"no captured run {run!r} in store {store.root}",
+                        hint=f"known runs: {', '.join(known) or 'none'}")
+    ops = []
+    for r in store.table(OPERATORS).filter(F.col("run") == F.lit(run)).collect():
+        inputs = tuple(OpInput(i.pred, tuple(i.accessed) if i.accessed is not None else None)
+                       for i in sorted(r.inputs, key=lambda i: i.input))
+        manip = (tuple(Manipulation(m.input, m.src, m.dst) for m in r.manipulated)
+                 if r.manipulated is not None else None)
+        ops.append(OperatorProv(r.oid, OpType(r.type), r.method, inputs, manip, r.detail or "", r.dataset))
+    assoc = store.table(ASSOC).filter(F.col("run") == F.lit(run)).drop("run")
+    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), runs[0].result_oid, assoc)

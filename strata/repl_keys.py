@@ -2,7 +2,7 @@
 
 Enter submits when the statement is complete (`statement_complete`): it ends in `;`, starts
 with a backslash command, is empty, or is `quit`/`exit`; otherwise Enter starts a new line.
-Alt-Enter (Esc then Enter) always submits. Tab opens the completion menu; Enter with a
+Alt-Enter (Esc then Enter) always submits. Tab completes (common part, then a menu); Enter with a
 completion selected accepts it. Ctrl-C at the prompt clears the input (prompt_toolkit raises
 KeyboardInterrupt, the loop catches it); Ctrl-D on an empty line exits.
 """
@@ -10,7 +10,7 @@ KeyboardInterrupt, the loop catches it); Ctrl-D on an empty line exits.
 from __future__ import annotations
 
 from prompt_toolkit.application import get_app
-from prompt_toolkit.filters import Condition, completion_is_selected, has_completions
+from prompt_toolkit.filters import Condition, completion_is_selected
 from prompt_toolkit.key_binding import KeyBindings
 
 from strata.repl_complete import tokenize
@@ -46,15 +46,16 @@ def strip_statement(text: str) -> str:
 def key_bindings() -> KeyBindings:
     kb = KeyBindings()
 
-    @kb.add("tab", filter=~has_completions)
+    @kb.add("tab")
     def _tab(event) -> None:
-        """Tab opens completions (or indents at the start of a line)."""
+        """Tab completes the common part, then walks the menu (at the start of a line: indents)."""
         buf = event.app.current_buffer
-        before = buf.document.current_line_before_cursor
-        if not before.strip():
+        if buf.complete_state:
+            buf.complete_next()
+        elif not buf.document.current_line_before_cursor.strip():
             buf.insert_text("    ")
         else:
-            buf.start_completion(select_first=False)
+            buf.start_completion(insert_common_part=True)
 
     @kb.add("enter", filter=completion_is_selected)
     def _accept_completion(event) -> None:

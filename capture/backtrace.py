@@ -322,22 +322,47 @@ def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[
     """Match a tree pattern against every row of ``result`` in Spark (a Python UDF over each row's
     JSON); only the matching rows' ids and matched paths come back to the driver."""
     from pyspark.sql import functions as F
+
+    visible = [c for c in result.columns if c != id_col]
+    docs = result.select(F.col(f"`{id_col}`").alias("id"), F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
+    return match_docs(docs, pattern, limit)
+
+
+def match_docs(docs, pattern, limit: int | None = None) -> dict[int, list[str]]:
+    """Match a tree pattern against a DataFrame of ``id long, doc string`` (each item as JSON)."""
+    from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
     from capture.treepattern import Pattern, match, parse_pattern
 
     pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
-    visible = [c for c in result.columns if c != id_col]
 
     def run(doc: str):
         return match(pat, json.loads(doc)) if doc is not None else None
 
     matcher = F.udf(run, ArrayType(StringType()))
-    doc = F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible]))
-    df = result.select(F.col(f"`{id_col}`").alias("_id"), matcher(doc).alias("_paths")).filter(F.col("_paths").isNotNull())
+    df = docs.select(F.col("id"), matcher(F.col("doc")).alias("_paths")).filter(F.col("_paths").isNotNull())
     if limit is not None:
         df = df.limit(limit)
-    return {r._id: list(r._paths) for r in df.collect()}
+    return {r.id: list(r._paths) for r in df.collect()}
+
+
+RESULT_ITEMS = "capture_result_items"
+
+
+def record_result_items(store, run: str, tdf) -> int:
+    """Commit the run's result items (``run, id, doc``: each visible row as JSON with its
+    provenance id) so that TRACE can match patterns on a committed run. Recomputes ``tdf``
+    (ids are deterministic); belongs in ``tracker.write``'s commit, see docs/capture.md."""
+    from pyspark.sql import functions as F
+
+    df = tdf.with_item_ids("__strata_trace_id")
+    visible = [c for c in df.columns if c != "__strata_trace_id"]
+    rows = df.select(F.lit(run).alias("run"), F.col("__strata_trace_id").alias("id"),
+                     F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
+    with store.transaction(f"capture result items {run}") as tx:
+        tx.append(RESULT_ITEMS, rows)
+    return store.refresh().table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).count()
 
 
 def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, pattern, assoc,

@@ -274,8 +274,19 @@ class Select:
 
 
 @dataclass(frozen=True, slots=True)
+class Trace:
+    """TRACE ['run'] MATCH 'pattern' [LIMIT n]: backtrace matched items of a captured run."""
+
+    run: str | None  # None = the store's last captured run
+    pattern: str
+    limit: int | None
+    span: Span
+    pattern_span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Statement:
-    query: Select
+    query: Select | Trace
     explain: bool
     span: Span
 

@@ -449,6 +449,10 @@ class _Binder:
 
 def bind(statement: A.Statement, catalog, text: str = "") -> A.BoundStatement:
     """Resolve names and types of `statement` against `catalog` (a store.model.Catalog)."""
+    if isinstance(statement.query, A.Trace):  # TRACE: see iql/trace.py
+        from iql import trace
+
+        return A.BoundStatement(trace.bind(statement.query, text), False, (), text)
     binder = _Binder(catalog, text)
     query = binder.select(statement.query, None)
     return A.BoundStatement(query, statement.explain, tuple(binder.warnings), text)

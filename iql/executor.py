@@ -304,6 +304,10 @@ def _top(rel):
 
 def execute(st, plan: P.QueryPlan) -> DataFrame:
     """Run a top-level plan; the result has the query's column names."""
+    from iql import trace
+
+    if isinstance(plan.root, trace.TraceRelation):
+        return trace.execute(st, plan.root)
     return Executor(st).query(plan).toDF(*plan.columns)
 
 

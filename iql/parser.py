@@ -139,6 +139,17 @@ class _ToAst(Transformer):
             limit_span=parts["limit"][1] if "limit" in parts else None,
         )
 
+    def trace(self, meta, ch):
+        strings = _toks(ch, "STRING")
+        word = _toks(ch, "NAME")[0]
+        if str(word).lower() != "match":
+            raise IqlSyntaxError.at(
+                f"expected MATCH after TRACE, found '{word}'", _span_tok(word), self.text,
+                hint="write TRACE MATCH '/user/id_str' or TRACE 'run id' MATCH '/user/id_str'")
+        limit = next((c[1][0] for c in _nodes(ch) if isinstance(c, tuple) and c[0] == "limit"), None)
+        run = _unquote(str(strings[0])) if len(strings) == 2 else None
+        return A.Trace(run, _unquote(str(strings[-1])), limit, _span_meta(meta), _span_tok(strings[-1]))
+
     def select_star(self, meta, ch):
         return ("items", None)
 

@@ -312,6 +312,10 @@ class _Planner:
 
 def plan(statement: A.BoundStatement, stats: Stats | None = None) -> P.QueryPlan:
     """The logical plan of a bound statement; `notes` describe the chosen strategy."""
+    if isinstance(statement.query, A.Trace):  # TRACE: see iql/trace.py
+        from iql import trace
+
+        return trace.plan(statement.query)
     planner = _Planner(stats or Stats(), statement.source_text)
     result = planner.select(statement.query)
     return P.QueryPlan(result.root, result.columns, (), tuple(planner.notes))

@@ -1,0 +1,72 @@
+"""TRACE in IQL: a committed run of the running example, traced from its result items."""
+
+from __future__ import annotations
+
+import pytest
+from test_capture_example import running_example
+from test_capture_helpers import TWEETS
+
+import iql
+from capture import Tracker
+from capture.backtrace import record_result_items
+from iql.errors import IqlRuntimeError, IqlSyntaxError
+from store import Store
+from store.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def traced_store(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("trace") / "store"
+    store = Store.open(str(root), spark=spark)
+    tracker = Tracker(spark, store, pipeline="running-example", model=False)
+    tweets = tracker.read.json(TWEETS, name="tweets")
+    result = running_example(tweets)
+    info = tracker.write(result, str(root.parent / "out"), format="parquet")
+    record_result_items(store, info.run, result)
+    hello = sorted(r._pid for r in tweets.with_item_ids("_pid").collect() if r.text == "Hello World")
+    return Store.open(str(root), spark=spark), info.run, hello
+
+
+def test_trace_statement_returns_contributing_and_influencing_rows(traced_store):
+    store, run, hello = traced_store
+    res = iql.run(store, "TRACE MATCH '//id_str = ''lp'' and /tweets[count(text = ''Hello World'') >= 2]"
+                         "/text = ''Hello World''';")
+    assert res.columns == ("dataset", "item", "item_id", "path", "role", "accessed_by", "manipulated_by")
+    rows = res.rows()
+    assert sorted({r[2] for r in rows}) == hello
+    for item in hello:
+        mine = {r[3]: r[4] for r in rows if r[2] == item}
+        assert mine == {"text": "contributing", "user": "contributing", "user.id_str": "contributing",
+                        "user.name": "influencing", "retweet_cnt": "influencing"}
+    assert all(r[1] == f"dataset:tweets#{r[2] & 0xFFFFFFFFFFFFFFFF:016x}" for r in rows)
+    (rt,) = {tuple(r[5]) for r in rows if r[3] == "retweet_cnt"}
+    assert rt == (2,)  # the upper branch's filter
+
+
+def test_trace_with_an_explicit_run_and_limit(traced_store):
+    store, run, _ = traced_store
+    rows = iql.run(store, f"trace '{run}' match '/user/id_str' limit 1").rows()
+    assert len({r[2] for r in rows}) >= 1 and {r[0] for r in rows} == {"tweets"}
+
+
+def test_bad_pattern_points_into_the_query(traced_store):
+    store, *_ = traced_store
+    with pytest.raises(IqlSyntaxError) as err:
+        iql.run(store, "TRACE MATCH 'user/id_str'")
+    assert "bad tree pattern" in str(err.value) and err.value.column == 13
+
+
+def test_unknown_run_says_which_runs_exist(traced_store):
+    store, run, _ = traced_store
+    with pytest.raises(UserError) as err:
+        iql.run(store, "TRACE 'nope' MATCH '/user'")
+    assert "no captured run 'nope'" in str(err.value) and run in str(err.value)
+
+
+def test_run_without_result_items_explains_what_to_do(spark, tmp_path):
+    store = Store.open(str(tmp_path / "s"), spark=spark)
+    tracker = Tracker(spark, store, pipeline="p", model=False)
+    tweets = tracker.read.json(TWEETS, name="tweets")
+    tracker.write(tweets.filter("retweet_cnt = 1"), str(tmp_path / "o"), format="parquet")
+    with pytest.raises(IqlRuntimeError, match="record_result_items"):
+        iql.run(Store.open(str(tmp_path / "s"), spark=spark), "TRACE MATCH '/text'")

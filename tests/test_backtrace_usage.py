@@ -1,0 +1,40 @@
+"""Data-usage heatmap and audit report (capture/usage.py) over hand-built traces."""
+
+from __future__ import annotations
+
+from capture.backtrace import backtrace
+from capture.model import Manipulation as M
+from capture.model import OperatorProv, OpInput, OpType
+from capture.usage import audit, heatmap, heatmap_html
+
+OPS = [OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="tweets"),
+       OperatorProv(2, OpType.FILTER, "filter", (OpInput(1, ("retweet_cnt",)),), ()),
+       OperatorProv(3, OpType.SELECT, "select", (OpInput(2, ("text", "user.id_str")),),
+                    (M(0, "text", "text"), M(0, "user.id_str", "uid")))]
+
+
+def run(matched):
+    return backtrace(OPS, 3, matched, lambda oid, ids: [])
+
+
+def test_audit_lists_exposed_and_influencing_attributes_per_item():
+    t = run({10: ["text"], 11: ["uid"]})
+    assert audit(t) == [
+        ("tweets", 10, ("text",), ("retweet_cnt", "user.id_str")),
+        ("tweets", 11, ("user.id_str",), ("retweet_cnt", "text")),
+    ]
+
+
+def test_heatmap_counts_contributed_influenced_and_unused_over_a_workload():
+    workload = [run({10: ["text"]}), run({10: ["uid"], 11: ["uid"]}), run({11: ["text"]})]
+    hm = heatmap(workload, "tweets", attributes=["user.name"])
+    assert hm.traces == 3 and hm.items == (10, 11)
+    assert hm.attributes == ("retweet_cnt", "text", "user.id_str", "user.name")
+    c = hm.cells
+    assert (c[(10, "text")].contributed, c[(10, "text")].influenced, c[(10, "text")].unused) == (1, 1, 1)
+    assert (c[(11, "user.id_str")].contributed, c[(11, "user.id_str")].influenced) == (1, 1)
+    assert c[(10, "retweet_cnt")].influenced == 2 and c[(10, "user.name")].unused == 3
+    assert hm.totals()["retweet_cnt"].influenced == 4
+    assert len(hm.rows()) == 8
+    page = heatmap_html(hm)
+    assert page.count("<tr>") == 3 and "user.name" in page and "1/1/1" in page

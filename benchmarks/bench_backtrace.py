@@ -31,8 +31,17 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated pipeline names, e.g. T1,D3")
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
+    from pyspark.sql import functions as F
+
     from capture import Tracker
-    from capture.backtrace import RESULT_ITEMS, backtrace, load_run, match_docs, record_result_items, spark_fetcher
+    from capture.backtrace import (
+        RESULT_ITEMS,
+        backtrace,
+        load_run,
+        match_docs,
+        record_result_items,
+        spark_fetcher,
+    )
     from store import Store
     from strata.spark import get_session
 
@@ -47,12 +56,10 @@ def main() -> None:
         run_plain(spark, args.data, fn, out)  # warm-up
         plain = run_plain(spark, args.data, fn, out)
         tracker = Tracker(spark, store, pipeline=name, model=False)
-        result = fn(lambda n: tracker.read.json(os.path.join(args.data, n), name=n))
+        result = fn(lambda n, tr=tracker: tr.read.json(os.path.join(args.data, n), name=n))
         info = tracker.write(result, out + "-captured", format="parquet", mode="overwrite")
         record_result_items(store, info.run, result)
         store.refresh()
-        from pyspark.sql import functions as F
-
         t0 = time.perf_counter()
         run = load_run(store, info.run)
         docs = store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(info.run)).select("id", "doc")

@@ -72,7 +72,7 @@ def _seg_match(pattern: str, seg: str) -> bool:
 
 
 def _is_prefix(prefix: Path, path: Path) -> bool:
-    return len(prefix) <= len(path) and all(_seg_match(p, s) for p, s in zip(prefix, path))
+    return len(prefix) <= len(path) and all(_seg_match(p, s) for p, s in zip(prefix, path, strict=False))
 
 
 def _subst_pos(path: Path, pos: int | None, before: Path | None = None) -> Path:

@@ -1,6 +1,7 @@
 """`strata repl` driven through a real pseudo-terminal (pexpect), as a user would type.
 
-One session does everything, because each one starts a JVM: a multi-line query, a wrong one
+One session does everything, because each one starts a JVM: a multi-line query, Tab
+completion of an attribute, a wrong one
 (caret message, the loop goes on), `\\timing`, `\\d WebPage`, `\\export`, Ctrl-C at the prompt
 (clears the input), Ctrl-C during a long query (cancels it, the REPL lives on), `\\q` (exit 0).
 """
@@ -90,6 +91,16 @@ def test_repl_session_in_a_terminal(movies_path, tmp_path):
         child.expect("exported 2 nodes")
         _prompt(child)
         assert "imdb_page" in script.read_text() and "ymovies_page" in script.read_text()
+
+        # Tab completes an attribute of the alias `p` from the catalog: p.auth -> p.authScore.
+        child.send("select p.id from WebPage p where p.auth")
+        time.sleep(1)
+        child.send("\t")
+        time.sleep(3)
+        child.send(" > 4;\r")
+        child.expect(r"ymovies_page\s*│")
+        child.expect(r"\(1 row\)")
+        _prompt(child)
 
         # Ctrl-C at the prompt throws the typed text away.
         child.send("select garbage")

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def console(err: bool = False) -> Console:
@@ -27,7 +28,7 @@ def result_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: s
     for c in columns:
         table.add_column(c)
     for r in rows:
-        table.add_row(*[_cell(v) for v in r])
+        table.add_row(*[Text(_cell(v)) for v in r])  # values are data, never rich markup
     return table
 
 

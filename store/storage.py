@@ -221,6 +221,10 @@ class Storage:
         self.spark = spark
         self.fs = _filesystem(self.root, spark)
 
+    def local_path(self, rel: str) -> str | None:
+        """The local file-system path of `rel`, or None when the store is not a local folder."""
+        return self.fs.join(rel) if isinstance(self.fs, _LocalFS) else None
+
     def versions(self) -> list[int]:
         return [int(m.group(1)) for n in self.fs.listdir(MANIFEST_DIR) if (m := _MANIFEST_RE.match(n))]
 

@@ -25,17 +25,15 @@ class LocalIndex:
     @classmethod
     def of(cls, st) -> LocalIndex | None:
         """The store's index folders, or None when the store is not a local folder."""
-        from store.storage import _LocalFS
-
-        fs = st.storage.fs
-        if not isinstance(fs, _LocalFS):
-            return None
         folders = {}
         for name in (L.NODES, L.TRIPLES, L.SETDEPS):
             entry = st.manifest.tables.get(name)
             if entry is None or len(entry.segments) != 1:
                 return None
-            folders[name] = fs.join(entry.segments[0])
+            path = st.storage.local_path(entry.segments[0])
+            if path is None:
+                return None
+            folders[name] = path
         return cls(folders)
 
     def _read(self, name: str, flt, columns: Sequence[str]) -> list[tuple]:

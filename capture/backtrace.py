@@ -337,7 +337,7 @@ def match_docs(docs, pattern, limit: int | None = None) -> dict[int, list[str]]:
 
     pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
 
-    def run(doc: str):
+    def run(doc):  # no type hints: Spark would try to infer a pandas UDF from them
         return match(pat, json.loads(doc)) if doc is not None else None
 
     matcher = F.udf(run, ArrayType(StringType()))

@@ -231,3 +231,35 @@ def test_join_sides_from_a_committed_run(spark, tmp_path):
     assert len(left) == 2  # jm's two tweets joined with jm: their join key and the selected text influence
     assert all({n.path: n.role for n in i.nodes} == {"user": "influencing", "user.id_str": "influencing",
                                                      "text": "influencing"} for i in left)
+
+
+# ---- against the lineage reference of test_capture_example (a walk over all associations) --
+def test_every_position_traces_to_the_one_reference_source_item(example):
+    """Driver-side matching and an in-memory fetch (both tested above against Spark) keep this fast."""
+    from test_capture_example import _backtrace
+
+    _, result, cap, assoc, _ = example
+    rows = [tuple(r) for r in assoc.collect()]
+    table: dict = {}
+    for oid, out_id, inp, in_id, pos in rows:
+        table.setdefault(oid, []).append((out_id, inp, in_id, pos))
+    for row in result.with_item_ids("_pid").collect():
+        user = row.user.id_str
+        doc = {"user": row.user.asDict(), "tweets": [t.asDict() for t in row.tweets]}
+        reference = _backtrace(rows, cap.result_oid, row._pid, cap.operators)
+        by_position = {ap: (src, fp) for src, fp, ap in reference}
+
+        def run(pattern, doc=doc, pid=row._pid):
+            paths = match(parse_pattern(pattern), doc)
+            return backtrace(cap.operators, cap.result_oid, {pid: paths}, fetch_from(table))
+
+        for k in range(1, len(row.tweets) + 1):
+            contributing, _ = roles(run(f"/user/id_str = '{user}' and /tweets[{k}]/text"))
+            src, fp = by_position[k]
+            assert list(contributing) == [src]
+            expected = {"text", "user", "user.id_str"} if fp is None else {
+                "text", "user_mentions", f"user_mentions.[{fp}]", f"user_mentions.[{fp}].id_str"}
+            assert contributing[src] == expected
+        # the grouping key alone: exactly the reference lineage (every member of the group)
+        contributing, _ = roles(run(f"/user/id_str = '{user}'"))
+        assert sorted(contributing) == sorted({src for src, _, _ in reference})

@@ -74,3 +74,23 @@ def execute(store, rel: TraceRelation):
     trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))
     rows = [(d, element_id(d, i), i, p, r, a, m) for d, i, p, r, a, m in trace.rows()]
     return store.spark.createDataFrame(rows, _SCHEMA)
+
+
+def render_tree(rows) -> str:
+    """TRACE rows as indented trees (one per input item), for the CLI and the REPL:
+
+        tweets  dataset:tweets#e30a59a421e0f527
+          retweet_cnt  influencing  accessed by 2
+          text  contributing  accessed by 3,7,8; manipulated by 3,7,8
+    """
+    lines: list[str] = []
+    current = None
+    for dataset, item, _, path, role, accessed, manipulated in rows:
+        if (dataset, item) != current:
+            current = (dataset, item)
+            lines.append(f"{dataset}  {item}")
+        segs = path.split(".")
+        ops = [f"{word} by {','.join(map(str, v))}" for word, v in (("accessed", accessed), ("manipulated", manipulated))
+               if v]
+        lines.append(f"{'  ' * len(segs)}{segs[-1]}  {role}" + (f"  {'; '.join(ops)}" if ops else ""))
+    return "\n".join(lines)

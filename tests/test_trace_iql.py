@@ -70,3 +70,17 @@ def test_run_without_result_items_explains_what_to_do(spark, tmp_path):
     tracker.write(tweets.filter("retweet_cnt = 1"), str(tmp_path / "o"), format="parquet")
     with pytest.raises(IqlRuntimeError, match="record_result_items"):
         iql.run(Store.open(str(tmp_path / "s"), spark=spark), "TRACE MATCH '/text'")
+
+
+def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):
+    from iql.trace import render_tree
+
+    store, *_ = traced_store
+    assert iql.run(store, "TRACE MATCH '/user/id_str = ''nobody'''").rows() == []
+    rows = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''").rows()
+    text = render_tree(rows)
+    lines = text.splitlines()
+    assert lines[0].startswith("tweets  dataset:tweets#")
+    assert "  user_mentions  influencing" in lines  # only the grouping key (not asked for) came from it
+    assert "    [1]  influencing  accessed by 4" in lines
+    assert any(line.startswith("      name  influencing") for line in lines)

@@ -108,6 +108,28 @@ def test_opaque_map_marks_every_node_manipulated():
                                 "b.c": ("contributing", (), (2,))}
 
 
+def test_sort_and_limit_keep_paths_and_record_the_sort_key():
+    ops = [src(), OperatorProv(2, OpType.SORT, "orderBy", (OpInput(1, ("n",)),), ()),
+           OperatorProv(3, OpType.LIMIT, "limit", (OpInput(2, ()),), ())]
+    t = backtrace(ops, 3, {1: ["a.b"]}, fetch_from({}))
+    assert nodes(t, "d")[1] == {"a": ("contributing", (), ()), "a.b": ("contributing", (), ()),
+                                "n": ("influencing", (2,), ())}
+
+
+def test_distinct_traces_every_duplicate():
+    ops = [src(), OperatorProv(2, OpType.AGGREGATION, "distinct", (OpInput(1, ("a",)),), (M(0, "a", "a"),))]
+    t = backtrace(ops, 2, {9: ["a"]}, fetch_from({2: [(9, 0, 1, 1), (9, 0, 2, 2)]}))
+    assert sorted(nodes(t, "d")) == [1, 2]
+    assert all(n["a"] == ("contributing", (2,), (2,)) for n in nodes(t, "d").values())
+
+
+def test_semi_join_traces_only_the_left_items():
+    ops = [src(1, "l"), src(2, "r"),
+           OperatorProv(3, OpType.JOIN, "join", (OpInput(1, ("k",)), OpInput(2, ("id",))), (M(0, "k", "k"),))]
+    t = backtrace(ops, 3, {5: ["k"]}, fetch_from({3: [(5, 0, 5, None)]}))
+    assert t.datasets() == ["l"] and nodes(t, "l") == {5: {"k": ("contributing", (3,), (3,))}}
+
+
 # ---- the running example in Spark --------------------------------------------------------
 @pytest.fixture(scope="module")
 def example(spark):

@@ -185,8 +185,10 @@ def expand(t: Tables, start: DataFrame, k: int | None, forward: bool) -> DataFra
         ends = hop.select("o", F.col("y").alias("o2")).distinct()
         nxt = close(t, ends.select(F.col("o2").alias("o")).distinct(), "o", "x")
         found = ends.join(nxt.withColumnRenamed("o", "o2"), "o2").select("o", "x").distinct()
+        # One materialization per round; `reach` stays a union of materialized deltas, so its
+        # plan grows by one scan per round and is never recomputed.
         delta = found.join(reach, ["o", "x"], "left_anti").localCheckpoint()
-        if delta.isEmpty():
+        reach = reach.unionByName(delta)
+        if (k is None or rounds < k) and delta.isEmpty():  # the last bounded round needs no check
             break
-        reach = reach.unionByName(delta).localCheckpoint()
     return reach

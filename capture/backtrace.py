@@ -333,9 +333,11 @@ def match_docs(docs, pattern, limit: int | None = None) -> dict[int, list[str]]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    from capture.treepattern import Pattern, match, parse_pattern
+    from capture.treepattern import Pattern, match, parse_pattern, required_literals
 
     pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
+    for literal in required_literals(pat):  # JVM-side pruning: most rows never reach Python
+        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
 
     def run(doc):  # no type hints: Spark would try to infer a pandas UDF from them
         return match(pat, json.loads(doc)) if doc is not None else None

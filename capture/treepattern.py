@@ -342,3 +342,29 @@ def match(pattern: Pattern, item: dict) -> list[str] | None:
         for path, _ in nodes:
             found.setdefault(".".join(path), None)
     return sorted(found)
+
+
+_SAFE = re.compile(r"[A-Za-z0-9 _@.,:;!?#+*-]+")
+
+
+def required_literals(pattern: Pattern) -> list[str]:
+    """Strings every matching item's JSON text must contain (a cheap pre-filter before the
+    matcher): string literals compared with '=' where a match needs at least one equal node.
+    Only literals JSON never escapes are returned, so the filter cannot drop a matching item."""
+    out: dict[str, None] = {}
+
+    def need(cmp: Cmp | None) -> None:
+        if cmp is not None and cmp.op == "=" and isinstance(cmp.value, str) and _SAFE.fullmatch(cmp.value):
+            out.setdefault(cmp.value, None)
+
+    for branch in pattern.branches:
+        need(branch.cmp)
+        for step in branch.steps:
+            for cond in step.preds:
+                if isinstance(cond, Rel):
+                    need(cond.cmp)
+                elif isinstance(cond, Count) and (
+                    (cond.cmp.op in (">=", "=") and cond.cmp.value >= 1) or (cond.cmp.op == ">" and cond.cmp.value >= 0)
+                ):
+                    need(cond.rel.cmp)
+    return list(out)

@@ -128,3 +128,18 @@ def test_descendant_equality_and_count_agree_with_a_walk(item, name, value, n):
         k = sum(1 for _, e in _expand((), item[name]) if e == value and isinstance(e, str))
         got = m(f"/{name}[count(. = '{value}') >= {n}]", item)
         assert (got == [name]) == (k >= n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(names, trees, max_size=3), names, st.sampled_from(["x", "y"]), st.integers(0, 2))
+def test_required_literals_never_drop_a_match(item, name, value, n):
+    import json
+
+    from capture.treepattern import required_literals
+
+    for text in (f"//{name} = '{value}'", f"/{name}[count(. = '{value}') >= {n}]",
+                 f"/{name}[. = '{value}'] and //{name}", f"//*[{name} = '{value}']"):
+        pat = parse_pattern(text)
+        if match(pat, item) is not None:
+            doc = json.dumps(item)
+            assert all(f'"{lit}"' in doc for lit in required_literals(pat)), text

@@ -411,6 +411,9 @@ def load_run(store, run: str | None = None) -> StoredRun:
     if run is None:
         last = store.meta("capture.last_run") or {}
         run = last.get("run")
+        if run is None:
+            raise UserError(f"store {store.root} records no last captured run",
+                            hint="name the run: TRACE '<run id>' MATCH '...' (see table capture_runs)")
     runs = store.table(RUNS).filter(F.col("run") == F.lit(run)).select("result_oid").collect()
     if not runs:
         known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]

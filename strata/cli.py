@@ -44,12 +44,27 @@ class App:
 
         return get_session(self.master, parse_conf(self.conf), quiet=not self.debug)
 
+    @classmethod
+    def of(cls, store) -> App:
+        """An App around an already open store (for embedding and tests)."""
+        app = cls(store_path=store.root)
+        app._store = store
+        return app
+
     def store(self):
         if self._store is None:
             from store import Store
 
             self._store = Store.open(self.store_path, spark=self.spark())
         return self._store
+
+
+def store_of(ctx: click.Context):
+    """The store named by the global options, opened on first use (for every subcommand)."""
+    app = ctx.find_object(App)
+    if app is None:  # a command invoked on its own, outside the `strata` group
+        app = ctx.ensure_object(App)
+    return app.store()
 
 
 def fail(message: str, code: int = 2) -> None:

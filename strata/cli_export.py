@@ -19,6 +19,7 @@ import click
 
 from store.errors import StrataError, UserError
 from store.export.model import DEFAULT_MAX_NODES
+from strata.cli import store_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +111,6 @@ def subgraph_for(st, sel: Selection, max_nodes: int):
     return extract(st, select_ids(st, sel), max_nodes=max_nodes)
 
 
-def _store(ctx: click.Context):
-    from strata.cli_query import _store as store_of
-
-    return store_of(ctx)
-
-
 def _fail(ctx: click.Context, err: StrataError) -> None:
     click.echo(f"strata: {err.render()}", err=True)
     ctx.exit(2 if isinstance(err, UserError) else 1)
@@ -175,7 +170,7 @@ def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, t
         to = N.Target(target) if target else N.Target.infer(output)
         creds = N.Credentials.resolve(uri, user, password) if to is N.Target.BOLT else None
         N.check_target(to, output, creds)
-        sg = subgraph_for(_store(ctx), sel, max_nodes)
+        sg = subgraph_for(store_of(ctx), sel, max_nodes)
         _warn(sg)
         info = N.export(sg, to, output, creds, database, batch_size)
     except StrataError as e:
@@ -202,7 +197,7 @@ def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, ou
 
     try:
         sel = Selection(item, query, tuple(ids), depth, forward, method, component)
-        sg = subgraph_for(_store(ctx), sel, max_nodes)
+        sg = subgraph_for(store_of(ctx), sel, max_nodes)
         _warn(sg)
         path = write_html(sg, output, title or f"Strata: {sel.describe()}")
     except StrataError as e:

@@ -12,15 +12,7 @@ import json
 import click
 
 from store.errors import UserError
-
-
-def _store(ctx: click.Context):
-    obj = ctx.obj
-    if obj is not None and hasattr(obj, "store") and callable(obj.store):
-        return obj.store()
-    from store import Store
-
-    return Store.open()
+from strata.cli import store_of
 
 
 def _splits(path: str | None) -> tuple[tuple[str, ...], ...] | None:
@@ -59,7 +51,7 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
     from store.index.layout import META_KEY
     from store.index.maintenance import params_from_meta
 
-    st = _store(ctx)
+    st = store_of(ctx)
     old = st.meta(META_KEY)
     overrides = {"theta": theta, "bands": bands, "buckets": buckets,
                  "engine": CCEngine(engine) if engine else None, "splits": _splits(splits_file)}
@@ -93,7 +85,7 @@ def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
     from store.lineage import DEFAULT_TAU, Method
     from store.lineage import lineage as run
 
-    result = run(_store(ctx), item, depth, forward, Method(method), DEFAULT_TAU if tau is None else tau)
+    result = run(store_of(ctx), item, depth, forward, Method(method), DEFAULT_TAU if tau is None else tau)
     for w in result.warnings:
         click.echo(f"strata: warning: {w}", err=True)
     if fmt == "json":

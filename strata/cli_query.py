@@ -1,9 +1,7 @@
 """`strata query "IQL" [--format table|json|csv]` (spec/cli.md): run one IQL statement.
 
-Registered by `strata/cli.py`. The store comes from the group's context object: `ctx.obj`
-may be a `store.Store`, a callable returning one, or a mapping/object with a `store` entry or
-attribute holding either; without any of these the default store (`$STRATA_STORE`, else
-`./.strata`) is opened. Data goes to stdout, warnings and errors to stderr; a query error
+Registered by `strata/cli.py`; the store comes from the global options (`strata.cli.store_of`).
+Data goes to stdout, warnings and errors to stderr; a query error
 exits with code 2 and the positioned message.
 """
 
@@ -14,21 +12,7 @@ import click
 import iql
 from iql.errors import IqlError
 from iql.result import format_csv, format_json, format_table
-
-
-def _store(ctx: click.Context):
-    obj = ctx.obj
-    if isinstance(obj, dict):
-        obj = obj.get("store", None)
-    elif obj is not None and hasattr(obj, "store") and not hasattr(obj, "catalog"):
-        obj = obj.store
-    if callable(obj) and not hasattr(obj, "catalog"):
-        obj = obj()
-    if obj is None:
-        from store import Store
-
-        obj = Store.open()
-    return obj
+from strata.cli import store_of
 
 
 def render(result: iql.Result, fmt: str) -> str:
@@ -58,7 +42,7 @@ def query(ctx: click.Context, text: str, fmt: str, show_ast: bool, show_plan: bo
 
             click.echo(repr(parse(text)))
             return
-        st = _store(ctx)
+        st = store_of(ctx)
         if show_plan and not text.lstrip().lower().startswith("explain"):
             text = "explain " + text
         result = iql.run(st, text)

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from export_helpers import NASTY, lint, problems, shared_store
 
+from strata.cli import App
 from strata.cli_export import export, show
 
 
@@ -19,7 +20,7 @@ def store(spark, tmp_path_factory):
 
 
 def run(cmd, store, *args):
-    return CliRunner().invoke(cmd, list(args), obj=store, catch_exceptions=False)
+    return CliRunner().invoke(cmd, list(args), obj=App.of(store), catch_exceptions=False)
 
 
 def test_show_writes_a_picture_of_a_lineage(store, tmp_path):
@@ -67,7 +68,7 @@ def test_export_csv_by_ids(store, tmp_path):
 def test_user_errors_exit_2_with_a_message(store, args, message, monkeypatch):
     for var in ("STRATA_NEO4J_URI", "STRATA_NEO4J_USER", "STRATA_NEO4J_PASSWORD"):
         monkeypatch.delenv(var, raising=False)
-    res = CliRunner().invoke(export, args, obj=store)
+    res = CliRunner().invoke(export, args, obj=App.of(store))
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
     assert "pw-xyz-secret" not in res.output
@@ -96,13 +97,13 @@ def test_registered_in_the_strata_cli(store, tmp_path):
 
 def test_component_selection_needs_the_index_then_exports_the_component(store, tmp_path):
     out = tmp_path / "cc.html"
-    res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=store)
+    res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=App.of(store))
     if res.exit_code == 2:  # the shared store has no index yet: that is a clear user error
         assert "strata index" in res.output
         from store.index.build import build_index
 
         build_index(store)
-        res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=store)
+        res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=App.of(store))
     assert res.exit_code == 0, res.output
     drawn = set(re.findall(r'data-id="([^"]*)"', out.read_text(encoding="utf-8")))
     assert {"out_row", NASTY["cell"]} <= {html.unescape(d) for d in drawn}

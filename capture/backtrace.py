@@ -352,16 +352,21 @@ def match_docs(docs, pattern, limit: int | None = None) -> dict[int, list[str]]:
 RESULT_ITEMS = "capture_result_items"
 
 
-def record_result_items(store, run: str, tdf) -> int:
-    """Commit the run's result items (``run, id, doc``: each visible row as JSON with its
-    provenance id) so that TRACE can match patterns on a committed run. Recomputes ``tdf``
-    (ids are deterministic); belongs in ``tracker.write``'s commit, see docs/capture.md."""
+def result_item_rows(run: str, df, visible, id_col: str):
+    """The ``capture_result_items`` rows (``run, id, doc``: each visible row as JSON with its
+    provenance id) of a result DataFrame that carries its ids in ``id_col``."""
     from pyspark.sql import functions as F
 
-    df = tdf.with_item_ids("__strata_trace_id")
-    visible = [c for c in df.columns if c != "__strata_trace_id"]
-    rows = df.select(F.lit(run).alias("run"), F.col("__strata_trace_id").alias("id"),
+    return df.select(F.lit(run).alias("run"), F.col(f"`{id_col}`").alias("id"),
                      F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
+
+
+def record_result_items(store, run: str, tdf) -> int:
+    """Commit the result items of a run written before `tracker.write` recorded them itself
+    (it now does, in the run's own commit). Recomputes ``tdf``; ids are deterministic."""
+    from pyspark.sql import functions as F
+
+    rows = result_item_rows(run, tdf.annotated, tdf.visible(), tdf.id_column)
     with store.transaction(f"capture result items {run}") as tx:
         tx.append(RESULT_ITEMS, rows)
     return store.refresh().table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).count()

@@ -29,6 +29,7 @@ from pyspark.sql.types import (
 )
 
 from capture import bundle
+from capture.backtrace import RESULT_ITEMS, result_item_rows
 from capture.model import OperatorProv, OpType
 from store.errors import UserError
 
@@ -158,6 +159,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)
             tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1)
+            # The result items with their ids, so TRACE can match patterns on this run later.
+            tx.append(RESULT_ITEMS, result_item_rows(run, annotated, tdf.visible(), tdf.id_column))
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
                 existing = tx.table("vertices").select("id")

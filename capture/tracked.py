@@ -63,6 +63,11 @@ class TrackedDataFrame:
     def visible(self) -> list[str]:
         return [c for c in self._df.columns if not is_hidden(c)]
 
+    @property
+    def id_column(self) -> str:
+        """The hidden column holding each row's provenance id."""
+        return self._cur
+
     def with_item_ids(self, name: str = "item_id") -> DataFrame:
         """The visible columns plus each row's provenance id (what ``capture_assoc.out_id``
         holds for the operator that produced this DataFrame) as column ``name``."""

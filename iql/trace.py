@@ -67,8 +67,8 @@ def execute(store, rel: TraceRelation):
     if not store.has_table(RESULT_ITEMS):
         raise IqlRuntimeError(
             f"run {stored.run} has no committed result items to match the pattern on",
-            hint="commit them with capture.backtrace.record_result_items(store, run, result) "
-                 "after tracker.write")
+            hint="runs written by this version of tracker.write record them; for an older run, "
+                 "commit them with capture.backtrace.record_result_items(store, run, result)")
     docs = store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(stored.run)).select("id", "doc")
     matched = match_docs(docs, rel.pattern, rel.limit)
     trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))

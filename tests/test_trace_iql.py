@@ -8,7 +8,6 @@ from test_capture_helpers import TWEETS
 
 import iql
 from capture import Tracker
-from capture.backtrace import record_result_items
 from iql.errors import IqlRuntimeError, IqlSyntaxError
 from store import Store
 from store.errors import UserError
@@ -21,8 +20,7 @@ def traced_store(spark, tmp_path_factory):
     tracker = Tracker(spark, store, pipeline="running-example", model=False)
     tweets = tracker.read.json(TWEETS, name="tweets")
     result = running_example(tweets)
-    info = tracker.write(result, str(root.parent / "out"), format="parquet")
-    record_result_items(store, info.run, result)
+    info = tracker.write(result, str(root.parent / "out"), format="parquet")  # one commit, traceable
     hello = sorted(r._pid for r in tweets.with_item_ids("_pid").collect() if r.text == "Hello World")
     return Store.open(str(root), spark=spark), info.run, hello
 
@@ -63,13 +61,16 @@ def test_unknown_run_says_which_runs_exist(traced_store):
     assert "no captured run 'nope'" in str(err.value) and run in str(err.value)
 
 
-def test_run_without_result_items_explains_what_to_do(spark, tmp_path):
+def test_a_run_is_traceable_straight_after_tracker_write(spark, tmp_path):
     store = Store.open(str(tmp_path / "s"), spark=spark)
     tracker = Tracker(spark, store, pipeline="p", model=False)
     tweets = tracker.read.json(TWEETS, name="tweets")
     tracker.write(tweets.filter("retweet_cnt = 1"), str(tmp_path / "o"), format="parquet")
-    with pytest.raises(IqlRuntimeError, match="record_result_items"):
-        iql.run(Store.open(str(tmp_path / "s"), spark=spark), "TRACE MATCH '/text'")
+    assert store.refresh().version == 1  # the result items came in the run's own commit
+    rows = iql.run(store, "TRACE MATCH '/text'").rows()
+    assert rows and {r[0] for r in rows} == {"tweets"}
+    # the matched text contributes; the filter's retweet_cnt only influenced the result
+    assert {(r[3], r[4]) for r in rows} == {("text", "contributing"), ("retweet_cnt", "influencing")}
 
 
 def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):

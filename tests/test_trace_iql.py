@@ -8,7 +8,7 @@ from test_capture_helpers import TWEETS
 
 import iql
 from capture import Tracker
-from iql.errors import IqlRuntimeError, IqlSyntaxError
+from iql.errors import IqlSyntaxError
 from store import Store
 from store.errors import UserError
 
@@ -85,3 +85,15 @@ def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):
     assert "  user_mentions  influencing" in lines  # only the grouping key (not asked for) came from it
     assert "    [1]  influencing  accessed by 4" in lines
     assert any(line.startswith("      name  influencing") for line in lines)
+
+
+def test_strata_query_prints_trace_rows_as_trees(traced_store):
+    from iql.trace import COLUMNS
+    from strata.cli_query import render
+
+    store, *_ = traced_store
+    result = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''")
+    text = render(result, "table")
+    assert result.columns == COLUMNS
+    assert text.splitlines()[0].startswith("tweets  dataset:tweets#")
+    assert "  text  contributing" in text

@@ -22,6 +22,7 @@ Shapes produced:
 from __future__ import annotations
 
 import copy
+import os
 from itertools import combinations
 
 from hypothesis import assume
@@ -246,3 +247,9 @@ def bundle_pairs(draw):
         "edges": second_edges,
     }
     return first, second
+
+
+# Examples per property test that ingests into Spark (each costs an ingest plus queries).
+# `make test` keeps the suite inside its time budget; raise it for a deeper run:
+#   STRATA_SPARK_EXAMPLES=25 make test
+SPARK_EXAMPLES = int(os.environ.get("STRATA_SPARK_EXAMPLES", "3"))

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import Reference
-from strategies import bundles
+from strategies import SPARK_EXAMPLES, bundles
 
 PREDICATES = ["under", "feeds", "emits", "influences(0)", "influences", "influences(2)",
               "influences(3)", "influences(*)"]
@@ -107,7 +107,7 @@ def query_cases(draw, bundle: dict, ref: Reference, n_attr_types: set[str]):
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=SPARK_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(bundle=bundles(max_data_elements=8, max_vertices=5, max_edges=7), data=st.data())
 def test_random_queries_match_the_reference(spark, tmp_path_factory, bundle, data):

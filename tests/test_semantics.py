@@ -8,7 +8,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from reference import Reference
-from strategies import bundle_pairs, bundles
+from strategies import SPARK_EXAMPLES, bundle_pairs, bundles
 
 from store import Store
 from store import semantics as sem
@@ -99,7 +99,7 @@ def _check_store(st: Store, ref: Reference, spark) -> None:
         assert pairs(sem.under(st, upper=one), "lower", "upper") == want
 
 
-_SLOW = settings(max_examples=6, deadline=None, derandomize=True,
+_SLOW = settings(max_examples=SPARK_EXAMPLES, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 

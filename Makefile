@@ -12,7 +12,7 @@ help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
 	@echo "make test       create .venv, install dev dependencies, run the whole suite"
 	@echo "make test-fast  the suite without the JVM-heavy cluster tests"
-	@echo "make bench      run the benchmarks in benchmarks/ (slow; see benchmarks/RESULTS.md)"
+	@echo "make bench      list the benchmark commands (slow runs; see benchmarks/RESULTS.md)"
 	@echo "make style      ruff check"
 
 java-check:
@@ -43,7 +43,12 @@ demo: java-check $(STAMP)
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
 bench: java-check $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	@echo "Benchmarks are long runs; each prints ratios measured side by side (see benchmarks/RESULTS.md):"
+	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out /tmp/strata-bench-iql"
+	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 0.05 0.1 --work /tmp/strata-bench-lineage"
+	@echo "  $(BIN)/python benchmarks/gen_nested.py --tweets 300000 --papers 300000 --out /tmp/strata-bench"
+	@echo "  $(BIN)/python benchmarks/bench_capture.py --data /tmp/strata-bench --work /tmp/strata-bench-work"
+	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --help"
 
 style: $(STAMP)
 	$(BIN)/ruff check store iql capture strata tests

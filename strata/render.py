@@ -15,7 +15,8 @@ def console(err: bool = False) -> Console:
     return Console(stderr=err, highlight=False, soft_wrap=False)
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
+    """One value as result tables show it: NULL for missing, JSON for lists and maps."""
     if value is None:
         return "NULL"
     if isinstance(value, (list, tuple, dict)):
@@ -26,9 +27,9 @@ def _cell(value: Any) -> str:
 def result_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
     for c in columns:
-        table.add_column(c)
+        table.add_column(Text(c))
     for r in rows:
-        table.add_row(*[Text(_cell(v)) for v in r])  # values are data, never rich markup
+        table.add_row(*[Text(cell_text(v)) for v in r])  # values are data, never rich markup
     return table
 
 

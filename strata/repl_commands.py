@@ -9,7 +9,6 @@ runner that Ctrl-C can cancel. Errors a user can cause are `UserError`s; the loo
 from __future__ import annotations
 
 import difflib
-import json
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from store.errors import UserError
+from strata.render import result_table
 
 PAGER_MARGIN = 4  # lines kept free below a paged result's height check
 
@@ -133,24 +133,11 @@ def parse_options(args: Sequence[str], spec: Mapping[str, type | tuple[str, ...]
 # ------------------------------------------------------------------------------ output
 
 
-def cell_text(value: Any) -> str:
-    """One value as the REPL shows it (as `strata lineage` tables do: NULL, JSON for lists)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str)
-    return str(value)
-
-
 def result_renderable(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None,
                       footer: str | None = None) -> Group:
     """A query result as a rich table followed by the row count (or `footer`)."""
-    table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(Text(c))
-    for r in rows:
-        table.add_row(*[Text(cell_text(v)) for v in r])  # Text: values are never read as rich markup
-    return Group(table, Text(footer or f"({len(rows)} row{'s' if len(rows) != 1 else ''})"))
+    return Group(result_table(columns, rows, title),
+                 Text(footer or f"({len(rows)} row{'s' if len(rows) != 1 else ''})"))
 
 
 def needs_pager(lines: int, height: int, is_terminal: bool, enabled: bool) -> bool:

@@ -1,0 +1,258 @@
+"""Tree patterns compiled to Spark Column expressions (no Python worker runs while matching).
+
+:func:`compile_pattern` turns a parsed :class:`~capture.treepattern.Pattern` and the static
+schema of the result items into ONE Column: the sorted, distinct matched node paths of an item
+(``array<string>``), or null when the item does not match -- exactly what
+:func:`capture.treepattern.match` returns for the same item, so the Python matcher stays the
+reference (and the fallback).
+
+How: a set of pattern nodes is, at compile time, a list of *groups*; a group is one static data
+type ``T`` and, at run time, an ``array<struct<p: string, v: T>>`` (node path, node value).
+
+* child step ``/name``: arrays are stepped through (``transform`` + ``flatten``, positions go into
+  the path as ``[i]``), then the struct field ``name`` of every node whose value is not null;
+  ``/*`` makes one group per field;
+* descendant step ``//name``: expanded over the schema into every field named ``name`` below;
+* ``[n]``: ``element_at`` on array-typed groups; other groups drop out;
+* ``[rel cmp lit]`` and ``[count(rel) cmp n]``: ``filter`` with the number of nodes ``rel`` reaches
+  (``size`` of ``filter``, summed over groups); comparisons are typed statically: a string
+  literal only ever equals string nodes, a number only numbers, ``true``/``false`` only booleans.
+
+Pure apart from building Column objects (no action runs here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capture.treepattern import Branch, Cmp, Count, Pattern, Position, Rel, Step
+from store.errors import UserError
+
+MAX_GROUPS = 400  # a pattern whose node sets would need more groups is matched in Python
+
+
+class NotCompilable(UserError):
+    """This pattern cannot be compiled for this schema (the caller falls back to Python)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    dtype: object  # pyspark DataType of the node values
+    nodes: object  # Column: array<struct<p: string, v: dtype>>
+    field: str | None = None  # the field name the group's nodes sit at (for '//name')
+
+
+def _F():
+    from pyspark.sql import functions as F
+
+    return F
+
+
+def _T():
+    from pyspark.sql import types as T
+
+    return T
+
+
+def _node(p, v):
+    return _F().struct(p.alias("p"), v.alias("v"))
+
+
+def _join(p, seg, with_paths: bool):
+    F = _F()
+    if not with_paths:
+        return F.lit(None).cast("string")
+    return F.concat_ws(".", p, seg if not isinstance(seg, str) else F.lit(seg))
+
+
+def _elements(group: Group, with_paths: bool) -> Group:
+    """Arrays stepped through, recursively (nested arrays flatten; null elements stay as nodes)."""
+    F, T = _F(), _T()
+    if not isinstance(group.dtype, T.ArrayType):
+        return group
+    elem = group.dtype.elementType
+
+    def one(n):
+        def element(e, i):
+            return _node(_join(n["p"], F.concat(F.lit("["), (i + 1).cast("string"), F.lit("]")), with_paths), e)
+        return F.transform(F.coalesce(n["v"], F.array().cast(group.dtype)), element)
+
+    inner = Group(elem, F.flatten(F.transform(group.nodes, one)))
+    if isinstance(elem, T.ArrayType):
+        leaf = _elements(Group(elem, F.array().cast(T.ArrayType(_struct(elem)))), with_paths).dtype
+
+        def expand(n):  # a null inner array is one null node (as in the Python matcher)
+            deeper = _elements(Group(elem, F.array(n)), with_paths).nodes
+            null = F.array(_node(n["p"], F.lit(None).cast(leaf)))
+            return F.when(n["v"].isNull(), null).otherwise(deeper)
+        return Group(leaf, F.flatten(F.transform(inner.nodes, expand)))
+    return inner
+
+
+def _bind(f, *bound):
+    """A one-argument lambda for Spark's higher-order functions (which count the parameters,
+    so closures must not use default arguments)."""
+    return lambda n: f(n, *bound)
+
+
+def _struct(dtype):
+    T = _T()
+    return T.StructType([T.StructField("p", T.StringType()), T.StructField("v", dtype)])
+
+
+def _children(group: Group, name: str, with_paths: bool) -> list[Group]:
+    F, T = _F(), _T()
+    g = _elements(group, with_paths)
+    if not isinstance(g.dtype, T.StructType):
+        return []
+    out = []
+    for f in g.dtype.fields:
+        if name != "*" and f.name != name:
+            continue
+        fname = f.name
+
+        def pick(n, fname):
+            return _node(_join(n["p"], fname, with_paths), n["v"].getField(fname))
+        kids = F.filter(F.transform(g.nodes, _bind(pick, fname)), lambda n: n["v"].isNotNull())
+        out.append(Group(f.dataType, kids, fname))
+    return out
+
+
+_NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType")
+
+
+def _compare(v, dtype, cmp: Cmp):
+    """``v cmp literal`` for a node of static type ``dtype`` (false when the kinds differ)."""
+    F = _F()
+    kind = type(dtype).__name__
+    w = cmp.value
+    if isinstance(w, bool):
+        ok = kind == "BooleanType"
+    elif isinstance(w, (int, float)):
+        ok = kind in _NUMERIC
+    else:
+        ok = kind == "StringType"
+    if not ok:
+        return F.lit(False)
+    lit = F.lit(w)
+    return {"=": v == lit, "!=": v != lit, "<": v < lit, "<=": v <= lit, ">": v > lit, ">=": v >= lit}[cmp.op]
+
+
+def _test(n, dtype, cmp: Cmp):
+    return _compare(n["v"], dtype, cmp)
+
+
+def _has_position(n, k: int):
+    F = _F()
+    return (F.size(n["v"]) >= k) & F.element_at(n["v"], k).isNotNull()
+
+
+def _at_position(n, k: int):
+    return _node(_join(n["p"], f"[{k}]", True), _F().element_at(n["v"], k))
+
+
+def _compare_int(n, cmp: Cmp):
+    lit = _F().lit(cmp.value)
+    return {"=": n == lit, "!=": n != lit, "<": n < lit, "<=": n <= lit, ">": n > lit, ">=": n >= lit}[cmp.op]
+
+
+class _Compiler:
+    def __init__(self, pattern: Pattern):
+        self.pattern = pattern
+
+    def children(self, groups: list[Group], name: str, descendant: bool, with_paths: bool) -> list[Group]:
+        out: list[Group] = []
+        for g in groups:
+            out.extend(self._desc(g, name, with_paths) if descendant else _children(g, name, with_paths))
+        if len(out) > MAX_GROUPS:
+            raise NotCompilable(f"a step reaches more than {MAX_GROUPS} schema positions")
+        return out
+
+    def _desc(self, group: Group, name: str, with_paths: bool) -> list[Group]:
+        out, stack = [], [group]
+        while stack:
+            cur = stack.pop()
+            for kid in _children(cur, "*", with_paths):
+                stack.append(kid)
+                if name == "*" or kid.field == name:
+                    out.append(kid)
+            if len(out) > MAX_GROUPS:
+                raise NotCompilable(f"'//{name}' reaches more than {MAX_GROUPS} schema positions")
+        return out
+
+    def count(self, group_of_one: Group, rel: Rel):
+        """The number of nodes ``rel`` reaches from a single node (summed over groups)."""
+        F = _F()
+        groups = [group_of_one]
+        for name in rel.names:
+            groups = self.children(groups, name, False, with_paths=False)
+        sizes = []
+        for g in groups:
+            e = _elements(g, with_paths=False)
+            nodes = e.nodes if rel.cmp is None else F.filter(e.nodes, _bind(_test, e.dtype, rel.cmp))
+            sizes.append(F.size(nodes))
+        if not sizes:
+            return F.lit(0)
+        total = sizes[0]
+        for s in sizes[1:]:
+            total = total + s
+        return total
+
+    def step(self, groups: list[Group], step: Step) -> list[Group]:
+        F, T = _F(), _T()
+        groups = self.children(groups, step.name, step.descendant, with_paths=True)
+        for cond in step.preds:
+            if isinstance(cond, Position):
+                k = cond.n
+                out = []
+                for g in groups:
+                    if not isinstance(g.dtype, T.ArrayType):
+                        continue
+                    kept = F.filter(g.nodes, _bind(_has_position, k))
+                    picked = F.transform(kept, _bind(_at_position, k))
+                    out.append(Group(g.dtype.elementType, picked))
+                groups = out
+            else:
+                groups = [Group(g.dtype, F.filter(g.nodes, _bind(self.holds, g.dtype, cond)))
+                          for g in groups]
+        return groups
+
+    def holds(self, n, dtype, cond):
+        F = _F()
+        single = Group(dtype, F.array(n))
+        if isinstance(cond, Rel):
+            return self.count(single, cond) > 0
+        if isinstance(cond, Count):
+            return _compare_int(self.count(single, cond.rel), cond.cmp)
+        raise NotCompilable(f"unknown condition {cond!r}")
+
+    def branch(self, root: Group, branch: Branch):
+        """array<string> of the branch's final node paths (empty: the branch does not match)."""
+        F = _F()
+        groups = [root]
+        for step in branch.steps:
+            groups = self.step(groups, step)
+        paths = []
+        for g in groups:
+            nodes = g.nodes
+            if branch.cmp is not None:
+                e = _elements(g, with_paths=True)
+                nodes = F.filter(e.nodes, _bind(_test, e.dtype, branch.cmp))
+            paths.append(F.transform(nodes, lambda n: n["p"]))
+        if not paths:
+            return F.array().cast("array<string>")
+        return paths[0] if len(paths) == 1 else F.concat(*paths)
+
+
+def compile_pattern(pattern: Pattern, schema, item):
+    """The matched-paths Column for ``item`` (a struct Column of type ``schema``): sorted distinct
+    paths when the item matches, else null. Raises :class:`NotCompilable`."""
+    F = _F()
+    root = Group(schema, F.array(_node(F.lit(None).cast("string"), item)))
+    comp = _Compiler(pattern)
+    branches = [comp.branch(root, b) for b in pattern.branches]
+    every = branches[0] if len(branches) == 1 else F.concat(*branches)
+    matched = F.lit(True)
+    for b in branches:
+        matched = matched & (F.size(b) > 0)
+    return F.when(matched, F.array_sort(F.array_distinct(every)))

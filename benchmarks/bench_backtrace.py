@@ -1,12 +1,16 @@
 """Backtracing benchmark (issue 6): trace time for up to N result items vs the pipeline's runtime.
 
-    python benchmarks/gen_nested.py --tweets 50000 --papers 50000 --out /tmp/strata-bt
+    python benchmarks/gen_nested.py --tweets 30000 --papers 30000 --out /tmp/strata-bt
     python benchmarks/bench_backtrace.py --data /tmp/strata-bt --items 100 --only T1,T3,D1
 
-Per pipeline (bench_capture.py's T1-T5, D1-D5): the plain pipeline's runtime (read JSON, write
-Parquet); then a captured run (``model=False``) plus its result items; then the trace: match the
-pattern ``/<first result column>`` with LIMIT N (so N result items) and backtrace them with the
-committed ``capture_assoc`` (capture.backtrace.trace via the store). Target: trace <= 0.5x plain.
+Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeline's runtime
+(read JSON, write Parquet; after one warm-up); then a captured run (``model=False``, which also
+commits the result items); then ``TRACE '<run>' MATCH '<pattern>' LIMIT N`` through IQL, cold
+(first trace of the run: includes the result items' schema inference) and warm (schema cached,
+as in a REPL session), each split into its phases: load the run's operators, infer the schema,
+match (compiled Spark expressions), backtrace (semi-joins of capture_assoc on the traced ids).
+``--udf`` also times the old Python-UDF matcher on the same items. Target: trace <= 0.5x plain.
+The default pattern is ``/<first result column>``; ``--pattern`` overrides it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,27 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def timed_trace(store, run: str, pattern: str, items: int, compiled: bool = True) -> dict[str, float]:
+    """The phases of one trace (what iql/trace.py's execute does), timed separately."""
+    from capture.backtrace import backtrace, load_run, prepare_match, spark_fetcher
+    from capture.backtrace import _match as match
+    from iql.trace import result_docs
+
+    t = {}
+    t0 = time.perf_counter()
+    stored = load_run(store, run)
+    t1 = time.perf_counter()
+    prep = prepare_match(result_docs(store, stored.run), pattern, (store.root, stored.run), compiled)
+    t2 = time.perf_counter()
+    matched = match(prep, items)
+    t3 = time.perf_counter()
+    trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))
+    t4 = time.perf_counter()
+    t.update(load=t1 - t0, schema=t2 - t1, match=t3 - t2, backtrace=t4 - t3, total=t4 - t0,
+             matched=len(matched), reached=len(trace.items))
+    return t
+
+
 def main() -> None:
     from bench_capture import PIPELINES, run_plain
 
@@ -29,19 +54,13 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/strata-bt-work")
     ap.add_argument("--items", type=int, default=100)
     ap.add_argument("--only", default="", help="comma-separated pipeline names, e.g. T1,D3")
+    ap.add_argument("--pattern", default="", help="tree pattern (default: /<first result column>)")
+    ap.add_argument("--udf", action="store_true", help="also time the Python-UDF matcher")
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
-    from pyspark.sql import functions as F
 
     from capture import Tracker
-    from capture.backtrace import (
-        RESULT_ITEMS,
-        backtrace,
-        load_run,
-        match_docs,
-        record_result_items,
-        spark_fetcher,
-    )
+    from capture.treecompile import _SCHEMAS
     from store import Store
     from strata.spark import get_session
 
@@ -49,7 +68,9 @@ def main() -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
-    print("pipeline  plain_s  match_s  backtrace_s  trace_s  ratio  items  input_items", flush=True)
+    print(f"load average: {os.getloadavg()}", flush=True)
+    print("pipeline  plain_s | cold: load schema match backtrace total ratio | warm: total ratio"
+          f"{' | udf: match total ratio' if args.udf else ''} | items reached", flush=True)
     for name in names:
         fn = PIPELINES[name]
         out = os.path.join(args.work, "out", name)
@@ -58,18 +79,19 @@ def main() -> None:
         tracker = Tracker(spark, store, pipeline=name, model=False)
         result = fn(lambda n, tr=tracker: tr.read.json(os.path.join(args.data, n), name=n))
         info = tracker.write(result, out + "-captured", format="parquet", mode="overwrite")
-        record_result_items(store, info.run, result)
-        store.refresh()
-        t0 = time.perf_counter()
-        run = load_run(store, info.run)
-        docs = store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(info.run)).select("id", "doc")
-        matched = match_docs(docs, f"/{result.columns[0]}", args.items)
-        t1 = time.perf_counter()
-        trace = backtrace(run.operators, run.result_oid, matched, spark_fetcher(run.assoc))
-        t2 = time.perf_counter()
-        total = t2 - t0
-        print(f"{name:8}  {plain:7.1f}  {t1 - t0:7.1f}  {t2 - t1:11.1f}  {total:7.1f}  {total / plain:5.2f}  "
-              f"{len(matched):5d}  {len(trace.items):11d}", flush=True)
+        store = store.refresh()
+        pattern = args.pattern or f"/{result.columns[0]}"
+        _SCHEMAS.clear()
+        cold = timed_trace(store, info.run, pattern, args.items)
+        warm = timed_trace(store, info.run, pattern, args.items)
+        line = (f"{name:8}  {plain:7.1f} | {cold['load']:4.1f} {cold['schema']:6.1f} {cold['match']:5.1f} "
+                f"{cold['backtrace']:9.1f} {cold['total']:5.1f} {cold['total'] / plain:5.2f} | "
+                f"{warm['total']:5.1f} {warm['total'] / plain:5.2f}")
+        if args.udf:
+            udf = timed_trace(store, info.run, pattern, args.items, compiled=False)
+            line += f" | {udf['match']:5.1f} {udf['total']:5.1f} {udf['total'] / plain:5.2f}"
+        print(f"{line} | {cold['matched']} {cold['reached']}", flush=True)
+    print(f"load average: {os.getloadavg()}")
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, python {platform.python_version()}, "
           f"spark {spark.version}, master {args.master}")
 

@@ -328,22 +328,57 @@ def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[
     return match_docs(docs, pattern, limit)
 
 
-def match_docs(docs, pattern, limit: int | None = None) -> dict[int, list[str]]:
-    """Match a tree pattern against a DataFrame of ``id long, doc string`` (each item as JSON)."""
+def match_docs(docs, pattern, limit: int | None = None, schema_key: tuple | None = None,
+               compiled: bool = True) -> dict[int, list[str]]:
+    """Match a tree pattern against a DataFrame of ``id long, doc string`` (each item as JSON) in
+    Spark; only the matching items' ids and matched paths come back to the driver. The pattern is
+    compiled to Spark expressions over the items' inferred schema (cached under ``schema_key``);
+    only a pattern that cannot be compiled (or ``compiled=False``) runs the Python matcher."""
+    return _match(prepare_match(docs, pattern, schema_key, compiled), limit)
+
+
+@dataclass(frozen=True)
+class PreparedMatch:
+    docs: object  # DataFrame id, doc (pre-filtered)
+    pattern: object  # Pattern
+    column: object  # compiled Column, or None: Python UDF
+    plan: object  # capture.treecompile.MatchPlan
+
+
+def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool = True) -> PreparedMatch:
+    """Pre-filter and compile (runs the schema inference job unless cached); no matching yet."""
+    from pyspark.sql import functions as F
+
+    from capture.treecompile import MatchPlan, docs_schema, match_column
+    from capture.treepattern import Pattern, parse_pattern, required_literals
+
+    pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
+    pre = tuple(required_literals(pat))
+    for literal in pre:  # JVM-side pruning: most items are never parsed
+        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+    if not compiled:
+        return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, "compilation turned off"))
+    key = None if schema_key is None else (*schema_key, pre)
+    col, plan = match_column(pat, docs_schema(docs, key))
+    return PreparedMatch(docs, pat, col, plan)
+
+
+def _match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    from capture.treepattern import Pattern, match, parse_pattern, required_literals
+    from capture.treepattern import match
 
-    pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
-    for literal in required_literals(pat):  # JVM-side pruning: most rows never reach Python
-        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+    if prep.column is not None:
+        paths = prep.column
+    else:
+        pat = prep.pattern
 
-    def run(doc):  # no type hints: Spark would try to infer a pandas UDF from them
-        return match(pat, json.loads(doc)) if doc is not None else None
+        def run(doc):  # no type hints: Spark would try to infer a pandas UDF from them
+            return match(pat, json.loads(doc)) if doc is not None else None
 
-    matcher = F.udf(run, ArrayType(StringType()))
-    df = docs.select(F.col("id"), matcher(F.col("doc")).alias("_paths")).filter(F.col("_paths").isNotNull())
+        paths = F.udf(run, ArrayType(StringType()))(F.col("doc"))
+    df = prep.docs.select(F.col("id"), paths.alias("_paths")).filter(F.col("_paths").isNotNull())
     if limit is not None:
         df = df.limit(limit)
     return {r.id: list(r._paths) for r in df.collect()}
@@ -403,7 +438,8 @@ class StoredRun:
 
 
 def load_run(store, run: str | None = None) -> StoredRun:
-    """Read a committed run (default: the store's last capture run) from the capture tables."""
+    """Read a committed run (default: the store's last capture run) from the capture tables:
+    its operators and result operator in ONE Spark job (operators joined with the run's row)."""
     from pyspark.sql import functions as F
 
     from capture.commit import ASSOC, OPERATORS, RUNS
@@ -419,17 +455,19 @@ def load_run(store, run: str | None = None) -> StoredRun:
         if run is None:
             raise UserError(f"store {store.root} records no last captured run",
                             hint="name the run: TRACE '<run id>' MATCH '...' (see table capture_runs)")
-    runs = store.table(RUNS).filter(F.col("run") == F.lit(run)).select("result_oid").collect()
-    if not runs:
+    this = F.col("run") == F.lit(run)
+    head = store.table(RUNS).filter(this).select("run", "result_oid")
+    rows = store.table(OPERATORS).filter(this).join(head, "run").collect()
+    if not rows:
         known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]
         raise UserError(f"no captured run {run!r} in store {store.root}",
                         hint=f"known runs: {', '.join(known) or 'none'}")
     ops = []
-    for r in store.table(OPERATORS).filter(F.col("run") == F.lit(run)).collect():
+    for r in rows:
         inputs = tuple(OpInput(i.pred, tuple(i.accessed) if i.accessed is not None else None)
                        for i in sorted(r.inputs, key=lambda i: i.input))
         manip = (tuple(Manipulation(m.input, m.src, m.dst) for m in r.manipulated)
                  if r.manipulated is not None else None)
         ops.append(OperatorProv(r.oid, OpType(r.type), r.method, inputs, manip, r.detail or "", r.dataset))
-    assoc = store.table(ASSOC).filter(F.col("run") == F.lit(run)).drop("run")
-    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), runs[0].result_oid, assoc)
+    assoc = store.table(ASSOC).filter(this).drop("run")
+    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), rows[0].result_oid, assoc)

@@ -256,3 +256,57 @@ def compile_pattern(pattern: Pattern, schema, item):
     for b in branches:
         matched = matched & (F.size(b) > 0)
     return F.when(matched, F.array_sort(F.array_distinct(every)))
+
+
+# ---- Spark edges: the schema of the result items, the matching plan ----------------------------
+_SCHEMAS: dict[tuple, object] = {}  # (store root, run, pre-filter literals) -> StructType
+
+
+def docs_schema(docs, key: tuple | None = None):
+    """The static schema of the JSON items in ``docs`` (column ``doc``): Spark's JSON schema
+    inference over all of them, in the JVM (one job). JSON omits null fields, so the schema has
+    every field some item has a value for -- all a pattern can match. Cached under ``key``."""
+    if key is not None and key in _SCHEMAS:
+        return _SCHEMAS[key]
+    reader = docs.sparkSession.read.options(inferTimestamp="false", prefersDecimal="false")
+    schema = reader.json(docs.select("doc")).schema
+    if key is not None:
+        _SCHEMAS[key] = schema
+    return schema
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """How a pattern is matched: compiled to a Spark expression, or by the Python matcher."""
+
+    pattern: str
+    compiled: bool
+    prefilter: tuple[str, ...]  # literals every matching item's JSON contains (JVM-side pruning)
+    reason: str = ""  # why not compiled
+
+    def describe(self) -> list[str]:
+        lines = [f"match {self.pattern!r}"]
+        if self.prefilter:
+            lines.append("  pre-filter (JVM): item JSON contains " + ", ".join(repr(f'"{x}"') for x in self.prefilter))
+        if self.compiled:
+            lines.append("  compiled: Spark higher-order functions over from_json(doc) "
+                         "(transform/filter/size/element_at); no Python worker")
+        else:
+            lines.append(f"  NOT compiled ({self.reason}): Python matcher in a UDF over each item's JSON")
+        return lines
+
+
+def match_column(pattern: Pattern, schema, doc_col: str = "doc"):
+    """(Column or None, MatchPlan): the compiled matched-paths Column over ``doc_col``, or None
+    (with the reason in the plan) when the pattern cannot be compiled for ``schema``."""
+    from capture.treepattern import required_literals
+
+    F, T = _F(), _T()
+    pre = tuple(required_literals(pattern))
+    if not isinstance(schema, T.StructType) or not schema.fields:
+        return None, MatchPlan(pattern.text, False, pre, "the result items have no fields")
+    try:
+        col = compile_pattern(pattern, schema, F.from_json(F.col(doc_col), schema))
+    except NotCompilable as e:
+        return None, MatchPlan(pattern.text, False, pre, e.message)
+    return col, MatchPlan(pattern.text, True, pre)

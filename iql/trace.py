@@ -58,19 +58,25 @@ def element_id(dataset: str, item_id: int) -> str:
     return f"dataset:{dataset}#{item_id & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
-def execute(store, rel: TraceRelation):
+def result_docs(store, run: str):
+    """The committed result items of ``run`` (``id, doc``)."""
     from pyspark.sql import functions as F
 
-    from capture.backtrace import RESULT_ITEMS, backtrace, load_run, match_docs, spark_fetcher
+    from capture.backtrace import RESULT_ITEMS
 
-    stored = load_run(store, rel.run)
     if not store.has_table(RESULT_ITEMS):
         raise IqlRuntimeError(
-            f"run {stored.run} has no committed result items to match the pattern on",
+            f"run {run} has no committed result items to match the pattern on",
             hint="runs written by this version of tracker.write record them; for an older run, "
                  "commit them with capture.backtrace.record_result_items(store, run, result)")
-    docs = store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(stored.run)).select("id", "doc")
-    matched = match_docs(docs, rel.pattern, rel.limit)
+    return store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).select("id", "doc")
+
+
+def execute(store, rel: TraceRelation):
+    from capture.backtrace import backtrace, load_run, match_docs, spark_fetcher
+
+    stored = load_run(store, rel.run)
+    matched = match_docs(result_docs(store, stored.run), rel.pattern, rel.limit, (store.root, stored.run))
     trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))
     rows = [(d, element_id(d, i), i, p, r, a, m) for d, i, p, r, a, m in trace.rows()]
     return store.spark.createDataFrame(rows, _SCHEMA)

@@ -4,7 +4,9 @@ Tables written in the same transaction (schemas in docs/capture.md):
 
 * ``capture_runs``      one row per run (pipeline, output, times, sizes),
 * ``capture_operators`` one row per operator: Definition 5.1's <oid, type, I, M> (schema level),
-* ``capture_assoc``     Pebble's P: one row per (output item, input item) id association,
+* ``capture_assoc``     Pebble's P: one row per (output item, input item) id association of
+                        each operator that changes ids (identity operators' rows are derived),
+* ``capture_result_items`` the result items with their ids, as JSON (for TRACE),
 * the core tables, through ``tx.ingest`` of the run's multi-granularity bundle (capture/bundle.py).
 """
 
@@ -12,12 +14,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -30,6 +32,7 @@ from pyspark.sql.types import (
 
 from capture import bundle
 from capture.backtrace import RESULT_ITEMS, result_item_rows
+from capture.materialize import identity_frame
 from capture.model import OperatorProv, OpType
 from store.errors import UserError
 
@@ -81,6 +84,7 @@ class RunInfo:
     associations: int
     seconds_result: float
     seconds_provenance: float
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per commit phase
 
 
 def operator_rows(run: str, ops: list[OperatorProv]) -> list[tuple]:
@@ -102,39 +106,28 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class _Staged:
-    """Compute the annotated result ONCE, then read the visible result and the ids from it.
+class _Phases:
+    """Wall-clock seconds per phase of a commit (``RunInfo.phases``; see the benchmark)."""
 
-    By default the annotated result goes to a temporary Parquet folder under the store (the
-    ids are then read column-pruned, and the copy of the visible columns is cheap); a pipeline
-    with an ``orderBy`` is cached instead, because reading Parquet back does not keep row order.
-    """
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._t = time.perf_counter()
 
-    def __init__(self, spark, root: str, run: str, ordered: bool):
-        self._spark = spark
-        self._ordered = ordered
-        self._path = f"{root.rstrip('/')}/_capture_tmp/{run.replace('/', '_')}"
-        self._cached: DataFrame | None = None
-
-    def materialize(self, annotated: DataFrame) -> DataFrame:
-        if self._ordered:
-            self._cached = annotated.persist(StorageLevel.MEMORY_AND_DISK)
-            return self._cached
-        annotated.write.mode("overwrite").parquet(self._path)
-        return self._spark.read.parquet(self._path)
-
-    def release(self) -> None:
-        if self._cached is not None:
-            self._cached.unpersist()
-            return
-        jvm = self._spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(self._path)
-        fs = path.getFileSystem(self._spark._jsc.hadoopConfiguration())
-        fs.delete(path, True)
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._t
+        self._t = now
 
 
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
+    """Compute the annotated result ONCE (cached while it is read) and read everything from it:
+    the visible result (written straight to ``path``), the id associations and the result items.
+
+    Spark jobs: the result write (it fills the cache), the ``capture_assoc`` append (its row count
+    is observed, no extra count job), the ``capture_result_items`` append and the two one-file
+    appends of ``capture_operators``/``capture_runs``; with ``model=True`` the bundle ingest too.
+    """
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
                         hint="create the tracker with Tracker(spark, Store.open(path))")
@@ -143,32 +136,43 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     run = new_run_id(tracker.pipeline)
     started = _now()
     spark = tracker.spark
-    staged = _Staged(spark, tracker.store.root, run, ordered=any(o.type is OpType.SORT for o in ops))
-    assoc: DataFrame | None = None
+    phases = _Phases()
+    annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK)
+    stored: DataFrame | None = None
     try:
-        t0 = time.perf_counter()
-        annotated = staged.materialize(cap.annotated)
         annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
-        t1 = time.perf_counter()
-        assoc = cap.associations(annotated).persist(StorageLevel.MEMORY_AND_DISK)
+        phases.done("result")
+        stored = cap.stored_associations(annotated)
+        if tracker.model:  # read twice: by the append and by the bundle
+            stored = stored.persist(StorageLevel.MEMORY_AND_DISK)
+        counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
         info_out = {"path": str(path), "format": fmt}
         with tracker.store.transaction(message or f"capture {run}") as tx:
-            tx.append(ASSOC, assoc.select(F.lit(run).alias(RUN), "*"))
-            n_assoc = assoc.count()  # from the cache the append just filled
-            tx.append(OPERATORS, spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA), files=1)
-            finished = _now()
-            run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)
-            tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1)
+            rows = stored.select(F.lit(run).alias(RUN), "*").observe(counted, F.count(F.lit(1)).alias("n"))
+            tx.append(ASSOC, rows)
+            n_assoc = int(counted.get["n"])
+            phases.done("associations")
             # The result items with their ids, so TRACE can match patterns on this run later.
             tx.append(RESULT_ITEMS, result_item_rows(run, annotated, tdf.visible(), tdf.id_column))
+            phases.done("result_items")
+            finished = _now()
+            tx.append(OPERATORS, spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA), files=1)
+            run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)
+            tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1)
+            phases.done("run_tables")
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
+                full = stored.unionByName(
+                    identity_frame(stored, ops, cap.result_oid, annotated.select(tdf.id_column)))
                 existing = tx.table("vertices").select("id")
-                tx.ingest(bundle.sections(spark, run, tracker.pipeline, ops, assoc, existing, run_attrs, info_out))
+                tx.ingest(bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out))
+                phases.done("model")
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
-        t2 = time.perf_counter()
+        phases.done("commit")
     finally:
-        if assoc is not None:
-            assoc.unpersist()
-        staged.release()
-    return RunInfo(run, tracker.store.version, str(path), len(ops), n_assoc, t1 - t0, t2 - t1)
+        if stored is not None and tracker.model:
+            stored.unpersist()
+        annotated.unpersist()
+    sec = phases.seconds
+    return RunInfo(run, tracker.store.version, str(path), len(ops), n_assoc, sec["result"],
+                   sum(v for k, v in sec.items() if k != "result"), dict(sec))

@@ -7,7 +7,8 @@ An operator's provenance is the 5-tuple <oid, type, I, M, P>:
   paths the operator *accessed* on that input (``None`` = undefined, the paper's ⊥),
 * ``M``: the *manipulated* path pairs (input path -> output path; ``None`` = ⊥),
 * ``P``: the item-level id associations. They live in Spark (the hidden id columns of a
-  tracked DataFrame); :class:`Slot` says where to find them.
+  tracked DataFrame); :class:`Slot` says where to find them. Operators that keep item
+  identity (:data:`IDENTITY_TYPES`) have no slot: their ⟨id, id⟩ rows are derived.
 
 Paths are dotted strings over the schema; ``[pos]`` stands for "every position" of an
 array (the paper's placeholder) and ``[n]`` for a literal 1-based position.
@@ -34,6 +35,15 @@ class OpType(str, Enum):
     AGGREGATION = "aggregation"  # grouping + aggregation/nesting; also distinct
     SORT = "sort"
     LIMIT = "limit"
+
+    @property
+    def keeps_ids(self) -> bool:
+        """Output id = input id for every item (filter, select, map, sort, limit). Their
+        associations ⟨id, id⟩ are not stored: they are derived (capture/materialize.py)."""
+        return self in IDENTITY_TYPES
+
+
+IDENTITY_TYPES = frozenset({OpType.FILTER, OpType.SELECT, OpType.MAP, OpType.SORT, OpType.LIMIT})
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,8 +80,11 @@ class TrackedDataFrame:
     def _next(self, df: DataFrame, op: OperatorProv, cur: str | None = None,
               slots: tuple[Slot, ...] | None = None) -> TrackedDataFrame:
         self._tracker._register(op)
-        if slots is None:  # an operator that keeps item identity: output id = input id
-            slots = (*self._slots, Slot(op.oid, self._cur, InRef(self._cur)))
+        if slots is None:  # output id = input id
+            # filter/select/map/sort/limit: nothing to store, their <id, id> rows are derived
+            # from the successor's input ids (capture/materialize.py identity_frame); a semi or
+            # anti join keeps ids too but is a join, whose rows the backtracer reads
+            slots = self._slots if op.type.keeps_ids else (*self._slots, Slot(op.oid, self._cur, InRef(self._cur)))
         return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots)
 
     def _check_names(self, names, operation: str) -> None:

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from capture.errors import UnsupportedOperation
-from capture.materialize import assoc_frame
+from capture.materialize import assoc_frame, identity_frame
 from capture.model import OperatorProv, OpType, Slot
 from capture.plan import is_hidden
 from capture.tracked import TrackedDataFrame
@@ -33,10 +33,20 @@ class Captured:
     slots: tuple[Slot, ...]
     result_oid: int
     annotated: DataFrame
+    id_col: str  # the hidden column of ``annotated`` holding each result item's id
+
+    def stored_associations(self, annotated: DataFrame | None = None) -> DataFrame:
+        """What ``capture_assoc`` stores: ``oid, out_id, input, in_id, pos`` of every operator
+        that changes ids (flatten, join, union, aggregation)."""
+        return assoc_frame(self.annotated if annotated is None else annotated, self.slots)
 
     def associations(self, annotated: DataFrame | None = None) -> DataFrame:
-        """Pebble's P for every operator: ``oid, out_id, input, in_id, pos``."""
-        return assoc_frame(self.annotated if annotated is None else annotated, self.slots)
+        """Pebble's P for every operator (Table 6), the identity operators' ⟨id, id⟩ rows
+        derived from the stored ones."""
+        df = self.annotated if annotated is None else annotated
+        stored = self.stored_associations(df)
+        derived = identity_frame(stored, self.operators, self.result_oid, df.select(self.id_col))
+        return stored.unionByName(derived)
 
     def operator(self, oid: int) -> OperatorProv:
         return next(o for o in self.operators if o.oid == oid)
@@ -121,7 +131,7 @@ class Tracker:
         """The in-memory provenance of ``tdf`` (nothing is computed until you ask for rows)."""
         if not isinstance(tdf, TrackedDataFrame) or tdf.tracker is not self:
             raise UnsupportedOperation.named("capture", "expects a DataFrame tracked by this Tracker")
-        return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated)
+        return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated, tdf.id_column)
 
     def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
               message: str | None = None, **options):

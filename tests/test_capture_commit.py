@@ -9,6 +9,8 @@ from test_capture_example import TABLE_2, running_example
 from test_capture_helpers import TWEETS
 
 from capture import Tracker
+from capture.backtrace import load_run
+from capture.materialize import identity_frame
 from store import Store
 from store.semantics import feeds
 
@@ -25,14 +27,16 @@ def committed(spark, tmp_path_factory):
 
 def test_one_commit_holds_result_metadata_and_provenance(committed, spark):
     st, info, root = committed
-    assert (st.version, info.version, info.operators, info.associations) == (1, 1, 8, 45)
+    # 45 associations (Table 6), 23 stored: the identity operators' 22 <id, id> rows
+    # (filter 2: 4, select 3: 4, select 5: 5, select 7: 9) are derived, not stored
+    assert (st.version, info.version, info.operators, info.associations) == (1, 1, 8, 23)
     assert [h["version"] for h in st.history()] == [1]
     out = spark.read.json(str(root / "out")).collect()
     assert {(r.user.id_str, r.user.name): sorted(t.text for t in r.tweets) for r in out} == {
         k: sorted(v) for k, v in TABLE_2.items()}
     (run,) = st.table("capture_runs").collect()
     assert (run.run, run.pipeline, run.result_oid, run.output_format, run.associations) == (
-        info.run, "running-example", 8, "json", 45)
+        info.run, "running-example", 8, "json", 23)
     assert st.meta("capture.last_run")["run"] == info.run
 
 
@@ -45,6 +49,24 @@ def test_operator_table_keeps_definition_5_1(committed):
     assert {r.run for r in ops.values()} == {info.run}
     assoc = st.table("capture_assoc")
     assert assoc.filter(F.col("oid") == 4).select("pos").distinct().count() == 3  # positions 1, 2, 3
+    per_op = {r.oid: r["count"] for r in assoc.groupBy("oid").count().collect()}
+    assert per_op == {4: 5, 6: 9, 8: 9}  # flatten, union, aggregation; no identity rows stored
+
+
+def test_identity_rows_derive_from_the_stored_ones(committed, spark):
+    st, info, _ = committed
+    ops = [o for o in load_run(st, info.run).operators]
+    stored = st.table("capture_assoc").filter(F.col("run") == info.run).drop("run")
+    result_ids = st.table("capture_result_items").filter(F.col("run") == info.run).select("id")
+    derived = {tuple(r) for r in identity_frame(stored, ops, 8, result_ids).collect()}
+    rows = {tuple(r) for r in stored.collect()}
+    assert {o for o, *_ in derived} == {2, 3, 5, 7} and len(derived) == 22
+    assert all(out == i and inp == 0 and pos is None for _, out, inp, i, pos in derived)
+    # select 7's ids are the aggregation's input ids; select 3's the union's first input's
+    assert {r[1] for r in derived if r[0] == 7} == {r[3] for r in rows if r[0] == 8}
+    assert {r[1] for r in derived if r[0] == 3} == {r[3] for r in rows if r[0] == 6 and r[2] == 0}
+    # filter 2 keeps exactly the ids select 3 has: the tweets with retweet_cnt = 0
+    assert {r[1] for r in derived if r[0] == 2} == {r[1] for r in derived if r[0] == 3}
 
 
 def test_edges_and_elements_follow_the_multi_granularity_model(committed, spark):

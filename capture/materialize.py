@@ -3,8 +3,7 @@
 One row per (output item, input item) pair of an operator:
 ``oid int, out_id long, input int, in_id long, pos int`` -- ``pos`` is the 1-based position
 for flatten (in the flattened array) and aggregation (in the group's collected list), else null.
-Slots that differ only in their operator id (a self-join's two sides over the same ids)
-are read once.
+Slots at the same nesting level are read in one pass over the annotated result.
 
 Operators that keep item identity (filter, select, map, sort, limit) have no slot: their
 rows ⟨id, id⟩ are not stored but derived (:func:`identity_frame`) -- the ids an identity
@@ -15,9 +14,8 @@ operator, the result's ids).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
@@ -35,55 +33,83 @@ ASSOC_SCHEMA = StructType(
 )
 
 
-def _level(df: DataFrame, conds: Iterable[tuple[int, str, int]], depth: int) -> DataFrame:
+def _cond(conds: Iterable[tuple[int, str, int]], depth: int) -> Column | None:
+    out = None
     for d, col, value in conds:
         if d == depth:
-            df = df.filter(F.col(col) == F.lit(value))
+            c = F.col(col) == F.lit(value)
+            out = c if out is None else out & c
+    return out
+
+
+def _descend(annotated: DataFrame, nest: tuple[str, ...], when) -> DataFrame:
+    """The rows at the nesting level of ``nest`` (conditions above that level applied)."""
+    df = annotated
+    for depth, arr in enumerate(nest):
+        c = _cond(when, depth)
+        if c is not None:
+            df = df.filter(c)
+        df = df.select(F.explode(F.col(arr)).alias("_n")).select("_n.*")
     return df
 
 
-def _rows(annotated: DataFrame, slot: Slot) -> DataFrame:
-    df = annotated
-    for depth, arr in enumerate(slot.nest):
-        df = _level(df, slot.when, depth).select(F.explode(F.col(arr)).alias("_n")).select("_n.*")
-    df = _level(df, slot.when, len(slot.nest))
-    ref = slot.in_ref
-    if slot.array is not None:
-        df = df.select(F.col(slot.out_col).alias(OUT_ID), F.posexplode(F.col(slot.array)).alias("_p", "_e"))
-        df = df.select(
-            OUT_ID,
-            F.lit(ref.input).alias(INPUT),
-            F.col("_e").getField(ref.id_col).alias(IN_ID),
-            (F.col("_p") + 1).cast("int").alias(POS),
-        )
-    else:
+def _array_rows(df: DataFrame, slot: Slot) -> DataFrame:
+    """An aggregation slot: one row per member of each group's collected id list, with its position."""
+    c = _cond(slot.when, len(slot.nest))
+    if c is not None:
+        df = df.filter(c)
+    df = df.select(F.col(slot.out_col).alias(OUT_ID), F.posexplode(F.col(slot.array)).alias("_p", "_e"))
+    return df.select(
+        F.lit(slot.oid).cast("int").alias(OID),
+        OUT_ID,
+        F.lit(slot.in_ref.input).cast("int").alias(INPUT),
+        F.col("_e").getField(slot.in_ref.id_col).alias(IN_ID),
+        (F.col("_p") + 1).cast("int").alias(POS),
+    )
+
+
+def _flat_rows(df: DataFrame, slots: list[Slot]) -> DataFrame:
+    """Several flat slots of one nesting level in ONE pass: each row yields one association
+    per slot whose condition holds (an explode over an array of per-slot structs)."""
+    depth = len(slots[0].nest)
+    structs = []
+    for slot in slots:
         pos = (F.col(slot.pos_col) + 1).cast("int") if slot.pos_col else F.lit(None).cast("int")
-        df = df.select(
+        row = F.struct(
+            F.lit(slot.oid).cast("int").alias(OID),
             F.col(slot.out_col).alias(OUT_ID),
-            F.lit(ref.input).alias(INPUT),
-            F.col(ref.id_col).alias(IN_ID),
+            F.lit(slot.in_ref.input).cast("int").alias(INPUT),
+            F.col(slot.in_ref.id_col).alias(IN_ID),
             pos.alias(POS),
         )
-    df = df.filter(F.col(OUT_ID).isNotNull() & F.col(IN_ID).isNotNull())
-    return df.distinct() if slot.distinct else df
+        c = _cond(slot.when, depth)
+        structs.append(F.when(c, row) if c is not None else row)
+    if len(structs) == 1:
+        return df.select(structs[0].alias("_a")).select("_a.*")
+    return df.select(F.explode(F.array(*structs)).alias("_a")).select("_a.*")
 
 
 def assoc_frame(annotated: DataFrame, slots: Iterable[Slot]) -> DataFrame:
-    """All id associations recorded in ``annotated`` (columns as ``ASSOC_SCHEMA``)."""
-    groups: dict[Slot, list[int]] = {}
-    for s in slots:
-        groups.setdefault(replace(s, oid=0), []).append(s.oid)
+    """All id associations recorded in ``annotated`` (columns as ``ASSOC_SCHEMA``).
+
+    Slots at the same nesting level are read in one pass; only slots a later operator may
+    repeat (after a flatten or join) are de-duplicated, in one shuffle per level.
+    """
+    groups: dict[tuple, list[Slot]] = {}
+    for s in dict.fromkeys(slots):
+        above = tuple(c for c in s.when if c[0] < len(s.nest))
+        key = (s.nest, above, s.distinct, s.array if s.array is not None else "")
+        groups.setdefault(key, []).append(s)
     spark = annotated.sparkSession
     out: DataFrame | None = None
-    for key, oids in groups.items():
-        rows = _rows(annotated, key)
-        oids = sorted(set(oids))
-        if len(oids) == 1:
-            rows = rows.select(F.lit(oids[0]).alias(OID), "*")
-        else:
-            rows = rows.select(F.explode(F.array(*[F.lit(o) for o in oids])).alias(OID), "*")
-        rows = rows.select(F.col(OID).cast("int"), OUT_ID, F.col(INPUT).cast("int"), IN_ID, POS)
-        out = rows if out is None else out.unionByName(rows)
+    for (nest, above, distinct, array), members in groups.items():
+        level = _descend(annotated, nest, above)
+        parts = [_array_rows(level, m) for m in members] if array else [_flat_rows(level, members)]
+        for rows in parts:
+            rows = rows.filter(F.col(OUT_ID).isNotNull() & F.col(IN_ID).isNotNull())
+            if distinct:
+                rows = rows.distinct()
+            out = rows if out is None else out.unionByName(rows)
     if out is None:
         return spark.createDataFrame([], ASSOC_SCHEMA)
     return out

@@ -7,8 +7,9 @@ Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeli
 (read JSON, write Parquet; after one warm-up); then a captured run (``model=False``, which also
 commits the result items); then ``TRACE '<run>' MATCH '<pattern>' LIMIT N`` through IQL, cold
 (first trace of the run: includes the result items' schema inference) and warm (schema cached,
-as in a REPL session), each split into its phases: load the run's operators, infer the schema,
-match (compiled Spark expressions), backtrace (semi-joins of capture_assoc on the traced ids).
+as in a REPL session), each split into its phases: infer the schema (cold only),
+match (compiled Spark expressions; the run's operators are read meanwhile in a second thread),
+backtrace (semi-joins of capture_assoc on the traced ids).
 ``--udf`` also times the old Python-UDF matcher on the same items. Target: trace <= 0.5x plain.
 The default pattern is ``/<first result column>``; ``--pattern`` overrides it.
 """
@@ -20,29 +21,17 @@ import os
 import platform
 import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def timed_trace(store, run: str, pattern: str, items: int, compiled: bool = True) -> dict[str, float]:
-    """The phases of one trace (what iql/trace.py's execute does), timed separately."""
-    from capture.backtrace import backtrace, load_run, prepare_match, spark_fetcher
-    from capture.backtrace import _match as match
-    from iql.trace import result_docs
+    """One trace exactly as ``TRACE`` runs it (iql/trace.py run_trace), with its phases' times."""
+    from iql.trace import run_trace
 
-    t = {}
-    t0 = time.perf_counter()
-    stored = load_run(store, run)
-    t1 = time.perf_counter()
-    prep = prepare_match(result_docs(store, stored.run), pattern, (store.root, stored.run), compiled)
-    t2 = time.perf_counter()
-    matched = match(prep, items)
-    t3 = time.perf_counter()
-    trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))
-    t4 = time.perf_counter()
-    t.update(load=t1 - t0, schema=t2 - t1, match=t3 - t2, backtrace=t4 - t3, total=t4 - t0,
-             matched=len(matched), reached=len(trace.items))
+    t: dict = {}
+    trace = run_trace(store, run, pattern, items, compiled, t)
+    t.update(matched=trace.matched, reached=len(trace.items))
     return t
 
 
@@ -69,7 +58,7 @@ def main() -> None:
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
     print(f"load average: {os.getloadavg()}", flush=True)
-    print("pipeline  plain_s | cold: load schema match backtrace total ratio | warm: total ratio"
+    print("pipeline  plain_s | cold: schema match backtrace total ratio | warm: total ratio"
           f"{' | udf: match total ratio' if args.udf else ''} | items reached", flush=True)
     for name in names:
         fn = PIPELINES[name]
@@ -84,7 +73,7 @@ def main() -> None:
         _SCHEMAS.clear()
         cold = timed_trace(store, info.run, pattern, args.items)
         warm = timed_trace(store, info.run, pattern, args.items)
-        line = (f"{name:8}  {plain:7.1f} | {cold['load']:4.1f} {cold['schema']:6.1f} {cold['match']:5.1f} "
+        line = (f"{name:8}  {plain:7.1f} | {cold['schema']:6.1f} {cold['match']:5.1f} "
                 f"{cold['backtrace']:9.1f} {cold['total']:5.1f} {cold['total'] / plain:5.2f} | "
                 f"{warm['total']:5.1f} {warm['total'] / plain:5.2f}")
         if args.udf:

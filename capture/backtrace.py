@@ -296,6 +296,29 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
     return Trace(items, len(matched))
 
 
+def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[OperatorProv, str]]:
+    """The operators a backtrace from ``result_oid`` steps through (in that order), each with how:
+    which ones read associations and which keep ids (their association rows are never read)."""
+    ops = {o.oid: o for o in operators}
+    seen, todo = set(), [result_oid]
+    while todo:
+        oid = todo.pop()
+        if oid in ops and oid not in seen:
+            seen.add(oid)
+            todo.extend(i.pred for i in ops[oid].inputs)
+    out = []
+    for oid in sorted(seen, reverse=True):
+        op = ops[oid]
+        if op.type is OpType.SOURCE:
+            how = f"source {op.dataset or f'op{oid}'}: traced items end here"
+        elif op.type in _KEEPS_IDS:
+            how = "keeps item ids: no associations read"
+        else:
+            how = f"reads capture_assoc rows of operator {oid} for the traced ids only (semi-join)"
+        out.append((op, how))
+    return out
+
+
 # ---- Spark edges -----------------------------------------------------------------------------
 _ISIN_LIMIT = 2000
 
@@ -334,7 +357,7 @@ def match_docs(docs, pattern, limit: int | None = None, schema_key: tuple | None
     Spark; only the matching items' ids and matched paths come back to the driver. The pattern is
     compiled to Spark expressions over the items' inferred schema (cached under ``schema_key``);
     only a pattern that cannot be compiled (or ``compiled=False``) runs the Python matcher."""
-    return _match(prepare_match(docs, pattern, schema_key, compiled), limit)
+    return run_match(prepare_match(docs, pattern, schema_key, compiled), limit)
 
 
 @dataclass(frozen=True)
@@ -363,7 +386,7 @@ def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool
     return PreparedMatch(docs, pat, col, plan)
 
 
-def _match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
+def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
@@ -437,6 +460,22 @@ class StoredRun:
     assoc: object  # DataFrame: oid, out_id, input, in_id, pos (this run only)
 
 
+def run_name(store, run: str | None) -> str:
+    """``run``, or the store's last captured run when None (no Spark job)."""
+    from capture.commit import RUNS
+    from store.errors import UserError
+
+    if not store.has_table(RUNS):
+        raise UserError(f"store {store.root} has no captured runs",
+                        hint="capture a pipeline with capture.Tracker(spark, store).write(...) first")
+    if run is None:
+        run = (store.meta("capture.last_run") or {}).get("run")
+        if run is None:
+            raise UserError(f"store {store.root} records no last captured run",
+                            hint="name the run: TRACE '<run id>' MATCH '...' (see table capture_runs)")
+    return run
+
+
 def load_run(store, run: str | None = None) -> StoredRun:
     """Read a committed run (default: the store's last capture run) from the capture tables:
     its operators and result operator in ONE Spark job (operators joined with the run's row)."""
@@ -446,15 +485,7 @@ def load_run(store, run: str | None = None) -> StoredRun:
     from capture.model import Manipulation, OpInput
     from store.errors import UserError
 
-    if not store.has_table(RUNS):
-        raise UserError(f"store {store.root} has no captured runs",
-                        hint="capture a pipeline with capture.Tracker(spark, store).write(...) first")
-    if run is None:
-        last = store.meta("capture.last_run") or {}
-        run = last.get("run")
-        if run is None:
-            raise UserError(f"store {store.root} records no last captured run",
-                            hint="name the run: TRACE '<run id>' MATCH '...' (see table capture_runs)")
+    run = run_name(store, run)
     this = F.col("run") == F.lit(run)
     head = store.table(RUNS).filter(this).select("run", "result_oid")
     rows = store.table(OPERATORS).filter(this).join(head, "run").collect()

@@ -31,12 +31,17 @@ def compile_query(text: str, catalog, stats=None):
 def run(store, text: str) -> Result:
     """Run one IQL statement against a `store.Store`."""
     from iql import executor
+    from iql.ast import Trace
     from iql.binder import bind
     from iql.explain import explain_lines
     from iql.parser import parse
     from iql.planner import plan
 
     bound = bind(parse(text), store.catalog, text)
+    if bound.explain and isinstance(bound.query, Trace):  # EXPLAIN TRACE: see iql/trace.py
+        from iql.trace import explain
+
+        return Result(executor.explain_frame(store, explain(store, bound.query)), ("plan",), (), True)
     if bound.explain:
         logical = plan(bound, executor.stats(store))
         lines = explain_lines(logical, bound.warnings)

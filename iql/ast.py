@@ -274,14 +274,31 @@ class Select:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceQuery:
+    """The SELECT around ``SELECT ... FROM TRACE(...) [alias] [WHERE] [GROUP BY] [ORDER BY] [LIMIT]``
+    (expressions over the trace rows' columns; see iql/trace.py)."""
+
+    distinct: bool
+    items: tuple[SelectItem, ...] | None  # None = SELECT *
+    alias: str | None
+    where: object | None
+    group_by: tuple
+    order_by: tuple[OrderItem, ...]
+    limit: int | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
-    """TRACE ['run'] MATCH 'pattern' [LIMIT n]: backtrace matched items of a captured run."""
+    """TRACE ['run'] MATCH 'pattern' [LIMIT n]: backtrace matched items of a captured run;
+    ``query`` is set for ``SELECT ... FROM TRACE(...)``."""
 
     run: str | None  # None = the store's last captured run
     pattern: str
     limit: int | None
     span: Span
     pattern_span: Span
+    query: TraceQuery | None = None
 
 
 @dataclass(frozen=True, slots=True)

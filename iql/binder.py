@@ -452,7 +452,7 @@ def bind(statement: A.Statement, catalog, text: str = "") -> A.BoundStatement:
     if isinstance(statement.query, A.Trace):  # TRACE: see iql/trace.py
         from iql import trace
 
-        return A.BoundStatement(trace.bind(statement.query, text), False, (), text)
+        return A.BoundStatement(trace.bind(statement.query, text), statement.explain, (), text)
     binder = _Binder(catalog, text)
     query = binder.select(statement.query, None)
     return A.BoundStatement(query, statement.explain, tuple(binder.warnings), text)

@@ -139,7 +139,7 @@ class _ToAst(Transformer):
             limit_span=parts["limit"][1] if "limit" in parts else None,
         )
 
-    def trace(self, meta, ch):
+    def trace_body(self, meta, ch):
         strings = _toks(ch, "STRING")
         word = _toks(ch, "NAME")[0]
         if str(word).lower() != "match":
@@ -148,7 +148,27 @@ class _ToAst(Transformer):
                 hint="write TRACE MATCH '/user/id_str' or TRACE 'run id' MATCH '/user/id_str'")
         limit = next((c[1][0] for c in _nodes(ch) if isinstance(c, tuple) and c[0] == "limit"), None)
         run = _unquote(str(strings[0])) if len(strings) == 2 else None
-        return A.Trace(run, _unquote(str(strings[-1])), limit, _span_meta(meta), _span_tok(strings[-1]))
+        return ("trace_body", (run, _unquote(str(strings[-1])), limit, _span_tok(strings[-1])))
+
+    def trace(self, meta, ch):
+        run, pattern, limit, pattern_span = _nodes(ch)[0][1]
+        return A.Trace(run, pattern, limit, _span_meta(meta), pattern_span)
+
+    def trace_select(self, meta, ch):
+        parts = {c[0]: c[1] for c in _nodes(ch) if isinstance(c, tuple) and len(c) == 2}
+        run, pattern, limit, pattern_span = parts["trace_body"]
+        names = _toks(ch, "NAME")
+        query = A.TraceQuery(
+            distinct=bool(_toks(ch, "DISTINCT")),
+            items=parts["items"],
+            alias=str(names[-1]) if names else None,
+            where=parts.get("where"),
+            group_by=parts.get("group_by", ()),
+            order_by=parts.get("order_by", ()),
+            limit=parts["limit"][0] if "limit" in parts else None,
+            span=_span_meta(meta),
+        )
+        return A.Trace(run, pattern, limit, _span_meta(meta), pattern_span, query)
 
     def select_star(self, meta, ch):
         return ("items", None)

@@ -1,0 +1,88 @@
+"""SELECT ... FROM TRACE(...) and EXPLAIN TRACE: IQL's SELECT/WHERE over the trace rows."""
+
+from __future__ import annotations
+
+import pytest
+from test_capture_example import running_example
+from test_capture_helpers import TWEETS
+
+import iql
+from capture import Tracker
+from iql.errors import IqlSemanticError
+from store import Store
+
+QUESTION = ("//id_str = ''lp'' and /tweets[count(text = ''Hello World'') >= 2]/text = ''Hello World''")
+
+
+@pytest.fixture(scope="module")
+def traced(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("trace-select") / "store"
+    store = Store.open(str(root), spark=spark)
+    tracker = Tracker(spark, store, pipeline="running-example", model=False)
+    result = running_example(tracker.read.json(TWEETS, name="tweets"))
+    info = tracker.write(result, str(root.parent / "out"), format="parquet")
+    store = Store.open(str(root), spark=spark)
+    return store, info.run, iql.run(store, f"TRACE MATCH '{QUESTION}'").rows()
+
+
+def test_where_filters_trace_rows_and_select_projects(traced):
+    store, _, rows = traced
+    res = iql.run(store, f"SELECT item_id, path FROM TRACE(MATCH '{QUESTION}') t "
+                         "WHERE t.role = 'influencing' ORDER BY path, item_id")
+    assert res.columns == ("item_id", "path")
+    want = sorted((r[2], r[3]) for r in rows if r[4] == "influencing")
+    assert sorted(res.rows()) == want
+    assert {p for _, p in want} == {"user.name", "retweet_cnt"}  # the running example's medium green
+    assert [p for _, p in res.rows()] == sorted(p for _, p in want)
+
+
+def test_group_by_counts_items_per_role_like_a_small_audit(traced):
+    store, _, rows = traced
+    res = iql.run(store, f"SELECT role, count(distinct item_id) AS items, count(*) AS nodes "
+                         f"FROM TRACE(MATCH '{QUESTION}') GROUP BY role ORDER BY 1")
+    assert res.columns == ("role", "items", "nodes")
+    expect = {}
+    for r in rows:
+        items, nodes = expect.get(r[4], (set(), 0))
+        expect[r[4]] = (items | {r[2]}, nodes + 1)
+    assert res.rows() == [(role, len(i), n) for role, (i, n) in sorted(expect.items())]
+
+
+def test_in_list_distinct_and_limit(traced):
+    store, run, rows = traced
+    res = iql.run(store, f"SELECT DISTINCT dataset, path FROM TRACE('{run}' MATCH '{QUESTION}') "
+                         "WHERE path IN ('text', 'user.id_str') AND NOT role = 'influencing' ORDER BY path LIMIT 1")
+    assert res.rows() == [("tweets", "text")]
+
+
+@pytest.mark.parametrize(
+    ("query", "what", "column"),
+    [
+        ("SELECT colour FROM TRACE(MATCH '/user')", "trace rows have no column 'colour'", 8),
+        ("SELECT x.path FROM TRACE(MATCH '/user') t", "unknown alias 'x'", 8),
+        ("SELECT path, count(*) FROM TRACE(MATCH '/user')", "every other SELECT item must be a grouped", 8),
+        ("SELECT path FROM TRACE(MATCH '/user') WHERE count(*) > 1", "count(...) is not allowed here", 45),
+        ("SELECT path FROM TRACE(MATCH '/user') ORDER BY role", "ORDER BY over a trace names a SELECT column", 48),
+    ],
+)
+def test_mistakes_point_at_the_query(traced, query, what, column):
+    store, *_ = traced
+    with pytest.raises(IqlSemanticError) as err:
+        iql.run(store, query)
+    assert what in str(err.value) and err.value.column == column and err.value.hint
+
+
+def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced):
+    store, run, _ = traced
+    res = iql.run(store, f"EXPLAIN SELECT path FROM TRACE(MATCH '{QUESTION}' LIMIT 5) WHERE role = 'contributing'")
+    assert res.explain and res.columns == ("plan",)
+    text = "\n".join(r[0] for r in res.rows())
+    assert f"Trace run '{run}', the first 5 matching result items" in text
+    assert "compiled: Spark higher-order functions" in text and "NOT compiled" not in text
+    assert "pre-filter (JVM): item JSON contains '\"lp\"', '\"Hello World\"'" in text
+    # the running example: aggregation and union read associations; selects and the filter keep ids
+    assert "8 aggregation (groupBy.agg <- 7): reads capture_assoc rows of operator 8" in text
+    assert "6 union" in text and "reads capture_assoc rows of operator 6" in text
+    assert "2 filter (filter <- 1): keeps item ids: no associations read" in text
+    assert "1 source (read.json): source tweets: traced items end here" in text
+    assert "where role = 'contributing'" in text

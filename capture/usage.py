@@ -1,7 +1,8 @@
 """Data-usage heatmap and audit report over traces (Pebble Section 7.3.5), pure Python.
 
 * :func:`heatmap`: over a workload of traces, per input item x attribute, in how many traces the
-  attribute contributed, only influenced, or was unused; :func:`heatmap_html` draws it.
+  attribute contributed, only influenced, or was unused; :func:`heatmap_html` draws it as an HTML
+  table, :func:`heatmap_png` as a PNG picture (matplotlib, the ``reports`` extra).
 * :func:`audit`: per traced input item, the attributes a result exposes (contributing leaves) and
   those that only influenced it.
 
@@ -112,6 +113,56 @@ def heatmap_html(hm: Heatmap) -> str:
         "<p>cells: contributed / influenced / unused</p>"
         f"<table><tr><th>item</th>{head}</tr>{''.join(body)}</table>"
     )
+
+
+def _usage_color(c: HeatCell, traces: int) -> tuple[float, float, float]:
+    """Green for contributed (darker = more often), yellow for only influenced, light grey unused."""
+    share = (c.contributed + c.influenced) / traces if traces else 0.0
+    alpha = 0.15 + 0.85 * share
+    base = (0.0, 0.5, 0.0) if c.contributed else (0.9, 0.7, 0.0) if c.influenced else None
+    if base is None:
+        return (0.93, 0.93, 0.93)
+    return tuple(1 - alpha * (1 - b) for b in base)
+
+
+def heatmap_png(hm: Heatmap, path: str, max_items: int = 200) -> str:
+    """Draw the heatmap as a PNG at ``path`` (rows: input items, columns: attributes; each cell
+    says contributed/influenced/unused). Returns ``path``. Needs matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        from store.errors import UserError
+
+        raise UserError("the PNG heatmap needs matplotlib, which is not installed",
+                        hint="pip install 'strata-prov[reports]' (or use heatmap_html)") from None
+    matplotlib.use("Agg", force=False)
+    from matplotlib import pyplot as plt
+
+    items = hm.items[:max_items]
+    attrs = hm.attributes
+    grid = [[_usage_color(hm.cells[(i, a)], hm.traces) for a in attrs] for i in items]
+    width = max(4.0, 1.2 + 0.9 * len(attrs))
+    height = max(2.0, 1.5 + 0.3 * len(items))
+    fig, ax = plt.subplots(figsize=(width, height), dpi=100)
+    try:
+        if items and attrs:
+            ax.imshow(grid, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(len(attrs)), labels=list(attrs), rotation=45, ha="right", fontsize=8)
+        ax.set_yticks(range(len(items)), labels=[f"{i & 0xFFFFFFFFFFFFFFFF:016x}" for i in items],
+                      fontsize=7, family="monospace")
+        if len(items) * len(attrs) <= 400:
+            for y, i in enumerate(items):
+                for x, a in enumerate(attrs):
+                    c = hm.cells[(i, a)]
+                    ax.text(x, y, f"{c.contributed}/{c.influenced}/{c.unused}", ha="center", va="center", fontsize=7)
+        more = f" (first {max_items} of {len(hm.items)} items)" if len(hm.items) > max_items else ""
+        ax.set_title(f"Data usage of {hm.dataset} over {hm.traces} traces{more}\n"
+                     "green: contributed, yellow: only influenced, grey: unused; cells c/i/u", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)
+    return path
 
 
 def audit(trace: Trace) -> list[tuple[str, int, tuple[str, ...], tuple[str, ...]]]:

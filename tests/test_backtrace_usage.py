@@ -38,3 +38,26 @@ def test_heatmap_counts_contributed_influenced_and_unused_over_a_workload():
     assert len(hm.rows()) == 8
     page = heatmap_html(hm)
     assert page.count("<tr>") == 3 and "user.name" in page and "1/1/1" in page
+
+
+def test_heatmap_png_draws_one_colored_cell_per_item_and_attribute(tmp_path):
+    import matplotlib.image as mpimg
+
+    from capture.usage import _usage_color, heatmap_png
+
+    workload = [run({10: ["text"]}), run({10: ["uid"], 11: ["uid"]}), run({11: ["text"]})]
+    hm = heatmap(workload, "tweets", attributes=["user.name"])
+    path = heatmap_png(hm, str(tmp_path / "usage.png"))
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    pixels = mpimg.imread(path)
+    assert pixels.shape[0] > 100 and pixels.shape[1] > 300
+    # the colors the cells use: contributed = green, only influenced = yellow, unused = grey
+    text, retweet, name = hm.cells[(10, "text")], hm.cells[(10, "retweet_cnt")], hm.cells[(10, "user.name")]
+    green, yellow, grey = (_usage_color(c, hm.traces) for c in (text, retweet, name))
+    assert green[1] > green[0] and green[1] > green[2]
+    assert yellow[0] > yellow[2] and yellow[1] > yellow[2]
+    assert grey[0] == grey[1] == grey[2]
+    colors = {tuple(round(float(v), 2) for v in px[:3]) for row in pixels[::4] for px in row[::4]}
+    assert any(abs(c[0] - round(green[0], 2)) < 0.02 and abs(c[1] - round(green[1], 2)) < 0.02 for c in colors)
+    assert any(abs(c[0] - round(yellow[0], 2)) < 0.02 and abs(c[2] - round(yellow[2], 2)) < 0.02 for c in colors)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from capture.model import POS, OperatorProv, OpType
 
@@ -368,8 +368,10 @@ class PreparedMatch:
     plan: object  # capture.treecompile.MatchPlan
 
 
-def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool = True) -> PreparedMatch:
-    """Pre-filter and compile (runs the schema inference job unless cached); no matching yet."""
+def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool = True,
+                  schema=None) -> PreparedMatch:
+    """Pre-filter and compile over ``schema`` (default: inferred from the items, one job, cached
+    under ``schema_key``); no matching yet."""
     from pyspark.sql import functions as F
 
     from capture.treecompile import MatchPlan, docs_schema, match_column
@@ -381,9 +383,12 @@ def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool
         docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
     if not compiled:
         return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, "compilation turned off"))
-    key = None if schema_key is None else (*schema_key, pre)
-    col, plan = match_column(pat, docs_schema(docs, key))
-    return PreparedMatch(docs, pat, col, plan)
+    source = "the run's written output (Parquet/ORC footer)"
+    if schema is None:
+        source = "inferred from the items' JSON (one Spark job, then cached)"
+        schema = docs_schema(docs, None if schema_key is None else (*schema_key, pre))
+    col, plan = match_column(pat, schema)
+    return PreparedMatch(docs, pat, col, replace(plan, schema_from=source))
 
 
 def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:

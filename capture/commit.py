@@ -33,7 +33,7 @@ from pyspark.sql.types import (
 from capture import bundle
 from capture.backtrace import RESULT_ITEMS, result_item_rows
 from capture.materialize import identity_frame
-from capture.model import OperatorProv, OpType
+from capture.model import OperatorProv
 from store.errors import UserError
 
 if TYPE_CHECKING:

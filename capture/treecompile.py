@@ -262,6 +262,14 @@ def compile_pattern(pattern: Pattern, schema, item):
 _SCHEMAS: dict[tuple, object] = {}  # (store root, run, pre-filter literals) -> StructType
 
 
+def cached_schema(key: tuple):
+    return _SCHEMAS.get(key)
+
+
+def remember_schema(key: tuple, schema) -> None:
+    _SCHEMAS[key] = schema
+
+
 def docs_schema(docs, key: tuple | None = None):
     """The static schema of the JSON items in ``docs`` (column ``doc``): Spark's JSON schema
     inference over all of them, in the JVM (one job). JSON omits null fields, so the schema has
@@ -283,6 +291,7 @@ class MatchPlan:
     compiled: bool
     prefilter: tuple[str, ...]  # literals every matching item's JSON contains (JVM-side pruning)
     reason: str = ""  # why not compiled
+    schema_from: str = ""  # where the items' schema came from
 
     def describe(self) -> list[str]:
         lines = [f"match {self.pattern!r}"]
@@ -291,6 +300,8 @@ class MatchPlan:
         if self.compiled:
             lines.append("  compiled: Spark higher-order functions over from_json(doc) "
                          "(transform/filter/size/element_at); no Python worker")
+        if self.schema_from:
+            lines.append(f"  items' schema: {self.schema_from}")
         else:
             lines.append(f"  NOT compiled ({self.reason}): Python matcher in a UDF over each item's JSON")
         return lines
@@ -310,3 +321,49 @@ def match_column(pattern: Pattern, schema, doc_col: str = "doc"):
     except NotCompilable as e:
         return None, MatchPlan(pattern.text, False, pre, e.message)
     return col, MatchPlan(pattern.text, True, pre)
+
+
+def json_view(dtype):
+    """The type a field has in the result items' JSON (``to_json`` of the result row), as Spark's
+    JSON schema inference would see it: integers -> long, floats/decimals -> double, strings,
+    dates, timestamps and binary -> string. Raises NotCompilable for maps and other types."""
+    T = _T()
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f.name, json_view(f.dataType)) for f in dtype.fields])
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(json_view(dtype.elementType))
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return T.LongType()
+    if isinstance(dtype, (T.FloatType, T.DoubleType, T.DecimalType)):
+        return T.DoubleType()
+    if isinstance(dtype, T.BooleanType):
+        return T.BooleanType()
+    if isinstance(dtype, (T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BinaryType)):
+        return T.StringType()
+    raise NotCompilable(f"result column type {dtype.simpleString()} has no fixed JSON schema")
+
+
+def output_schema(spark, path: str, fmt: str, finished: str):
+    """The schema of a run's written result (Parquet/ORC footers: no Spark job) as the JSON view
+    of its items, or None when it cannot be trusted: another format, missing, or any file of it
+    modified after the run finished (the output was overwritten since)."""
+    from datetime import datetime
+
+    if fmt not in ("parquet", "orc") or not path or not finished:
+        return None
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        jvm = spark._jvm
+        hpath = jvm.org.apache.hadoop.fs.Path(path)
+        fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+        newest = max((s.getModificationTime() for s in fs.listStatus(hpath)), default=None)
+    except Py4JJavaError:  # missing path, no permission: fall back to inference
+        return None
+    end = datetime.fromisoformat(finished).timestamp() * 1000 + 1000  # `finished` has whole seconds
+    if newest is None or newest > end:
+        return None
+    try:
+        return json_view(spark.read.format(fmt).load(path).schema)
+    except NotCompilable:
+        return None

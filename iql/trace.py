@@ -81,13 +81,34 @@ def result_docs(store, run: str):
     return store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).select("id", "doc")
 
 
+def items_schema(store, run: str):
+    """The static schema of the run's result items, cheapest first: cached in this process, the
+    run's written Parquet/ORC output (footer; only if unchanged since the run), else None (the
+    matcher then infers it from the items' JSON)."""
+    from pyspark.sql import functions as F
+
+    from capture.commit import RUNS
+    from capture.treecompile import cached_schema, output_schema, remember_schema
+
+    key = (store.root, run, "output")
+    schema = cached_schema(key)
+    if schema is None:
+        rows = (store.table(RUNS).filter(F.col("run") == F.lit(run))
+                .select("output_path", "output_format", "finished").collect())
+        if rows:
+            schema = output_schema(store.spark, rows[0].output_path, rows[0].output_format, rows[0].finished)
+        if schema is not None:
+            remember_schema(key, schema)
+    return schema
+
+
 def run_trace(store, run: str | None, pattern, limit: int | None = None, compiled: bool = True,
               timings: dict | None = None):
     """Match ``pattern`` on the run's result items and backtrace the matches (a capture Trace).
 
     The run's operators are read (one job) in a second thread while the pattern is compiled
-    (schema inference, once per run) and matched (one job); then the backtrace semi-joins the
-    associations of the matched ids only. ``timings`` (if given) receives the phases' seconds."""
+    (over :func:`items_schema`, once per run) and matched (one job); then the backtrace semi-joins
+    the associations of the matched ids only. ``timings`` (if given) receives the phases' seconds."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
@@ -106,7 +127,7 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
     docs = result_docs(store, name)
     with ThreadPoolExecutor(1, thread_name_prefix="strata-trace") as pool:
         loading = pool.submit(load_run, store, name)
-        prep = prepare_match(docs, pattern, (store.root, name), compiled)
+        prep = prepare_match(docs, pattern, (store.root, name), compiled, items_schema(store, name))
         t["schema"] = time.perf_counter() - t0
         matched = run_match(prep, limit)
         t["match"] = time.perf_counter() - t0 - t["schema"]
@@ -308,7 +329,7 @@ def explain(store, trace: A.Trace) -> list[str]:
     name = run_name(store, trace.run)
     stored = load_run(store, name)
     pattern = parse_pattern(trace.pattern)
-    prep = prepare_match(result_docs(store, name), pattern, (store.root, name))
+    prep = prepare_match(result_docs(store, name), pattern, (store.root, name), True, items_schema(store, name))
     lines = [f"Trace run {name!r}" + (f", the first {trace.limit} matching result items" if trace.limit else "")]
     lines += ["  " + line for line in prep.plan.describe()]
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")

@@ -85,4 +85,5 @@ def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced
     assert "6 union" in text and "reads capture_assoc rows of operator 6" in text
     assert "2 filter (filter <- 1): keeps item ids: no associations read" in text
     assert "1 source (read.json): source tweets: traced items end here" in text
+    assert "items' schema: the run's written output (Parquet/ORC footer)" in text
     assert "where role = 'contributing'" in text

@@ -147,3 +147,32 @@ def test_compiled_patterns_equal_the_reference_on_random_items(spark, case):
 @pytest.mark.parametrize("text", ["/a[count(b) = 1]", "//text = 'x'"])
 def test_patterns_over_missing_fields_match_nothing(spark, text):
     _compare_all(spark, [{"id": 1}, {"id": 2}], [text])
+
+
+def test_the_written_output_gives_the_items_schema_until_it_is_overwritten(spark, tmp_path):
+    import time
+    from datetime import datetime, timezone
+
+    from pyspark.sql import functions as F
+
+    from capture.treecompile import output_schema
+
+    df = spark.createDataFrame([("lp", 3, 1.5, ["a", "b"])], "id_str string, n int, x double, tags array<string>")
+    df = df.select(F.struct("id_str", "n").alias("user"), "x", "tags")
+    out = str(tmp_path / "out")
+    df.write.parquet(out)
+    time.sleep(1.1)
+    finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    docs = df.select(F.lit(1).cast("long").alias("id"), F.to_json(F.struct("user", "x", "tags")).alias("doc"))
+    got = output_schema(spark, out, "parquet", finished)
+    assert got is not None
+    inferred = docs_schema(docs)
+    by_name = {f.name: f.dataType for f in got.fields}
+    assert by_name == {f.name: f.dataType for f in inferred.fields}  # the same JSON view: int -> long
+    col, plan = match_column(parse_pattern("/user/n = 3 and /tags[2] = 'b'"), got)
+    assert plan.compiled and [list(r.m) for r in docs.select(col.alias("m")).collect()] == [["tags.[2]", "user.n"]]
+    time.sleep(1.1)
+    df.write.mode("overwrite").parquet(out)  # the output changed after the run: not trusted
+    assert output_schema(spark, out, "parquet", finished) is None
+    assert output_schema(spark, out, "json", finished) is None
+    assert output_schema(spark, str(tmp_path / "missing"), "parquet", finished) is None

@@ -12,6 +12,12 @@ from iql.errors import IqlSemanticError
 from store import Store
 
 QUESTION = ("//id_str = ''lp'' and /tweets[count(text = ''Hello World'') >= 2]/text = ''Hello World''")
+TRACE = f"TRACE(MATCH '{QUESTION}')"
+
+
+def q(*parts: str) -> str:
+    """An IQL statement from constant parts (no user values)."""
+    return " ".join(parts)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +33,7 @@ def traced(spark, tmp_path_factory):
 
 def test_where_filters_trace_rows_and_select_projects(traced):
     store, _, rows = traced
-    res = iql.run(store, f"SELECT item_id, path FROM TRACE(MATCH '{QUESTION}') t "
-                         "WHERE t.role = 'influencing' ORDER BY path, item_id")
+    res = iql.run(store, q("SELECT item_id, path FROM", TRACE, "t WHERE t.role = 'influencing' ORDER BY path, item_id"))
     assert res.columns == ("item_id", "path")
     want = sorted((r[2], r[3]) for r in rows if r[4] == "influencing")
     assert sorted(res.rows()) == want
@@ -38,8 +43,8 @@ def test_where_filters_trace_rows_and_select_projects(traced):
 
 def test_group_by_counts_items_per_role_like_a_small_audit(traced):
     store, _, rows = traced
-    res = iql.run(store, f"SELECT role, count(distinct item_id) AS items, count(*) AS nodes "
-                         f"FROM TRACE(MATCH '{QUESTION}') GROUP BY role ORDER BY 1")
+    res = iql.run(store, q("SELECT role, count(distinct item_id) AS items, count(*) AS nodes FROM", TRACE,
+                           "GROUP BY role ORDER BY 1"))
     assert res.columns == ("role", "items", "nodes")
     expect = {}
     for r in rows:
@@ -50,8 +55,8 @@ def test_group_by_counts_items_per_role_like_a_small_audit(traced):
 
 def test_in_list_distinct_and_limit(traced):
     store, run, rows = traced
-    res = iql.run(store, f"SELECT DISTINCT dataset, path FROM TRACE('{run}' MATCH '{QUESTION}') "
-                         "WHERE path IN ('text', 'user.id_str') AND NOT role = 'influencing' ORDER BY path LIMIT 1")
+    res = iql.run(store, q("SELECT DISTINCT dataset, path FROM", f"TRACE('{run}' MATCH '{QUESTION}')",
+                           "WHERE path IN ('text', 'user.id_str') AND NOT role = 'influencing' ORDER BY path LIMIT 1"))
     assert res.rows() == [("tweets", "text")]
 
 
@@ -74,7 +79,8 @@ def test_mistakes_point_at_the_query(traced, query, what, column):
 
 def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced):
     store, run, _ = traced
-    res = iql.run(store, f"EXPLAIN SELECT path FROM TRACE(MATCH '{QUESTION}' LIMIT 5) WHERE role = 'contributing'")
+    res = iql.run(store, q("EXPLAIN SELECT path FROM", f"TRACE(MATCH '{QUESTION}' LIMIT 5)",
+                           "WHERE role = 'contributing'"))
     assert res.explain and res.columns == ("plan",)
     text = "\n".join(r[0] for r in res.rows())
     assert f"Trace run '{run}', the first 5 matching result items" in text
@@ -87,3 +93,22 @@ def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced
     assert "1 source (read.json): source tweets: traced items end here" in text
     assert "items' schema: the run's written output (Parquet/ORC footer)" in text
     assert "where role = 'contributing'" in text
+
+
+def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(traced):
+    """Capture may stop storing <id, id> rows of filter/select/map/sort/limit: traces stay the same."""
+    from pyspark.sql import functions as F
+
+    from capture.backtrace import backtrace, load_run, match_docs, spark_fetcher
+    from capture.model import OpType
+    from iql.trace import result_docs
+
+    store, run, rows = traced
+    stored = load_run(store, run)
+    keep = [o.oid for o in stored.operators if o.type in (OpType.FILTER, OpType.SELECT, OpType.MAP,
+                                                          OpType.SORT, OpType.LIMIT)]
+    assert keep  # the running example has selects and a filter
+    without = stored.assoc.filter(~F.col("oid").isin(keep))
+    matched = match_docs(result_docs(store, run), QUESTION.replace("''", "'"))
+    t = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(without))
+    assert sorted((i, p, r) for _, i, p, r, _, _ in t.rows()) == sorted((r[2], r[3], r[4]) for r in rows)

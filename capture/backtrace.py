@@ -8,7 +8,7 @@ through an operator undoes its manipulations (``manipulatePath``) and records it
 
 The core (:func:`backtrace`) is pure Python over the operators' schema-level provenance and a
 ``fetch(oid, ids)`` callback returning the id associations of just those output items; the Spark
-edges (:func:`spark_fetcher`, :func:`match_items`, :func:`trace`) semi-join the association table
+edges (:func:`spark_fetcher`, :func:`trace`; matching: capture/treecompile.py) semi-join the association table
 on the traced ids only -- never the full provenance of an operator -- and skip the join entirely
 for operators that keep ids (filter, select, map, sort, limit: in id = out id).
 """
@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from capture.model import POS, OperatorProv, OpType
+from capture.treecompile import (  # noqa: F401 - the matching edge, re-exported for callers
+    PreparedMatch,
+    match_docs,
+    match_items,
+    prepare_match,
+    run_match,
+)
 
 Path = tuple[str, ...]
 AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
@@ -320,96 +327,38 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
 
 
 # ---- Spark edges -----------------------------------------------------------------------------
-_ISIN_LIMIT = 2000
+_ISIN_LIMIT = 50_000
+
+
+def _id_in(col: str, ids: list[int]):
+    """``col IN ids`` as one Column. The ids go to the JVM as one collection (``isInCollection``):
+    ``Column.isin(*ids)`` makes a py4j call per id, which cost seconds for a few thousand ids."""
+    from pyspark.sql import functions as F
+
+    jc = getattr(F.col(col), "_jc", None)
+    if jc is None:  # Spark Connect: no JVM in this process
+        return F.col(col).isin(ids)
+    from pyspark.sql.classic.column import Column
+
+    return Column(jc.isInCollection(ids))
 
 
 def spark_fetcher(assoc) -> Fetch:
     """A fetch over an association DataFrame (``oid, out_id, input, in_id, pos``; e.g. the store's
     ``capture_assoc`` of one run, or ``Captured.associations()``): a semi-join on the traced ids
-    (an ``IN`` list for small id sets, a broadcast join otherwise), collecting only those rows."""
+    (an ``IN`` set for up to 50,000 ids, a broadcast join beyond), collecting only those rows."""
     from pyspark.sql import functions as F
 
     def fetch(oid: int, ids: list[int]) -> list[AssocRow]:
         df = assoc.filter(F.col("oid") == F.lit(oid))
         if len(ids) <= _ISIN_LIMIT:
-            df = df.filter(F.col("out_id").isin(ids))
+            df = df.filter(_id_in("out_id", ids))
         else:
             keys = assoc.sparkSession.createDataFrame([(i,) for i in ids], "out_id long")
             df = df.join(F.broadcast(keys), "out_id", "left_semi")
         return [(r.out_id, r.input, r.in_id, r.pos) for r in df.select("out_id", "input", "in_id", "pos").collect()]
 
     return fetch
-
-
-def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[int, list[str]]:
-    """Match a tree pattern against every row of ``result`` in Spark (a Python UDF over each row's
-    JSON); only the matching rows' ids and matched paths come back to the driver."""
-    from pyspark.sql import functions as F
-
-    visible = [c for c in result.columns if c != id_col]
-    docs = result.select(F.col(f"`{id_col}`").alias("id"), F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
-    return match_docs(docs, pattern, limit)
-
-
-def match_docs(docs, pattern, limit: int | None = None, schema_key: tuple | None = None,
-               compiled: bool = True) -> dict[int, list[str]]:
-    """Match a tree pattern against a DataFrame of ``id long, doc string`` (each item as JSON) in
-    Spark; only the matching items' ids and matched paths come back to the driver. The pattern is
-    compiled to Spark expressions over the items' inferred schema (cached under ``schema_key``);
-    only a pattern that cannot be compiled (or ``compiled=False``) runs the Python matcher."""
-    return run_match(prepare_match(docs, pattern, schema_key, compiled), limit)
-
-
-@dataclass(frozen=True)
-class PreparedMatch:
-    docs: object  # DataFrame id, doc (pre-filtered)
-    pattern: object  # Pattern
-    column: object  # compiled Column, or None: Python UDF
-    plan: object  # capture.treecompile.MatchPlan
-
-
-def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool = True,
-                  schema=None) -> PreparedMatch:
-    """Pre-filter and compile over ``schema`` (default: inferred from the items, one job, cached
-    under ``schema_key``); no matching yet."""
-    from pyspark.sql import functions as F
-
-    from capture.treecompile import MatchPlan, docs_schema, match_column
-    from capture.treepattern import Pattern, parse_pattern, required_literals
-
-    pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
-    pre = tuple(required_literals(pat))
-    for literal in pre:  # JVM-side pruning: most items are never parsed
-        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
-    if not compiled:
-        return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, "compilation turned off"))
-    source = "the run's written output (Parquet/ORC footer)"
-    if schema is None:
-        source = "inferred from the items' JSON (one Spark job, then cached)"
-        schema = docs_schema(docs, None if schema_key is None else (*schema_key, pre))
-    col, plan = match_column(pat, schema)
-    return PreparedMatch(docs, pat, col, replace(plan, schema_from=source))
-
-
-def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StringType
-
-    from capture.treepattern import match
-
-    if prep.column is not None:
-        paths = prep.column
-    else:
-        pat = prep.pattern
-
-        def run(doc):  # no type hints: Spark would try to infer a pandas UDF from them
-            return match(pat, json.loads(doc)) if doc is not None else None
-
-        paths = F.udf(run, ArrayType(StringType()))(F.col("doc"))
-    df = prep.docs.select(F.col("id"), paths.alias("_paths")).filter(F.col("_paths").isNotNull())
-    if limit is not None:
-        df = df.limit(limit)
-    return {r.id: list(r._paths) for r in df.collect()}
 
 
 RESULT_ITEMS = "capture_result_items"

@@ -23,7 +23,8 @@ Pure apart from building Column objects (no action runs here).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 
 from capture.treepattern import Branch, Cmp, Count, Pattern, Position, Rel, Step
 from store.errors import UserError
@@ -367,3 +368,74 @@ def output_schema(spark, path: str, fmt: str, finished: str):
         return json_view(spark.read.format(fmt).load(path).schema)
     except NotCompilable:
         return None
+
+
+# ---- matching result items in Spark -------------------------------------------------------------
+def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[int, list[str]]:
+    """Match a tree pattern against every row of ``result`` in Spark (a Python UDF over each row's
+    JSON); only the matching rows' ids and matched paths come back to the driver."""
+    from pyspark.sql import functions as F
+
+    visible = [c for c in result.columns if c != id_col]
+    docs = result.select(F.col(f"`{id_col}`").alias("id"), F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
+    return match_docs(docs, pattern, limit)
+
+
+def match_docs(docs, pattern, limit: int | None = None, schema_key: tuple | None = None,
+               compiled: bool = True) -> dict[int, list[str]]:
+    """Match a tree pattern against a DataFrame of ``id long, doc string`` (each item as JSON) in
+    Spark; only the matching items' ids and matched paths come back to the driver. The pattern is
+    compiled to Spark expressions over the items' inferred schema (cached under ``schema_key``);
+    only a pattern that cannot be compiled (or ``compiled=False``) runs the Python matcher."""
+    return run_match(prepare_match(docs, pattern, schema_key, compiled), limit)
+
+
+@dataclass(frozen=True)
+class PreparedMatch:
+    docs: object  # DataFrame id, doc (pre-filtered)
+    pattern: object  # Pattern
+    column: object  # compiled Column, or None: Python UDF
+    plan: object  # capture.treecompile.MatchPlan
+
+
+def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool = True,
+                  schema=None) -> PreparedMatch:
+    """Pre-filter and compile over ``schema`` (default: inferred from the items, one job, cached
+    under ``schema_key``); no matching yet."""
+    from pyspark.sql import functions as F
+
+    from capture.treepattern import Pattern, parse_pattern, required_literals
+
+    pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
+    pre = tuple(required_literals(pat))
+    for literal in pre:  # JVM-side pruning: most items are never parsed
+        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+    if not compiled:
+        return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, "compilation turned off"))
+    source = "the run's written output (Parquet/ORC footer)"
+    if schema is None:
+        source = "inferred from the items' JSON (one Spark job, then cached)"
+        schema = docs_schema(docs, None if schema_key is None else (*schema_key, pre))
+    col, plan = match_column(pat, schema)
+    return PreparedMatch(docs, pat, col, replace(plan, schema_from=source))
+
+
+def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+
+    from capture.treepattern import match
+
+    if prep.column is not None:
+        paths = prep.column
+    else:
+        pat = prep.pattern
+
+        def run(doc):  # no type hints: Spark would try to infer a pandas UDF from them
+            return match(pat, json.loads(doc)) if doc is not None else None
+
+        paths = F.udf(run, ArrayType(StringType()))(F.col("doc"))
+    df = prep.docs.select(F.col("id"), paths.alias("_paths")).filter(F.col("_paths").isNotNull())
+    if limit is not None:
+        df = df.limit(limit)
+    return {r.id: list(r._paths) for r in df.collect()}

@@ -112,3 +112,23 @@ def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(trace
     matched = match_docs(result_docs(store, run), QUESTION.replace("''", "'"))
     t = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(without))
     assert sorted((i, p, r) for _, i, p, r, _, _ in t.rows()) == sorted((r[2], r[3], r[4]) for r in rows)
+
+
+def test_the_examples_in_docs_iql_run(traced):
+    """Every statement of docs/iql.md's "SELECT ... FROM TRACE(...)" examples runs on the running example."""
+    import re
+    from pathlib import Path
+
+    store, run, _ = traced
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "iql.md").read_text()
+    section = doc[doc.index("### SELECT ... FROM TRACE(...)"):doc.index("### EXPLAIN TRACE")]
+    block = re.search(r"```\n(.*?)```", section, re.S).group(1)
+    code = "\n".join(line for line in block.splitlines() if not line.startswith("--"))
+    statements = [s.strip() for s in code.split(";") if s.strip()]
+    assert len(statements) == 3
+    results = [iql.run(store, s.replace("running-example/run-20261121T150000-1a2b3c4d", run)).rows()
+               for s in statements]
+    influencing, audit, contributing = results
+    assert {r[1] for r in influencing} == {"retweet_cnt", "user.name"}
+    assert {(r[0], r[1]) for r in audit} >= {("tweets", "contributing")}
+    assert contributing  # /user: user.id_str contributes

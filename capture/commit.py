@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -84,7 +86,9 @@ class RunInfo:
     associations: int
     seconds_result: float
     seconds_provenance: float
-    phases: dict[str, float] = field(default_factory=dict)  # seconds per commit phase
+    # seconds per phase: result (pipeline + result write), associations and result_items (in
+    # parallel: each its own elapsed time), runs, model (bundle ingest, model=True only)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def operator_rows(run: str, ops: list[OperatorProv]) -> list[tuple]:
@@ -106,17 +110,10 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class _Phases:
-    """Wall-clock seconds per phase of a commit (``RunInfo.phases``; see the benchmark)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self._t = time.perf_counter()
-
-    def done(self, name: str) -> None:
-        now = time.perf_counter()
-        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._t
-        self._t = now
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
@@ -124,9 +121,10 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     """Compute the annotated result ONCE (cached while it is read) and read everything from it:
     the visible result (written straight to ``path``), the id associations and the result items.
 
-    Spark jobs: the result write (it fills the cache), the ``capture_assoc`` append (its row count
-    is observed, no extra count job), the ``capture_result_items`` append and the two one-file
-    appends of ``capture_operators``/``capture_runs``; with ``model=True`` the bundle ingest too.
+    Spark jobs: the result write (it fills the cache); then, side by side in two threads so their
+    fixed costs overlap, the ``capture_assoc`` append (its row count is observed: no count job)
+    and the ``capture_result_items`` + one-file ``capture_operators`` appends; then the one-row
+    ``capture_runs`` append; with ``model=True`` the bundle ingest too.
     """
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
@@ -136,43 +134,44 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     run = new_run_id(tracker.pipeline)
     started = _now()
     spark = tracker.spark
-    phases = _Phases()
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
     annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK)
     stored: DataFrame | None = None
     try:
         annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
-        phases.done("result")
+        t1 = time.perf_counter()
+        phases["result"] = t1 - t0
         stored = cap.stored_associations(annotated)
         if tracker.model:  # read twice: by the append and by the bundle
             stored = stored.persist(StorageLevel.MEMORY_AND_DISK)
         counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
+        assoc_rows = stored.select(F.lit(run).alias(RUN), "*").observe(counted, F.count(F.lit(1)).alias("n"))
+        item_rows = result_item_rows(run, annotated, tdf.visible(), tdf.id_column)
+        op_rows = spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA)
         info_out = {"path": str(path), "format": fmt}
         with tracker.store.transaction(message or f"capture {run}") as tx:
-            rows = stored.select(F.lit(run).alias(RUN), "*").observe(counted, F.count(F.lit(1)).alias("n"))
-            tx.append(ASSOC, rows)
+            # different tables, so the two threads' appends never touch the same table entry
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-capture") as pool:
+                side = pool.submit(_timed, lambda: (tx.append(RESULT_ITEMS, item_rows),
+                                                    tx.append(OPERATORS, op_rows, files=1)))
+                phases["associations"] = _timed(lambda: tx.append(ASSOC, assoc_rows))
+                phases["result_items"] = side.result()
             n_assoc = int(counted.get["n"])
-            phases.done("associations")
-            # The result items with their ids, so TRACE can match patterns on this run later.
-            tx.append(RESULT_ITEMS, result_item_rows(run, annotated, tdf.visible(), tdf.id_column))
-            phases.done("result_items")
             finished = _now()
-            tx.append(OPERATORS, spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA), files=1)
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)
-            tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1)
-            phases.done("run_tables")
+            phases["runs"] = _timed(lambda: tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1))
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
                 full = stored.unionByName(
                     identity_frame(stored, ops, cap.result_oid, annotated.select(tdf.id_column)))
                 existing = tx.table("vertices").select("id")
-                tx.ingest(bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out))
-                phases.done("model")
+                sections = bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)
+                phases["model"] = _timed(lambda: tx.ingest(sections))
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
-        phases.done("commit")
+        t2 = time.perf_counter()
     finally:
         if stored is not None and tracker.model:
             stored.unpersist()
         annotated.unpersist()
-    sec = phases.seconds
-    return RunInfo(run, tracker.store.version, str(path), len(ops), n_assoc, sec["result"],
-                   sum(v for k, v in sec.items() if k != "result"), dict(sec))
+    return RunInfo(run, tracker.store.version, str(path), len(ops), n_assoc, t1 - t0, t2 - t1, phases)

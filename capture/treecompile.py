@@ -101,7 +101,17 @@ def _struct(dtype):
     return T.StructType([T.StructField("p", T.StringType()), T.StructField("v", dtype)])
 
 
-def _children(group: Group, name: str, with_paths: bool) -> list[Group]:
+def _reaches(dtype, name: str) -> bool:
+    """Whether a field called ``name`` sits at or below ``dtype`` (through structs and arrays)."""
+    T = _T()
+    while isinstance(dtype, T.ArrayType):
+        dtype = dtype.elementType
+    return isinstance(dtype, T.StructType) and any(f.name == name or _reaches(f.dataType, name) for f in dtype.fields)
+
+
+def _children(group: Group, name: str, with_paths: bool, below: str | None = None) -> list[Group]:
+    """The ``name`` (or every, for '*') child groups; with ``below``, only the children that are
+    called ``below`` or lead to such a field (the schema prunes '//below' early)."""
     F, T = _F(), _T()
     g = _elements(group, with_paths)
     if not isinstance(g.dtype, T.StructType):
@@ -109,6 +119,8 @@ def _children(group: Group, name: str, with_paths: bool) -> list[Group]:
     out = []
     for f in g.dtype.fields:
         if name != "*" and f.name != name:
+            continue
+        if below not in (None, "*") and f.name != below and not _reaches(f.dataType, below):
             continue
         fname = f.name
 
@@ -173,7 +185,7 @@ class _Compiler:
         out, stack = [], [group]
         while stack:
             cur = stack.pop()
-            for kid in _children(cur, "*", with_paths):
+            for kid in _children(cur, "*", with_paths, below=name):
                 stack.append(kid)
                 if name == "*" or kid.field == name:
                     out.append(kid)

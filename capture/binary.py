@@ -64,7 +64,8 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     )
     op = OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
-        return left._next(new, op)
+        slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
+        return left._next(new, op, slots=slots)
     idk = f"__strata_id_{oid}"
     new = new.withColumn(
         idk, F.xxhash64(F.lit(oid), F.coalesce(F.col(left._cur), F.lit(-1)), F.coalesce(F.col(rcur), F.lit(-1)))

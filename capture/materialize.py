@@ -33,20 +33,29 @@ ASSOC_SCHEMA = StructType(
 )
 
 
-def _cond(conds: Iterable[tuple[int, str, int]], depth: int) -> Column | None:
+Cond = tuple[int, str, int | None]  # (depth, column, value); value None: 0 or null (a first copy)
+
+
+def _conds(slot: Slot) -> tuple[Cond, ...]:
+    """The slot's row conditions: union sides, and first copies when only flattens repeated it."""
+    first = slot.first if slot.distinct and slot.first else ()
+    return (*slot.when, *((d, c, None) for d, c in first))
+
+
+def _cond(conds: Iterable[Cond], depth: int) -> Column | None:
     out = None
     for d, col, value in conds:
         if d == depth:
-            c = F.col(col) == F.lit(value)
+            c = F.coalesce(F.col(col), F.lit(0)) == F.lit(0) if value is None else F.col(col) == F.lit(value)
             out = c if out is None else out & c
     return out
 
 
-def _descend(annotated: DataFrame, nest: tuple[str, ...], when) -> DataFrame:
+def _descend(annotated: DataFrame, nest: tuple[str, ...], conds: tuple[Cond, ...]) -> DataFrame:
     """The rows at the nesting level of ``nest`` (conditions above that level applied)."""
     df = annotated
     for depth, arr in enumerate(nest):
-        c = _cond(when, depth)
+        c = _cond(conds, depth)
         if c is not None:
             df = df.filter(c)
         df = df.select(F.explode(F.col(arr)).alias("_n")).select("_n.*")
@@ -55,7 +64,7 @@ def _descend(annotated: DataFrame, nest: tuple[str, ...], when) -> DataFrame:
 
 def _array_rows(df: DataFrame, slot: Slot) -> DataFrame:
     """An aggregation slot: one row per member of each group's collected id list, with its position."""
-    c = _cond(slot.when, len(slot.nest))
+    c = _cond(_conds(slot), len(slot.nest))
     if c is not None:
         df = df.filter(c)
     df = df.select(F.col(slot.out_col).alias(OUT_ID), F.posexplode(F.col(slot.array)).alias("_p", "_e"))
@@ -82,7 +91,7 @@ def _flat_rows(df: DataFrame, slots: list[Slot]) -> DataFrame:
             F.col(slot.in_ref.id_col).alias(IN_ID),
             pos.alias(POS),
         )
-        c = _cond(slot.when, depth)
+        c = _cond(_conds(slot), depth)
         structs.append(F.when(c, row) if c is not None else row)
     if len(structs) == 1:
         return df.select(structs[0].alias("_a")).select("_a.*")
@@ -92,13 +101,15 @@ def _flat_rows(df: DataFrame, slots: list[Slot]) -> DataFrame:
 def assoc_frame(annotated: DataFrame, slots: Iterable[Slot]) -> DataFrame:
     """All id associations recorded in ``annotated`` (columns as ``ASSOC_SCHEMA``).
 
-    Slots at the same nesting level are read in one pass; only slots a later operator may
-    repeat (after a flatten or join) are de-duplicated, in one shuffle per level.
+    Slots at the same nesting level are read in one pass. Rows a later flatten repeated keep
+    only their first copy (a filter); rows a later join repeated (or a flatten followed by a
+    filter) are de-duplicated, in one shuffle per level.
     """
     groups: dict[tuple, list[Slot]] = {}
     for s in dict.fromkeys(slots):
-        above = tuple(c for c in s.when if c[0] < len(s.nest))
-        key = (s.nest, above, s.distinct, s.array if s.array is not None else "")
+        above = tuple(c for c in _conds(s) if c[0] < len(s.nest))
+        shuffle = s.distinct and s.first is None
+        key = (s.nest, above, shuffle, s.array if s.array is not None else "")
         groups.setdefault(key, []).append(s)
     spark = annotated.sparkSession
     out: DataFrame | None = None

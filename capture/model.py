@@ -117,7 +117,11 @@ class Slot:
     ``array`` set the input ids are the ``in_ref.id_col`` fields of that hidden array of
     structs and ``pos`` is the 1-based array position (aggregation); otherwise ``pos`` is
     column ``pos_col`` plus one (flatten) or null. ``distinct`` is set once a downstream
-    operator may repeat rows.
+    operator may repeat rows. When only downstream flattens repeated them (no join, and no
+    filter/limit/semi join after the repeating flatten), ``first`` names those flattens'
+    position columns as ``(depth, column)``: the first copy of a row is the one where each is
+    0 (or null: the ``_outer`` row of an empty array), so copies are dropped without a shuffle;
+    ``first=None`` means they must be de-duplicated (``distinct``).
     """
 
     oid: int
@@ -128,6 +132,7 @@ class Slot:
     array: str | None = None
     pos_col: str | None = None
     distinct: bool = False
+    first: tuple[tuple[int, str], ...] | None = ()
 
     def nested_in(self, array_col: str) -> Slot:
         """This slot, seen from the output of an aggregation that collected its rows."""
@@ -135,10 +140,22 @@ class Slot:
             self,
             nest=(array_col, *self.nest),
             when=tuple((d + 1, c, v) for d, c, v in self.when),
+            first=None if self.first is None else tuple((d + 1, c) for d, c in self.first),
         )
 
     def repeated(self) -> Slot:
-        return self if self.distinct else replace(self, distinct=True)
+        """A downstream join may repeat the rows: de-duplicate them."""
+        return self if (self.distinct and self.first is None) else replace(self, distinct=True, first=None)
+
+    def repeated_by(self, pos_col: str) -> Slot:
+        """A downstream flatten repeats the rows, once per position in ``pos_col``."""
+        if self.distinct and self.first is None:
+            return self
+        return replace(self, distinct=True, first=(*(self.first or ()), (0, pos_col)))
+
+    def filtered(self) -> Slot:
+        """A downstream operator may drop rows (maybe a first copy): de-duplicate instead."""
+        return replace(self, first=None) if self.distinct and self.first else self
 
     def only_when(self, col: str, value: int) -> Slot:
         return replace(self, when=((0, col, value), *self.when))
@@ -150,10 +167,12 @@ class Slot:
             return mapping.get(name, name) if name is not None else None
 
         when = tuple((d, r(c) if d == 0 else c, v) for d, c, v in self.when)
+        first = None if self.first is None else tuple((d, r(c) if d == 0 else c) for d, c in self.first)
         if self.nest:
-            return replace(self, nest=(r(self.nest[0]), *self.nest[1:]), when=when)
+            return replace(self, nest=(r(self.nest[0]), *self.nest[1:]), when=when, first=first)
         return replace(
             self,
+            first=first,
             out_col=r(self.out_col),
             in_ref=replace(self.in_ref, id_col=r(self.in_ref.id_col)),
             when=when,

@@ -167,7 +167,7 @@ def _flatten(tdf, method, plan, gnode, in_plan, explicit) -> TrackedDataFrame:
     accessed = tuple(dict.fromkeys([p for _, p in accessed_src] + list(accessed)))
     op = OperatorProv(oid, OpType.FLATTEN, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(plan.simpleString(25)))
-    slots = (*(s.repeated() for s in tdf._slots), Slot(oid, idk, InRef(cur), pos_col=pos))
+    slots = (*(s.repeated_by(pos) for s in tdf._slots), Slot(oid, idk, InRef(cur), pos_col=pos))
     return tdf._next(new, op, cur=idk, slots=slots)
 
 

@@ -135,7 +135,10 @@ class TrackedDataFrame:
         accessed = None if any(has_udf(e) for e in exprs) else tuple(a.path for a in accesses(exprs, attrs))
         op = OperatorProv(self._tracker._new_oid(), kind, method, (OpInput(self._oid, accessed),), (),
                           detail=_detail(new))
-        return self._next(new, op)
+        if kind is OpType.SORT:
+            return self._next(new, op)
+        # filter and limit may drop the first copy of a repeated row
+        return self._next(new, op, slots=tuple(s.filtered() for s in self._slots))
 
     # ---- projections and flatten (capture/project.py) ------------------------------------
     def select(self, *cols) -> TrackedDataFrame:

@@ -98,3 +98,23 @@ def test_edges_and_elements_follow_the_multi_granularity_model(committed, spark)
     ids = spark.createDataFrame([("dataset:tweets",)], "id string")
     fed = {r.process for r in feeds(st, data=ids).collect()}
     assert info.run in fed and "pipeline:running-example" in fed
+
+
+def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tmp_path):
+    st = Store.open(tmp_path / "store", spark=spark)
+    tracker = Tracker(spark, st, pipeline="sorted", model=False)
+    tweets = tracker.read.json(TWEETS, name="tweets")
+    result = tweets.filter(F.col("retweet_cnt") >= 0).select("text", "retweet_cnt").orderBy(
+        F.col("retweet_cnt").desc(), "text").limit(4)
+    cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
+    info = tracker.write(result, str(tmp_path / "out"), format="json")
+    assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before  # the cache is released
+    plain = spark.read.json(TWEETS).filter(F.col("retweet_cnt") >= 0).select("text", "retweet_cnt").orderBy(
+        F.col("retweet_cnt").desc(), "text").limit(4).collect()
+    written = spark.read.json(str(tmp_path / "out")).select("text", "retweet_cnt").collect()
+    assert [tuple(r) for r in written] == [tuple(r) for r in plain]  # order kept from the cache
+    assert info.associations == 0 and st.table("capture_assoc").count() == 0
+    items = st.table("capture_result_items").collect()
+    source_ids = {r._pid for r in tweets.with_item_ids("_pid").collect()}
+    assert len(items) == 4 and {r.id for r in items} <= source_ids  # result ids are source ids
+    assert {"result", "associations", "result_items", "runs"} <= set(info.phases)

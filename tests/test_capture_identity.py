@@ -71,3 +71,28 @@ def test_tracked_results_equal_untracked_results(spark, pipeline, rows):
     expected = pipeline(plain_t, plain_u)
     assert tracked.columns == expected.columns
     assert normalize(tracked.collect()) == normalize(expected.collect())
+
+
+def double_flatten(t, users):
+    a = t.select("text", "user_mentions", F.posexplode_outer("user_mentions").alias("p", "m"))
+    b = a.select("text", "p", F.explode("user_mentions").alias("m2")).filter(F.col("m2.id_str") != "jm")
+    return b.groupBy("text").agg(F.collect_list("p").alias("ps"))
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(_tweet, min_size=0, max_size=6))
+@pytest.mark.parametrize("pipeline", [*PIPELINES, double_flatten], ids=[p.__name__ for p in [*PIPELINES, double_flatten]])
+def test_first_copy_filter_stores_what_distinct_would(spark, pipeline, rows):
+    """Rows repeated by later flattens are kept by their first copy instead of a shuffle: the
+    stored associations are exactly the de-duplicated ones (same rows, none twice)."""
+    from dataclasses import replace
+
+    from capture.materialize import assoc_frame
+
+    tracker = Tracker(spark, None)
+    out = pipeline(tracker.track(spark.createDataFrame(rows, SCHEMA), name="t"),
+                   tracker.track(spark.createDataFrame(USERS, USERS_SCHEMA), name="u"))
+    cap = tracker.capture(out)
+    got = sorted(tuple(r) for r in cap.stored_associations().collect())
+    reference = [replace(s, first=None) for s in cap.slots]
+    assert got == sorted({tuple(r) for r in assoc_frame(cap.annotated, reference).collect()})

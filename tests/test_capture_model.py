@@ -63,3 +63,13 @@ def test_operator_rows_keep_undefined_apart_from_empty():
 def test_unsupported_operation_message_names_the_operation():
     err = UnsupportedOperation.named("sample")
     assert "'sample'" in str(err) and "docs/capture.md" in str(err) and "untracked()" in str(err)
+
+
+def test_first_copy_survives_nesting_until_a_filter_or_join():
+    s = Slot(2, "__strata_id_2", InRef("__strata_id_1"), pos_col="__strata_pos_2")
+    flat = s.repeated_by("__strata_pos_3").repeated_by("__strata_pos_4")
+    assert (flat.distinct, flat.first) == (True, ((0, "__strata_pos_3"), (0, "__strata_pos_4")))
+    nested = flat.nested_in("__strata_agg_5")
+    assert nested.first == ((1, "__strata_pos_3"), (1, "__strata_pos_4"))
+    assert nested.filtered().first is None and s.filtered() == s  # unrepeated rows need nothing
+    assert flat.repeated().first is None and flat.repeated().repeated_by("p").first is None

@@ -106,6 +106,25 @@ def test_explode_is_a_flatten_with_positions(tracker, tweets, src_ids):
         assert by_id[o] == mentions[src[i]][pos - 1]
 
 
+def _stored(tracker, tdf, oid: int) -> list[tuple]:
+    """The (in_id, pos) of the STORED rows of operator `oid`, duplicates kept, sorted."""
+    rows = tracker.capture(tdf).stored_associations().collect()
+    return sorted((r.in_id, r.pos) for r in rows if r.oid == oid)
+
+
+def test_rows_a_later_flatten_repeats_are_stored_once_also_after_a_filter(tracker, tweets, src_ids):
+    first = tweets.select("text", "user_mentions", F.explode("user_mentions").alias("m1"))  # 5 rows
+    second = first.select("text", "m1", F.posexplode("user_mentions").alias("p", "m2"))  # 3*3 + 1 + 1
+    t1, t22, t29 = (_id(src_ids, t) for t in (T1, T22, T29))
+    assert _stored(tracker, second, first.oid) == sorted([(t1, 1), (t1, 2), (t1, 3), (t22, 1), (t29, 1)])
+    assert len(_stored(tracker, second, second.oid)) == 11
+    # the filter drops every first copy (p = 0): T1's mentions still come once each, the others go
+    kept = second.filter(F.col("p") >= 1)
+    assert _stored(tracker, kept, first.oid) == sorted([(t1, 1), (t1, 2), (t1, 3)])
+    outer = first.withColumn("m2", F.explode_outer("user_mentions")).limit(100)
+    assert _stored(tracker, outer, first.oid) == sorted([(t1, 1), (t1, 2), (t1, 3), (t22, 1), (t29, 1)])
+
+
 def test_explode_outer_keeps_empty_arrays_without_position(tracker, tweets, src_ids):
     out = tweets.withColumn("m", F.explode_outer("user_mentions"))
     rows = assoc(tracker, out, out.oid)

@@ -20,6 +20,7 @@ from iql.binder import same
 from iql.errors import IqlRuntimeError
 from store import schema as S
 from store import semantics as SEM
+from store.index.scopes import current as scopes_current
 
 _CAST = {
     A.ValueType.STRING: "string",
@@ -328,4 +329,5 @@ def stats(st):
         types[r[S.TYPE]] = types.get(r[S.TYPE], 0) + r["count"]
         kinds[r[S.KIND]] = kinds.get(r[S.KIND], 0) + r["count"]
     has_index = bool(st.meta("index")) if hasattr(st, "meta") else False
-    return Stats(types, kinds, has_index, bool(getattr(SEM, "USES_COMPONENT_INDEX", False)))
+    pruning = has_index and SEM.USES_COMPONENT_INDEX and scopes_current(st)
+    return Stats(types, kinds, has_index, pruning)

@@ -227,13 +227,17 @@ class _Planner:
                 text += "; semi-naive expansion to a fixpoint (influences(*))"
             else:
                 text += f"; expansion depth {pred.depth}"
-            if self.stats.index and self.stats.pruning:
-                text += "; component index: expansion reads only the components it reaches"
+        if pred.kind in (A.ProvKind.INFLUENCES, A.ProvKind.UNDER):
+            if not (left_bound or right_bound):
+                text += "; no bound side: set-at-a-time joins over the store tables"
+            elif self.stats.index and self.stats.pruning:
+                text += ("; component index: reads only the influence scopes of the bound side "
+                         "(on the driver when small, else Spark joins)")
             elif self.stats.index:
-                text += ("; component index present but not used by store.semantics: "
-                         "expansion reads the edge table")
+                text += ("; component index is older than the data (run `strata index`): "
+                         "set-at-a-time joins over the store tables")
             else:
-                text += "; no component index: expansion reads the edge table"
+                text += "; no component index: set-at-a-time joins over the store tables"
         return text
 
     # ---------------------------------------------------------------- expressions

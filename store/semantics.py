@@ -11,6 +11,11 @@ loop is the expansion round of `influences`, which handles a whole frontier per 
     emits(st, process, data)        -> DataFrame[process, data]   (Definition 5.4)
     influences(st, k, src, dst)     -> DataFrame[src, dst]        (Definition 5.5; k=None: *)
 
+Bound sides go to the driver when they can: if the store has a current component index with
+influence scopes (store/index/scopes.py) and the bound side's scopes are small, the answer is
+computed from just those scopes' rows (store/scopegraph.py) — the expansion reads only the
+components it reaches. Otherwise the Spark joins below run, with the same answers.
+
 Under, in words: complex element e1 is under e2 when every basic element of e2 contains
 (reflexively) some basic element of e1; vertex V1 is under V2 when every complex element of V1
 is under some complex element of V2.
@@ -24,6 +29,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from store import schema as S
+from store import scopegraph as SG
+from store.index.scopes import ScopeFiles
 
 if TYPE_CHECKING:
     from store.store import Store
@@ -35,6 +42,12 @@ SRC, DST = "src", "dst"
 # Rounds of influences(*) before giving up; a graph with a longer shortest derivation chain
 # than this is not a provenance graph anyone has asked about yet.
 MAX_ROUNDS = 10_000
+
+# The driver-side path (scopes): at most this many bound ids, and scopes of at most this many
+# rows in all; larger questions run as Spark joins.
+LOCAL_IDS = 10_000
+LOCAL_ROWS = 2_000_000
+USES_COMPONENT_INDEX = True  # EXPLAIN: bound predicates read only the scopes they reach
 
 
 def _ids(side: DataFrame | None, name: str) -> DataFrame | None:
@@ -88,8 +101,44 @@ def under_pairs(t: Tables, lower: DataFrame | None = None, upper: DataFrame | No
     return per_v.join(n_ce, LOWER).filter(F.col("m") == F.col("_n")).select(LOWER, UPPER)
 
 
+def _collect_ids(side: DataFrame) -> list[str] | None:
+    """The ids of a bound side, or None when it holds more than LOCAL_IDS."""
+    rows = _ids(side, S.ID).limit(LOCAL_IDS + 1).collect()
+    return None if len(rows) > LOCAL_IDS else [r[0] for r in rows]
+
+
+def _scope_graph(files: ScopeFiles, ids: list[str]) -> SG.ScopeGraph | None:
+    """The scopes of `ids` as a driver-side graph, or None when they hold too many rows."""
+    scopes = files.scopes_of(ids)
+    if sum(n for n, _ in scopes.values()) > LOCAL_ROWS:
+        return None
+    return SG.ScopeGraph(files.rows_of(scopes) if scopes else ())
+
+
+def _local_frame(st: Store, pairs: list[tuple[str, str]], names: tuple[str, str]) -> DataFrame:
+    schema = f"{names[0]} string, {names[1]} string"
+    return st.table(S.VERTICES).sparkSession.createDataFrame(pairs, schema)
+
+
+def _local_under(st: Store, lower: DataFrame | None, upper: DataFrame | None) -> DataFrame | None:
+    files = ScopeFiles.of(st) if (lower is not None or upper is not None) else None
+    if files is None:
+        return None
+    bound = upper if upper is not None else lower
+    ids = _collect_ids(bound)
+    g = None if ids is None else _scope_graph(files, ids)
+    if g is None:
+        return None
+    found = SG.under(g, None, ids) if upper is not None else SG.under(g, ids, None)
+    out = _local_frame(st, found, (LOWER, UPPER))
+    if upper is not None and lower is not None:
+        out = out.join(_ids(lower, LOWER), LOWER, "left_semi")
+    return out
+
+
 def under(st: Store, lower: DataFrame | None = None, upper: DataFrame | None = None) -> DataFrame:
-    return under_pairs(Tables(st), lower, upper)
+    local = _local_under(st, lower, upper)
+    return local if local is not None else under_pairs(Tables(st), lower, upper)
 
 
 def _down(t: Tables, ids: DataFrame, origin: str, name: str) -> DataFrame:
@@ -158,6 +207,9 @@ def influences(st: Store, k: int | None = 1, src: DataFrame | None = None,
     """
     if k is not None and k < 0:
         raise ValueError(f"influences(k) needs k >= 0, got {k}")
+    local = _local_influences(st, k, src, dst)
+    if local is not None:
+        return local
     t = Tables(st)
     forward = src is not None or dst is None
     start = t.data_ids(src if forward else dst, "o")
@@ -169,6 +221,26 @@ def influences(st: Store, k: int | None = 1, src: DataFrame | None = None,
     if other is not None:
         out = out.join(other, DST if forward else SRC, "left_semi")
     return out.select(SRC, DST)
+
+
+def _local_influences(st: Store, k: int | None, src: DataFrame | None,
+                      dst: DataFrame | None) -> DataFrame | None:
+    """influences from a small bound side, answered from its scopes on the driver (or None)."""
+    files = ScopeFiles.of(st) if (src is not None or dst is not None) else None
+    if files is None:
+        return None
+    for forward, side, other, other_name in ((True, src, dst, DST), (False, dst, src, SRC)):
+        if side is None:
+            continue
+        ids = _collect_ids(side)
+        g = None if ids is None else _scope_graph(files, ids)
+        if g is None:
+            continue
+        out = _local_frame(st, SG.influences(g, ids, k, forward), (SRC, DST))
+        if other is not None:
+            out = out.join(_ids(other, other_name), other_name, "left_semi")
+        return out
+    return None
 
 
 def expand(t: Tables, start: DataFrame, k: int | None, forward: bool) -> DataFrame:

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from store.errors import UserError
 from store.index import layout as L
 from store.index.components import COMPONENT, CCEngine, checkpoint, connected_components
+from store.index.scopes import compute_scopes, write_scopes
 from store.index.sets import partition_sets, set_dependencies
 from store.index.splits import UNKNOWN_TABLE, Split, plan_splits, split_rows
 from store.schema import ANCESTOR, ANCESTORS, DEPTH, DST, EDGES, ID, PROCESS, SRC
@@ -161,11 +162,27 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
         **(extra_meta or {}),
         **{k: round(v, 3) for k, v in frames.stats.items()},
     }
+    t0 = time.perf_counter()
+    scope_nodes, scope_rows = compute_scopes(st, params.buckets, params.engine)
     with st.transaction(message) as tx:
         for name, df in ((L.NODES, frames.nodes), (L.TRIPLES, frames.triples),
                          (L.SETDEPS, frames.setdeps), (L.SETS, frames.sets),
                          (L.COMPONENTS, frames.components)):
             L.write_index_table(tx, name, df, params.buckets)
+        meta.update(write_scopes(tx, st, scope_nodes, scope_rows, params.buckets))
+        meta["scopes_s"] = round(time.perf_counter() - t0, 3)
+        tx.set_meta(L.META_KEY, meta)
+    return meta
+
+
+def refresh_scopes(st, meta: dict) -> dict:
+    """Recompute only the influence scopes (the derivation edges did not change)."""
+    t0 = time.perf_counter()
+    buckets = int(meta.get("buckets", DEFAULT_BUCKETS))
+    nodes, rows = compute_scopes(st, buckets, CCEngine(meta.get("engine", CCEngine.AUTO.value)))
+    with st.transaction("index: refresh scopes") as tx:
+        meta = {**meta, **write_scopes(tx, st, nodes, rows, buckets), "mode": "scopes",
+                "scopes_s": round(time.perf_counter() - t0, 3)}
         tx.set_meta(L.META_KEY, meta)
     return meta
 

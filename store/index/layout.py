@@ -12,6 +12,8 @@ its key (row-group statistics: few row groups of that folder's file).
 | index_setdeps | ccid, src_csid, dst_csid | ccid; sorted by ccid, dst_csid |
 | index_sets | csid, ccid, level, split, n_nodes, n_triples | ccid; sorted by ccid, csid |
 | index_components | ccid, n_nodes, n_triples, n_sets | ccid; sorted by ccid |
+| index_scope_nodes | id, scope, scope_rows | id; sorted by id |
+| index_scope_rows | scope, rel, a, b, c, d | scope; sorted by scope, rel |
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ TRIPLES = "index_triples"
 SETDEPS = "index_setdeps"
 SETS = "index_sets"
 COMPONENTS = "index_components"
-INDEX_TABLES = (NODES, TRIPLES, SETDEPS, SETS, COMPONENTS)
+SCOPE_NODES = "index_scope_nodes"  # influence scopes for IQL (scopes.py)
+SCOPE_ROWS_TABLE = "index_scope_rows"
+INDEX_TABLES = (NODES, TRIPLES, SETDEPS, SETS, COMPONENTS, SCOPE_NODES, SCOPE_ROWS_TABLE)
 
 META_KEY = "index"  # manifest meta: parameters, split plan, counts, covered edge segments
 
@@ -48,6 +52,8 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
     SETDEPS: (CCID, (CCID, DST_CSID)),
     SETS: (CCID, (CCID, CSID)),
     COMPONENTS: (CCID, (CCID,)),
+    SCOPE_NODES: ("id", ("id",)),
+    SCOPE_ROWS_TABLE: ("scope", ("scope", "rel")),
 }
 
 ROW_GROUP_BYTES = 1 << 20  # small row groups: statistics then skip most of a large file
@@ -68,14 +74,15 @@ def with_bucket(table: str, df: DataFrame, buckets: int) -> DataFrame:
     return df.withColumn(BUCKET, bucket_of(F.col(key), buckets))
 
 
-def write_index_table(tx, table: str, df: DataFrame, buckets: int) -> None:
+def write_index_table(tx, table: str, df: DataFrame, buckets: int,
+                      row_group_bytes: int = ROW_GROUP_BYTES) -> None:
     """Replace one index table inside transaction `tx`, bucketed, sorted, small row groups."""
     _, sort_by = LAYOUT[table]
     spark = df.sparkSession
     if BUCKET not in df.columns:
         df = with_bucket(table, df, buckets)
     old = spark.conf.get("parquet.block.size", None)
-    spark.conf.set("parquet.block.size", str(ROW_GROUP_BYTES))
+    spark.conf.set("parquet.block.size", str(row_group_bytes))
     try:
         tx.replace(table, df, partition_by=(BUCKET,), sort_by=sort_by, files=buckets)
     finally:

@@ -28,10 +28,12 @@ from store.index.build import (
     _finish,
     build_index,
     node_tables,
+    refresh_scopes,
     source_triples,
     write_index,
 )
 from store.index.components import COMPONENT, checkpoint, connected_components
+from store.index.scopes import current as scopes_current
 from store.index.sets import partition_sets
 from store.index.splits import plan_splits, split_rows
 from store.schema import DST, ID, SRC
@@ -121,6 +123,8 @@ def update_index(st, params: IndexParams | None = None) -> dict:
         return build_index(st, params)  # other parameters: the old index is no guide
     params = params_from_meta(meta)
     if list(_edge_segments(st)) == list(meta.get("edges_segments", [])):
+        if not scopes_current(st):  # new elements or vertices without new edges
+            return refresh_scopes(st, meta)
         return {**meta, "mode": "unchanged"}
     t0 = time.perf_counter()
     triples, tables = source_triples(st)

@@ -262,6 +262,12 @@ def _sort_key(path: Path) -> tuple:
     return tuple((0, int(s[1:-1]), "") if s[1:-1].isdigit() and s.startswith("[") else (1, 0, s) for s in path)
 
 
+def _shape(tree: Tree) -> tuple:
+    """A hashable value equal for equal trees (the key of step_back's memo)."""
+    return tuple(sorted((p, n.contrib, tuple(sorted(n.accessed)), tuple(sorted(n.manipulated)))
+                        for p, n in tree.items()))
+
+
 # ---- Algorithm 1 ---------------------------------------------------------------------------
 def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mapping[int, Iterable[str]],
               fetch: Fetch) -> Trace:
@@ -290,11 +296,15 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
         rows: Iterable[AssocRow] = (
             [(i, 0, i, None) for i in ids] if op.type in _KEEPS_IDS else fetch(oid, ids)
         )
+        memo: dict[tuple, Tree | None] = {}  # many items have trees of the same shape
         for out_id, k, in_id, pos in rows:
             tree = bag.get(out_id)
             if tree is None:
                 continue
-            new = step_back(op, k, pos, tree)
+            key = (k, pos, _shape(tree))
+            if key not in memo:
+                memo[key] = step_back(op, k, pos, tree)
+            new = memo[key]  # shared between items: trees are never changed once built
             if new is None:
                 continue
             target = pending.setdefault(op.inputs[k].pred, {})
@@ -327,12 +337,12 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
 
 
 # ---- Spark edges -----------------------------------------------------------------------------
-_ISIN_LIMIT = 50_000
+_ISIN_LIMIT = 200
 
 
 def _id_in(col: str, ids: list[int]):
-    """``col IN ids`` as one Column. The ids go to the JVM as one collection (``isInCollection``):
-    ``Column.isin(*ids)`` makes a py4j call per id, which cost seconds for a few thousand ids."""
+    """``col IN ids`` as one Column (a few ids). The ids go to the JVM as one collection
+    (``isInCollection``): ``Column.isin(*ids)`` makes several py4j calls per id."""
     from pyspark.sql import functions as F
 
     jc = getattr(F.col(col), "_jc", None)
@@ -343,10 +353,19 @@ def _id_in(col: str, ids: list[int]):
     return Column(jc.isInCollection(ids))
 
 
+def _id_frame(spark, ids: list[int]):
+    """A one-column (``out_id``) DataFrame of many ids, built in the JVM from ONE JSON string
+    literal (no py4j call per id, no Python worker)."""
+    from pyspark.sql import functions as F
+
+    ids_json = F.lit(json.dumps(ids))
+    return spark.range(1).select(F.explode(F.from_json(ids_json, "array<bigint>")).alias("out_id"))
+
+
 def spark_fetcher(assoc) -> Fetch:
     """A fetch over an association DataFrame (``oid, out_id, input, in_id, pos``; e.g. the store's
     ``capture_assoc`` of one run, or ``Captured.associations()``): a semi-join on the traced ids
-    (an ``IN`` set for up to 50,000 ids, a broadcast join beyond), collecting only those rows."""
+    (an ``IN`` set for up to 200 ids, a broadcast hash semi-join beyond), collecting only those rows."""
     from pyspark.sql import functions as F
 
     def fetch(oid: int, ids: list[int]) -> list[AssocRow]:
@@ -354,8 +373,7 @@ def spark_fetcher(assoc) -> Fetch:
         if len(ids) <= _ISIN_LIMIT:
             df = df.filter(_id_in("out_id", ids))
         else:
-            keys = assoc.sparkSession.createDataFrame([(i,) for i in ids], "out_id long")
-            df = df.join(F.broadcast(keys), "out_id", "left_semi")
+            df = df.join(F.broadcast(_id_frame(assoc.sparkSession, ids)), "out_id", "left_semi")
         return [(r.out_id, r.input, r.in_id, r.pos) for r in df.select("out_id", "input", "in_id", "pos").collect()]
 
     return fetch

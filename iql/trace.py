@@ -112,6 +112,8 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
     import time
     from concurrent.futures import ThreadPoolExecutor
 
+    from pyspark.util import inheritable_thread_target
+
     from capture.backtrace import (
         backtrace,
         load_run,
@@ -126,7 +128,8 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
     name = run_name(store, run)
     docs = result_docs(store, name)
     with ThreadPoolExecutor(1, thread_name_prefix="strata-trace") as pool:
-        loading = pool.submit(load_run, store, name)
+        # inherit the caller's job group and tags (the REPL cancels a query's jobs with them)
+        loading = pool.submit(inheritable_thread_target(store.spark)(load_run), store, name)
         prep = prepare_match(docs, pattern, (store.root, name), compiled, items_schema(store, name))
         t["schema"] = time.perf_counter() - t0
         matched = run_match(prep, limit)

@@ -271,3 +271,25 @@ def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[st
         seen |= nxt
         frontier = sorted(nxt)
     return seen
+
+
+def component_members(st, item: str) -> DataFrame:
+    """Every value and process of the connected component (component index) holding `item`:
+    DataFrame[id]. Reads only the index's node and triple tables of that component."""
+    from store.index.build import _edge_segments
+
+    meta = st.meta(L.META_KEY)
+    if not meta:
+        raise UserError("exporting a component needs the component index, and there is none yet",
+                        hint="run `strata index` first")
+    if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
+        raise UserError("exporting a component needs the component index, and it is older than the last ingest",
+                        hint="run `strata index` to update it")
+    view = IndexView(st.table(EDGES), st.table(L.NODES), st.table(L.TRIPLES), None, int(meta["buckets"]))
+    row = view.nodes.where(view.key(ID, item)).select(L.CCID).first()
+    if row is None:
+        raise UserError(f"'{item}' is in no component of the index: it takes part in no edge",
+                        hint="ids are case-sensitive; give its id with --id to export it alone")
+    members = view.nodes.where(view.key(L.CCID, row[0])).select(ID)
+    ops = view.triples.where(view.key(L.CCID, row[0])).select(F.col(L.OP).alias(ID))
+    return members.unionByName(ops)

@@ -70,39 +70,12 @@ def select_ids(st, sel: Selection):
         ops = {op for _, _, op in result.edges}
         ids += sorted(ops)
     elif sel.component is not None:
-        return component_ids(st, sel.component)
+        from store.lineage import component_members
+
+        return component_members(st, sel.component)
     else:
         ids = list(sel.ids)
     return spark.createDataFrame([(i,) for i in ids], "id string")
-
-
-def component_ids(st, item: str):
-    """Every value and process of the connected component (component index) holding `item`.
-
-    Reads only the index's node and triple tables (like `store.lineage.view_of`, without the
-    set dependencies, which a component does not need)."""
-    from pyspark.sql import functions as F
-
-    from store.index import layout as L
-    from store.index.build import _edge_segments
-    from store.lineage import IndexView
-    from store.schema import EDGES, ID
-
-    meta = st.meta(L.META_KEY)
-    if not meta:
-        raise UserError("--component needs the component index, and there is none yet",
-                        hint="run `strata index` first")
-    if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
-        raise UserError("--component needs the component index, and it is older than the last ingest",
-                        hint="run `strata index` to update it")
-    view = IndexView(st.table(EDGES), st.table(L.NODES), st.table(L.TRIPLES), None, int(meta["buckets"]))
-    row = view.nodes.where(view.key(ID, item)).select(L.CCID).first()
-    if row is None:
-        raise UserError(f"'{item}' is in no component of the index: it takes part in no edge",
-                        hint="ids are case-sensitive; give its id with --id to export it alone")
-    members = view.nodes.where(view.key(L.CCID, row[0])).select(ID)
-    ops = view.triples.where(view.key(L.CCID, row[0])).select(F.col(L.OP).alias(ID))
-    return members.unionByName(ops)
 
 
 def subgraph_for(st, sel: Selection, max_nodes: int):

@@ -88,7 +88,7 @@ def test_movies_scopes_answer_like_the_reference(spark, tmp_path, examples_dir, 
     assert want in {tuple(r) for r in sem.under(st, upper=ids_df("imdb_table")).collect()}
 
 
-_SLOW = settings(max_examples=max(1, SPARK_EXAMPLES - 1), deadline=None, derandomize=True,
+_SLOW = settings(max_examples=max(1, SPARK_EXAMPLES // 3), deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 

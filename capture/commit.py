@@ -154,8 +154,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         with tracker.store.transaction(message or f"capture {run}") as tx:
             # different tables, so the two threads' appends never touch the same table entry
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-capture") as pool:
-                # inheritable: the side thread's jobs keep the caller's job group (cancellation)
-                side = pool.submit(inheritable_thread_target(_timed), lambda: (
+                # inheritable: the side thread's jobs keep the caller's job group and tags (cancellation)
+                side = pool.submit(inheritable_thread_target(spark)(_timed), lambda: (
                     tx.append(RESULT_ITEMS, item_rows), tx.append(OPERATORS, op_rows, files=1)))
                 phases["associations"] = _timed(lambda: tx.append(ASSOC, assoc_rows))
                 phases["result_items"] = side.result()

@@ -27,17 +27,21 @@ class Result:
         return [tuple(row) for row in self.df.collect()]
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
+    """One value as every text result table shows it (CLI, REPL): NULL for missing,
+    true/false for booleans, JSON for lists and maps."""
     if value is None:
-        return "null"
+        return "NULL"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
     return str(value)
 
 
 def format_table(columns, rows) -> str:
     """An aligned text table with a header rule, and a row count."""
-    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[cell_text(v) for v in row] for row in rows]
     widths = [len(c) for c in columns]
     for row in cells:
         widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
@@ -53,7 +57,7 @@ def format_csv(columns, rows) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if v is None else _cell(v) for v in row])
+        writer.writerow(["" if v is None else cell_text(v) for v in row])
     return buf.getvalue()
 
 

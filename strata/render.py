@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,18 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from iql.result import cell_text
+
 
 def console(err: bool = False) -> Console:
     return Console(stderr=err, highlight=False, soft_wrap=False)
-
-
-def cell_text(value: Any) -> str:
-    """One value as result tables show it: NULL for missing, JSON for lists and maps."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str)
-    return str(value)
 
 
 def result_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:

@@ -166,3 +166,19 @@ def test_docs_explain_example_is_current(movies):
     query = next(b for info, b in BLOCKS if info == "iql" and b.startswith("explain"))
     shown = next(b for info, b in BLOCKS if info == "" and b.startswith("plan:"))
     assert "\n".join(r[0] for r in movies.query(query).rows()) == shown
+
+
+def test_cli_and_repl_tables_show_values_alike():
+    """`strata query` (plain text) and the REPL (rich) print NULL, true and JSON lists the same."""
+    from rich.console import Console
+
+    from iql.result import format_table
+    from strata.render import result_table
+
+    row = [None, True, ["a", 1]]
+    plain = format_table(["x", "y", "z"], [row])
+    console = Console(record=True, width=80)
+    console.print(result_table(["x", "y", "z"], [row]))
+    rich_text = console.export_text()
+    for text in (plain, rich_text):
+        assert "NULL" in text and "true" in text and '["a", 1]' in text

@@ -7,9 +7,10 @@ Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeli
 (read JSON, write Parquet; after one warm-up); then a captured run (``model=False``, which also
 commits the result items); then ``TRACE '<run>' MATCH '<pattern>' LIMIT N`` through IQL, cold
 (first trace of the run: includes the result items' schema inference) and warm (schema cached,
-as in a REPL session), each split into its phases: infer the schema (cold only),
-match (compiled Spark expressions; the run's operators are read meanwhile in a second thread),
-backtrace (semi-joins of capture_assoc on the traced ids).
+as in a REPL session), each split into its phases: cold, read the run's operators and output
+(one job) and the items' schema (the output's footer); match (compiled Spark expressions; warm,
+the operators are read meanwhile in a second thread); backtrace (semi-joins of capture_assoc on
+the traced ids).
 ``--udf`` also times the old Python-UDF matcher on the same items. Target: trace <= 0.5x plain.
 The default pattern is ``/<first result column>``; ``--pattern`` overrides it.
 """
@@ -58,7 +59,7 @@ def main() -> None:
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
     print(f"load average: {os.getloadavg()}", flush=True)
-    print("pipeline  plain_s | cold: schema match backtrace total ratio | warm: total ratio"
+    print("pipeline  plain_s | cold: ops+schema match backtrace total ratio | warm: total ratio"
           f"{' | udf: match total ratio' if args.udf else ''} | items reached", flush=True)
     for name in names:
         fn = PIPELINES[name]

@@ -430,6 +430,7 @@ class StoredRun:
     operators: tuple[OperatorProv, ...]
     result_oid: int
     assoc: object  # DataFrame: oid, out_id, input, in_id, pos (this run only)
+    output: tuple[str, str, str] | None = None  # the written result: path, format, finished (ISO)
 
 
 def run_name(store, run: str | None) -> str:
@@ -459,7 +460,7 @@ def load_run(store, run: str | None = None) -> StoredRun:
 
     run = run_name(store, run)
     this = F.col("run") == F.lit(run)
-    head = store.table(RUNS).filter(this).select("run", "result_oid")
+    head = store.table(RUNS).filter(this).select("run", "result_oid", "output_path", "output_format", "finished")
     rows = store.table(OPERATORS).filter(this).join(head, "run").collect()
     if not rows:
         known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]
@@ -473,4 +474,6 @@ def load_run(store, run: str | None = None) -> StoredRun:
                  if r.manipulated is not None else None)
         ops.append(OperatorProv(r.oid, OpType(r.type), r.method, inputs, manip, r.detail or "", r.dataset))
     assoc = store.table(ASSOC).filter(this).drop("run")
-    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), rows[0].result_oid, assoc)
+    head_row = rows[0]
+    output = (head_row.output_path, head_row.output_format, head_row.finished)
+    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head_row.result_oid, assoc, output)

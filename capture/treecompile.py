@@ -377,8 +377,35 @@ def output_schema(spark, path: str, fmt: str, finished: str):
     if newest is None or newest > end:
         return None
     try:
-        return json_view(spark.read.format(fmt).load(path).schema)
+        local = _local_parquet_schema(path) if fmt == "parquet" else None
+        return json_view(local if local is not None else spark.read.format(fmt).load(path).schema)
     except NotCompilable:
+        return None
+
+
+def _local_parquet_schema(path: str):
+    """A local, unpartitioned Parquet folder's schema from one file's footer with pyarrow, on the
+    driver (Spark's schema read would run a job); None when that does not apply."""
+    import os
+
+    if "://" in path and not path.startswith("file://"):
+        return None
+    folder = path.removeprefix("file://")
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    if any(e.is_dir() for e in entries):  # partition folders: let Spark discover the columns
+        return None
+    files = sorted(e.path for e in entries if e.name.endswith(".parquet") and not e.name.startswith(("_", ".")))
+    if not files:
+        return None
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    try:
+        return from_arrow_schema(pq.read_schema(files[0]))
+    except (OSError, TypeError, ValueError):  # unreadable footer or an Arrow type Spark lacks
         return None
 
 

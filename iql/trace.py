@@ -81,22 +81,16 @@ def result_docs(store, run: str):
     return store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).select("id", "doc")
 
 
-def items_schema(store, run: str):
-    """The static schema of the run's result items, cheapest first: cached in this process, the
-    run's written Parquet/ORC output (footer; only if unchanged since the run), else None (the
-    matcher then infers it from the items' JSON)."""
-    from pyspark.sql import functions as F
-
-    from capture.commit import RUNS
+def items_schema(store, stored):
+    """The static schema of a run's result items from its written Parquet/ORC output (footer;
+    only if unchanged since the run; cached in this process), or None: the matcher then infers
+    it from the items' JSON."""
     from capture.treecompile import cached_schema, output_schema, remember_schema
 
-    key = (store.root, run, "output")
+    key = (store.root, stored.run, "output")
     schema = cached_schema(key)
-    if schema is None:
-        rows = (store.table(RUNS).filter(F.col("run") == F.lit(run))
-                .select("output_path", "output_format", "finished").collect())
-        if rows:
-            schema = output_schema(store.spark, rows[0].output_path, rows[0].output_format, rows[0].finished)
+    if schema is None and stored.output is not None:
+        schema = output_schema(store.spark, *stored.output)
         if schema is not None:
             remember_schema(key, schema)
     return schema
@@ -106,9 +100,10 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
               timings: dict | None = None):
     """Match ``pattern`` on the run's result items and backtrace the matches (a capture Trace).
 
-    The run's operators are read (one job) in a second thread while the pattern is compiled
-    (over :func:`items_schema`, once per run) and matched (one job); then the backtrace semi-joins
-    the associations of the matched ids only. ``timings`` (if given) receives the phases' seconds."""
+    First trace of a run: read its operators and output (one job), take the items' schema from
+    the output's footer, match (one job). Later traces of the run (schema cached): the operators
+    are read in a second thread while matching. Then the backtrace semi-joins the associations of
+    the matched ids only. ``timings`` (if given) receives the phases' seconds."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
@@ -122,19 +117,27 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
         run_name,
         spark_fetcher,
     )
+    from capture.treecompile import cached_schema
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
     name = run_name(store, run)
     docs = result_docs(store, name)
-    with ThreadPoolExecutor(1, thread_name_prefix="strata-trace") as pool:
-        # inherit the caller's job group and tags (the REPL cancels a query's jobs with them)
-        loading = pool.submit(inheritable_thread_target(store.spark)(load_run), store, name)
-        prep = prepare_match(docs, pattern, (store.root, name), compiled, items_schema(store, name))
+    schema = cached_schema((store.root, name, "output"))
+    if schema is None:
+        stored = load_run(store, name)
+        prep = prepare_match(docs, pattern, (store.root, name), compiled, items_schema(store, stored))
         t["schema"] = time.perf_counter() - t0
         matched = run_match(prep, limit)
-        t["match"] = time.perf_counter() - t0 - t["schema"]
-        stored = loading.result()
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="strata-trace") as pool:
+            # inherit the caller's job group and tags (the REPL cancels a query's jobs with them)
+            loading = pool.submit(inheritable_thread_target(store.spark)(load_run), store, name)
+            prep = prepare_match(docs, pattern, (store.root, name), compiled, schema)
+            t["schema"] = time.perf_counter() - t0
+            matched = run_match(prep, limit)
+            stored = loading.result()
+    t["match"] = time.perf_counter() - t0 - t["schema"]
     t1 = time.perf_counter()
     trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))
     t["backtrace"] = time.perf_counter() - t1
@@ -332,7 +335,7 @@ def explain(store, trace: A.Trace) -> list[str]:
     name = run_name(store, trace.run)
     stored = load_run(store, name)
     pattern = parse_pattern(trace.pattern)
-    prep = prepare_match(result_docs(store, name), pattern, (store.root, name), True, items_schema(store, name))
+    prep = prepare_match(result_docs(store, name), pattern, (store.root, name), True, items_schema(store, stored))
     lines = [f"Trace run {name!r}" + (f", the first {trace.limit} matching result items" if trace.limit else "")]
     lines += ["  " + line for line in prep.plan.describe()]
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")

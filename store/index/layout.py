@@ -64,6 +64,17 @@ def bucket_of(key: Column, buckets: int) -> Column:
     return F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int")
 
 
+def bucket_of_value(value: str, buckets: int) -> int:
+    """The bucket of one key, computed on the driver: Spark's `xxhash64` is XXH64 with seed 42
+    over the UTF-8 bytes (tests/test_index_local.py checks it against Spark)."""
+    import xxhash
+
+    h = xxhash.xxh64_intdigest(value.encode("utf-8"), seed=42)
+    if h >= 1 << 63:  # Spark's hash is a signed long
+        h -= 1 << 64
+    return h % buckets  # Python's % is pmod for a positive divisor
+
+
 def bucket_filter(key_col: str, value: str, buckets: int) -> Column:
     """Predicate selecting one key: the bucket part folds to a constant, so it prunes folders."""
     return (F.col(BUCKET) == bucket_of(F.lit(value), buckets)) & (F.col(key_col) == F.lit(value))

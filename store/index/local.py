@@ -2,7 +2,8 @@
 
 A CS/CC query reads a handful of small, key-selected slices of the index; as Spark jobs each
 costs job scheduling (tenths of a second on a busy machine). When the store is on the local
-file system, the same bucket files are read here instead: pyarrow opens each file's footer,
+file system, the same bucket files are read here instead: the key's bucket is computed on the
+driver (Spark's xxhash64, `layout.bucket_of_value`), so pyarrow opens only that bucket's file,
 skips every row group whose min/max statistics exclude the key (the files are sorted by it),
 and returns the few matching rows. Semantics are those of the Spark path; anything larger
 than τ still goes to Spark (store/lineage.py).
@@ -10,10 +11,21 @@ than τ still goes to Spark (store/lineage.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from store.index import layout as L
+
+
+def bucket_files(folder: str, buckets: Iterable[int]) -> list[str]:
+    """The Parquet files of the given buckets of a hive-partitioned (`bucket=N`) segment."""
+    files = []
+    for b in sorted(set(buckets)):
+        path = os.path.join(folder, f"{L.BUCKET}={b}")
+        if os.path.isdir(path):
+            files += [os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".parquet")]
+    return files
 
 
 @dataclass(frozen=True)
@@ -21,10 +33,14 @@ class LocalIndex:
     """Segment folders (hive-partitioned by bucket) of the index tables."""
 
     folders: dict[str, str]
+    buckets: int
 
     @classmethod
     def of(cls, st) -> LocalIndex | None:
         """The store's index folders, or None when the store is not a local folder."""
+        meta = st.meta(L.META_KEY) or {}
+        if "buckets" not in meta:
+            return None
         folders = {}
         for name in (L.NODES, L.TRIPLES, L.SETDEPS):
             entry = st.manifest.tables.get(name)
@@ -34,12 +50,16 @@ class LocalIndex:
             if path is None:
                 return None
             folders[name] = path
-        return cls(folders)
+        return cls(folders, int(meta["buckets"]))
 
-    def _read(self, name: str, flt, columns: Sequence[str]) -> list[tuple]:
+    def _read(self, name: str, key: str, flt, columns: Sequence[str]) -> list[tuple]:
+        """Rows of the one bucket `key` hashes to (the table's bucket key) matching `flt`."""
         import pyarrow.dataset as ds
 
-        data = ds.dataset(self.folders[name], format="parquet", partitioning="hive")
+        files = bucket_files(self.folders[name], [L.bucket_of_value(key, self.buckets)])
+        if not files:
+            return []
+        data = ds.dataset(files, format="parquet")
         table = data.to_table(columns=list(columns), filter=flt)
         cols = [table.column(c).to_pylist() for c in columns]
         return list(zip(*cols, strict=True))
@@ -47,7 +67,7 @@ class LocalIndex:
     def locate(self, item: str) -> tuple[str, str] | None:
         import pyarrow.dataset as ds
 
-        rows = self._read(L.NODES, ds.field("id") == item, (L.CCID, L.CSID))
+        rows = self._read(L.NODES, item, ds.field("id") == item, (L.CCID, L.CSID))
         return rows[0] if rows else None
 
     def set_parents(self, ccid: str, frontier: Sequence[str], forward: bool) -> list[str]:
@@ -55,7 +75,7 @@ class LocalIndex:
 
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
         flt = (ds.field(L.CCID) == ccid) & ds.field(here).isin(list(frontier))
-        return [r[0] for r in self._read(L.SETDEPS, flt, (there,))]
+        return [r[0] for r in self._read(L.SETDEPS, ccid, flt, (there,))]
 
     def scope(self, ccid: str, sets: Sequence[str] | None, limit: int) -> list[tuple] | None:
         """Triples of the component (or of `sets` in it); None when more than `limit`."""
@@ -64,5 +84,5 @@ class LocalIndex:
         flt = ds.field(L.CCID) == ccid
         if sets is not None:
             flt = flt & ds.field(L.DST_CSID).isin(list(sets))
-        rows = self._read(L.TRIPLES, flt, ("src", "dst", L.OP))
+        rows = self._read(L.TRIPLES, ccid, flt, ("src", "dst", L.OP))
         return rows if len(rows) <= limit else None

@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from store import schema as S
 from store.index import layout as L
 from store.index.components import CCEngine, checkpoint, connected_components
+from store.index.local import bucket_files
 
 SCOPE, SCOPE_ROWS, SCOPE_BUCKET, REL = "scope", "scope_rows", "scope_bucket", "rel"
 REL_COMPLEX, REL_ANCESTOR, REL_EDGE = "c", "a", "e"
@@ -161,8 +162,8 @@ def write_scopes(tx, st, nodes: DataFrame, rows: DataFrame, buckets: int) -> dic
 class ScopeFiles:
     """Driver-side reads of the scope tables with pyarrow (local stores only)."""
 
-    def __init__(self, nodes: str, rows: str) -> None:
-        self.nodes, self.rows = nodes, rows
+    def __init__(self, nodes: str, rows: str, buckets: int) -> None:
+        self.nodes, self.rows, self.buckets = nodes, rows, buckets
 
     @classmethod
     def of(cls, st) -> ScopeFiles | None:
@@ -176,27 +177,27 @@ class ScopeFiles:
             if path is None:
                 return None
             paths.append(path)
-        return cls(*paths)
+        return cls(*paths, int(st.meta(L.META_KEY)["buckets"]))
 
     def scopes_of(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         """Scope -> (rows in it, its bucket), for the scopes of the ids the index knows."""
         import pyarrow.dataset as ds
 
-        data = ds.dataset(self.nodes, format="parquet", partitioning="hive")
-        t = data.to_table(columns=[SCOPE, SCOPE_ROWS, SCOPE_BUCKET], filter=ds.field(S.ID).isin(list(ids)))
+        files = bucket_files(self.nodes, (L.bucket_of_value(i, self.buckets) for i in ids))
+        if not files:
+            return {}
+        t = ds.dataset(files, format="parquet").to_table(
+            columns=[SCOPE, SCOPE_ROWS, SCOPE_BUCKET], filter=ds.field(S.ID).isin(list(ids)))
         return {s: (n, b) for s, n, b in zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True)}
 
     def rows_of(self, scopes: dict[str, tuple[int, int]]) -> list[tuple]:
         """(rel, a, b, c, d) rows of the given scopes (`scopes_of`'s answer): only their buckets'
         files are opened, and only row groups whose statistics admit the scopes are decoded."""
-        import os
-
         import pyarrow.dataset as ds
 
-        files = []
-        for b in sorted({b for _, b in scopes.values()}):
-            folder = os.path.join(self.rows, f"{L.BUCKET}={b}")
-            files += [os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f.endswith(".parquet")]
-        data = ds.dataset(files, format="parquet")
-        t = data.to_table(columns=[REL, "a", "b", "c", "d"], filter=ds.field(SCOPE).isin(sorted(scopes)))
+        files = bucket_files(self.rows, (b for _, b in scopes.values()))
+        if not files:
+            return []
+        t = ds.dataset(files, format="parquet").to_table(
+            columns=[REL, "a", "b", "c", "d"], filter=ds.field(SCOPE).isin(sorted(scopes)))
         return list(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))

@@ -137,7 +137,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     spark = tracker.spark
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
-    annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK)
+    annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     stored: DataFrame | None = None
     try:
         annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
@@ -145,7 +145,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         phases["result"] = t1 - t0
         stored = cap.stored_associations(annotated)
         if tracker.model:  # read twice: by the append and by the bundle
-            stored = stored.persist(StorageLevel.MEMORY_AND_DISK)
+            stored = stored.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
         assoc_rows = stored.select(F.lit(run).alias(RUN), "*").observe(counted, F.count(F.lit(1)).alias("n"))
         item_rows = result_item_rows(run, annotated, tdf.visible(), tdf.id_column)

@@ -78,6 +78,22 @@ def trace(triples: Iterable[Triple], item: str, depth: int | None = None,
     return _walk(lambda frontier: [t for v in frontier for t in step.get(v, ())], item, depth, forward)
 
 
+def trace_table(table, item: str, depth: int | None = None,
+                forward: bool = False) -> tuple[set[str], set[Triple]]:
+    """`trace` over a pyarrow Table[src, dst, op]: each level is one vectorized `is_in` over the
+    table, and only the triples on the paths become Python tuples."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key = table.column(SRC if forward else DST)
+
+    def expand(frontier: list[str]) -> list[Triple]:
+        hop = table.filter(pc.is_in(key, value_set=pa.array(frontier, pa.string())))
+        return list(zip(*(hop.column(c).to_pylist() for c in (SRC, DST, "op")), strict=True))
+
+    return _walk(expand, item, depth, forward)
+
+
 def _walk(expand, item: str, depth: int | None, forward: bool) -> tuple[set[str], set[Triple]]:
     """Level-by-level search; `expand(frontier)` returns the triples leaving the frontier."""
     if depth is not None and depth < 0:
@@ -243,17 +259,12 @@ def _pruned_local(view: IndexView, item: str, depth: int | None, forward: bool, 
     ccid, csid = row
     sets = None
     if method is Method.CS and csid != ccid:
-        seen, frontier = {csid}, [csid]
-        while frontier:
-            nxt = set(local.set_parents(ccid, frontier, forward)) - seen
-            seen |= nxt
-            frontier = sorted(nxt)
-        sets = sorted(seen)
+        sets = sorted(local.set_lineage(ccid, csid, forward))
     rows = local.scope(ccid, sets, tau)
     if rows is None:
         return None
-    found, edges = trace(rows, item, depth, forward)
-    return found, edges, len(rows)
+    found, edges = trace_table(rows, item, depth, forward)
+    return found, edges, rows.num_rows
 
 
 def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[str]:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from lineage_reference import reference_lineage
 
 from store.errors import UserError
-from store.lineage import Direction, Lineage, Method, trace
+from store.lineage import Direction, Lineage, Method, trace, trace_table
 
 TABLE4 = [
     ("1", "13", "R1"), ("4", "16", "R1"), ("7", "19", "R1"), ("2", "14", "R1"),
@@ -27,6 +27,16 @@ graphs = st.lists(
 @given(graphs, st.integers(0, 9).map(str), st.one_of(st.none(), st.integers(0, 4)), st.booleans())
 def test_trace_matches_reference_on_random_graphs_with_cycles(triples, item, depth, forward):
     assert trace(triples, item, depth, forward) == reference_lineage(triples, item, depth, forward)
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs, st.integers(0, 9).map(str), st.one_of(st.none(), st.integers(0, 4)), st.booleans())
+def test_arrow_trace_matches_reference(triples, item, depth, forward):
+    """The vectorized trace CC/CS run on a local store's pyarrow scope gives the same answer."""
+    import pyarrow as pa
+
+    table = pa.table({c: pa.array([t[i] for t in triples], pa.string()) for i, c in enumerate(("src", "dst", "op"))})
+    assert trace_table(table, item, depth, forward) == reference_lineage(triples, item, depth, forward)
 
 
 @pytest.mark.parametrize(

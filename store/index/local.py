@@ -52,15 +52,20 @@ class LocalIndex:
             folders[name] = path
         return cls(folders, int(meta["buckets"]))
 
-    def _read(self, name: str, key: str, flt, columns: Sequence[str]) -> list[tuple]:
-        """Rows of the one bucket `key` hashes to (the table's bucket key) matching `flt`."""
+    def _table(self, name: str, key: str, flt, columns: Sequence[str]):
+        """The rows (a pyarrow Table) of the one bucket `key` hashes to that match `flt`."""
         import pyarrow.dataset as ds
 
         files = bucket_files(self.folders[name], [L.bucket_of_value(key, self.buckets)])
         if not files:
-            return []
-        data = ds.dataset(files, format="parquet")
-        table = data.to_table(columns=list(columns), filter=flt)
+            import pyarrow as pa
+
+            return pa.table({c: pa.array([], pa.string()) for c in columns})
+        return ds.dataset(files, format="parquet").to_table(columns=list(columns), filter=flt)
+
+    def _read(self, name: str, key: str, flt, columns: Sequence[str]) -> list[tuple]:
+        """The same rows as tuples."""
+        table = self._table(name, key, flt, columns)
         cols = [table.column(c).to_pylist() for c in columns]
         return list(zip(*cols, strict=True))
 
@@ -70,19 +75,31 @@ class LocalIndex:
         rows = self._read(L.NODES, item, ds.field("id") == item, (L.CCID, L.CSID))
         return rows[0] if rows else None
 
-    def set_parents(self, ccid: str, frontier: Sequence[str], forward: bool) -> list[str]:
+    def set_lineage(self, ccid: str, csid: str, forward: bool) -> set[str]:
+        """`csid` and every set it derives from (forward: that derive from it), walked over the
+        component's set dependencies read once (one bucket, one key range)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.dataset as ds
 
+        deps = self._table(L.SETDEPS, ccid, ds.field(L.CCID) == ccid, (L.SRC_CSID, L.DST_CSID))
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
-        flt = (ds.field(L.CCID) == ccid) & ds.field(here).isin(list(frontier))
-        return [r[0] for r in self._read(L.SETDEPS, ccid, flt, (there,))]
+        key, other = deps.column(here), deps.column(there)
+        seen, frontier = {csid}, [csid]
+        while frontier:
+            hit = pc.is_in(key, value_set=pa.array(frontier, pa.string()))
+            nxt = set(other.filter(hit).to_pylist()) - seen
+            seen |= nxt
+            frontier = sorted(nxt)
+        return seen
 
-    def scope(self, ccid: str, sets: Sequence[str] | None, limit: int) -> list[tuple] | None:
-        """Triples of the component (or of `sets` in it); None when more than `limit`."""
+    def scope(self, ccid: str, sets: Sequence[str] | None, limit: int):
+        """Triples (src, dst, op) of the component (or of `sets` in it) as a pyarrow Table;
+        None when more than `limit`."""
         import pyarrow.dataset as ds
 
         flt = ds.field(L.CCID) == ccid
         if sets is not None:
             flt = flt & ds.field(L.DST_CSID).isin(list(sets))
-        rows = self._read(L.TRIPLES, ccid, flt, ("src", "dst", L.OP))
-        return rows if len(rows) <= limit else None
+        table = self._table(L.TRIPLES, ccid, flt, ("src", "dst", L.OP))
+        return table if table.num_rows <= limit else None

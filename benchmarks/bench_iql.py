@@ -111,6 +111,8 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="/tmp/strata-bench-iql")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-ingest", action="store_true")
+    ap.add_argument("--compare-spark", action="store_true",
+                    help="also time each query with the influence scopes switched off (Spark joins), side by side")
     ap.add_argument("--master", default=os.environ.get("STRATA_SPARK_MASTER", "local[2]"))
     args = ap.parse_args(argv)
 
@@ -131,16 +133,29 @@ def main(argv=None) -> None:
     print(f"store: {total} vertices, {st.table('edges').count()} edges", flush=True)
     for name, text in queries(args.tables, args.rows, args.chain):
         t0 = time.perf_counter()
-        n = len(st.query(text).rows())
+        answer = sorted(st.query(text).rows())
+        n = len(answer)
         cold = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             st.query(text).rows()
             warm.append(time.perf_counter() - t0)
-        print(f"{name}: {n} rows ({100 * n / total:.4f}% of vertices); cold {cold:.2f}s; "
-              f"warm best {min(warm):.2f}s, median {sorted(warm)[len(warm) // 2]:.2f}s  | {text}",
-              flush=True)
+        line = (f"{name}: {n} rows ({100 * n / total:.4f}% of vertices); cold {cold:.2f}s; "
+                f"warm best {min(warm):.2f}s, median {sorted(warm)[len(warm) // 2]:.2f}s")
+        if args.compare_spark:
+            from store import semantics
+
+            saved, semantics.LOCAL_IDS = semantics.LOCAL_IDS, 0  # every bound side is "too big"
+            try:
+                t0 = time.perf_counter()
+                same = sorted(st.query(text).rows()) == answer
+                spark_s = time.perf_counter() - t0
+            finally:
+                semantics.LOCAL_IDS = saved
+            line += (f"; Spark joins {spark_s:.2f}s ({spark_s / min(warm):.0f}x the best above), "
+                     f"{'same' if same else 'DIFFERENT'} answer")
+        print(f"{line}  | {text}", flush=True)
 
 
 if __name__ == "__main__":

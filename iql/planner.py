@@ -22,8 +22,9 @@ from iql.errors import IqlSemanticError
 @dataclass(frozen=True)
 class Stats:
     """What the planner may know about the data: vertex counts per type key and per kind,
-    whether a component index exists, and whether `store.semantics` prunes influences
-    expansion with it. All optional; unknown counts show as '?'."""
+    whether a component index exists, and whether its influence scopes are current (then a
+    bound `under` / `influences` reads only the scopes it reaches). All optional; unknown counts
+    show as '?'."""
 
     type_counts: Mapping[str, int] = field(default_factory=dict)
     kind_counts: Mapping[str, int] = field(default_factory=dict)

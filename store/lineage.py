@@ -27,6 +27,9 @@ from store.index import layout as L
 from store.schema import DST, EDGES, ID, PROCESS, SRC, VERTICES
 
 DEFAULT_TAU = 200_000  # triples collected to the driver at most (the paper's τ)
+# On a local store the scope is read by pyarrow straight into an Arrow table and traced
+# vectorized (no Spark collect), so the driver can take ten times as many by default.
+DEFAULT_LOCAL_TAU = 2_000_000
 _ISIN_MAX = 2_000  # larger frontiers are joined as a DataFrame instead of an IN list
 
 Triple = tuple[str, str, str]
@@ -185,8 +188,11 @@ def view_of(st) -> IndexView:
 
 # ---------------------------------------------------------------------------- methods
 def lineage(source, item: str, depth: int | None = None, forward: bool = False,
-            method: Method = Method.AUTO, tau: int = DEFAULT_TAU) -> Lineage:
-    """Lineage of `item` in a store (or an IndexView). Raises UserError for unknown items."""
+            method: Method = Method.AUTO, tau: int | None = None) -> Lineage:
+    """Lineage of `item` in a store (or an IndexView). Raises UserError for unknown items.
+
+    `tau`: the most triples CC/CS trace on the driver; None means DEFAULT_TAU for a scope
+    collected through Spark and DEFAULT_LOCAL_TAU for one read locally with pyarrow."""
     view = source if isinstance(source, IndexView) else view_of(source)
     method = Method(method)
     direction = Direction.FORWARD if forward else Direction.BACKWARD
@@ -219,12 +225,13 @@ def _check_known(view: IndexView, item: str) -> None:
 
 
 def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
-            tau: int) -> tuple[set[str], set[Triple], int]:
+            tau: int | None) -> tuple[set[str], set[Triple], int]:
     """CCProv / CSProv: locate the item, read only its component / set-lineage, trace."""
     if view.local is not None:
-        done = _pruned_local(view, item, depth, forward, method, tau)
+        done = _pruned_local(view, item, depth, forward, method, DEFAULT_LOCAL_TAU if tau is None else tau)
         if done is not None:
             return done
+    tau = DEFAULT_TAU if tau is None else tau
     row = view.df('nodes').where(view.key(ID, item)).select(L.CCID, L.CSID).first()
     if row is None:
         _check_known(view, item)

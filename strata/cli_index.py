@@ -77,15 +77,15 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
 @click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
               help="rq: recursive querying; cc: component-pruned; cs: set-pruned [auto: cs if indexed].")
 @click.option("--tau", type=click.IntRange(min=0), default=None,
-              help="Collect at most this many triples to the driver [200000].")
+              help="Trace at most this many triples on the driver [2000000 read locally, 200000 through Spark].")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.pass_context
 def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
     """Lineage of ITEM: every value with a path to it (or from it, with --forward)."""
-    from store.lineage import DEFAULT_TAU, Method
+    from store.lineage import Method
     from store.lineage import lineage as run
 
-    result = run(store_of(ctx), item, depth, forward, Method(method), DEFAULT_TAU if tau is None else tau)
+    result = run(store_of(ctx), item, depth, forward, Method(method), tau)
     for w in result.warnings:
         click.echo(f"strata: warning: {w}", err=True)
     if fmt == "json":

@@ -329,5 +329,5 @@ def stats(st):
         types[r[S.TYPE]] = types.get(r[S.TYPE], 0) + r["count"]
         kinds[r[S.KIND]] = kinds.get(r[S.KIND], 0) + r["count"]
     has_index = bool(st.meta("index")) if hasattr(st, "meta") else False
-    pruning = has_index and SEM.USES_COMPONENT_INDEX and scopes_current(st)
+    pruning = has_index and scopes_current(st)
     return Stats(types, kinds, has_index, pruning)

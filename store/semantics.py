@@ -47,7 +47,6 @@ MAX_ROUNDS = 10_000
 # rows in all; larger questions run as Spark joins.
 LOCAL_IDS = 10_000
 LOCAL_ROWS = 2_000_000
-USES_COMPONENT_INDEX = True  # EXPLAIN: bound predicates read only the scopes they reach
 
 
 def _ids(side: DataFrame | None, name: str) -> DataFrame | None:
@@ -107,28 +106,30 @@ def _collect_ids(side: DataFrame) -> list[str] | None:
     return None if len(rows) > LOCAL_IDS else [r[0] for r in rows]
 
 
-def _scope_graph(files: ScopeFiles, ids: list[str]) -> SG.ScopeGraph | None:
-    """The scopes of `ids` as a driver-side graph, or None when they hold too many rows."""
+def _bound_graph(files: ScopeFiles, side: DataFrame) -> tuple[list[str], SG.ScopeGraph] | None:
+    """A bound side's ids and the driver-side graph of their scopes, or None when there are
+    too many ids or the scopes hold too many rows."""
+    ids = _collect_ids(side)
+    if ids is None:
+        return None
     scopes = files.scopes_of(ids)
     if sum(n for n, _ in scopes.values()) > LOCAL_ROWS:
         return None
-    return SG.ScopeGraph(files.rows_of(scopes) if scopes else ())
+    return ids, SG.ScopeGraph(files.rows_of(scopes) if scopes else ())
 
 
 def _local_frame(st: Store, pairs: list[tuple[str, str]], names: tuple[str, str]) -> DataFrame:
-    schema = f"{names[0]} string, {names[1]} string"
-    return st.table(S.VERTICES).sparkSession.createDataFrame(pairs, schema)
+    return st.spark.createDataFrame(pairs, f"{names[0]} string, {names[1]} string")
 
 
 def _local_under(st: Store, lower: DataFrame | None, upper: DataFrame | None) -> DataFrame | None:
     files = ScopeFiles.of(st) if (lower is not None or upper is not None) else None
     if files is None:
         return None
-    bound = upper if upper is not None else lower
-    ids = _collect_ids(bound)
-    g = None if ids is None else _scope_graph(files, ids)
-    if g is None:
+    local = _bound_graph(files, upper if upper is not None else lower)
+    if local is None:
         return None
+    ids, g = local
     found = SG.under(g, None, ids) if upper is not None else SG.under(g, ids, None)
     out = _local_frame(st, found, (LOWER, UPPER))
     if upper is not None and lower is not None:
@@ -232,10 +233,10 @@ def _local_influences(st: Store, k: int | None, src: DataFrame | None,
     for forward, side, other, other_name in ((True, src, dst, DST), (False, dst, src, SRC)):
         if side is None:
             continue
-        ids = _collect_ids(side)
-        g = None if ids is None else _scope_graph(files, ids)
-        if g is None:
+        local = _bound_graph(files, side)
+        if local is None:
             continue
+        ids, g = local
         out = _local_frame(st, SG.influences(g, ids, k, forward), (SRC, DST))
         if other is not None:
             out = out.join(_ids(other, other_name), other_name, "left_semi")

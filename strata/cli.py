@@ -25,6 +25,7 @@ LAZY_COMMANDS = {
     "lineage": "strata.cli_index:lineage",
     "export": "strata.cli_export:export",
     "show": "strata.cli_export:show",
+    "report": "strata.cli_report:report",
     "repl": "strata.repl:repl",
 }
 

@@ -3,7 +3,8 @@
 `suggest(text_before_cursor, full_text)` looks at the tokens before the cursor and says what
 may come next: a keyword, a type name (after FROM or a comma in the FROM list), an attribute
 of an alias (after `alias.`), an alias in scope, an aggregate function, a backslash command,
-or nothing (an alias being named, inside a string). `complete(...)` matches those suggestions
+MATCH inside a TRACE, or nothing (an alias being named, inside a string). Right after FROM,
+`TRACE(` is offered next to the types; a `FROM TRACE(...) t` alias completes the trace columns. `complete(...)` matches those suggestions
 against a `Vocabulary`, a snapshot of the store's catalog, and yields `Candidate`s. The
 prompt_toolkit adapter (`IqlCompleter`) is the only part that knows about prompt_toolkit.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from prompt_toolkit.completion import Completer, Completion
 
 from iql.ast import AggFunc, Wildcard
+from iql.trace import COLUMNS as TRACE_COLUMNS
 
 # ------------------------------------------------------------------------------ tokens
 
@@ -84,7 +86,16 @@ class Command:
     """A backslash command name."""
 
 
-Suggestion = Keyword | TypeName | Alias | Function | Attribute | Command
+@dataclass(frozen=True, slots=True)
+class MatchWord:
+    """MATCH, after TRACE, TRACE( or a TRACE's run string (MATCH is not a reserved word)."""
+
+
+Suggestion = Keyword | TypeName | Alias | Function | Attribute | Command | MatchWord
+
+# the "type" of a `FROM TRACE(...) t` alias: its attributes are the trace rows' columns
+TRACE_ROWS = "TRACE(...)"
+TRACE_CALL = "TRACE("
 
 _CLOSED_STRING = re.compile(r"'(?:[^']|'')*'")
 _CLAUSE_END = {"WHERE", "GROUP", "HAVING", "ORDER", "LIMIT"}
@@ -105,7 +116,10 @@ def aliases(text: str) -> dict[str, tuple[str, ...]]:
             i += 1
             while i < len(toks):
                 types: tuple[str, ...] = ()
-                if toks[i].kind == "name":
+                if toks[i].upper == "TRACE" and i + 1 < len(toks) and toks[i + 1].text == "(":
+                    i = _after_parens(toks, i + 1)
+                    types = (TRACE_ROWS,)
+                elif toks[i].kind == "name":
                     types = (toks[i].text,)
                     i += 1
                 elif toks[i].text == "(":
@@ -134,6 +148,39 @@ def aliases(text: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def _after_parens(toks: list[Token], i: int) -> int:
+    """The index after the ")" matching the "(" at ``i`` (or the end)."""
+    depth = 0
+    for j in range(i, len(toks)):
+        depth += {"(": 1, ")": -1}.get(toks[j].text, 0)
+        if depth == 0:
+            return j + 1
+    return len(toks)
+
+
+def _match_next(toks: list[Token]) -> bool:
+    """MATCH comes next: after TRACE (not FROM TRACE: a "(" comes first), TRACE(, or a TRACE's
+    run string."""
+    def trace(k: int) -> bool:
+        return k >= 0 and toks[k].kind == "name" and toks[k].upper == "TRACE"
+
+    n = len(toks) - 1
+    if trace(n):
+        return not (n >= 1 and toks[n - 1].upper == "FROM")
+    if toks[n].text == "(":
+        return trace(n - 1)
+    if toks[n].kind == "string":
+        top_level_run = trace(n - 1) and not (n >= 2 and toks[n - 2].upper == "FROM")
+        return top_level_run or (n >= 2 and toks[n - 1].text == "(" and trace(n - 2))
+    return False
+
+
+def _right_after_from(before: str) -> bool:
+    """The word at the end of ``before`` starts a FROM list (where TRACE(...) may stand)."""
+    toks = [t for t in tokenize(before[: len(before) - len(word_before(before))]) if t.kind != "comment"]
+    return bool(toks) and toks[-1].kind == "name" and toks[-1].upper == "FROM"
+
+
 def word_before(text: str) -> str:
     """The identifier being typed at the end of `text` (may be empty)."""
     m = re.search(r"[A-Za-z0-9_]*\Z", text)
@@ -160,6 +207,10 @@ def suggest(before: str) -> tuple[Suggestion, ...]:
         return (Attribute(toks[-2].text),)
     if not toks:
         return (Keyword(),)
+    if _match_next(toks):
+        return (MatchWord(),)
+    if toks[-1].upper == "MATCH" and len(toks) > 1 and _match_next(toks[:-1]):
+        return ()  # the tree pattern, a string, comes next
     last = toks[-1]
     # Find the innermost clause keyword before the cursor.
     clause = None
@@ -240,6 +291,8 @@ class Vocabulary:
         return cls(tuple(keywords), types, dict(commands))
 
     def attributes_of(self, type_names: tuple[str, ...], catalog=None) -> tuple[str, ...]:
+        if type_names == (TRACE_ROWS,):
+            return TRACE_COLUMNS
         attrs: list[str] = ["id"]
         if len(type_names) == 1:
             attrs += self.types.get(type_names[0], ())
@@ -272,12 +325,18 @@ def complete(before: str, full: str, vocab: Vocabulary, catalog=None) -> list[Ca
             out += [Candidate(c, h) for c, h in vocab.commands.items() if c.startswith(word)]
         elif isinstance(s, TypeName):
             out += [Candidate(t, "type") for t in _matches(word, sorted(vocab.types))]
+            if _right_after_from(before) and _matches(word, [TRACE_CALL]):
+                call = TRACE_CALL if word == "" or word[:1].isupper() else TRACE_CALL.lower()
+                out.append(Candidate(call, "trace a captured run"))
+        elif isinstance(s, MatchWord):
+            if _matches(word, ["MATCH"]):
+                out.append(Candidate("MATCH" if word == "" or word[:1].isupper() else "match", "keyword"))
         elif isinstance(s, Attribute):
             types = scope.get(s.alias)
             if types is None:
                 continue
-            out += [Candidate(a, "attribute of " + " + ".join(types))
-                    for a in _matches(word, vocab.attributes_of(types, catalog))]
+            meta = "trace column" if types == (TRACE_ROWS,) else "attribute of " + " + ".join(types)
+            out += [Candidate(a, meta) for a in _matches(word, vocab.attributes_of(types, catalog))]
         elif isinstance(s, Alias):
             out += [Candidate(a, "alias of " + ", ".join(t)) for a, t in scope.items()
                     if a.lower().startswith(word.lower())]

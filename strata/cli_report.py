@@ -122,8 +122,8 @@ def run_jobs(store, jobs: Sequence[TraceJob]) -> list:
     for k, job in enumerate(jobs, 1):
         t0 = time.perf_counter()
         trace = run_trace(store, job.run, job.pattern, job.limit)
-        click.echo(f"trace {k}/{len(jobs)} {job.text}: {trace.matched} result items matched, "
-                   f"{len(trace.items)} input items reached ({time.perf_counter() - t0:.1f} s)", err=True)
+        click.echo(f"trace {k}/{len(jobs)} {job.text}: {plural(trace.matched, 'result item')} matched, "
+                   f"{plural(len(trace.items), 'input item')} reached ({time.perf_counter() - t0:.1f} s)", err=True)
         traces.append(trace)
     return traces
 
@@ -159,6 +159,10 @@ def choose_dataset(store, jobs: Sequence[TraceJob], traces: Sequence, dataset: s
 
 
 # ---- output (pure) -------------------------------------------------------------------------------
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def item_hex(item_id: int) -> str:
     return f"{item_id & 0xFFFFFFFFFFFFFFFF:016x}"
 
@@ -202,7 +206,7 @@ def usage_table(hm):
 
     totals = hm.totals()
     items = ordered_items(hm)
-    table = Table(title=f"data usage of {hm.dataset} over {hm.traces} traces "
+    table = Table(title=f"data usage of {hm.dataset} over {plural(hm.traces, 'trace')} "
                         "(cells: contributed/influenced/unused)", title_justify="left")
     table.add_column(Text("item"), no_wrap=True)
     for a in hm.attributes:
@@ -232,7 +236,7 @@ def audit_table(rows, job: TraceJob, trace):
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"audit of {job.text} ({trace.matched} result items matched)", title_justify="left",
+    table = Table(title=f"audit of {job.text} ({plural(trace.matched, 'result item')} matched)", title_justify="left",
                   show_lines=True)
     for name in ("dataset", "item", "exposes", "only influenced"):
         table.add_column(Text(name), no_wrap=name in ("dataset", "item"), overflow="fold")
@@ -313,8 +317,8 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
     from strata.render import console
 
     console().print(usage_table(hm))
-    click.echo(f"{len(hm.items)} items of {name} x {len(hm.attributes)} attributes over {hm.traces} traces",
-               err=True)
+    click.echo(f"{plural(len(hm.items), 'item')} of {name} x {plural(len(hm.attributes), 'attribute')} over "
+               f"{plural(hm.traces, 'trace')}", err=True)
 
 
 @report.command("audit")
@@ -340,4 +344,4 @@ def audit(ctx, pattern, run, limit, fmt) -> None:
     from strata.render import console
 
     console().print(audit_table(rows, job, trace))
-    click.echo(f"{len(rows)} input items, {trace.matched} result items matched", err=True)
+    click.echo(f"{plural(len(rows), 'input item')}, {plural(trace.matched, 'result item')} matched", err=True)

@@ -148,7 +148,7 @@ def test_audit_lists_exposed_and_only_influencing_attributes(captured, cli):
         (first,) = [k for k, line in enumerate(lines) if hx(hello) in line]
         cells = [[c.strip() for c in line.split("│")[3:5]] for line in lines[first:first + 2]]
         assert cells == [["text", "retweet_cnt"], ["user.id_str", "user.name"]]
-    assert "2 input items, 1 result items matched" in r.stderr
+    assert "2 input items, 1 result item matched" in r.stderr
 
 
 def test_bad_patterns_exit_2_with_the_position_and_no_spark_work(cli, tmp_path):

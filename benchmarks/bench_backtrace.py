@@ -4,13 +4,12 @@
     python benchmarks/bench_backtrace.py --data /tmp/strata-bt --items 100 --only T1,T3,D1
 
 Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeline's runtime
-(read JSON, write Parquet; after one warm-up); then a captured run (``model=False``, which also
-commits the result items); then ``TRACE '<run>' MATCH '<pattern>' LIMIT N`` through IQL, cold
-(first trace of the run: includes the result items' schema inference) and warm (schema cached,
-as in a REPL session), each split into its phases: cold, read the run's operators and output
-(one job) and the items' schema (the output's footer); match (compiled Spark expressions; warm,
-the operators are read meanwhile in a second thread); backtrace (semi-joins of capture_assoc on
-the traced ids).
+(read JSON, write Parquet; after one warm-up); then a captured run (``model=False``); then
+``TRACE '<run>' MATCH '<pattern>' LIMIT N`` through IQL, cold (first trace of the run in the
+process) and warm (the next one, as in a REPL session), each split into its phases: run (read the
+run's operators and row, one job), match (the compiled pattern over the run's stored result, one
+job), associations (derived from the matched rows' hidden columns, one small job), backtrace (on
+the driver).
 ``--udf`` also times the old Python-UDF matcher on the same items. Target: trace <= 0.5x plain.
 The default pattern is ``/<first result column>``; ``--pattern`` overrides it.
 """
@@ -50,7 +49,6 @@ def main() -> None:
     args = ap.parse_args()
 
     from capture import Tracker
-    from capture.treecompile import _SCHEMAS
     from store import Store
     from strata.spark import get_session
 
@@ -59,7 +57,7 @@ def main() -> None:
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
     print(f"load average: {os.getloadavg()}", flush=True)
-    print("pipeline  plain_s | cold: ops+schema match backtrace total ratio | warm: total ratio"
+    print("pipeline  plain_s | cold: run match assoc backtrace total ratio | warm: total ratio"
           f"{' | udf: match total ratio' if args.udf else ''} | items reached", flush=True)
     for name in names:
         fn = PIPELINES[name]
@@ -71,10 +69,9 @@ def main() -> None:
         info = tracker.write(result, out + "-captured", format="parquet", mode="overwrite")
         store = store.refresh()
         pattern = args.pattern or f"/{result.columns[0]}"
-        _SCHEMAS.clear()
         cold = timed_trace(store, info.run, pattern, args.items)
         warm = timed_trace(store, info.run, pattern, args.items)
-        line = (f"{name:8}  {plain:7.1f} | {cold['schema']:6.1f} {cold['match']:5.1f} "
+        line = (f"{name:8}  {plain:7.1f} | {cold['run']:4.1f} {cold['match']:5.1f} {cold['associations']:5.1f} "
                 f"{cold['backtrace']:9.1f} {cold['total']:5.1f} {cold['total'] / plain:5.2f} | "
                 f"{warm['total']:5.1f} {warm['total'] / plain:5.2f}")
         if args.udf:

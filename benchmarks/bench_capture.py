@@ -6,7 +6,8 @@ run with and without capture in one process; runtime ratio and provenance size.
 
 Each run reads the JSON input and writes the result as Parquet (so Spark computes it all).
 "Plain" is the untracked pipeline; "captured" is ``tracker.write``: the result plus the
-capture tables (capture_runs/operators/assoc/result_items) in one store commit. With ``--model`` the
+capture tables (the run's annotated result ``capture_result/<run>``, capture_operators,
+capture_runs) in one store commit. With ``--model`` the
 captured run also ingests the multi-granularity elements and edges (slow: the store's
 validation and ancestor closure dominate). Provenance size = bytes the commit added to the store.
 """
@@ -145,7 +146,7 @@ def run_plain(spark, data: str, fn, out: str) -> float:
 
 
 def run_captured(spark, store, data: str, fn, out: str, model: bool) -> tuple[float, int, int, dict]:
-    """Seconds, bytes added to the store, stored associations, seconds per commit phase."""
+    """Seconds, bytes added to the store, result items, seconds per commit phase."""
     from capture import Tracker
 
     before = _du(store.root)
@@ -155,7 +156,7 @@ def run_captured(spark, store, data: str, fn, out: str, model: bool) -> tuple[fl
     t1 = time.perf_counter()
     info = tracker.write(result, out, format="parquet", mode="overwrite")
     phases = {"build": t1 - t0, **info.phases}
-    return time.perf_counter() - t0, _du(store.root) - before, info.associations, phases
+    return time.perf_counter() - t0, _du(store.root) - before, info.items, phases
 
 
 def main() -> None:
@@ -179,25 +180,25 @@ def main() -> None:
     run_plain(spark, args.data, warm, os.path.join(args.work, "warm"))
     run_captured(spark, store, args.data, warm, os.path.join(args.work, "warm-captured"), args.model)
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    print("pipeline  plain_s  captured_s  ratio  assoc_rows  prov_MB  phases_s (median; build = read + "
-          "tracked calls, result = pipeline + result write; associations || result_items)", flush=True)
+    print("pipeline  plain_s  captured_s  ratio  result_rows  prov_MB  phases_s (median; build = read + "
+          "tracked calls, result = pipeline + result write; provenance || operators)", flush=True)
     rows = []
     for name in names:
         fn = PIPELINES[name]
         out = os.path.join(args.work, "out", name)
-        plain, captured, ratios, phases, size, n_assoc = [], [], [], [], 0, 0
+        plain, captured, ratios, phases, size, n_items = [], [], [], [], 0, 0
         run_plain(spark, args.data, fn, out)  # warm-up: JIT, file listing cache
         for _ in range(args.reps):  # plain and captured alternate, so load changes hit both
             plain.append(run_plain(spark, args.data, fn, out))
-            secs, size, n_assoc, ph = run_captured(spark, store, args.data, fn, out + "-captured", args.model)
+            secs, size, n_items, ph = run_captured(spark, store, args.data, fn, out + "-captured", args.model)
             captured.append(secs)
             ratios.append(secs / plain[-1])
             phases.append(ph)
         p, c, r = statistics.median(plain), statistics.median(captured), statistics.median(ratios)
         ph = {k: statistics.median(x[k] for x in phases) for k in phases[0]}
-        rows.append((name, p, c, r, n_assoc, size / 1e6))
+        rows.append((name, p, c, r, n_items, size / 1e6))
         shown = " ".join(f"{k}={v:.1f}" for k, v in ph.items())
-        print(f"{name:8}  {p:7.1f}  {c:10.1f}  {r:5.2f}  {n_assoc:10d}  {size / 1e6:7.1f}  {shown}", flush=True)
+        print(f"{name:8}  {p:7.1f}  {c:10.1f}  {r:5.2f}  {n_items:10d}  {size / 1e6:7.1f}  {shown}", flush=True)
     ratios = [r[3] for r in rows]
     print(f"median ratio {statistics.median(ratios):.2f}  max ratio {max(ratios):.2f} "
           f"(per pipeline: median over reps of captured/plain of the same rep)")

@@ -7,10 +7,12 @@ through an operator undoes its manipulations (``manipulatePath``) and records it
 (``accessPath``), operator by operator, until every tree sits on a source dataset.
 
 The core (:func:`backtrace`) is pure Python over the operators' schema-level provenance and a
-``fetch(oid, ids)`` callback returning the id associations of just those output items; the Spark
-edges (:func:`spark_fetcher`, :func:`trace`; matching: capture/treecompile.py) semi-join the association table
-on the traced ids only -- never the full provenance of an operator -- and skip the join entirely
-for operators that keep ids (filter, select, map, sort, limit: in id = out id).
+``fetch(oid, ids)`` callback returning the id associations of just those output items. The Spark
+edge (:func:`trace_result`; matching: capture/treecompile.py) matches the pattern on the annotated
+result and derives the associations of the matched rows alone from their hidden columns -- never
+the full provenance of an operator; operators that keep ids (filter, select, map, sort, limit:
+in id = out id) need no association at all. :func:`spark_fetcher` serves callers that hold an
+association DataFrame instead.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from capture.model import POS, OperatorProv, OpType
+from capture.runs import StoredRun, load_run, run_name  # noqa: F401 - re-exported for callers
 from capture.treecompile import (  # noqa: F401 - the matching edge, re-exported for callers
     PreparedMatch,
     match_docs,
     match_items,
+    matched_frame,
+    prepare_items,
     prepare_match,
     run_match,
 )
@@ -331,7 +336,7 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
         elif op.type in _KEEPS_IDS:
             how = "keeps item ids: no associations read"
         else:
-            how = f"reads capture_assoc rows of operator {oid} for the traced ids only (semi-join)"
+            how = "associations of the traced items only, from the matched rows' hidden columns"
         out.append((op, how))
     return out
 
@@ -379,27 +384,54 @@ def spark_fetcher(assoc) -> Fetch:
     return fetch
 
 
-RESULT_ITEMS = "capture_result_items"
+def rows_fetcher(rows: Iterable[tuple]) -> Fetch:
+    """A fetch over association rows already on the driver (``oid, out_id, input, in_id, pos``),
+    e.g. those derived from the matched result rows (:func:`trace_result`)."""
+    by_op: dict[int, dict[int, list[AssocRow]]] = {}
+    for oid, out_id, k, in_id, pos in rows:
+        by_op.setdefault(oid, {}).setdefault(out_id, []).append((out_id, k, in_id, pos))
+
+    def fetch(oid: int, ids: list[int]) -> list[AssocRow]:
+        mine = by_op.get(oid, {})
+        return [r for i in ids for r in mine.get(i, ())]
+
+    return fetch
 
 
-def result_item_rows(run: str, df, visible, id_col: str):
-    """The ``capture_result_items`` rows (``run, id, doc``: each visible row as JSON with its
-    provenance id) of a result DataFrame that carries its ids in ``id_col``."""
-    from pyspark.sql import functions as F
+def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, visible, slots,
+                 pattern, limit: int | None = None, compiled: bool = True,
+                 timings: dict | None = None) -> Trace:
+    """Match ``pattern`` on an annotated result (visible + hidden id columns: a committed run's
+    stored result, or a live tracked DataFrame) and backtrace the matches.
 
-    return df.select(F.lit(run).alias("run"), F.col(f"`{id_col}`").alias("id"),
-                     F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
+    Two Spark jobs whatever the pipeline: the match (the matched rows keep their hidden columns,
+    cached), then the id associations *of those rows only*, derived from their hidden columns
+    (``assoc_frame(..., complete=True)``, no shuffle) -- no association table is scanned. The
+    backtrace itself runs on the driver."""
+    import time
 
+    from pyspark import StorageLevel
 
-def record_result_items(store, run: str, tdf) -> int:
-    """Commit the result items of a run written before `tracker.write` recorded them itself
-    (it now does, in the run's own commit). Recomputes ``tdf``; ids are deterministic."""
-    from pyspark.sql import functions as F
+    from capture.materialize import assoc_frame
+    from capture.plan import is_hidden
 
-    rows = result_item_rows(run, tdf.annotated, tdf.visible(), tdf.id_column)
-    with store.transaction(f"capture result items {run}") as tx:
-        tx.append(RESULT_ITEMS, rows)
-    return store.refresh().table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).count()
+    t = timings if timings is not None else {}
+    t0 = time.perf_counter()
+    hidden = tuple(c for c in result.columns if is_hidden(c))
+    prep = prepare_items(result, id_col, visible, pattern, compiled, carry=hidden)
+    rows = matched_frame(prep, limit).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    try:
+        matched = {r.id: list(r._paths) for r in rows.select("id", "_paths").collect()}
+        t["match"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        assoc = [] if not matched else assoc_frame(rows, slots, complete=True).collect()
+        t["associations"] = time.perf_counter() - t1
+    finally:
+        rows.unpersist()
+    t2 = time.perf_counter()
+    out = backtrace(operators, result_oid, matched, rows_fetcher(assoc))
+    t["backtrace"] = time.perf_counter() - t2
+    return out
 
 
 def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, pattern, assoc,
@@ -411,69 +443,8 @@ def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: st
 
 
 def trace_captured(tracker, tdf, pattern, limit: int | None = None) -> Trace:
-    """Trace a tracked DataFrame before (or without) committing it: matches on ``tdf`` and reads the
-    associations from the in-memory capture (computed once, cached for the trace)."""
+    """Trace a tracked DataFrame before (or without) committing it: matches on ``tdf``'s annotated
+    rows and derives the matched rows' associations from their hidden columns."""
     cap = tracker.capture(tdf)
-    assoc = cap.associations().cache()
-    try:
-        return trace(cap.operators, cap.result_oid, tdf.with_item_ids("__strata_trace_id"), "__strata_trace_id",
-                     pattern, assoc, limit)
-    finally:
-        assoc.unpersist()
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A committed capture run: its operators, result operator and association table."""
-
-    run: str
-    operators: tuple[OperatorProv, ...]
-    result_oid: int
-    assoc: object  # DataFrame: oid, out_id, input, in_id, pos (this run only)
-    output: tuple[str, str, str] | None = None  # the written result: path, format, finished (ISO)
-
-
-def run_name(store, run: str | None) -> str:
-    """``run``, or the store's last captured run when None (no Spark job)."""
-    from capture.commit import RUNS
-    from store.errors import UserError
-
-    if not store.has_table(RUNS):
-        raise UserError(f"store {store.root} has no captured runs",
-                        hint="capture a pipeline with capture.Tracker(spark, store).write(...) first")
-    if run is None:
-        run = (store.meta("capture.last_run") or {}).get("run")
-        if run is None:
-            raise UserError(f"store {store.root} records no last captured run",
-                            hint="name the run: TRACE '<run id>' MATCH '...' (see table capture_runs)")
-    return run
-
-
-def load_run(store, run: str | None = None) -> StoredRun:
-    """Read a committed run (default: the store's last capture run) from the capture tables:
-    its operators and result operator in ONE Spark job (operators joined with the run's row)."""
-    from pyspark.sql import functions as F
-
-    from capture.commit import ASSOC, OPERATORS, RUNS
-    from capture.model import Manipulation, OpInput
-    from store.errors import UserError
-
-    run = run_name(store, run)
-    this = F.col("run") == F.lit(run)
-    head = store.table(RUNS).filter(this).select("run", "result_oid", "output_path", "output_format", "finished")
-    rows = store.table(OPERATORS).filter(this).join(head, "run").collect()
-    if not rows:
-        known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]
-        raise UserError(f"no captured run {run!r} in store {store.root}",
-                        hint=f"known runs: {', '.join(known) or 'none'}")
-    ops = []
-    for r in rows:
-        inputs = tuple(OpInput(i.pred, tuple(i.accessed) if i.accessed is not None else None)
-                       for i in sorted(r.inputs, key=lambda i: i.input))
-        manip = (tuple(Manipulation(m.input, m.src, m.dst) for m in r.manipulated)
-                 if r.manipulated is not None else None)
-        ops.append(OperatorProv(r.oid, OpType(r.type), r.method, inputs, manip, r.detail or "", r.dataset))
-    assoc = store.table(ASSOC).filter(this).drop("run")
-    head_row = rows[0]
-    output = (head_row.output_path, head_row.output_format, head_row.finished)
-    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head_row.result_oid, assoc, output)
+    return trace_result(cap.operators, cap.result_oid, cap.annotated, cap.id_col, tdf.visible(), cap.slots,
+                        pattern, limit)

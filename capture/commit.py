@@ -2,11 +2,13 @@
 
 Tables written in the same transaction (schemas in docs/capture.md):
 
-* ``capture_runs``      one row per run (pipeline, output, times, sizes),
+* ``capture_result/<run>`` the annotated result: the visible columns with every hidden id,
+                        position and collected-id column -- the run's id associations (Pebble's P)
+                        in compressed form (capture/runs.py derives P from it) and the result
+                        items TRACE matches on,
 * ``capture_operators`` one row per operator: Definition 5.1's <oid, type, I, M> (schema level),
-* ``capture_assoc``     Pebble's P: one row per (output item, input item) id association of
-                        each operator that changes ids (identity operators' rows are derived),
-* ``capture_result_items`` the result items with their ids, as JSON (for TRACE),
+* ``capture_runs``      one row per run (pipeline, output, times, result items, the slots saying
+                        where each operator's associations sit in the annotated result),
 * the core tables, through ``tx.ingest`` of the run's multi-granularity bundle (capture/bundle.py).
 """
 
@@ -34,16 +36,15 @@ from pyspark.sql.types import (
 from pyspark.util import inheritable_thread_target
 
 from capture import bundle
-from capture.backtrace import RESULT_ITEMS, result_item_rows
 from capture.materialize import identity_frame
 from capture.model import OperatorProv
+from capture.runs import OPERATORS, RUNS, result_table, slots_json
 from store.errors import UserError
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame
     from capture.tracker import Tracker
 
-RUNS, OPERATORS, ASSOC = "capture_runs", "capture_operators", "capture_assoc"
 RUN = "run"
 
 _S, _I = StringType(), IntegerType()
@@ -72,7 +73,9 @@ RUNS_SCHEMA = StructType([
     StructField("started", _S, False),
     StructField("finished", _S, False),
     StructField("operators", _I, False),
-    StructField("associations", LongType(), False),
+    StructField("items", LongType(), False),
+    StructField("id_column", _S, False),
+    StructField("slots", _S, False),  # JSON: capture.runs.slots_json
 ])
 
 
@@ -84,11 +87,11 @@ class RunInfo:
     version: int
     output_path: str
     operators: int
-    associations: int
+    items: int  # result items (rows of the written result)
     seconds_result: float
     seconds_provenance: float
-    # seconds per phase: result (pipeline + result write), associations and result_items (in
-    # parallel: each its own elapsed time), runs, model (bundle ingest, model=True only)
+    # seconds per phase: result (pipeline + result write), provenance (the annotated result and the
+    # operators, in parallel), runs, model (bundle ingest, model=True only)
     phases: dict[str, float] = field(default_factory=dict)
 
 
@@ -120,16 +123,20 @@ def _timed(fn: Callable[[], object]) -> float:
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
     """Compute the annotated result ONCE (cached while it is read) and read everything from it:
-    the visible result (written straight to ``path``), the id associations and the result items.
+    the visible result (written straight to ``path``) and the run's stored annotated result.
 
     Spark jobs: the result write (it fills the cache); then, side by side in two threads so their
-    fixed costs overlap, the ``capture_assoc`` append (its row count is observed: no count job)
-    and the ``capture_result_items`` + one-file ``capture_operators`` appends; then the one-row
-    ``capture_runs`` append; with ``model=True`` the bundle ingest too.
+    fixed costs overlap, the ``capture_result/<run>`` write (its row count is observed: no count
+    job) and the one-file ``capture_operators`` append; then the one-row ``capture_runs`` append;
+    with ``model=True`` the bundle ingest too.
     """
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
                         hint="create the tracker with Tracker(spark, Store.open(path))")
+    store = tracker.store
+    if store.has_table(RUNS) and "slots" not in store.table(RUNS).columns:
+        raise UserError(f"the capture tables of store {store.root} were written by an older Strata",
+                        hint="capture into a new store (strata's capture format changed)")
     cap = tracker.capture(tdf)
     ops = list(cap.operators)
     run = new_run_id(tracker.pipeline)
@@ -143,28 +150,27 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
         t1 = time.perf_counter()
         phases["result"] = t1 - t0
-        stored = cap.stored_associations(annotated)
-        if tracker.model:  # read twice: by the append and by the bundle
-            stored = stored.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
-        assoc_rows = stored.select(F.lit(run).alias(RUN), "*").observe(counted, F.count(F.lit(1)).alias("n"))
-        item_rows = result_item_rows(run, annotated, tdf.visible(), tdf.id_column)
+        first = [cap.id_col, *(c for c in annotated.columns if c != cap.id_col)]  # the id column first
+        result_rows = annotated.select(*[F.col(f"`{c}`") for c in first]).observe(counted, F.count(F.lit(1)).alias("n"))
         op_rows = spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA)
         info_out = {"path": str(path), "format": fmt}
-        with tracker.store.transaction(message or f"capture {run}") as tx:
+        with store.transaction(message or f"capture {run}") as tx:
             # different tables, so the two threads' appends never touch the same table entry
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-capture") as pool:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-capture") as pool:
                 # inheritable: the side thread's jobs keep the caller's job group and tags (cancellation)
-                side = pool.submit(inheritable_thread_target(spark)(_timed), lambda: (
-                    tx.append(RESULT_ITEMS, item_rows), tx.append(OPERATORS, op_rows, files=1)))
-                phases["associations"] = _timed(lambda: tx.append(ASSOC, assoc_rows))
-                phases["result_items"] = side.result()
-            n_assoc = int(counted.get["n"])
+                side = pool.submit(inheritable_thread_target(spark)(_timed),
+                                   lambda: tx.append(OPERATORS, op_rows, files=1))
+                phases["provenance"] = _timed(lambda: tx.replace(result_table(run), result_rows))
+                phases["operators"] = side.result()
+            n_items = int(counted.get["n"])
             finished = _now()
-            run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_assoc)
+            run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
+                       cap.id_col, slots_json(cap.slots))
             phases["runs"] = _timed(lambda: tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1))
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
+                stored = cap.stored_associations(annotated).persist(StorageLevel.MEMORY_AND_DISK_DESER)
                 full = stored.unionByName(
                     identity_frame(stored, ops, cap.result_oid, annotated.select(tdf.id_column)))
                 existing = tx.table("vertices").select("id")
@@ -173,7 +179,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
         t2 = time.perf_counter()
     finally:
-        if stored is not None and tracker.model:
+        if stored is not None:
             stored.unpersist()
         annotated.unpersist()
-    return RunInfo(run, tracker.store.version, str(path), len(ops), n_assoc, t1 - t0, t2 - t1, phases)
+    return RunInfo(run, store.version, str(path), len(ops), n_items, t1 - t0, t2 - t1, phases)

@@ -36,9 +36,10 @@ ASSOC_SCHEMA = StructType(
 Cond = tuple[int, str, int | None]  # (depth, column, value); value None: 0 or null (a first copy)
 
 
-def _conds(slot: Slot) -> tuple[Cond, ...]:
-    """The slot's row conditions: union sides, and first copies when only flattens repeated it."""
-    first = slot.first if slot.distinct and slot.first else ()
+def _conds(slot: Slot, complete: bool = False) -> tuple[Cond, ...]:
+    """The slot's row conditions: union sides, and first copies when only flattens repeated it
+    (not when ``complete``: every copy is kept, so any subset of result rows yields all its rows)."""
+    first = slot.first if slot.distinct and slot.first and not complete else ()
     return (*slot.when, *((d, c, None) for d, c in first))
 
 
@@ -62,9 +63,9 @@ def _descend(annotated: DataFrame, nest: tuple[str, ...], conds: tuple[Cond, ...
     return df
 
 
-def _array_rows(df: DataFrame, slot: Slot) -> DataFrame:
+def _array_rows(df: DataFrame, slot: Slot, complete: bool) -> DataFrame:
     """An aggregation slot: one row per member of each group's collected id list, with its position."""
-    c = _cond(_conds(slot), len(slot.nest))
+    c = _cond(_conds(slot, complete), len(slot.nest))
     if c is not None:
         df = df.filter(c)
     df = df.select(F.col(slot.out_col).alias(OUT_ID), F.posexplode(F.col(slot.array)).alias("_p", "_e"))
@@ -77,7 +78,7 @@ def _array_rows(df: DataFrame, slot: Slot) -> DataFrame:
     )
 
 
-def _flat_rows(df: DataFrame, slots: list[Slot]) -> DataFrame:
+def _flat_rows(df: DataFrame, slots: list[Slot], complete: bool) -> DataFrame:
     """Several flat slots of one nesting level in ONE pass: each row yields one association
     per slot whose condition holds (an explode over an array of per-slot structs)."""
     depth = len(slots[0].nest)
@@ -91,31 +92,35 @@ def _flat_rows(df: DataFrame, slots: list[Slot]) -> DataFrame:
             F.col(slot.in_ref.id_col).alias(IN_ID),
             pos.alias(POS),
         )
-        c = _cond(_conds(slot), depth)
+        c = _cond(_conds(slot, complete), depth)
         structs.append(F.when(c, row) if c is not None else row)
     if len(structs) == 1:
         return df.select(structs[0].alias("_a")).select("_a.*")
     return df.select(F.explode(F.array(*structs)).alias("_a")).select("_a.*")
 
 
-def assoc_frame(annotated: DataFrame, slots: Iterable[Slot]) -> DataFrame:
+def assoc_frame(annotated: DataFrame, slots: Iterable[Slot], complete: bool = False) -> DataFrame:
     """All id associations recorded in ``annotated`` (columns as ``ASSOC_SCHEMA``).
 
     Slots at the same nesting level are read in one pass. Rows a later flatten repeated keep
     only their first copy (a filter); rows a later join repeated (or a flatten followed by a
     filter) are de-duplicated, in one shuffle per level.
+
+    ``complete=True`` is for a *subset* of the result rows (the backtracer's matched items): no
+    copy is dropped and nothing is de-duplicated, so the rows hold every association those
+    result rows derive from (possibly repeated), and no shuffle runs.
     """
     groups: dict[tuple, list[Slot]] = {}
     for s in dict.fromkeys(slots):
-        above = tuple(c for c in _conds(s) if c[0] < len(s.nest))
-        shuffle = s.distinct and s.first is None
+        above = tuple(c for c in _conds(s, complete) if c[0] < len(s.nest))
+        shuffle = s.distinct and s.first is None and not complete
         key = (s.nest, above, shuffle, s.array if s.array is not None else "")
         groups.setdefault(key, []).append(s)
     spark = annotated.sparkSession
     out: DataFrame | None = None
     for (nest, above, distinct, array), members in groups.items():
         level = _descend(annotated, nest, above)
-        parts = [_array_rows(level, m) for m in members] if array else [_flat_rows(level, members)]
+        parts = [_array_rows(level, m, complete) for m in members] if array else [_flat_rows(level, members, complete)]
         for rows in parts:
             rows = rows.filter(F.col(OUT_ID).isNotNull() & F.col(IN_ID).isNotNull())
             if distinct:

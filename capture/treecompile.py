@@ -275,14 +275,6 @@ def compile_pattern(pattern: Pattern, schema, item):
 _SCHEMAS: dict[tuple, object] = {}  # (store root, run, pre-filter literals) -> StructType
 
 
-def cached_schema(key: tuple):
-    return _SCHEMAS.get(key)
-
-
-def remember_schema(key: tuple, schema) -> None:
-    _SCHEMAS[key] = schema
-
-
 def docs_schema(docs, key: tuple | None = None):
     """The static schema of the JSON items in ``docs`` (column ``doc``): Spark's JSON schema
     inference over all of them, in the JVM (one job). JSON omits null fields, so the schema has
@@ -305,13 +297,14 @@ class MatchPlan:
     prefilter: tuple[str, ...]  # literals every matching item's JSON contains (JVM-side pruning)
     reason: str = ""  # why not compiled
     schema_from: str = ""  # where the items' schema came from
+    over: str = "from_json(doc)"  # what the compiled expression reads
 
     def describe(self) -> list[str]:
         lines = [f"match {self.pattern!r}"]
         if self.prefilter:
             lines.append("  pre-filter (JVM): item JSON contains " + ", ".join(repr(f'"{x}"') for x in self.prefilter))
         if self.compiled:
-            lines.append("  compiled: Spark higher-order functions over from_json(doc) "
+            lines.append(f"  compiled: Spark higher-order functions over {self.over} "
                          "(transform/filter/size/element_at); no Python worker")
         if self.schema_from:
             lines.append(f"  items' schema: {self.schema_from}")
@@ -356,59 +349,6 @@ def json_view(dtype):
     raise NotCompilable(f"result column type {dtype.simpleString()} has no fixed JSON schema")
 
 
-def output_schema(spark, path: str, fmt: str, finished: str):
-    """The schema of a run's written result (Parquet/ORC footers: no Spark job) as the JSON view
-    of its items, or None when it cannot be trusted: another format, missing, or any file of it
-    modified after the run finished (the output was overwritten since)."""
-    from datetime import datetime
-
-    if fmt not in ("parquet", "orc") or not path or not finished:
-        return None
-    from py4j.protocol import Py4JJavaError
-
-    try:
-        jvm = spark._jvm
-        hpath = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
-        newest = max((s.getModificationTime() for s in fs.listStatus(hpath)), default=None)
-    except Py4JJavaError:  # missing path, no permission: fall back to inference
-        return None
-    end = datetime.fromisoformat(finished).timestamp() * 1000 + 1000  # `finished` has whole seconds
-    if newest is None or newest > end:
-        return None
-    try:
-        local = _local_parquet_schema(path) if fmt == "parquet" else None
-        return json_view(local if local is not None else spark.read.format(fmt).load(path).schema)
-    except NotCompilable:
-        return None
-
-
-def _local_parquet_schema(path: str):
-    """A local, unpartitioned Parquet folder's schema from one file's footer with pyarrow, on the
-    driver (Spark's schema read would run a job); None when that does not apply."""
-    import os
-
-    if "://" in path and not path.startswith("file://"):
-        return None
-    folder = path.removeprefix("file://")
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return None
-    if any(e.is_dir() for e in entries):  # partition folders: let Spark discover the columns
-        return None
-    files = sorted(e.path for e in entries if e.name.endswith(".parquet") and not e.name.startswith(("_", ".")))
-    if not files:
-        return None
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    try:
-        return from_arrow_schema(pq.read_schema(files[0]))
-    except (OSError, TypeError, ValueError):  # unreadable footer or an Arrow type Spark lacks
-        return None
-
-
 # ---- matching result items in Spark -------------------------------------------------------------
 def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[int, list[str]]:
     """Match a tree pattern against every row of ``result`` in Spark (a Python UDF over each row's
@@ -431,22 +371,21 @@ def match_docs(docs, pattern, limit: int | None = None, schema_key: tuple | None
 
 @dataclass(frozen=True)
 class PreparedMatch:
-    docs: object  # DataFrame id, doc (pre-filtered)
+    docs: object  # DataFrame: id, and doc (JSON string) or item (struct), plus carried columns
     pattern: object  # Pattern
-    column: object  # compiled Column, or None: Python UDF
+    column: object  # compiled Column, or None: Python UDF over column "doc"
     plan: object  # capture.treecompile.MatchPlan
+    carry: tuple[str, ...] = ()  # columns kept beside each matched item (matched_frame)
 
 
 def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool = True,
                   schema=None) -> PreparedMatch:
     """Pre-filter and compile over ``schema`` (default: inferred from the items, one job, cached
-    under ``schema_key``); no matching yet."""
+    under ``schema_key``); no matching yet. ``docs``: ``id long, doc string`` (items as JSON)."""
     from pyspark.sql import functions as F
 
-    from capture.treepattern import Pattern, parse_pattern, required_literals
-
-    pat = pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
-    pre = tuple(required_literals(pat))
+    pat = _parsed(pattern)
+    pre = tuple(required_literals_of(pat))
     for literal in pre:  # JVM-side pruning: most items are never parsed
         docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
     if not compiled:
@@ -459,7 +398,59 @@ def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool
     return PreparedMatch(docs, pat, col, replace(plan, schema_from=source))
 
 
-def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
+def prepare_items(result, id_col: str, visible, pattern, compiled: bool = True,
+                  carry: tuple[str, ...] = ()) -> PreparedMatch:
+    """Like :func:`prepare_match`, over result rows stored natively (Parquet columns, no JSON):
+    the item is ``struct(visible)`` cast to its JSON view (integers as long, numbers as double,
+    dates and timestamps as strings), so the compiled matcher sees exactly what it sees in the
+    JSON of the item; the schema is the result's own (no job). ``carry``: columns kept beside
+    each matched item. Types with no JSON view (maps) fall back to the Python matcher over
+    ``to_json(struct(visible))``."""
+    from pyspark.sql import functions as F
+
+    pat = _parsed(pattern)
+    cols = [F.col(f"`{c}`") for c in visible]
+    kept = [F.col(f"`{c}`") for c in carry]
+    ident = F.col(f"`{id_col}`").alias("id")
+    struct_type = _T().StructType([result.schema[c] for c in visible])
+
+    def as_json(reason: str) -> PreparedMatch:
+        pre = tuple(required_literals_of(pat))
+        docs = result.select(ident, F.to_json(F.struct(*cols)).alias("doc"), *kept)
+        for literal in pre:
+            docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+        return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, reason), carry)
+
+    if not compiled:
+        return as_json("compilation turned off")
+    try:
+        view = json_view(struct_type)
+        if not view.fields:
+            return as_json("the result items have no fields")
+        docs = result.select(ident, F.struct(*cols).cast(view).alias("item"), *kept)
+        col = compile_pattern(pat, view, F.col("item"))
+    except NotCompilable as e:
+        return as_json(e.message)
+    plan = MatchPlan(pat.text, True, (), schema_from="the run's stored result (no job)",
+                     over="the stored result's columns (no JSON)")
+    return PreparedMatch(docs, pat, col, plan, carry)
+
+
+def _parsed(pattern):
+    from capture.treepattern import Pattern, parse_pattern
+
+    return pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
+
+
+def required_literals_of(pattern):
+    from capture.treepattern import required_literals
+
+    return required_literals(pattern)
+
+
+def matched_frame(prep: PreparedMatch, limit: int | None):
+    """The matching items as a DataFrame: ``id``, ``_paths`` (matched node paths) and the carried
+    columns (at most ``limit`` items); nothing runs yet."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
@@ -474,7 +465,11 @@ def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
             return match(pat, json.loads(doc)) if doc is not None else None
 
         paths = F.udf(run, ArrayType(StringType()))(F.col("doc"))
-    df = prep.docs.select(F.col("id"), paths.alias("_paths")).filter(F.col("_paths").isNotNull())
-    if limit is not None:
-        df = df.limit(limit)
-    return {r.id: list(r._paths) for r in df.collect()}
+    df = (prep.docs.select(F.col("id"), paths.alias("_paths"), *[F.col(f"`{c}`") for c in prep.carry])
+          .filter(F.col("_paths").isNotNull()))
+    return df.limit(limit) if limit is not None else df
+
+
+def run_match(prep: PreparedMatch, limit: int | None) -> dict[int, list[str]]:
+    """Match in Spark; only the matching items' ids and matched paths come back to the driver."""
+    return {r.id: list(r._paths) for r in matched_frame(prep, limit).select("id", "_paths").collect()}

@@ -1,8 +1,8 @@
 """TRACE ['run'] MATCH 'pattern' [LIMIT n]: structural backtracing from IQL.
 
 Binding checks the pattern (a tree-pattern syntax error points into the query text); planning
-makes a :class:`TraceRelation`; executing matches the pattern on the run's committed result
-items (table ``capture_result_items``) in Spark and backtraces the matches with
+makes a :class:`TraceRelation`; executing matches the pattern on the run's stored annotated
+result (table ``capture_result/<run>``) in Spark and backtraces the matches with
 ``capture.backtrace``. One row per node of each traced input item's tree.
 
 ``SELECT items FROM TRACE(['run'] MATCH 'pattern' [LIMIT n]) [t] [WHERE] [GROUP BY] [ORDER BY]
@@ -58,8 +58,8 @@ def plan(trace: A.Trace):
     from iql import plan as P
 
     rel = TraceRelation(trace.run, parse_pattern(trace.pattern), trace.limit, trace.query)
-    return P.QueryPlan(rel, rel.columns, (), ("trace: match the pattern on the run's result items in Spark, "
-                                              "then semi-join the id associations of the matched items only",))
+    return P.QueryPlan(rel, rel.columns, (), ("trace: match the pattern on the run's stored result in Spark, "
+                                              "then derive the id associations of the matched items only",))
 
 
 def element_id(dataset: str, item_id: int) -> str:
@@ -67,82 +67,26 @@ def element_id(dataset: str, item_id: int) -> str:
     return f"dataset:{dataset}#{item_id & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
-def result_docs(store, run: str):
-    """The committed result items of ``run`` (``id, doc``)."""
-    from pyspark.sql import functions as F
-
-    from capture.backtrace import RESULT_ITEMS
-
-    if not store.has_table(RESULT_ITEMS):
-        raise IqlRuntimeError(
-            f"run {run} has no committed result items to match the pattern on",
-            hint="runs written by this version of tracker.write record them; for an older run, "
-                 "commit them with capture.backtrace.record_result_items(store, run, result)")
-    return store.table(RESULT_ITEMS).filter(F.col("run") == F.lit(run)).select("id", "doc")
-
-
-def items_schema(store, stored):
-    """The static schema of a run's result items from its written Parquet/ORC output (footer;
-    only if unchanged since the run; cached in this process), or None: the matcher then infers
-    it from the items' JSON."""
-    from capture.treecompile import cached_schema, output_schema, remember_schema
-
-    key = (store.root, stored.run, "output")
-    schema = cached_schema(key)
-    if schema is None and stored.output is not None:
-        schema = output_schema(store.spark, *stored.output)
-        if schema is not None:
-            remember_schema(key, schema)
-    return schema
-
-
 def run_trace(store, run: str | None, pattern, limit: int | None = None, compiled: bool = True,
               timings: dict | None = None):
-    """Match ``pattern`` on the run's result items and backtrace the matches (a capture Trace).
+    """Match ``pattern`` on the run's stored result and backtrace the matches (a capture Trace).
 
-    First trace of a run: read its operators and output (one job), take the items' schema from
-    the output's footer, match (one job). Later traces of the run (schema cached): the operators
-    are read in a second thread while matching. Then the backtrace semi-joins the associations of
-    the matched ids only. ``timings`` (if given) receives the phases' seconds."""
+    Reads the run's operators and row (one job), matches on its stored annotated result (one job:
+    the compiled pattern over the Parquet columns; the schema is the manifest's), derives the
+    matched rows' associations from their hidden columns (one small job), backtraces on the
+    driver. ``timings`` (if given) receives the phases' seconds."""
     import time
-    from concurrent.futures import ThreadPoolExecutor
 
-    from pyspark.util import inheritable_thread_target
-
-    from capture.backtrace import (
-        backtrace,
-        load_run,
-        prepare_match,
-        run_match,
-        run_name,
-        spark_fetcher,
-    )
-    from capture.treecompile import cached_schema
+    from capture.backtrace import load_run, trace_result
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
-    name = run_name(store, run)
-    docs = result_docs(store, name)
-    schema = cached_schema((store.root, name, "output"))
-    if schema is None:
-        stored = load_run(store, name)
-        prep = prepare_match(docs, pattern, (store.root, name), compiled, items_schema(store, stored))
-        t["schema"] = time.perf_counter() - t0
-        matched = run_match(prep, limit)
-    else:
-        with ThreadPoolExecutor(1, thread_name_prefix="strata-trace") as pool:
-            # inherit the caller's job group and tags (the REPL cancels a query's jobs with them)
-            loading = pool.submit(inheritable_thread_target(store.spark)(load_run), store, name)
-            prep = prepare_match(docs, pattern, (store.root, name), compiled, schema)
-            t["schema"] = time.perf_counter() - t0
-            matched = run_match(prep, limit)
-            stored = loading.result()
-    t["match"] = time.perf_counter() - t0 - t["schema"]
-    t1 = time.perf_counter()
-    trace = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(stored.assoc))
-    t["backtrace"] = time.perf_counter() - t1
+    stored = load_run(store, run)
+    t["run"] = time.perf_counter() - t0
+    out = trace_result(stored.operators, stored.result_oid, stored.result, stored.id_col, stored.visible,
+                       stored.slots, pattern, limit, compiled, t)
     t["total"] = time.perf_counter() - t0
-    return trace
+    return out
 
 
 def execute(store, rel: TraceRelation):
@@ -326,16 +270,16 @@ def apply_query(df, query: A.TraceQuery, text: str = ""):
 def explain(store, trace: A.Trace) -> list[str]:
     """The plan of a TRACE: the run, how the pattern is matched (compiled to Spark expressions or
     not, and why), the operators the backtrace walks and which associations it reads, and the
-    SELECT applied to the rows. Reads the run's operators and (once per run) infers the result
-    items' schema; matches nothing."""
-    from capture.backtrace import load_run, prepare_match, run_name, walk
+    SELECT applied to the rows. Reads the run's operators (one job); matches nothing.
+    """
+    from capture.backtrace import load_run, prepare_items, walk
     from capture.treepattern import parse_pattern
     from iql.explain import expr_text
 
-    name = run_name(store, trace.run)
-    stored = load_run(store, name)
+    stored = load_run(store, trace.run)
     pattern = parse_pattern(trace.pattern)
-    prep = prepare_match(result_docs(store, name), pattern, (store.root, name), True, items_schema(store, stored))
+    prep = prepare_items(stored.result, stored.id_col, stored.visible, pattern)
+    name = stored.run
     lines = [f"Trace run {name!r}" + (f", the first {trace.limit} matching result items" if trace.limit else "")]
     lines += ["  " + line for line in prep.plan.describe()]
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")

@@ -245,8 +245,15 @@ def test_join_sides_from_a_committed_run(spark, tmp_path):
     result = (tweets.select("text", F.col("user.id_str").alias("uid"))
               .join(users, F.col("uid") == F.col("id")).select("text", "followers"))
     tracker.write(result, str(tmp_path / "out"), format="parquet")
-    run = load_run(Store.open(str(tmp_path / "store"), spark=spark))
-    t = trace(run.operators, run.result_oid, result.with_item_ids("_pid"), "_pid", "/followers = 20", run.assoc)
+    from iql.trace import run_trace
+
+    store = Store.open(str(tmp_path / "store"), spark=spark)
+    run = load_run(store)
+    # the whole P of the run (a view of its stored result) and TRACE's own path (the matched
+    # rows' hidden columns only) give the same trace
+    t = trace(run.operators, run.result_oid, result.with_item_ids("_pid"), "_pid", "/followers = 20",
+              run.associations())
+    assert sorted(run_trace(store, None, "/followers = 20").rows()) == sorted(t.rows())
     (jm_user,) = [i for i in t.items if i.dataset == "users"]
     assert {n.path: n.role for n in jm_user.nodes} == {"followers": "contributing", "id": "influencing"}
     left = [i for i in t.items if i.dataset == "tweets"]

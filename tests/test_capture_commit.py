@@ -27,27 +27,30 @@ def committed(spark, tmp_path_factory):
 
 def test_one_commit_holds_result_metadata_and_provenance(committed, spark):
     st, info, root = committed
-    # 45 associations (Table 6), 23 stored: the identity operators' 22 <id, id> rows
-    # (filter 2: 4, select 3: 4, select 5: 5, select 7: 9) are derived, not stored
-    assert (st.version, info.version, info.operators, info.associations) == (1, 1, 8, 23)
+    # the result: 3 users (Table 2)
+    assert (st.version, info.version, info.operators, info.items) == (1, 1, 8, 3)
     assert [h["version"] for h in st.history()] == [1]
     out = spark.read.json(str(root / "out")).collect()
     assert {(r.user.id_str, r.user.name): sorted(t.text for t in r.tweets) for r in out} == {
         k: sorted(v) for k, v in TABLE_2.items()}
     (run,) = st.table("capture_runs").collect()
-    assert (run.run, run.pipeline, run.result_oid, run.output_format, run.associations) == (
-        info.run, "running-example", 8, "json", 23)
+    assert (run.run, run.pipeline, run.result_oid, run.output_format, run.items) == (
+        info.run, "running-example", 8, "json", 3)
     assert st.meta("capture.last_run")["run"] == info.run
 
 
 def test_operator_table_keeps_definition_5_1(committed):
     st, info, _ = committed
+    stored = load_run(st, info.run)
     ops = {r.oid: r for r in st.table("capture_operators").collect()}
     assert [(i.pred, list(i.accessed)) for i in ops[2].inputs] == [(1, ["retweet_cnt"])]
     assert [(m.src, m.dst) for m in ops[4].manipulated] == [("text", "text"), ("user_mentions.[pos]", "m_user")]
     assert ops[8].type == "aggregation" and ops[1].dataset == "tweets"
     assert {r.run for r in ops.values()} == {info.run}
-    assoc = st.table("capture_assoc")
+    # 45 associations (Table 6), 23 from the stored result's hidden columns: the identity
+    # operators' 22 <id, id> rows (filter 2: 4, select 3: 4, select 5: 5, select 7: 9) are derived
+    assoc = stored.stored_associations()
+    assert assoc.count() == 23 and stored.associations().count() == 45
     assert assoc.filter(F.col("oid") == 4).select("pos").distinct().count() == 3  # positions 1, 2, 3
     per_op = {r.oid: r["count"] for r in assoc.groupBy("oid").count().collect()}
     assert per_op == {4: 5, 6: 9, 8: 9}  # flatten, union, aggregation; no identity rows stored
@@ -55,9 +58,10 @@ def test_operator_table_keeps_definition_5_1(committed):
 
 def test_identity_rows_derive_from_the_stored_ones(committed, spark):
     st, info, _ = committed
-    ops = [o for o in load_run(st, info.run).operators]
-    stored = st.table("capture_assoc").filter(F.col("run") == info.run).drop("run")
-    result_ids = st.table("capture_result_items").filter(F.col("run") == info.run).select("id")
+    run = load_run(st, info.run)
+    ops = list(run.operators)
+    stored = run.stored_associations()
+    result_ids = run.result.select(run.id_col)
     derived = {tuple(r) for r in identity_frame(stored, ops, 8, result_ids).collect()}
     rows = {tuple(r) for r in stored.collect()}
     assert {o for o, *_ in derived} == {2, 3, 5, 7} and len(derived) == 22
@@ -113,8 +117,10 @@ def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tm
         F.col("retweet_cnt").desc(), "text").limit(4).collect()
     written = spark.read.json(str(tmp_path / "out")).select("text", "retweet_cnt").collect()
     assert [tuple(r) for r in written] == [tuple(r) for r in plain]  # order kept from the cache
-    assert info.associations == 0 and st.table("capture_assoc").count() == 0
-    items = st.table("capture_result_items").collect()
+    run = load_run(st, info.run)
+    assert info.items == 4 and run.stored_associations().count() == 0
+    items = run.result.collect()
     source_ids = {r._pid for r in tweets.with_item_ids("_pid").collect()}
-    assert len(items) == 4 and {r.id for r in items} <= source_ids  # result ids are source ids
-    assert {"result", "associations", "result_items", "runs"} <= set(info.phases)
+    assert len(items) == 4 and {r[run.id_col] for r in items} <= source_ids  # result ids are source ids
+    assert run.result.columns[0] == run.id_col and run.visible == ["text", "retweet_cnt"]
+    assert {"result", "provenance", "operators", "runs"} <= set(info.phases)

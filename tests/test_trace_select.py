@@ -85,31 +85,34 @@ def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced
     text = "\n".join(r[0] for r in res.rows())
     assert f"Trace run '{run}', the first 5 matching result items" in text
     assert "compiled: Spark higher-order functions" in text and "NOT compiled" not in text
-    assert "pre-filter (JVM): item JSON contains '\"lp\"', '\"Hello World\"'" in text
-    # the running example: aggregation and union read associations; selects and the filter keep ids
-    assert "8 aggregation (groupBy.agg <- 7): reads capture_assoc rows of operator 8" in text
-    assert "6 union" in text and "reads capture_assoc rows of operator 6" in text
+    assert "over the stored result's columns (no JSON)" in text and "pre-filter" not in text
+    # the running example: aggregation and union need associations; selects and the filter keep ids
+    assert "8 aggregation (groupBy.agg <- 7): associations of the traced items only" in text
+    assert "6 union (union <- 3,5): associations of the traced items only" in text
     assert "2 filter (filter <- 1): keeps item ids: no associations read" in text
     assert "1 source (read.json): source tweets: traced items end here" in text
-    assert "items' schema: the run's written output (Parquet/ORC footer)" in text
+    assert "items' schema: the run's stored result (no job)" in text
     assert "where role = 'contributing'" in text
 
 
 def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(traced):
-    """Capture may stop storing <id, id> rows of filter/select/map/sort/limit: traces stay the same."""
+    """Tracing over the run's whole P (Table 6, derived from the stored result) without the <id, id>
+    rows of filter/select/map/sort/limit gives what TRACE gives from the matched rows alone."""
     from pyspark.sql import functions as F
 
-    from capture.backtrace import backtrace, load_run, match_docs, spark_fetcher
+    from capture.backtrace import backtrace, load_run, prepare_items, run_match, spark_fetcher
     from capture.model import OpType
-    from iql.trace import result_docs
 
     store, run, rows = traced
     stored = load_run(store, run)
     keep = [o.oid for o in stored.operators if o.type in (OpType.FILTER, OpType.SELECT, OpType.MAP,
                                                           OpType.SORT, OpType.LIMIT)]
     assert keep  # the running example has selects and a filter
-    without = stored.assoc.filter(~F.col("oid").isin(keep))
-    matched = match_docs(result_docs(store, run), QUESTION.replace("''", "'"))
+    full = stored.associations()
+    assert full.filter(F.col("oid").isin(keep)).count() > 0
+    without = full.filter(~F.col("oid").isin(keep))
+    matched = run_match(prepare_items(stored.result, stored.id_col, stored.visible, QUESTION.replace("''", "'")),
+                        None)
     t = backtrace(stored.operators, stored.result_oid, matched, spark_fetcher(without))
     assert sorted((i, p, r) for _, i, p, r, _, _ in t.rows()) == sorted((r[2], r[3], r[4]) for r in rows)
 

@@ -149,30 +149,33 @@ def test_patterns_over_missing_fields_match_nothing(spark, text):
     _compare_all(spark, [{"id": 1}, {"id": 2}], [text])
 
 
-def test_the_written_output_gives_the_items_schema_until_it_is_overwritten(spark, tmp_path):
-    import time
-    from datetime import datetime, timezone
+def test_stored_result_columns_match_like_their_json(spark):
+    """TRACE matches on the run's stored Parquet columns (no JSON): ints, doubles, dates, nested
+    arrays of structs and nulls give the same items and paths as the Python matcher over the
+    items' JSON, and a map column falls back to that matcher."""
+    import datetime
 
     from pyspark.sql import functions as F
 
-    from capture.treecompile import output_schema
+    from capture.treecompile import matched_frame, prepare_items
 
-    df = spark.createDataFrame([("lp", 3, 1.5, ["a", "b"])], "id_str string, n int, x double, tags array<string>")
-    df = df.select(F.struct("id_str", "n").alias("user"), "x", "tags")
-    out = str(tmp_path / "out")
-    df.write.parquet(out)
-    time.sleep(1.1)
-    finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    docs = df.select(F.lit(1).cast("long").alias("id"), F.to_json(F.struct("user", "x", "tags")).alias("doc"))
-    got = output_schema(spark, out, "parquet", finished)
-    assert got is not None
-    inferred = docs_schema(docs)
-    by_name = {f.name: f.dataType for f in got.fields}
-    assert by_name == {f.name: f.dataType for f in inferred.fields}  # the same JSON view: int -> long
-    col, plan = match_column(parse_pattern("/user/n = 3 and /tags[2] = 'b'"), got)
-    assert plan.compiled and [list(r.m) for r in docs.select(col.alias("m")).collect()] == [["tags.[2]", "user.n"]]
-    time.sleep(1.1)
-    df.write.mode("overwrite").parquet(out)  # the output changed after the run: not trusted
-    assert output_schema(spark, out, "parquet", finished) is None
-    assert output_schema(spark, out, "json", finished) is None
-    assert output_schema(spark, str(tmp_path / "missing"), "parquet", finished) is None
+    rows = [(1, "lp", 3, 1.5, ["a", "b"], [("x", 2)], datetime.date(2024, 5, 1), {"k": 1}),
+            (2, "jm", None, 2.0, None, [("y", 5), ("x", 7)], None, {}),
+            (3, None, 4, -1.0, [], [], datetime.date(2023, 1, 2), None)]
+    df = spark.createDataFrame(rows, "__strata_id_1 long, id_str string, n int, x double, tags array<string>, "
+                                     "m array<struct<k:string,v:int>>, d date, props map<string,int>")
+    df = df.select("__strata_id_1", F.struct("id_str", "n").alias("user"), "x", "tags", "m", "d", "props")
+    visible = ["user", "x", "tags", "m", "d"]
+    docs = df.select(F.col("__strata_id_1").alias("id"), F.to_json(F.struct(*visible)).alias("doc"))
+    for text in ["/user/n = 3 and /tags[2] = 'b'", "/m[k = 'x']/v", "/m[count(.) >= 2]", "/x < 0",
+                 "/d = '2024-05-01'", "//id_str", "/tags", "/user/n > 3.5"]:
+        prep = prepare_items(df, "__strata_id_1", visible, text)
+        assert prep.column is not None and prep.plan.compiled, text
+        got = {r.id: list(r._paths) for r in matched_frame(prep, None).collect()}
+        pat = parse_pattern(text)
+        want = {r.id: m for r in docs.collect() if (m := match(pat, json.loads(r.doc))) is not None}
+        assert got == want, text
+    prep = prepare_items(df, "__strata_id_1", [*visible, "props"], "/props/k = 1")
+    assert prep.column is None and "map" in prep.plan.reason
+    assert {r.id for r in matched_frame(prep, None).collect()} == {1}
+

@@ -172,13 +172,17 @@ def _cell(c) -> dict:
 
 
 def usage_json(hm, jobs: Sequence[TraceJob], traces: Sequence) -> str:
-    """The heatmap as one JSON object (--format json)."""
+    """The heatmap as one JSON object (--format json); ``hm`` None: no trace reached an item."""
     from iql.trace import element_id
 
+    runs = [{"pattern": j.text, "run": j.run, "limit": j.limit, "matched": t.matched, "items": len(t.items)}
+            for j, t in zip(jobs, traces, strict=True)]
+    if hm is None:
+        return json.dumps({"dataset": None, "traces": runs, "attributes": [], "items": [], "totals": {}},
+                          indent=2)
     return json.dumps({
         "dataset": hm.dataset,
-        "traces": [{"pattern": j.text, "run": j.run, "limit": j.limit, "matched": t.matched,
-                    "items": len(t.items)} for j, t in zip(jobs, traces, strict=True)],
+        "traces": runs,
         "attributes": list(hm.attributes),
         "items": [{"item": element_id(hm.dataset, i), "item_id": i,
                    "cells": {a: _cell(hm.cells[(i, a)]) for a in hm.attributes}} for i in ordered_items(hm)],
@@ -254,13 +258,13 @@ def report() -> None:
 
 _RUN = click.option("--run", metavar="RUN", default=None,
                     help="Captured run to trace (see table capture_runs) [default: the last run].")
-_LIMIT = click.option("--limit", type=click.IntRange(min=1), default=DEFAULT_LIMIT, show_default=True,
+_LIMIT = click.option("--limit", type=click.IntRange(min=1), metavar="N", default=DEFAULT_LIMIT, show_default=True,
                       help="Trace at most N matching result items per pattern.")
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
                        show_default=True)
 
 
-@report.command("usage")
+@report.command("usage", short_help="Data-usage heatmap over traces (table, JSON, HTML, PNG).")
 @click.argument("patterns", nargs=-1, metavar="[PATTERN]...")
 @click.option("--workload", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Traces, one per line: a tree pattern or TRACE ['run'] MATCH '...' [LIMIT n] "
@@ -280,6 +284,7 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
     """Data-usage heatmap: per input item x attribute, in how many traces it contributed, only
     influenced, or was unused. One trace per PATTERN (and per line of --workload), e.g.
 
+    \b
       strata report usage "//id_str = 'lp'" "/tweets/text = 'Hello @lp'" --html usage.html
     """
     from capture.usage import heatmap, heatmap_html, heatmap_png
@@ -299,8 +304,7 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
     if name is None:
         click.echo("strata: warning: no trace matched any result item; nothing to report", err=True)
         if fmt == "json":
-            click.echo(json.dumps({"dataset": None, "traces": len(traces), "attributes": [], "items": [],
-                                   "totals": {}}, indent=2))
+            click.echo(usage_json(None, jobs, traces))
         return
     hm = heatmap(traces, name, attributes=extra)
     for path, write in ((html_path, lambda p: Path(p).write_text(heatmap_html(hm), encoding="utf-8")),
@@ -321,7 +325,7 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
                f"{plural(hm.traces, 'trace')}", err=True)
 
 
-@report.command("audit")
+@report.command("audit", short_help="What one trace's result exposes of each input item.")
 @click.argument("pattern", metavar="PATTERN")
 @_RUN
 @_LIMIT
@@ -331,6 +335,7 @@ def audit(ctx, pattern, run, limit, fmt) -> None:
     """Audit report of one trace: per input item, the attributes the result exposes and those
     that only influenced it. PATTERN is a tree pattern or a TRACE statement, e.g.
 
+    \b
       strata report audit "/tweets/text = 'Hello @lp'"
     """
     from capture.usage import audit as audit_rows

@@ -179,6 +179,26 @@ def test_unknown_run_dataset_and_store_exit_2(cli, tmp_path):
     assert r.exit_code == 2 and f"no store at {tmp_path / 'none'}" in r.stderr
 
 
+def test_a_workload_that_reaches_nothing_or_several_datasets(cli):
+    from types import SimpleNamespace
+
+    from store.errors import UserError
+    from strata.cli_report import choose_dataset
+
+    r = cli("usage", "/user/id_str = 'nobody'", "--format", "json")
+    assert r.exit_code == 0 and "no trace matched any result item" in r.stderr
+    got = json.loads(r.stdout)
+    assert got["dataset"] is None and got["items"] == [] and got["traces"][0]["matched"] == 0
+
+    def trace(*datasets):
+        return SimpleNamespace(items=[SimpleNamespace(dataset=d) for d in datasets])
+
+    with pytest.raises(UserError, match=r"reach 2 input datasets \(tweets, users\)") as err:
+        choose_dataset(None, [], [trace("tweets"), trace("users", "tweets")], None)
+    assert err.value.hint == "choose one with --dataset"
+    assert choose_dataset(None, [], [trace("users", "tweets")], "users") == "users"
+
+
 def test_png_without_matplotlib_names_the_reports_extra(cli, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
     r = cli("usage", USERS, "--png", str(tmp_path / "u.png"))

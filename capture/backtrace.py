@@ -404,32 +404,27 @@ def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_
     """Match ``pattern`` on an annotated result (visible + hidden id columns: a committed run's
     stored result, or a live tracked DataFrame) and backtrace the matches.
 
-    Two Spark jobs whatever the pipeline: the match (the matched rows keep their hidden columns,
-    cached), then the id associations *of those rows only*, derived from their hidden columns
-    (``assoc_frame(..., complete=True)``, no shuffle) -- no association table is scanned. The
-    backtrace itself runs on the driver."""
+    ONE Spark job whatever the pipeline: the match, which brings the matched rows to the driver
+    with their hidden columns (Arrow). Their id associations come from those columns
+    (:func:`capture.materialize.assoc_rows`, the driver-side twin of ``assoc_frame(...,
+    complete=True)``) -- no association table is scanned -- and the backtrace runs on the driver."""
     import time
 
-    from pyspark import StorageLevel
-
-    from capture.materialize import assoc_frame
+    from capture.materialize import assoc_rows
     from capture.plan import is_hidden
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
     hidden = tuple(c for c in result.columns if is_hidden(c))
     prep = prepare_items(result, id_col, visible, pattern, compiled, carry=hidden)
-    rows = matched_frame(prep, limit).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    try:
-        matched = {r.id: list(r._paths) for r in rows.select("id", "_paths").collect()}
-        t["match"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        assoc = [] if not matched else assoc_frame(rows, slots, complete=True).collect()
-        t["associations"] = time.perf_counter() - t1
-    finally:
-        rows.unpersist()
+    rows = matched_frame(prep, limit).toArrow().to_pylist()
+    t["match"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    matched = {r["id"]: list(r["_paths"]) for r in rows}
+    fetch = rows_fetcher(assoc_rows(rows, slots))
+    t["associations"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    out = backtrace(operators, result_oid, matched, rows_fetcher(assoc))
+    out = backtrace(operators, result_oid, matched, fetch)
     t["backtrace"] = time.perf_counter() - t2
     return out
 

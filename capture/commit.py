@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,6 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
-from pyspark.util import inheritable_thread_target
 
 from capture import bundle
 from capture.materialize import identity_frame
@@ -90,8 +89,8 @@ class RunInfo:
     items: int  # result items (rows of the written result)
     seconds_result: float
     seconds_provenance: float
-    # seconds per phase: result (pipeline + result write), provenance (the annotated result and the
-    # operators, in parallel), runs, model (bundle ingest, model=True only)
+    # seconds per phase: result (pipeline + result write), provenance (the stored annotated result),
+    # runs (the capture_operators and capture_runs segments), model (bundle ingest, model=True only)
     phases: dict[str, float] = field(default_factory=dict)
 
 
@@ -120,15 +119,32 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
+@contextmanager
+def _uncompressed_cache(spark) -> Iterator[None]:
+    """Build the annotated result's cache without columnar compression: it lives for one commit,
+    and compressing it cost 10-40 % of the result write (benchmarks/RESULTS.md). The setting is
+    read when the cache is built (the first job) and restored right after."""
+    key = "spark.sql.inMemoryColumnarStorage.compressed"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
     """Compute the annotated result ONCE (cached while it is read) and read everything from it:
     the visible result (written straight to ``path``) and the run's stored annotated result.
 
-    Spark jobs: the result write (it fills the cache); then, side by side in two threads so their
-    fixed costs overlap, the ``capture_result/<run>`` write (its row count is observed: no count
-    job) and the one-file ``capture_operators`` append; then the one-row ``capture_runs`` append;
-    with ``model=True`` the bundle ingest too.
+    Spark jobs: the result write (it fills the cache, uncompressed: see :func:`_uncompressed_cache`);
+    then the ``capture_result/<run>`` write (its row count is observed: no count job). The
+    ``capture_operators`` and one-row ``capture_runs`` segments are written on the driver with
+    pyarrow (a local store; Spark jobs elsewhere). With ``model=True`` the bundle ingest too.
     """
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
@@ -147,27 +163,22 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     stored: DataFrame | None = None
     try:
-        annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
+        with _uncompressed_cache(spark):
+            annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
         t1 = time.perf_counter()
         phases["result"] = t1 - t0
         counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
         first = [cap.id_col, *(c for c in annotated.columns if c != cap.id_col)]  # the id column first
         result_rows = annotated.select(*[F.col(f"`{c}`") for c in first]).observe(counted, F.count(F.lit(1)).alias("n"))
-        op_rows = spark.createDataFrame(operator_rows(run, ops), OPERATORS_SCHEMA)
         info_out = {"path": str(path), "format": fmt}
         with store.transaction(message or f"capture {run}") as tx:
-            # different tables, so the two threads' appends never touch the same table entry
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-capture") as pool:
-                # inheritable: the side thread's jobs keep the caller's job group and tags (cancellation)
-                side = pool.submit(inheritable_thread_target(spark)(_timed),
-                                   lambda: tx.append(OPERATORS, op_rows, files=1))
-                phases["provenance"] = _timed(lambda: tx.replace(result_table(run), result_rows))
-                phases["operators"] = side.result()
+            phases["provenance"] = _timed(lambda: tx.replace(result_table(run), result_rows))
             n_items = int(counted.get["n"])
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots))
-            phases["runs"] = _timed(lambda: tx.append(RUNS, spark.createDataFrame([run_row], RUNS_SCHEMA), files=1))
+            phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
+                                             tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
                 stored = cap.stored_associations(annotated).persist(StorageLevel.MEMORY_AND_DISK_DESER)

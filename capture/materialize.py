@@ -13,7 +13,7 @@ operator, the result's ids).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -181,3 +181,32 @@ def identity_frame(stored: DataFrame, operators: Iterable[OperatorProv], result_
     for f in frames:
         out = f if out is None else out.unionByName(f)
     return out if out is not None else spark.createDataFrame([], ASSOC_SCHEMA)
+
+
+def assoc_rows(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
+    """``assoc_frame(df, slots, complete=True)`` for result rows already on the driver (dicts of
+    the annotated result's columns, nested structs as dicts): every association those rows derive
+    from, as ``(oid, out_id, input, in_id, pos)`` tuples (repeats possible). The backtracer runs
+    it over the matched rows only, so tracing needs no second Spark job."""
+    out: list[tuple] = []
+    for slot in dict.fromkeys(slots):
+        conds = _conds(slot, complete=True)
+        level = [r for r in rows if _holds(r, conds, 0)]
+        for depth, arr in enumerate(slot.nest, start=1):
+            level = [e for r in level for e in (r.get(arr) or ()) if e is not None and _holds(e, conds, depth)]
+        k = slot.in_ref.input
+        for r in level:
+            out_id = r.get(slot.out_col)
+            if out_id is None:
+                continue
+            if slot.array is not None:
+                out += [(slot.oid, out_id, k, e[slot.in_ref.id_col], p) for p, e in enumerate(r.get(slot.array) or (), 1)
+                        if e is not None and e.get(slot.in_ref.id_col) is not None]
+            elif (in_id := r.get(slot.in_ref.id_col)) is not None:
+                pos = r.get(slot.pos_col) if slot.pos_col else None
+                out.append((slot.oid, out_id, k, in_id, None if pos is None else pos + 1))
+    return out
+
+
+def _holds(row: Mapping, conds: tuple[Cond, ...], depth: int) -> bool:
+    return all(row.get(col) == value for d, col, value in conds if d == depth)

@@ -12,6 +12,7 @@ whole view: it derives the associations of the matched result rows alone.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -98,32 +99,62 @@ def run_name(store, run: str | None) -> str:
     return run
 
 
-def load_run(store, run: str | None = None) -> StoredRun:
-    """Read a committed run (default: the store's last capture run): its operators and run row in
-    ONE Spark job (operators joined with the run's row); the result table is not read."""
+def _local_rows(store, table: str, run: str) -> list[dict] | None:
+    """The rows of ``table`` for ``run`` read with pyarrow on the driver (a local store: no Spark
+    job; row-group statistics skip other runs' rows), or None for a store on a cluster path."""
+    entry = store.manifest.tables.get(table)
+    if entry is None:
+        return []
+    folders = [store.storage.local_path(seg) for seg in entry.segments]
+    if any(f is None for f in folders):
+        return None
+    import pyarrow.dataset as ds
+
+    files = [os.path.join(f, n) for f in folders for n in sorted(os.listdir(f)) if n.endswith(".parquet")]
+    if not files:
+        return []
+    return ds.dataset(files, format="parquet").to_table(filter=ds.field("run") == run).to_pylist()
+
+
+def _spark_rows(store, run: str) -> list[dict]:
+    """One Spark job: the run's operators joined with its run row."""
     from pyspark.sql import functions as F
 
-    run = run_name(store, run)
     this = F.col("run") == F.lit(run)
-    runs = store.table(RUNS)
-    if "slots" not in runs.columns:
+    head = store.table(RUNS).filter(this).select(*_HEAD)
+    return [r.asDict(recursive=True) for r in store.table(OPERATORS).filter(this).join(head, "run").collect()]
+
+
+_HEAD = ("run", "result_oid", "output_path", "output_format", "finished", "id_column", "slots")
+
+
+def load_run(store, run: str | None = None) -> StoredRun:
+    """Read a committed run (default: the store's last capture run): its operators and run row --
+    with pyarrow on a local store, else in ONE Spark job; the result table is not read."""
+    run = run_name(store, run)
+    runs_entry = store.manifest.tables[RUNS]
+    if '"slots"' not in runs_entry.schema:
         raise UserError(f"the capture tables of store {store.root} were written by an older Strata "
                         "(no stored annotated results)", hint="capture the pipeline again into a new store")
-    head = runs.filter(this).select("run", "result_oid", "output_path", "output_format", "finished",
-                                    "id_column", "slots")
-    rows = store.table(OPERATORS).filter(this).join(head, "run").collect()
+    heads = _local_rows(store, RUNS, run)
+    if heads is None:
+        rows = _spark_rows(store, run)
+    else:
+        rows = _local_rows(store, OPERATORS, run) if heads else []
+        rows = [{**r, **{k: heads[0][k] for k in _HEAD}} for r in rows]
     if not rows or not store.has_table(result_table(run)):
-        known = [r.run for r in runs.select("run").limit(20).collect()]
+        known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]
         raise UserError(f"no captured run {run!r} in store {store.root}",
                         hint=f"known runs: {', '.join(known) or 'none'}")
     ops = []
     for r in rows:
-        inputs = tuple(OpInput(i.pred, tuple(i.accessed) if i.accessed is not None else None)
-                       for i in sorted(r.inputs, key=lambda i: i.input))
-        manip = (tuple(Manipulation(m.input, m.src, m.dst) for m in r.manipulated)
-                 if r.manipulated is not None else None)
-        ops.append(OperatorProv(r.oid, OpType(r.type), r.method, inputs, manip, r.detail or "", r.dataset))
-    head_row = rows[0]
-    output = (head_row.output_path, head_row.output_format, head_row.finished)
-    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head_row.result_oid,
-                     store.table(result_table(run)), head_row.id_column, slots_from_json(head_row.slots), output)
+        inputs = tuple(OpInput(i["pred"], tuple(i["accessed"]) if i["accessed"] is not None else None)
+                       for i in sorted(r["inputs"], key=lambda i: i["input"]))
+        manip = (tuple(Manipulation(m["input"], m["src"], m["dst"]) for m in r["manipulated"])
+                 if r["manipulated"] is not None else None)
+        ops.append(OperatorProv(r["oid"], OpType(r["type"]), r["method"], inputs, manip, r["detail"] or "",
+                                r["dataset"]))
+    head = rows[0]
+    output = (head["output_path"], head["output_format"], head["finished"])
+    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head["result_oid"],
+                     store.table(result_table(run)), head["id_column"], slots_from_json(head["slots"]), output)

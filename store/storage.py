@@ -270,6 +270,27 @@ class Storage:
         writer.parquet(self.fs.uri(rel))
         return rel
 
+    def write_rows(self, table: str, version: int, rows: Sequence[tuple], schema) -> str:
+        """A segment of a few rows (tuples, nested structs as tuples) of Spark ``schema``. A local
+        store writes ONE Parquet file with pyarrow on the driver (milliseconds; a Spark write job
+        costs ~0.3 s); another store writes it with Spark."""
+        rel = f"{TABLES_DIR}/{table}/v{version:08d}-{uuid.uuid4().hex[:12]}"
+        folder = self.local_path(rel)
+        if folder is None:
+            df = self.spark.createDataFrame(list(rows), schema).coalesce(1)
+            df.write.mode("errorifexists").option("compression", "zstd").parquet(self.fs.uri(rel))
+            return rel
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        arrow = to_arrow_schema(schema)
+        records = [_arrow_record(row, schema) for row in rows]
+        os.makedirs(folder)
+        pq.write_table(pa.Table.from_pylist(records, schema=arrow),
+                       os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
+        return rel
+
     def publish(self, manifest: Manifest) -> None:
         rel = f"{MANIFEST_DIR}/{manifest.version:08d}.json"
         if not self.fs.publish(rel, manifest.to_text()):
@@ -308,6 +329,16 @@ class Transaction:
         self.tables[name] = TableEntry(segments, old.schema if old else df.schema.json())
         self.changed.add(name)
 
+    def append_rows(self, name: str, rows: Sequence[tuple], schema) -> None:
+        """Append a few rows (``Storage.write_rows``: no Spark job on a local store)."""
+        old = self.tables.get(name)
+        if old is not None and json.loads(old.schema) != json.loads(schema.json()):
+            raise StoreError(f"table {name} has another schema than the rows appended to it")
+        rel = self.storage.write_rows(name, self.version, rows, schema)
+        self.written.append(rel)
+        self.tables[name] = TableEntry((old.segments if old else ()) + (rel,), schema.json())
+        self.changed.add(name)
+
     def replace(self, name: str, df, partition_by: Sequence[str] = (), sort_by: Sequence[str] = (),
                 files: int | None = None) -> None:
         rel = self.storage.write_segment(name, self.version, df, partition_by, sort_by, files)
@@ -339,6 +370,21 @@ class Transaction:
         for rel in self.written:
             self.storage.fs.delete(rel)
         self.written = []
+
+
+def _arrow_record(value, dtype):
+    """A Spark-style value (structs as tuples or Rows) as pyarrow's from_pylist wants it."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if value is None:
+        return None
+    if isinstance(dtype, StructType):
+        return {f.name: _arrow_record(v, f.dataType) for f, v in zip(dtype.fields, value, strict=True)}
+    if isinstance(dtype, ArrayType):
+        return [_arrow_record(v, dtype.elementType) for v in value]
+    if isinstance(dtype, MapType):
+        return [(k, _arrow_record(v, dtype.valueType)) for k, v in value.items()]
+    return value
 
 
 @contextmanager

@@ -50,6 +50,10 @@ class StoreTransaction:
                sort_by: Sequence[str] = ()) -> None:
         self._tx.append(name, df, files=files, sort_by=sort_by)
 
+    def append_rows(self, name: str, rows: Sequence[tuple], schema) -> None:
+        """Append a few rows of Spark ``schema`` (no Spark job on a local store)."""
+        self._tx.append_rows(name, rows, schema)
+
     def replace(self, name: str, df: DataFrame, partition_by: Sequence[str] = (),
                 sort_by: Sequence[str] = (), files: int | None = None) -> None:
         self._tx.replace(name, df, partition_by=partition_by, sort_by=sort_by, files=files)

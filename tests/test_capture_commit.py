@@ -123,4 +123,23 @@ def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tm
     source_ids = {r._pid for r in tweets.with_item_ids("_pid").collect()}
     assert len(items) == 4 and {r[run.id_col] for r in items} <= source_ids  # result ids are source ids
     assert run.result.columns[0] == run.id_col and run.visible == ["text", "retweet_cnt"]
-    assert {"result", "provenance", "operators", "runs"} <= set(info.phases)
+    assert {"result", "provenance", "runs"} <= set(info.phases)
+    # a second run in the same store appends to the run tables and gets its own result table
+    again = tracker.write(result, str(tmp_path / "out2"), format="parquet")
+    st = st.refresh()
+    assert sorted(r.run for r in st.table("capture_runs").collect()) == sorted([info.run, again.run])
+    assert load_run(st, again.run).result.count() == 4 and load_run(st).run == again.run
+    assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "true"  # restored
+
+
+def test_a_run_reads_the_same_with_pyarrow_and_with_spark(committed):
+    """A local store's run is read on the driver (pyarrow, no job); a cluster store's with one
+    Spark job: both give the same operators and run row."""
+    from capture.runs import _HEAD, OPERATORS, RUNS, _local_rows, _spark_rows
+
+    st, info, _ = committed
+    head = _local_rows(st, RUNS, info.run)
+    local = [{**r, **{k: head[0][k] for k in _HEAD}} for r in _local_rows(st, OPERATORS, info.run)]
+    spark_rows = _spark_rows(st, info.run)
+    assert len(local) == 8 and sorted(local, key=lambda r: r["oid"]) == sorted(spark_rows, key=lambda r: r["oid"])
+    assert _local_rows(st, RUNS, "no-such-run") == []

@@ -113,3 +113,38 @@ def test_hadoop_filesystem_path_reads_and_publishes(spark, tmp_path):
     assert fs.listdir("_strata/manifests") == ["00000001.json"]
     assert json.loads(fs.read_text("_strata/manifests/00000001.json")) == {"a": 1}
     assert fs.exists("_strata") and not fs.exists("nope")
+
+
+def test_a_few_rows_append_without_spark_and_read_back_the_same(spark, tmp_path):
+    """append_rows (capture's run and operator rows) writes one Parquet file with pyarrow on a local
+    store and with Spark on a Hadoop path; Spark reads both the same, nested structs and nulls too."""
+    from pyspark.sql.types import (
+        ArrayType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    from store.storage import Storage
+
+    schema = StructType([
+        StructField("run", StringType(), False), StructField("n", LongType(), True),
+        StructField("inputs", ArrayType(StructType([StructField("input", IntegerType(), False),
+                                                    StructField("accessed", ArrayType(StringType(), False), True)]),
+                                        False), False)])
+    rows = [("r1", 7, [(0, ["text", "user.id_str"]), (1, None)]), ("r1", None, [])]
+    for root in (str(tmp_path / "local"), "file://" + str(tmp_path / "hadoop")):
+        st = Store.open(root, spark=spark)
+        with st.transaction("rows") as tx:
+            tx.append_rows("capture_test", rows, schema)
+        with st.transaction("more rows") as tx:
+            tx.append_rows("capture_test", [("r2", 1, [])], schema)
+        back = sorted(((r.run, r.n, [(i.input, i.accessed) for i in r.inputs])
+                       for r in Store.open(root, spark=spark).table("capture_test").collect()),
+                      key=lambda r: (r[0], r[1] or 0))
+        assert back == [("r1", None, []), ("r1", 7, [(0, ["text", "user.id_str"]), (1, None)]), ("r2", 1, [])]
+    local = Storage(str(tmp_path / "local"), spark)
+    seg = local.manifest().tables["capture_test"].segments[0]
+    assert os.listdir(local.local_path(seg)) == ["part-00000.zstd.parquet"]  # one file, no Spark job

@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 from capture import bundle
 from capture.materialize import identity_frame
 from capture.model import OperatorProv
-from capture.runs import OPERATORS, RUNS, result_table, slots_json
+from capture.runs import OPERATORS, RUNS, require_current_format, result_table, slots_json
 from store.errors import UserError
 
 if TYPE_CHECKING:
@@ -150,9 +150,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         raise UserError("tracker.write needs a store to commit the provenance to",
                         hint="create the tracker with Tracker(spark, Store.open(path))")
     store = tracker.store
-    if store.has_table(RUNS) and "slots" not in store.table(RUNS).columns:
-        raise UserError(f"the capture tables of store {store.root} were written by an older Strata",
-                        hint="capture into a new store (strata's capture format changed)")
+    require_current_format(store)
     cap = tracker.capture(tdf)
     ops = list(cap.operators)
     run = new_run_id(tracker.pipeline)

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyspark.sql.types import StructType
+
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from store.errors import UserError
 
@@ -86,6 +88,15 @@ class StoredRun:
         return stored.unionByName(identity_frame(stored, self.operators, self.result_oid, ids))
 
 
+def require_current_format(store) -> None:
+    """Refuse capture tables written before runs stored their annotated result (no job)."""
+    entry = store.manifest.tables.get(RUNS)
+    if entry is not None and "slots" not in StructType.fromJson(json.loads(entry.schema)).fieldNames():
+        raise UserError(f"the capture tables of store {store.root} were written by an older Strata "
+                        "(runs without a stored annotated result)",
+                        hint="capture the pipeline again into a new store")
+
+
 def run_name(store, run: str | None) -> str:
     """``run``, or the store's last captured run when None (no Spark job)."""
     if not store.has_table(RUNS):
@@ -132,10 +143,7 @@ def load_run(store, run: str | None = None) -> StoredRun:
     """Read a committed run (default: the store's last capture run): its operators and run row --
     with pyarrow on a local store, else in ONE Spark job; the result table is not read."""
     run = run_name(store, run)
-    runs_entry = store.manifest.tables[RUNS]
-    if '"slots"' not in runs_entry.schema:
-        raise UserError(f"the capture tables of store {store.root} were written by an older Strata "
-                        "(no stored annotated results)", hint="capture the pipeline again into a new store")
+    require_current_format(store)
     heads = _local_rows(store, RUNS, run)
     if heads is None:
         rows = _spark_rows(store, run)

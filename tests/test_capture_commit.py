@@ -143,3 +143,26 @@ def test_a_run_reads_the_same_with_pyarrow_and_with_spark(committed):
     spark_rows = _spark_rows(st, info.run)
     assert len(local) == 8 and sorted(local, key=lambda r: r["oid"]) == sorted(spark_rows, key=lambda r: r["oid"])
     assert _local_rows(st, RUNS, "no-such-run") == []
+
+
+def test_capture_tables_of_an_older_strata_are_refused_with_a_hint(spark, tmp_path):
+    from capture.backtrace import run_name
+    from store.errors import UserError
+
+    st = Store.open(tmp_path / "store", spark=spark)
+    old = spark.createDataFrame([("p/run-1", "p", 2, "out", "json", "s", "f", 2, 5)],
+                                "run string, pipeline string, result_oid int, output_path string, "
+                                "output_format string, started string, finished string, operators int, "
+                                "associations long")
+    with st.transaction("an older capture") as tx:
+        tx.append("capture_runs", old)
+        tx.set_meta("capture.last_run", {"run": "p/run-1"})
+    st = st.refresh()
+    assert run_name(st, None) == "p/run-1"
+    with pytest.raises(UserError, match="older Strata") as err:
+        load_run(st)
+    assert "new store" in err.value.hint
+    tracker = Tracker(spark, st, pipeline="p", model=False)
+    with pytest.raises(UserError, match="older Strata"):
+        tracker.write(tracker.read.json(TWEETS, name="tweets"), str(tmp_path / "out"), format="json")
+    assert st.refresh().version == 1 and not (tmp_path / "out").exists()  # nothing written

@@ -368,8 +368,8 @@ def _id_frame(spark, ids: list[int]):
 
 
 def spark_fetcher(assoc) -> Fetch:
-    """A fetch over an association DataFrame (``oid, out_id, input, in_id, pos``; e.g. the store's
-    ``capture_assoc`` of one run, or ``Captured.associations()``): a semi-join on the traced ids
+    """A fetch over an association DataFrame (``oid, out_id, input, in_id, pos``; e.g. a committed
+    run's ``StoredRun.associations()``, or ``Captured.associations()``): a semi-join on the traced ids
     (an ``IN`` set for up to 200 ids, a broadcast hash semi-join beyond), collecting only those rows."""
     from pyspark.sql import functions as F
 

@@ -136,7 +136,7 @@ def identity_frame(stored: DataFrame, operators: Iterable[OperatorProv], result_
     """The derived ⟨id, id⟩ rows of every identity operator (columns as ``ASSOC_SCHEMA``).
 
     ``stored`` holds the rows of the other operators (:func:`assoc_frame`, or a run's
-    ``capture_assoc``), ``result_ids`` one column of result item ids. The ids out of an identity
+    ``StoredRun.stored_associations()``), ``result_ids`` one column of result item ids. The ids out of an identity
     operator k are the ``in_id``s of the rows of each successor s for the input fed by k (or, when
     s keeps ids too, s's own ids), and the result ids when k produced the result.
     """

@@ -69,8 +69,8 @@ class TrackedDataFrame:
         return self._cur
 
     def with_item_ids(self, name: str = "item_id") -> DataFrame:
-        """The visible columns plus each row's provenance id (what ``capture_assoc.out_id``
-        holds for the operator that produced this DataFrame) as column ``name``."""
+        """The visible columns plus each row's provenance id (the ``out_id`` of its
+        associations for the operator that produced this DataFrame) as column ``name``."""
         return self._df.select(*[self._df[c] for c in self.visible()], self._df[self._cur].alias(name))
 
     def untracked(self) -> DataFrame:

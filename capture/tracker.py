@@ -36,8 +36,8 @@ class Captured:
     id_col: str  # the hidden column of ``annotated`` holding each result item's id
 
     def stored_associations(self, annotated: DataFrame | None = None) -> DataFrame:
-        """What ``capture_assoc`` stores: ``oid, out_id, input, in_id, pos`` of every operator
-        that changes ids (flatten, join, union, aggregation)."""
+        """P for the operators that change ids: ``oid, out_id, input, in_id, pos``
+        (flatten, join, union, aggregation); the rest of P is derived (:meth:`associations`)."""
         return assoc_frame(self.annotated if annotated is None else annotated, self.slots)
 
     def associations(self, annotated: DataFrame | None = None) -> DataFrame:

@@ -128,3 +128,11 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
         "vertices": spark.createDataFrame([], SECTION_SCHEMAS["vertices"]),
         "edges": edges.coalesce(parts),
     }
+
+
+def materialized(sections: dict[str, Any]) -> dict[str, Any]:
+    """The sections with their elements and edges computed once (one job each) and their plans
+    cut (``localCheckpoint``): the store's validation reads each section in a dozen joined and
+    unioned checks, and re-deriving the associations from the annotated result in every one of
+    them cost 3-5x the ingest itself (and gave every check its own ``monotonically_increasing_id``)."""
+    return {k: v.localCheckpoint(eager=True) if k in ("elements", "edges") else v for k, v in sections.items()}

@@ -180,11 +180,12 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
                 stored = cap.stored_associations(annotated).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-                full = stored.unionByName(
-                    identity_frame(stored, ops, cap.result_oid, annotated.select(tdf.id_column)))
+                full = stored.unionByName(  # computed once: the bundle reads it in every section
+                    identity_frame(stored, ops, cap.result_oid, annotated.select(tdf.id_column))
+                ).localCheckpoint(eager=True)
                 existing = tx.table("vertices").select("id")
                 sections = bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)
-                phases["model"] = _timed(lambda: tx.ingest(sections))
+                phases["model"] = _timed(lambda: tx.ingest(bundle.materialized(sections)))
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
         t2 = time.perf_counter()
     finally:

@@ -71,10 +71,10 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
               timings: dict | None = None):
     """Match ``pattern`` on the run's stored result and backtrace the matches (a capture Trace).
 
-    Reads the run's operators and row (one job), matches on its stored annotated result (one job:
-    the compiled pattern over the Parquet columns; the schema is the manifest's), derives the
-    matched rows' associations from their hidden columns (one small job), backtraces on the
-    driver. ``timings`` (if given) receives the phases' seconds."""
+    Reads the run's operators and row (pyarrow on a local store, else one job), matches on its
+    stored annotated result (ONE job: the compiled pattern over the Parquet columns; the schema is
+    the manifest's; the matched rows come back with their hidden columns), derives their
+    associations and backtraces on the driver. ``timings`` (if given) receives the phases' seconds."""
     import time
 
     from capture.backtrace import load_run, trace_result

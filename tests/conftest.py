@@ -42,6 +42,27 @@ def examples_dir():
 
 
 @pytest.fixture(scope="session")
+def movies_catalog(examples_dir):
+    """The catalog (gsets and types) of examples/movies.json, without Spark (REPL tests)."""
+    import json
+
+    from store.model import Catalog
+
+    doc = json.loads((examples_dir / "movies.json").read_text())
+    return Catalog.empty().merge_gsets(doc["gsets"]).merge_types(doc["types"])
+
+
+@pytest.fixture(scope="session")
+def movies_vocab(movies_catalog):
+    """The REPL's completion vocabulary over the movies catalog."""
+    from iql.parser import keywords
+    from strata import repl_commands
+    from strata.repl_complete import Vocabulary
+
+    return Vocabulary.of_catalog(movies_catalog, keywords(), repl_commands.command_help())
+
+
+@pytest.fixture(scope="session")
 def movies_store(spark, tmp_path_factory):
     """The Ibis paper's Figure 2 (examples/movies.json), ingested once for the whole suite.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from rich.console import Console
 
 from iql.parser import keywords
 from store.errors import UserError
-from store.model import Catalog
 from strata import repl_commands as C
 from strata.repl import history_path, make_lexer, toolbar_text
 from strata.repl_complete import (
@@ -25,25 +23,21 @@ from strata.repl_complete import (
     Function,
     Keyword,
     TypeName,
-    Vocabulary,
     aliases,
     complete,
     suggest,
 )
 from strata.repl_keys import statement_complete, strip_statement
 
-ROOT = Path(__file__).resolve().parents[1]
+
+@pytest.fixture()
+def catalog(movies_catalog):
+    return movies_catalog
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    doc = json.loads((ROOT / "examples" / "movies.json").read_text())
-    return Catalog.empty().merge_gsets(doc["gsets"]).merge_types(doc["types"])
-
-
-@pytest.fixture(scope="module")
-def vocab(catalog):
-    return Vocabulary.of_catalog(catalog, keywords(), C.command_help())
+@pytest.fixture()
+def vocab(movies_vocab):
+    return movies_vocab
 
 
 # ------------------------------------------------------------------ Enter: submit or new line

@@ -3,33 +3,22 @@ trace columns of a `FROM TRACE(...) t` alias (pure: no Spark)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from iql.parser import keywords
 from iql.trace import COLUMNS
-from store.model import Catalog
-from strata import repl_commands as C
 from strata.repl_complete import (
     Keyword,
     MatchWord,
     TypeName,
-    Vocabulary,
     aliases,
     complete,
     suggest,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-@pytest.fixture(scope="module")
-def vocab():
-    doc = json.loads((ROOT / "examples" / "movies.json").read_text())
-    catalog = Catalog.empty().merge_gsets(doc["gsets"]).merge_types(doc["types"])
-    return Vocabulary.of_catalog(catalog, keywords(), C.command_help())
+@pytest.fixture()
+def vocab(movies_vocab):
+    return movies_vocab
 
 
 def texts(before: str, vocab, full: str | None = None) -> list[str]:

@@ -257,9 +257,13 @@ class Storage:
             return df.select(*stored.fieldNames())
         return self.spark.read.schema(stored).parquet(*paths)
 
+    @staticmethod
+    def _new_segment(table: str, version: int) -> str:
+        return f"{TABLES_DIR}/{table}/v{version:08d}-{uuid.uuid4().hex[:12]}"
+
     def write_segment(self, table: str, version: int, df, partition_by: Sequence[str] = (),
                       sort_by: Sequence[str] = (), files: int | None = None) -> str:
-        rel = f"{TABLES_DIR}/{table}/v{version:08d}-{uuid.uuid4().hex[:12]}"
+        rel = self._new_segment(table, version)
         if files is not None:
             df = df.repartition(files, *partition_by) if partition_by else df.coalesce(files)
         if sort_by:
@@ -274,12 +278,10 @@ class Storage:
         """A segment of a few rows (tuples, nested structs as tuples) of Spark ``schema``. A local
         store writes ONE Parquet file with pyarrow on the driver (milliseconds; a Spark write job
         costs ~0.3 s); another store writes it with Spark."""
-        rel = f"{TABLES_DIR}/{table}/v{version:08d}-{uuid.uuid4().hex[:12]}"
+        rel = self._new_segment(table, version)
         folder = self.local_path(rel)
         if folder is None:
-            df = self.spark.createDataFrame(list(rows), schema).coalesce(1)
-            df.write.mode("errorifexists").option("compression", "zstd").parquet(self.fs.uri(rel))
-            return rel
+            return self.write_segment(table, version, self.spark.createDataFrame(list(rows), schema), files=1)
         import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -323,10 +325,14 @@ class Transaction:
             from pyspark.sql.types import StructType
 
             df = df.select(*StructType.fromJson(json.loads(old.schema)).fieldNames())
-        rel = self.storage.write_segment(name, self.version, df, files=files, sort_by=sort_by)
+        self._add_segment(name, self.storage.write_segment(name, self.version, df, files=files, sort_by=sort_by),
+                          df.schema.json())
+
+    def _add_segment(self, name: str, rel: str, schema_json: str) -> None:
+        """Record an appended segment (a table keeps the schema it was created with)."""
+        old = self.tables.get(name)
         self.written.append(rel)
-        segments = (old.segments if old else ()) + (rel,)
-        self.tables[name] = TableEntry(segments, old.schema if old else df.schema.json())
+        self.tables[name] = TableEntry((old.segments if old else ()) + (rel,), old.schema if old else schema_json)
         self.changed.add(name)
 
     def append_rows(self, name: str, rows: Sequence[tuple], schema) -> None:
@@ -334,10 +340,7 @@ class Transaction:
         old = self.tables.get(name)
         if old is not None and json.loads(old.schema) != json.loads(schema.json()):
             raise StoreError(f"table {name} has another schema than the rows appended to it")
-        rel = self.storage.write_rows(name, self.version, rows, schema)
-        self.written.append(rel)
-        self.tables[name] = TableEntry((old.segments if old else ()) + (rel,), schema.json())
-        self.changed.add(name)
+        self._add_segment(name, self.storage.write_rows(name, self.version, rows, schema), schema.json())
 
     def replace(self, name: str, df, partition_by: Sequence[str] = (), sort_by: Sequence[str] = (),
                 files: int | None = None) -> None:

@@ -28,6 +28,17 @@ def bucket_files(folder: str, buckets: Iterable[int]) -> list[str]:
     return files
 
 
+def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], flt):
+    """The rows matching `flt` in the given buckets' files (a pyarrow Table; row groups whose
+    statistics exclude `flt` are skipped), or None when those buckets have no file."""
+    import pyarrow.dataset as ds
+
+    files = bucket_files(folder, buckets)
+    if not files:
+        return None
+    return ds.dataset(files, format="parquet").to_table(columns=list(columns), filter=flt)
+
+
 @dataclass(frozen=True)
 class LocalIndex:
     """Segment folders (hive-partitioned by bucket) of the index tables."""
@@ -54,14 +65,12 @@ class LocalIndex:
 
     def _table(self, name: str, key: str, flt, columns: Sequence[str]):
         """The rows (a pyarrow Table) of the one bucket `key` hashes to that match `flt`."""
-        import pyarrow.dataset as ds
-
-        files = bucket_files(self.folders[name], [L.bucket_of_value(key, self.buckets)])
-        if not files:
+        table = read_buckets(self.folders[name], [L.bucket_of_value(key, self.buckets)], columns, flt)
+        if table is None:
             import pyarrow as pa
 
             return pa.table({c: pa.array([], pa.string()) for c in columns})
-        return ds.dataset(files, format="parquet").to_table(columns=list(columns), filter=flt)
+        return table
 
     def _read(self, name: str, key: str, flt, columns: Sequence[str]) -> list[tuple]:
         """The same rows as tuples."""

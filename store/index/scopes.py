@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from store import schema as S
 from store.index import layout as L
 from store.index.components import CCEngine, checkpoint, connected_components
-from store.index.local import bucket_files
+from store.index.local import read_buckets
 
 SCOPE, SCOPE_ROWS, SCOPE_BUCKET, REL = "scope", "scope_rows", "scope_bucket", "rel"
 REL_COMPLEX, REL_ANCESTOR, REL_EDGE = "c", "a", "e"
@@ -183,11 +183,10 @@ class ScopeFiles:
         """Scope -> (rows in it, its bucket), for the scopes of the ids the index knows."""
         import pyarrow.dataset as ds
 
-        files = bucket_files(self.nodes, (L.bucket_of_value(i, self.buckets) for i in ids))
-        if not files:
+        t = read_buckets(self.nodes, (L.bucket_of_value(i, self.buckets) for i in ids),
+                         (SCOPE, SCOPE_ROWS, SCOPE_BUCKET), ds.field(S.ID).isin(list(ids)))
+        if t is None:
             return {}
-        t = ds.dataset(files, format="parquet").to_table(
-            columns=[SCOPE, SCOPE_ROWS, SCOPE_BUCKET], filter=ds.field(S.ID).isin(list(ids)))
         return {s: (n, b) for s, n, b in zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True)}
 
     def rows_of(self, scopes: dict[str, tuple[int, int]]) -> list[tuple]:
@@ -195,9 +194,8 @@ class ScopeFiles:
         files are opened, and only row groups whose statistics admit the scopes are decoded."""
         import pyarrow.dataset as ds
 
-        files = bucket_files(self.rows, (b for _, b in scopes.values()))
-        if not files:
+        t = read_buckets(self.rows, (b for _, b in scopes.values()), (REL, "a", "b", "c", "d"),
+                         ds.field(SCOPE).isin(sorted(scopes)))
+        if t is None:
             return []
-        t = ds.dataset(files, format="parquet").to_table(
-            columns=[REL, "a", "b", "c", "d"], filter=ds.field(SCOPE).isin(sorted(scopes)))
         return list(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))

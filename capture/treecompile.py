@@ -382,15 +382,12 @@ def prepare_match(docs, pattern, schema_key: tuple | None = None, compiled: bool
                   schema=None) -> PreparedMatch:
     """Pre-filter and compile over ``schema`` (default: inferred from the items, one job, cached
     under ``schema_key``); no matching yet. ``docs``: ``id long, doc string`` (items as JSON)."""
-    from pyspark.sql import functions as F
 
     pat = _parsed(pattern)
-    pre = tuple(required_literals_of(pat))
-    for literal in pre:  # JVM-side pruning: most items are never parsed
-        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+    docs, pre = _prefiltered(docs, pat)
     if not compiled:
         return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, "compilation turned off"))
-    source = "the run's written output (Parquet/ORC footer)"
+    source = "given by the caller"
     if schema is None:
         source = "inferred from the items' JSON (one Spark job, then cached)"
         schema = docs_schema(docs, None if schema_key is None else (*schema_key, pre))
@@ -415,10 +412,7 @@ def prepare_items(result, id_col: str, visible, pattern, compiled: bool = True,
     struct_type = _T().StructType([result.schema[c] for c in visible])
 
     def as_json(reason: str) -> PreparedMatch:
-        pre = tuple(required_literals_of(pat))
-        docs = result.select(ident, F.to_json(F.struct(*cols)).alias("doc"), *kept)
-        for literal in pre:
-            docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+        docs, pre = _prefiltered(result.select(ident, F.to_json(F.struct(*cols)).alias("doc"), *kept), pat)
         return PreparedMatch(docs, pat, None, MatchPlan(pat.text, False, pre, reason), carry)
 
     if not compiled:
@@ -442,10 +436,17 @@ def _parsed(pattern):
     return pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
 
 
-def required_literals_of(pattern):
+def _prefiltered(docs, pattern):
+    """``docs`` keeping only items whose JSON (column ``doc``) contains every string literal a
+    match needs (JVM-side pruning: most items are never parsed), and those literals."""
+    from pyspark.sql import functions as F
+
     from capture.treepattern import required_literals
 
-    return required_literals(pattern)
+    pre = tuple(required_literals(pattern))
+    for literal in pre:
+        docs = docs.filter(F.col("doc").contains(F.lit(f'"{literal}"')))
+    return docs, pre
 
 
 def matched_frame(prep: PreparedMatch, limit: int | None):

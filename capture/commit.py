@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from capture import bundle
+from capture import bundle, tee
 from capture.materialize import identity_frame
 from capture.model import OperatorProv
 from capture.runs import OPERATORS, RUNS, require_current_format, result_table, slots_json
@@ -89,9 +89,11 @@ class RunInfo:
     items: int  # result items (rows of the written result)
     seconds_result: float
     seconds_provenance: float
-    # seconds per phase: result (pipeline + result write), provenance (the stored annotated result),
-    # runs (the capture_operators and capture_runs segments), model (bundle ingest, model=True only)
+    # seconds per phase: result (pipeline + result write; in one pass, the store copy too),
+    # provenance (the stored annotated result; in one pass, reading its row count), runs (the
+    # capture_operators and capture_runs segments), model (bundle ingest, model=True only)
     phases: dict[str, float] = field(default_factory=dict)
+    one_pass: bool = False  # one job wrote the result and the store copy (capture/tee.py)
 
 
 def operator_rows(run: str, ops: list[OperatorProv]) -> list[tuple]:
@@ -138,13 +140,14 @@ def _uncompressed_cache(spark) -> Iterator[None]:
 
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
-    """Compute the annotated result ONCE (cached while it is read) and read everything from it:
-    the visible result (written straight to ``path``) and the run's stored annotated result.
+    """Compute the annotated result ONCE and write both the visible result (to ``path``) and the
+    run's stored annotated result (``capture_result/<run>``, the id column first) from it.
 
-    Spark jobs: the result write (it fills the cache, uncompressed: see :func:`_uncompressed_cache`);
-    then the ``capture_result/<run>`` write (its row count is observed: no count job). The
-    ``capture_operators`` and one-row ``capture_runs`` segments are written on the driver with
-    pyarrow (a local store; Spark jobs elsewhere). With ``model=True`` the bundle ingest too.
+    On a local store one Spark job does both (capture/tee.py). Elsewhere (or for column types
+    Arrow cannot carry) the annotated result is cached by the result write and read again by the
+    store write (its row count is observed: no count job). The ``capture_operators`` and one-row
+    ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark jobs
+    elsewhere). With ``model=True`` the bundle ingest too.
     """
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
@@ -156,32 +159,44 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     run = new_run_id(tracker.pipeline)
     started = _now()
     spark = tracker.spark
+    first = [cap.id_col, *(c for c in cap.annotated.columns if c != cap.id_col)]  # the id column first
+    ordered = cap.annotated.select(*[F.col(f"`{c}`") for c in first])
     phases: dict[str, float] = {}
+    cleanup: list[DataFrame] = []
     t0 = time.perf_counter()
-    annotated = cap.annotated.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    stored: DataFrame | None = None
     try:
-        with _uncompressed_cache(spark):
-            annotated.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
-        t1 = time.perf_counter()
-        phases["result"] = t1 - t0
-        counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
-        first = [cap.id_col, *(c for c in annotated.columns if c != cap.id_col)]  # the id column first
-        result_rows = annotated.select(*[F.col(f"`{c}`") for c in first]).observe(counted, F.count(F.lit(1)).alias("n"))
-        info_out = {"path": str(path), "format": fmt}
         with store.transaction(message or f"capture {run}") as tx:
-            phases["provenance"] = _timed(lambda: tx.replace(result_table(run), result_rows))
-            n_items = int(counted.get["n"])
+            folder = tx.stage_local(result_table(run), ordered.schema.json()) if tee.supported(ordered.schema) else None
+            if folder is not None:
+                tee.teed(ordered, tdf.visible(), folder).write.format(fmt).mode(mode).options(**options).save(path)
+                t1 = time.perf_counter()
+                phases["result"] = t1 - t0
+                n_items = tee.finish(folder, ordered.schema, spark.conf.get("spark.sql.session.timeZone"))
+                phases["provenance"] = time.perf_counter() - t1
+                result = spark.read.schema(ordered.schema).parquet(folder)
+            else:
+                result = ordered.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                cleanup.append(result)
+                with _uncompressed_cache(spark):
+                    result.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
+                t1 = time.perf_counter()
+                phases["result"] = t1 - t0
+                counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
+                rows = result.observe(counted, F.count(F.lit(1)).alias("n"))
+                phases["provenance"] = _timed(lambda: tx.replace(result_table(run), rows))
+                n_items = int(counted.get["n"])
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots))
             phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
                                              tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
-            run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
             if tracker.model:
-                stored = cap.stored_associations(annotated).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
+                info_out = {"path": str(path), "format": fmt}
+                stored = cap.stored_associations(result).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                cleanup.append(stored)
                 full = stored.unionByName(  # computed once: the bundle reads it in every section
-                    identity_frame(stored, ops, cap.result_oid, annotated.select(tdf.id_column))
+                    identity_frame(stored, ops, cap.result_oid, result.select(cap.id_col))
                 ).localCheckpoint(eager=True)
                 existing = tx.table("vertices").select("id")
                 sections = bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)
@@ -189,7 +204,6 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
         t2 = time.perf_counter()
     finally:
-        if stored is not None:
-            stored.unpersist()
-        annotated.unpersist()
-    return RunInfo(run, store.version, str(path), len(ops), n_items, t1 - t0, t2 - t1, phases)
+        for df in cleanup:
+            df.unpersist()
+    return RunInfo(run, store.version, str(path), len(ops), n_items, t1 - t0, t2 - t1, phases, folder is not None)

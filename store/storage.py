@@ -342,6 +342,20 @@ class Transaction:
             raise StoreError(f"table {name} has another schema than the rows appended to it")
         self._add_segment(name, self.storage.write_rows(name, self.version, rows, schema), schema.json())
 
+    def stage_local(self, name: str, schema_json: str) -> str | None:
+        """A new, empty segment folder that replaces table ``name``, for a writer other than Spark's
+        (the caller fills it with Parquet files of ``schema_json`` before the commit; an abort
+        deletes it). None when the store is not a local folder."""
+        rel = self.storage._new_segment(name, self.version)
+        folder = self.storage.local_path(rel)
+        if folder is None:
+            return None
+        os.makedirs(folder)
+        self.written.append(rel)
+        self.tables[name] = TableEntry((rel,), schema_json)
+        self.changed.add(name)
+        return folder
+
     def replace(self, name: str, df, partition_by: Sequence[str] = (), sort_by: Sequence[str] = (),
                 files: int | None = None) -> None:
         rel = self.storage.write_segment(name, self.version, df, partition_by, sort_by, files)

@@ -40,6 +40,9 @@ from pyspark.sql.types import (
 )
 
 ROW_GROUP_ROWS = 128 * 1024  # rows buffered per Parquet row group (Arrow batches are 10k rows)
+# No dictionary encoding: the hidden id columns are random 64-bit hashes, for which pyarrow tries a
+# dictionary, gives up and rewrites the pages. Without it T2's 2.6M-row result (1M tweets) encodes
+# in 0.54 s instead of 1.25 s and takes 67 MB instead of 87 MB (Spark's writer: 73 MB).
 
 
 _ATOMIC = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType,
@@ -73,7 +76,7 @@ def _batches_writer(folder: str, visible: list[str]) -> Callable[[Iterator], Ite
         try:
             for batch in batches:
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd")
+                    writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd", use_dictionary=False)
                 pending.append(batch)
                 rows += batch.num_rows
                 if rows >= ROW_GROUP_ROWS:

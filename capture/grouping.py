@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from capture.derive import derivations, rebuilt
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.plan import (
@@ -31,10 +30,6 @@ from capture.plan import (
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame
-
-# Leave derivable ids out of the collected member structs (capture/derive.py). A switch so the
-# tests can compare against carrying every column.
-DERIVE = True
 
 
 class TrackedGroupedData:
@@ -76,19 +71,11 @@ class TrackedGroupedData:
 
 
 def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
-    """The members' hidden columns, without the ids derivable from the others (capture/derive.py:
-    the shuffle carries less; :func:`_finish` puts them back)."""
     agg, idk = f"__strata_agg_{oid}", f"__strata_id_{oid}"
-    derived = derivations(tdf._slots, tdf.tracker._ops, tdf.hidden()) if DERIVE else {}
-    carried = [F.col(h) for h in tdf.hidden() if h not in derived]
-    return F.collect_list(F.struct(*carried)).alias(agg), agg, idk
+    return F.collect_list(F.struct(*[F.col(h) for h in tdf.hidden()])).alias(agg), agg, idk
 
 
 def _finish(tdf, new, op, agg: str, idk: str) -> TrackedDataFrame:
-    hidden = tdf.hidden()
-    derived = derivations(tdf._slots, tdf.tracker._ops, hidden) if DERIVE else {}
-    if derived:  # every member struct as it was before the shuffle: all hidden columns, same order
-        new = new.withColumn(agg, F.transform(F.col(agg), lambda m: rebuilt(m, hidden, derived)))
     new = new.withColumn(idk, F.xxhash64(F.lit(op.oid), F.array_sort(F.col(agg).getField(tdf._cur))))
     slots = (*(s.nested_in(agg) for s in tdf._slots), Slot(op.oid, idk, InRef(tdf._cur), array=agg))
     return tdf._next(new, op, cur=idk, slots=slots)

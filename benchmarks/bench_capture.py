@@ -181,7 +181,9 @@ def main() -> None:
     run_captured(spark, store, args.data, warm, os.path.join(args.work, "warm-captured"), args.model)
     print(f"load average at start: {os.getloadavg()}", flush=True)
     print("pipeline  plain_s  captured_s  ratio  result_rows  prov_MB  phases_s (median; build = read + "
-          "tracked calls, result = pipeline + result write; provenance || operators)", flush=True)
+          "tracked calls, result = pipeline + result write (on a local store the store copy is written "
+          "in the same job), provenance = the store copy's own write or footer read, runs = capture_runs "
+          "and capture_operators rows)", flush=True)
     rows = []
     for name in names:
         fn = PIPELINES[name]

@@ -38,7 +38,7 @@ from capture import bundle, tee
 from capture.materialize import identity_frame
 from capture.model import OperatorProv
 from capture.runs import OPERATORS, RUNS, require_current_format, result_table, slots_json
-from store.errors import UserError
+from store.errors import StoreError, UserError
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame
@@ -138,6 +138,48 @@ def _uncompressed_cache(spark) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
+def _counter(df: DataFrame) -> tuple[DataFrame, Observation]:
+    """``df`` with its row count observed by the job that reads it (no count job)."""
+    counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
+    return df.observe(counted, F.count(F.lit(1)).alias("n")), counted
+
+
+def _write_one_pass(spark, folder: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
+                    phases: dict[str, float]) -> tuple[DataFrame, int]:
+    """The user's output and the store copy (into the staged ``folder``) in one job (capture/tee.py)."""
+    t0 = time.perf_counter()
+    observed, counted = _counter(ordered)
+    save(tee.teed(observed, visible, folder))
+    t1 = time.perf_counter()
+    n_items = tee.finish(folder, ordered.schema, spark.conf.get("spark.sql.session.timeZone"))
+    if n_items != int(counted.get["n"]):  # the tasks' files did not all land in the driver's folder
+        raise StoreError(
+            f"the store copy of this run has {n_items} of {counted.get['n']} result rows: the Spark "
+            f"executors could not write into the store's local folder {folder}; nothing was committed",
+            hint="with a Spark cluster, open the store on a path every executor shares (hdfs://, s3a://)")
+    phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
+    return spark.read.schema(ordered.schema).parquet(folder), n_items
+
+
+def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
+                  phases: dict[str, float]) -> tuple[DataFrame, int]:
+    """The user's output from a cache of the annotated result, then the store copy from the cache.
+    The caller unpersists the returned (cached) DataFrame."""
+    t0 = time.perf_counter()
+    cached = ordered.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    try:
+        with _uncompressed_cache(cached.sparkSession):
+            save(cached.select(*visible))
+        t1 = time.perf_counter()
+        rows, counted = _counter(cached)
+        tx.replace(table, rows)
+    except BaseException:
+        cached.unpersist()
+        raise
+    phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
+    return cached, int(counted.get["n"])
+
+
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
     """Compute the annotated result ONCE and write both the visible result (to ``path``) and the
@@ -145,9 +187,9 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
 
     On a local store one Spark job does both (capture/tee.py). Elsewhere (or for column types
     Arrow cannot carry) the annotated result is cached by the result write and read again by the
-    store write (its row count is observed: no count job). The ``capture_operators`` and one-row
-    ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark jobs
-    elsewhere). With ``model=True`` the bundle ingest too.
+    store write. Either way its row count is observed: no count job. The ``capture_operators`` and
+    one-row ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark
+    jobs elsewhere). With ``model=True`` the bundle ingest too.
     """
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
@@ -161,30 +203,22 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     spark = tracker.spark
     first = [cap.id_col, *(c for c in cap.annotated.columns if c != cap.id_col)]  # the id column first
     ordered = cap.annotated.select(*[F.col(f"`{c}`") for c in first])
+
+    def save(df: DataFrame) -> None:
+        df.write.format(fmt).mode(mode).options(**options).save(path)
+
     phases: dict[str, float] = {}
     cleanup: list[DataFrame] = []
     t0 = time.perf_counter()
     try:
         with store.transaction(message or f"capture {run}") as tx:
-            folder = tx.stage_local(result_table(run), ordered.schema.json()) if tee.supported(ordered.schema) else None
+            table = result_table(run)
+            folder = tx.stage_local(table, ordered.schema.json()) if tee.supported(ordered.schema) else None
             if folder is not None:
-                tee.teed(ordered, tdf.visible(), folder).write.format(fmt).mode(mode).options(**options).save(path)
-                t1 = time.perf_counter()
-                phases["result"] = t1 - t0
-                n_items = tee.finish(folder, ordered.schema, spark.conf.get("spark.sql.session.timeZone"))
-                phases["provenance"] = time.perf_counter() - t1
-                result = spark.read.schema(ordered.schema).parquet(folder)
+                result, n_items = _write_one_pass(spark, folder, ordered, tdf.visible(), save, phases)
             else:
-                result = ordered.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                result, n_items = _write_cached(tx, table, ordered, tdf.visible(), save, phases)
                 cleanup.append(result)
-                with _uncompressed_cache(spark):
-                    result.select(*tdf.visible()).write.format(fmt).mode(mode).options(**options).save(path)
-                t1 = time.perf_counter()
-                phases["result"] = t1 - t0
-                counted = Observation(f"strata_capture_{uuid.uuid4().hex[:8]}")
-                rows = result.observe(counted, F.count(F.lit(1)).alias("n"))
-                phases["provenance"] = _timed(lambda: tx.replace(result_table(run), rows))
-                n_items = int(counted.get["n"])
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots))
@@ -206,4 +240,5 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     finally:
         for df in cleanup:
             df.unpersist()
-    return RunInfo(run, store.version, str(path), len(ops), n_items, t1 - t0, t2 - t1, phases, folder is not None)
+    return RunInfo(run, store.version, str(path), len(ops), n_items, phases["result"], t2 - t0 - phases["result"],
+                   phases, folder is not None)

@@ -1,5 +1,7 @@
-"""No code path may rely on local mode: ingest and semantics under local-cluster[2,1,1024]
-(two real executor JVMs). Spark allows one SparkContext per process, so this runs in a child."""
+"""No code path may rely on local mode: ingest, semantics and a captured run under
+local-cluster[2,1,1024] (two real executor JVMs, each with its own Python workers: the one-pass
+commit writes the store copy from there). Spark allows one SparkContext per process, so this runs
+in a child."""
 
 from __future__ import annotations
 
@@ -31,6 +33,25 @@ SCRIPT = textwrap.dedent("""
         "star": sorted(r.dst for r in star.collect()),
         "under": sorted(r.lower for r in sem.under(st, upper=ids("combined_table")).collect()),
     }
+    from pyspark.sql import functions as F
+    from capture import Tracker
+    from capture.backtrace import load_run
+    tracker = Tracker(spark, st, pipeline="running-example", model=False)
+    t = tracker.read.json(sys.argv[3], name="tweets")
+    upper = t.filter(F.col("retweet_cnt") == 0).select(
+        "text", F.col("user.id_str").alias("id_str"), F.col("user.name").alias("name"))
+    lower = t.select("text", F.explode("user_mentions").alias("m")).select(
+        "text", F.col("m.id_str").alias("id_str"), F.col("m.name").alias("name"))
+    result = (upper.union(lower).select(F.struct("id_str", "name").alias("user"), "text")
+              .groupBy("user").agg(F.collect_list(F.struct("text")).alias("tweets")))
+    info = tracker.write(result, sys.argv[4], format="json")
+    written = spark.read.json(sys.argv[4]).collect()
+    out["capture"] = {
+        "one_pass": info.one_pass, "items": info.items,
+        "users": sorted([r.user.id_str, sorted(x.text for x in r.tweets)] for r in written),
+        "stored": load_run(st, info.run).result.count(),
+        "associations": load_run(st, info.run).associations().count(),
+    }
     print("RESULT " + json.dumps(out))
     spark.stop()
 """)
@@ -38,9 +59,11 @@ SCRIPT = textwrap.dedent("""
 
 def test_ingest_and_semantics_on_a_local_cluster(tmp_path, examples_dir):
     from reference import Reference
+    from test_capture_example import TABLE_2
+    from test_capture_helpers import TWEETS
 
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "store"),
-                           str(examples_dir / "movies.json")],
+                           str(examples_dir / "movies.json"), TWEETS, str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=600)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
@@ -52,3 +75,7 @@ def test_ingest_and_semantics_on_a_local_cluster(tmp_path, examples_dir):
                                         if ref.influences(d, "avatar_lead_actor_v1", 2))
     assert out["star"] == sorted(d for d in ref.vertices("data") if ref.influences("ymovies_page", d, None))
     assert out["under"] == sorted(v for v in ref.vertices() if ref.under(v, "combined_table"))
+    # the captured run: Table 2 written, and its store copy complete (45 associations, Table 6)
+    cap = out["capture"]
+    assert (cap["one_pass"], cap["items"], cap["stored"], cap["associations"]) == (True, 3, 3, 45)
+    assert cap["users"] == sorted([uid, sorted(v)] for (uid, _), v in TABLE_2.items())

@@ -46,11 +46,12 @@ SCRIPT = textwrap.dedent("""
               .groupBy("user").agg(F.collect_list(F.struct("text")).alias("tweets")))
     info = tracker.write(result, sys.argv[4], format="json")
     written = spark.read.json(sys.argv[4]).collect()
+    stored = load_run(st, info.run)
     out["capture"] = {
         "one_pass": info.one_pass, "items": info.items,
         "users": sorted([r.user.id_str, sorted(x.text for x in r.tweets)] for r in written),
-        "stored": load_run(st, info.run).result.count(),
-        "associations": load_run(st, info.run).associations().count(),
+        "stored": stored.result.count(),
+        "associations": stored.associations().count(),
     }
     print("RESULT " + json.dumps(out))
     spark.stop()

@@ -69,10 +69,7 @@ def test_both_paths_write_the_untracked_output_and_store_the_same_result(spark, 
     (local, li), (hadoop, hi) = runs["local"], runs["hadoop"]
     assert (li.one_pass, hi.one_pass) == (True, False)
     assert local.table(result_table(li.run)).schema == hadoop.table(result_table(hi.run)).schema
-    assert stored_rows(local, li.run) == stored_rows(hadoop, hi.run)
-    # P read back from either copy is the same (the one-pass copy was written by pyarrow)
-    assert (normalize(load_run(local, li.run).associations().drop("run").collect())
-            == normalize(load_run(hadoop, hi.run).associations().drop("run").collect()))
+    assert stored_rows(local, li.run) == stored_rows(hadoop, hi.run)  # hence the same P (a view of it)
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))

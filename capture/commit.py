@@ -155,7 +155,8 @@ def _write_one_pass(spark, folder: str, ordered: DataFrame, visible: list[str], 
     if n_items != int(counted.get["n"]):  # the tasks' files did not all land in the driver's folder
         raise StoreError(
             f"the store copy of this run has {n_items} of {counted.get['n']} result rows: the Spark "
-            f"executors could not write into the store's local folder {folder}; nothing was committed",
+            f"executors could not write into the store's local folder {folder}. The result was written; "
+            "its provenance was not committed",
             hint="with a Spark cluster, open the store on a path every executor shares (hdfs://, s3a://)")
     phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
     return spark.read.schema(ordered.schema).parquet(folder), n_items

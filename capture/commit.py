@@ -144,9 +144,10 @@ def _counter(df: DataFrame) -> tuple[DataFrame, Observation]:
     return df.observe(counted, F.count(F.lit(1)).alias("n")), counted
 
 
-def _write_one_pass(spark, folder: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
+def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
                     phases: dict[str, float]) -> tuple[DataFrame, int]:
     """The user's output and the store copy (into the staged ``folder``) in one job (capture/tee.py)."""
+    spark = ordered.sparkSession
     t0 = time.perf_counter()
     observed, counted = _counter(ordered)
     save(tee.teed(observed, visible, folder))
@@ -216,7 +217,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             table = result_table(run)
             folder = tx.stage_local(table, ordered.schema.json()) if tee.supported(ordered.schema) else None
             if folder is not None:
-                result, n_items = _write_one_pass(spark, folder, ordered, tdf.visible(), save, phases)
+                result, n_items = _write_one_pass(folder, ordered, tdf.visible(), save, phases)
             else:
                 result, n_items = _write_cached(tx, table, ordered, tdf.visible(), save, phases)
                 cleanup.append(result)

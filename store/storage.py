@@ -331,9 +331,8 @@ class Transaction:
     def _add_segment(self, name: str, rel: str, schema_json: str) -> None:
         """Record an appended segment (a table keeps the schema it was created with)."""
         old = self.tables.get(name)
-        self.written.append(rel)
-        self.tables[name] = TableEntry((old.segments if old else ()) + (rel,), old.schema if old else schema_json)
-        self.changed.add(name)
+        self._set_segment(name, rel, TableEntry((old.segments if old else ()) + (rel,),
+                                                old.schema if old else schema_json))
 
     def append_rows(self, name: str, rows: Sequence[tuple], schema) -> None:
         """Append a few rows (``Storage.write_rows``: no Spark job on a local store)."""
@@ -351,16 +350,18 @@ class Transaction:
         if folder is None:
             return None
         os.makedirs(folder)
-        self.written.append(rel)
-        self.tables[name] = TableEntry((rel,), schema_json)
-        self.changed.add(name)
+        self._set_segment(name, rel, TableEntry((rel,), schema_json))
         return folder
 
     def replace(self, name: str, df, partition_by: Sequence[str] = (), sort_by: Sequence[str] = (),
                 files: int | None = None) -> None:
         rel = self.storage.write_segment(name, self.version, df, partition_by, sort_by, files)
+        self._set_segment(name, rel, TableEntry((rel,), df.schema.json(), tuple(partition_by), tuple(sort_by)))
+
+    def _set_segment(self, name: str, rel: str, entry: TableEntry) -> None:
+        """Record a written segment (deleted on abort) and table ``name``'s new entry."""
         self.written.append(rel)
-        self.tables[name] = TableEntry((rel,), df.schema.json(), tuple(partition_by), tuple(sort_by))
+        self.tables[name] = entry
         self.changed.add(name)
 
     def set_meta(self, key: str, value: Any) -> None:

@@ -4,7 +4,8 @@ process gset: Operator ⪯ Run ⪯ Pipeline      data gset: Item ⪯ Dataset
 
 * ``pipeline:<name>`` (Pipeline) ⊇ ``<run>`` (Run) ⊇ ``<run>/op<k>`` (Operator, attrs oid/type/method)
 * a source dataset ``dataset:<name>`` ⊇ its items ``dataset:<name>#<id hex>`` (shared by every
-  run that reads the same input: ids are deterministic);
+  run that reads the same input under the same split layout: ids are deterministic, see
+  capture/tracker.py ``layout_key``);
 * the output of operator k ``<run>/op<k>/out`` ⊇ its items ``<run>/op<k>/out#<id hex>``;
 * one edge (input item, operator, output item) per id association.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 
@@ -15,14 +16,56 @@ from capture.plan import is_hidden
 from capture.tracked import TrackedDataFrame
 
 
-def item_ids(df: DataFrame, dataset: str) -> F.Column:
-    """Top-level item ids of an input: ``xxhash64(dataset name, row position)``.
+def item_ids(dataset: str, layout: str) -> F.Column:
+    """Top-level item ids of an input: ``xxhash64(dataset name, layout, row position)``.
 
     The row position is Spark's ``monotonically_increasing_id`` right after the scan (file
-    split + row in split), so re-reading the same files with the same Spark configuration
-    gives the same ids.
+    split + row in split). What a position means depends on how Spark cut the input into
+    partitions, so ``layout`` (:func:`layout_key`) names that cut: re-reading the same files
+    under the same cut gives the same ids, and a different cut (other files, more cores on a
+    small input, other split settings) gives other ids instead of reusing one id for another
+    row.
     """
-    return F.xxhash64(F.lit(dataset), F.monotonically_increasing_id())
+    return F.xxhash64(F.lit(dataset), F.lit(layout), F.monotonically_increasing_id())
+
+
+def _split_bytes(spark, files: int, size: int) -> int:
+    """The split size Spark will use for ``files`` files of ``size`` bytes in all (Spark's
+    ``FilePartition.maxSplitBytes``, which depends on the core count for inputs below 128 MB per
+    core). Any split size that holds the whole input cuts it the same way (one partition), so
+    those are reported as one value."""
+    conf = spark._jsparkSession.sessionState().conf()
+    cores = conf.filesMinPartitionNum()
+    cores = cores.get() if cores.isDefined() else spark._jsparkSession.leafNodeDefaultParallelism()
+    open_cost = conf.filesOpenCostInBytes()
+    split = min(conf.filesMaxPartitionBytes(), max(open_cost, (size + files * open_cost) // max(cores, 1)))
+    return min(split, size + max(files - 1, 0) * open_cost)
+
+
+def layout_key(df: DataFrame, options: dict | None = None) -> str:
+    """What the row positions of ``df`` depend on, as a short string: for every file scan under
+    it the files, their total size and the split size; the reader options (they decide what a row
+    is); the Spark version; and for anything but a plain file read the number of partitions."""
+    spark = df.sparkSession
+    conf = spark._jsparkSession.sessionState().conf()
+    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    parts = [spark.version.rsplit(".", 1)[0], repr(sorted((options or {}).items()))]
+    scans = 0
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() != "LogicalRelation" or \
+                leaf.relation().getClass().getSimpleName() != "HadoopFsRelation":
+            continue
+        index = leaf.relation().location()
+        files = sorted(index.inputFiles())
+        size = index.sizeInBytes()
+        scans += 1
+        parts.append(f"{len(files)} files {size} B split {_split_bytes(spark, len(files), size)} "
+                     f"open {conf.filesOpenCostInBytes()} max {conf.filesMaxPartitionNum()} "
+                     f"{hashlib.sha256(chr(10).join(files).encode()).hexdigest()[:16]}")
+    if scans != 1 or leaves.size() != 1:  # not a plain file read: the partitioning decides
+        parts.append(f"{df.rdd.getNumPartitions()} partitions")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -60,7 +103,8 @@ class _Reader:
         df = self._tracker.spark.read.options(**options).format(fmt).load(path)
         paths = [path] if isinstance(path, str) else list(path)
         dataset = name or ",".join(os.path.abspath(p) if "://" not in p else p for p in paths)
-        return self._tracker._source(df, dataset, f"read.{fmt}", f"{fmt} {', '.join(paths)}")
+        return self._tracker._source(df, dataset, f"read.{fmt}", f"{fmt} {', '.join(paths)}",
+                                     layout_key(df, {"format": fmt, **options}))
 
     def json(self, path, name: str | None = None, **options) -> TrackedDataFrame:
         return self._read("json", path, name, options)
@@ -96,9 +140,9 @@ class Tracker:
             raise UnsupportedOperation.named("track", "the DataFrame is already tracked")
         if not name:
             raise UnsupportedOperation.named("track", "a dataset name is required: track(df, name='tweets')")
-        return self._source(df, name, "track", f"track {name}")
+        return self._source(df, name, "track", f"track {name}", layout_key(df))
 
-    def _source(self, df: DataFrame, dataset: str, method: str, detail: str) -> TrackedDataFrame:
+    def _source(self, df: DataFrame, dataset: str, method: str, detail: str, layout: str) -> TrackedDataFrame:
         bad = [c for c in df.columns if is_hidden(c)]
         if bad:
             raise UnsupportedOperation.named(method, f"column names {bad} use the reserved prefix '__strata_'")
@@ -106,7 +150,7 @@ class Tracker:
         idk = f"__strata_id_{oid}"
         op = OperatorProv(oid, OpType.SOURCE, method, (), (), detail=detail, dataset=dataset)
         self._register(op)
-        return TrackedDataFrame(self, df.withColumn(idk, item_ids(df, dataset)), oid, idk, ())
+        return TrackedDataFrame(self, df.withColumn(idk, item_ids(dataset, layout)), oid, idk, ())
 
     def _new_oid(self) -> int:
         self._oid += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 from pyspark.sql import functions as F
 from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
@@ -317,3 +319,41 @@ def test_ids_are_deterministic_across_trackers(spark, src_ids):
     assert sorted((r.text, r._pid) for r in again.with_item_ids("_pid").collect()) == sorted(src_ids)
     other = Tracker(spark, None).read.json(TWEETS, name="another name")
     assert not {p for _, p in src_ids} & {r._pid for r in other.with_item_ids("_pid").collect()}
+
+
+@contextmanager
+def _conf(spark, key: str, value: str):
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(key) if old is None else spark.conf.set(key, old)
+
+
+def _read_ids(spark) -> list[tuple[str, int]]:
+    again = Tracker(spark, None).read.json(TWEETS, name="tweets")
+    return sorted((r.text, r._pid) for r in again.with_item_ids("_pid").collect())
+
+
+def test_ids_follow_the_split_layout_not_the_core_count(spark, src_ids):
+    """A position means a row only under one cut of the files into splits. More cores do not
+    cut a small input differently, so its ids stay; a different cut must give other ids, never
+    the id of another row (items are shared between runs through their ids)."""
+    for cores in ("1", "8"):  # as on a 1-core and an 8-core machine
+        with _conf(spark, "spark.sql.files.minPartitionNum", cores):
+            assert _read_ids(spark) == sorted(src_ids)
+    with _conf(spark, "spark.sql.files.maxPartitionBytes", "200"):  # splits of 200 bytes
+        assert spark.read.json(TWEETS).rdd.getNumPartitions() > 1
+        cut = _read_ids(spark)
+    assert sorted(t for t, _ in cut) == sorted(t for t, _ in src_ids)
+    assert not {p for _, p in cut} & {p for _, p in src_ids}
+
+
+def test_tracked_dataframes_get_ids_per_partitioning(spark):
+    rows = [(f"r{i}",) for i in range(6)]
+    one = Tracker(spark, None).track(spark.createDataFrame(rows, "k string").coalesce(1), name="mem")
+    three = Tracker(spark, None).track(spark.createDataFrame(rows, "k string").repartition(3), name="mem")
+    ids_one = {r._pid for r in one.with_item_ids("_pid").collect()}
+    assert len(ids_one) == 6
+    assert not ids_one & {r._pid for r in three.with_item_ids("_pid").collect()}

@@ -29,6 +29,15 @@ def item_ids(dataset: str, layout: str) -> F.Column:
     return F.xxhash64(F.lit(dataset), F.lit(layout), F.monotonically_increasing_id())
 
 
+def file_row_ids(df: DataFrame, dataset: str) -> F.Column:
+    """Top-level item ids of a Parquet input: ``xxhash64(dataset name, file path, row index in
+    the file)``. Parquet readers report each row's index in its file (``_metadata.row_index``),
+    so these ids do not depend on how the files are cut into splits, and a filter right after the
+    read is still pushed into the scan (row groups are skipped; the indexes stay right)."""
+    meta = df.metadataColumn("_metadata")
+    return F.xxhash64(F.lit(dataset), meta.getField("file_path"), meta.getField("row_index"))
+
+
 def _split_bytes(spark, files: int, size: int) -> int:
     """The split size Spark will use for ``files`` files of ``size`` bytes in all (Spark's
     ``FilePartition.maxSplitBytes``, which depends on the core count for inputs below 128 MB per
@@ -103,8 +112,9 @@ class _Reader:
         df = self._tracker.spark.read.options(**options).format(fmt).load(path)
         paths = [path] if isinstance(path, str) else list(path)
         dataset = name or ",".join(os.path.abspath(p) if "://" not in p else p for p in paths)
-        return self._tracker._source(df, dataset, f"read.{fmt}", f"{fmt} {', '.join(paths)}",
-                                     layout_key(df, {"format": fmt, **options}))
+        ids = file_row_ids(df, dataset) if fmt == "parquet" else \
+            item_ids(dataset, layout_key(df, {"format": fmt, **options}))
+        return self._tracker._source(df, dataset, f"read.{fmt}", f"{fmt} {', '.join(paths)}", ids)
 
     def json(self, path, name: str | None = None, **options) -> TrackedDataFrame:
         return self._read("json", path, name, options)
@@ -140,9 +150,9 @@ class Tracker:
             raise UnsupportedOperation.named("track", "the DataFrame is already tracked")
         if not name:
             raise UnsupportedOperation.named("track", "a dataset name is required: track(df, name='tweets')")
-        return self._source(df, name, "track", f"track {name}", layout_key(df))
+        return self._source(df, name, "track", f"track {name}", item_ids(name, layout_key(df)))
 
-    def _source(self, df: DataFrame, dataset: str, method: str, detail: str, layout: str) -> TrackedDataFrame:
+    def _source(self, df: DataFrame, dataset: str, method: str, detail: str, ids: F.Column) -> TrackedDataFrame:
         bad = [c for c in df.columns if is_hidden(c)]
         if bad:
             raise UnsupportedOperation.named(method, f"column names {bad} use the reserved prefix '__strata_'")
@@ -150,7 +160,7 @@ class Tracker:
         idk = f"__strata_id_{oid}"
         op = OperatorProv(oid, OpType.SOURCE, method, (), (), detail=detail, dataset=dataset)
         self._register(op)
-        return TrackedDataFrame(self, df.withColumn(idk, item_ids(dataset, layout)), oid, idk, ())
+        return TrackedDataFrame(self, df.withColumn(idk, ids), oid, idk, ())
 
     def _new_oid(self) -> int:
         self._oid += 1

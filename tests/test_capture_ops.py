@@ -350,6 +350,31 @@ def test_ids_follow_the_split_layout_not_the_core_count(spark, src_ids):
     assert not {p for _, p in cut} & {p for _, p in src_ids}
 
 
+def test_parquet_ids_are_file_rows_whatever_the_cut_and_keep_filter_pushdown(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "events"
+    folder.mkdir()
+    for f in range(2):  # two files of 5 row groups each
+        rows = [{"k": f * 100 + i, "g": i % 3} for i in range(50)]
+        pq.write_table(pa.Table.from_pylist(rows), folder / f"part-{f}.parquet", row_group_size=10)
+
+    def ids(df):
+        return {r.k: r._pid for r in df.with_item_ids("_pid").collect()}
+
+    whole = ids(Tracker(spark, None).read.parquet(str(folder), name="events"))
+    assert len(set(whole.values())) == 100
+    with _conf(spark, "spark.sql.files.maxPartitionBytes", "300"):  # row groups in separate splits
+        assert spark.read.parquet(str(folder)).rdd.getNumPartitions() > 2
+        assert ids(Tracker(spark, None).read.parquet(str(folder), name="events")) == whole
+    kept = Tracker(spark, None).read.parquet(str(folder), name="events").filter(F.col("g") == 1)
+    plan = kept.annotated._jdf.queryExecution().executedPlan().toString()
+    assert "PushedFilters: [IsNotNull(g), EqualTo(g,1)]" in plan
+    got = ids(kept)
+    assert got == {k: p for k, p in whole.items() if k % 100 % 3 == 1}
+
+
 def test_tracked_dataframes_get_ids_per_partitioning(spark):
     rows = [(f"r{i}",) for i in range(6)]
     one = Tracker(spark, None).track(spark.createDataFrame(rows, "k string").coalesce(1), name="mem")

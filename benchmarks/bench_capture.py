@@ -5,6 +5,7 @@ run with and without capture in one process; runtime ratio and provenance size.
     python benchmarks/bench_capture.py --data /tmp/strata-bench --reps 2
 
 Each run reads the JSON input and writes the result as Parquet (so Spark computes it all).
+``--format parquet`` reads the same data converted to Parquet once (``<data>-parquet``).
 "Plain" is the untracked pipeline; "captured" is ``tracker.write``: the result plus the
 capture tables (the run's annotated result ``capture_result/<run>``, capture_operators,
 capture_runs) in one store commit. With ``--model`` the
@@ -139,20 +140,30 @@ def _du(path: str) -> int:
     return total
 
 
-def run_plain(spark, data: str, fn, out: str) -> float:
+def to_parquet(spark, data: str) -> str:
+    """The JSON inputs as Parquet (written once, next to them), for ``--format parquet``."""
+    out = data.rstrip("/") + "-parquet"
+    for name in ("tweets", "inproceedings", "proceedings", "articles"):
+        if not os.path.exists(os.path.join(out, name, "_SUCCESS")):
+            spark.read.json(os.path.join(data, name)).write.mode("overwrite").parquet(os.path.join(out, name))
+    return out
+
+
+def run_plain(spark, data: str, fn, out: str, fmt: str = "json") -> float:
     t0 = time.perf_counter()
-    fn(lambda name: spark.read.json(os.path.join(data, name))).write.mode("overwrite").parquet(out)
+    fn(lambda name: spark.read.format(fmt).load(os.path.join(data, name))).write.mode("overwrite").parquet(out)
     return time.perf_counter() - t0
 
 
-def run_captured(spark, store, data: str, fn, out: str, model: bool) -> tuple[float, int, int, dict]:
+def run_captured(spark, store, data: str, fn, out: str, model: bool, fmt: str = "json") -> tuple[float, int, int, dict]:
     """Seconds, bytes added to the store, result items, seconds per commit phase."""
     from capture import Tracker
 
     before = _du(store.root)
     t0 = time.perf_counter()
     tracker = Tracker(spark, store, pipeline=fn.__name__, model=model)
-    result = fn(lambda name: tracker.read.json(os.path.join(data, name), name=name))
+    read = tracker.read.parquet if fmt == "parquet" else tracker.read.json
+    result = fn(lambda name: read(os.path.join(data, name), name=name))
     t1 = time.perf_counter()
     info = tracker.write(result, out, format="parquet", mode="overwrite")
     phases = {"build": t1 - t0, **info.phases}
@@ -167,6 +178,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated pipeline names, e.g. T1,D3")
     ap.add_argument("--model", action="store_true", help="also ingest items/edges into the core tables")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--format", choices=("json", "parquet"), default="json",
+                    help="input format; parquet converts the JSON inputs once (<data>-parquet)")
     args = ap.parse_args()
     from store import Store
     from strata.spark import get_session
@@ -175,10 +188,11 @@ def main() -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
+    data, fmt = (to_parquet(spark, args.data), "parquet") if args.format == "parquet" else (args.data, "json")
     # warm both paths once (JIT, first Parquet writes of each table), then measure
     warm = PIPELINES[names[0]]
-    run_plain(spark, args.data, warm, os.path.join(args.work, "warm"))
-    run_captured(spark, store, args.data, warm, os.path.join(args.work, "warm-captured"), args.model)
+    run_plain(spark, data, warm, os.path.join(args.work, "warm"), fmt)
+    run_captured(spark, store, data, warm, os.path.join(args.work, "warm-captured"), args.model, fmt)
     print(f"load average at start: {os.getloadavg()}", flush=True)
     print("pipeline  plain_s  captured_s  ratio  result_rows  prov_MB  phases_s (median; build = read + "
           "tracked calls, result = pipeline + result write (on a local store the store copy is written "
@@ -189,10 +203,10 @@ def main() -> None:
         fn = PIPELINES[name]
         out = os.path.join(args.work, "out", name)
         plain, captured, ratios, phases, size, n_items = [], [], [], [], 0, 0
-        run_plain(spark, args.data, fn, out)  # warm-up: JIT, file listing cache
+        run_plain(spark, data, fn, out, fmt)  # warm-up: JIT, file listing cache
         for _ in range(args.reps):  # plain and captured alternate, so load changes hit both
-            plain.append(run_plain(spark, args.data, fn, out))
-            secs, size, n_items, ph = run_captured(spark, store, args.data, fn, out + "-captured", args.model)
+            plain.append(run_plain(spark, data, fn, out, fmt))
+            secs, size, n_items, ph = run_captured(spark, store, data, fn, out + "-captured", args.model, fmt)
             captured.append(secs)
             ratios.append(secs / plain[-1])
             phases.append(ph)
@@ -205,7 +219,7 @@ def main() -> None:
     print(f"median ratio {statistics.median(ratios):.2f}  max ratio {max(ratios):.2f} "
           f"(per pipeline: median over reps of captured/plain of the same rep)")
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-          f"spark {spark.version}, master {args.master}, load average at end {os.getloadavg()}")
+          f"spark {spark.version}, master {args.master}, input {fmt}, load average at end {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ def item_ids(dataset: str, layout: str) -> F.Column:
     split + row in split). What a position means depends on how Spark cut the input into
     partitions, so ``layout`` (:func:`layout_key`) names that cut: re-reading the same files
     under the same cut gives the same ids, and a different cut (other files, more cores on a
-    small input, other split settings) gives other ids instead of reusing one id for another
+    mid-sized input, other split settings) gives other ids instead of reusing one id for another
     row.
     """
     return F.xxhash64(F.lit(dataset), F.lit(layout), F.monotonically_increasing_id())

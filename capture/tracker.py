@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -51,9 +53,26 @@ def _split_bytes(spark, files: int, size: int) -> int:
     return min(split, size + max(files - 1, 0) * open_cost)
 
 
+_STATUS = re.compile(r"path=([^;]*);.*?length=(\d+);.*?modification_time=(\d+);")
+
+
+def _listing(index) -> list[str]:
+    """The input files of a file index as sorted ``path length mtime`` lines, fetched in one py4j
+    call (Hadoop's ``FileStatus`` text, without its access time, which reads may change). An
+    index that does not list its statuses, or text in another format, gives the paths alone."""
+    try:
+        statuses = index.allFiles()
+        found = [" ".join(m) for m in _STATUS.findall(statuses.mkString("\n"))]
+        if len(found) == statuses.size():
+            return sorted(found)
+    except Py4JError:
+        pass
+    return sorted(index.inputFiles())
+
+
 def layout_key(df: DataFrame, options: dict | None = None) -> str:
     """What the row positions of ``df`` depend on, as a short string: for every file scan under
-    it the files, their total size and the split size; the reader options (they decide what a row
+    it the files (path, length, modification time), their total size and the split size; the reader options (they decide what a row
     is); the Spark version; and for anything but a plain file read the number of partitions."""
     spark = df.sparkSession
     conf = spark._jsparkSession.sessionState().conf()
@@ -66,7 +85,7 @@ def layout_key(df: DataFrame, options: dict | None = None) -> str:
                 leaf.relation().getClass().getSimpleName() != "HadoopFsRelation":
             continue
         index = leaf.relation().location()
-        files = sorted(index.inputFiles())
+        files = _listing(index)
         size = index.sizeInBytes()
         scans += 1
         parts.append(f"{len(files)} files {size} B split {_split_bytes(spark, len(files), size)} "

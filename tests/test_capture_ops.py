@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import pytest
@@ -348,6 +349,24 @@ def test_ids_follow_the_split_layout_not_the_core_count(spark, src_ids):
         cut = _read_ids(spark)
     assert sorted(t for t, _ in cut) == sorted(t for t, _ in src_ids)
     assert not {p for _, p in cut} & {p for _, p in src_ids}
+
+
+def test_a_file_rewritten_in_place_gets_other_ids(spark, tmp_path):
+    """Same path, same size, rows swapped: the modification time tells the cuts apart."""
+    f = tmp_path / "rows.json"
+    f.write_text('{"k": "a"}\n{"k": "b"}\n')
+
+    def ids():
+        tdf = Tracker(spark, None).read.json(str(f), name="rows")
+        return {r.k: r._pid for r in tdf.with_item_ids("_pid").collect()}
+
+    before = ids()
+    mtime = f.stat().st_mtime_ns
+    f.write_text('{"k": "b"}\n{"k": "a"}\n')
+    os.utime(f, ns=(mtime + 10**9, mtime + 10**9))  # a coarse clock could otherwise keep it
+    after = ids()
+    assert sorted(after) == ["a", "b"]
+    assert not set(before.values()) & set(after.values())
 
 
 def test_parquet_ids_are_file_rows_whatever_the_cut_and_keep_filter_pushdown(spark, tmp_path):

@@ -72,8 +72,9 @@ def _listing(index) -> list[str]:
 
 def layout_key(df: DataFrame, options: dict | None = None) -> str:
     """What the row positions of ``df`` depend on, as a short string: for every file scan under
-    it the files (path, length, modification time), their total size and the split size; the reader options (they decide what a row
-    is); the Spark version; and for anything but a plain file read the number of partitions."""
+    it the files (path, length, modification time), their total size and the split size; the
+    reader options (they decide what a row is); the Spark version; and for anything but a plain
+    file read the number of partitions."""
     spark = df.sparkSession
     conf = spark._jsparkSession.sessionState().conf()
     leaves = df._jdf.queryExecution().analyzed().collectLeaves()

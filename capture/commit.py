@@ -39,6 +39,7 @@ from capture.materialize import identity_frame
 from capture.model import OperatorProv
 from capture.runs import OPERATORS, RUNS, require_current_format, result_table, slots_json
 from store.errors import StoreError, UserError
+from store.storage import spark_conf
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame
@@ -126,16 +127,8 @@ def _uncompressed_cache(spark) -> Iterator[None]:
     """Build the annotated result's cache without columnar compression: it lives for one commit,
     and compressing it cost 10-40 % of the result write (benchmarks/RESULTS.md). The setting is
     read when the cache is built (the first job) and restored right after."""
-    key = "spark.sql.inMemoryColumnarStorage.compressed"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "false")
-    try:
+    with spark_conf(spark, "spark.sql.inMemoryColumnarStorage.compressed", "false"):
         yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def _counter(df: DataFrame) -> tuple[DataFrame, Observation]:

@@ -406,6 +406,20 @@ def _arrow_record(value, dtype):
 
 
 @contextmanager
+def spark_conf(spark, key: str, value: str) -> Iterator[None]:
+    """Set a Spark SQL setting for the duration of the block, then restore (or unset) it."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+@contextmanager
 def transaction(storage: Storage, message: str) -> Iterator[Transaction]:
     tx = Transaction(storage, storage.manifest(), message)
     try:

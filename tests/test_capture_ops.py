@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 
 import pytest
 from pyspark.sql import functions as F
@@ -11,6 +10,7 @@ from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
 
 from capture import OpType, Tracker, UnsupportedOperation
 from capture.model import Manipulation
+from store.storage import spark_conf
 
 # tweets.json, by text: the Section 2 running example (text is unique except "Hello World").
 T1, T22, T29 = "Hello @ls @jm @ls", "This is me @jm", "Hello @lp"
@@ -322,16 +322,6 @@ def test_ids_are_deterministic_across_trackers(spark, src_ids):
     assert not {p for _, p in src_ids} & {r._pid for r in other.with_item_ids("_pid").collect()}
 
 
-@contextmanager
-def _conf(spark, key: str, value: str):
-    old = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        spark.conf.unset(key) if old is None else spark.conf.set(key, old)
-
-
 def _read_ids(spark) -> list[tuple[str, int]]:
     again = Tracker(spark, None).read.json(TWEETS, name="tweets")
     return sorted((r.text, r._pid) for r in again.with_item_ids("_pid").collect())
@@ -342,9 +332,9 @@ def test_ids_follow_the_split_layout_not_the_core_count(spark, src_ids):
     cut a small input differently, so its ids stay; a different cut must give other ids, never
     the id of another row (items are shared between runs through their ids)."""
     for cores in ("1", "8"):  # as on a 1-core and an 8-core machine
-        with _conf(spark, "spark.sql.files.minPartitionNum", cores):
+        with spark_conf(spark, "spark.sql.files.minPartitionNum", cores):
             assert _read_ids(spark) == sorted(src_ids)
-    with _conf(spark, "spark.sql.files.maxPartitionBytes", "200"):  # splits of 200 bytes
+    with spark_conf(spark, "spark.sql.files.maxPartitionBytes", "200"):  # splits of 200 bytes
         assert spark.read.json(TWEETS).rdd.getNumPartitions() > 1
         cut = _read_ids(spark)
     assert sorted(t for t, _ in cut) == sorted(t for t, _ in src_ids)
@@ -384,7 +374,7 @@ def test_parquet_ids_are_file_rows_whatever_the_cut_and_keep_filter_pushdown(spa
 
     whole = ids(Tracker(spark, None).read.parquet(str(folder), name="events"))
     assert len(set(whole.values())) == 100
-    with _conf(spark, "spark.sql.files.maxPartitionBytes", "300"):  # row groups in separate splits
+    with spark_conf(spark, "spark.sql.files.maxPartitionBytes", "300"):  # row groups in separate splits
         assert spark.read.parquet(str(folder)).rdd.getNumPartitions() > 2
         assert ids(Tracker(spark, None).read.parquet(str(folder), name="events")) == whole
     kept = Tracker(spark, None).read.parquet(str(folder), name="events").filter(F.col("g") == 1)

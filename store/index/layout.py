@@ -21,6 +21,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from store.storage import spark_conf
+
 CCID = "ccid"
 CSID = "csid"
 SRC_CSID = "src_csid"
@@ -92,12 +94,5 @@ def write_index_table(tx, table: str, df: DataFrame, buckets: int,
     spark = df.sparkSession
     if BUCKET not in df.columns:
         df = with_bucket(table, df, buckets)
-    old = spark.conf.get("parquet.block.size", None)
-    spark.conf.set("parquet.block.size", str(row_group_bytes))
-    try:
+    with spark_conf(spark, "parquet.block.size", str(row_group_bytes)):
         tx.replace(table, df, partition_by=(BUCKET,), sort_by=sort_by, files=buckets)
-    finally:
-        if old is None:
-            spark.conf.unset("parquet.block.size")
-        else:
-            spark.conf.set("parquet.block.size", old)

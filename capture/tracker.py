@@ -40,12 +40,11 @@ def file_row_ids(df: DataFrame, dataset: str) -> F.Column:
     return F.xxhash64(F.lit(dataset), meta.getField("file_path"), meta.getField("row_index"))
 
 
-def _split_bytes(spark, files: int, size: int) -> int:
+def _split_bytes(spark, conf, files: int, size: int) -> int:
     """The split size Spark will use for ``files`` files of ``size`` bytes in all (Spark's
     ``FilePartition.maxSplitBytes``, which depends on the core count for inputs below 128 MB per
     core). Any split size that holds the whole input cuts it the same way (one partition), so
-    those are reported as one value."""
-    conf = spark._jsparkSession.sessionState().conf()
+    those are reported as one value. ``conf`` is the session's SQLConf."""
     cores = conf.filesMinPartitionNum()
     cores = cores.get() if cores.isDefined() else spark._jsparkSession.leafNodeDefaultParallelism()
     open_cost = conf.filesOpenCostInBytes()
@@ -89,7 +88,7 @@ def layout_key(df: DataFrame, options: dict | None = None) -> str:
         files = _listing(index)
         size = index.sizeInBytes()
         scans += 1
-        parts.append(f"{len(files)} files {size} B split {_split_bytes(spark, len(files), size)} "
+        parts.append(f"{len(files)} files {size} B split {_split_bytes(spark, conf, len(files), size)} "
                      f"open {conf.filesOpenCostInBytes()} max {conf.filesMaxPartitionNum()} "
                      f"{hashlib.sha256(chr(10).join(files).encode()).hexdigest()[:16]}")
     if scans != 1 or leaves.size() != 1:  # not a plain file read: the partitioning decides

@@ -6,6 +6,7 @@ in a child."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -33,17 +34,12 @@ SCRIPT = textwrap.dedent("""
         "star": sorted(r.dst for r in star.collect()),
         "under": sorted(r.lower for r in sem.under(st, upper=ids("combined_table")).collect()),
     }
-    from pyspark.sql import functions as F
+    sys.path.insert(0, sys.argv[5])  # the tests folder
+    from test_capture_example import running_example
     from capture import Tracker
     from capture.runs import load_run
     tracker = Tracker(spark, st, pipeline="running-example", model=False)
-    t = tracker.read.json(sys.argv[3], name="tweets")
-    upper = t.filter(F.col("retweet_cnt") == 0).select(
-        "text", F.col("user.id_str").alias("id_str"), F.col("user.name").alias("name"))
-    lower = t.select("text", F.explode("user_mentions").alias("m")).select(
-        "text", F.col("m.id_str").alias("id_str"), F.col("m.name").alias("name"))
-    result = (upper.union(lower).select(F.struct("id_str", "name").alias("user"), "text")
-              .groupBy("user").agg(F.collect_list(F.struct("text")).alias("tweets")))
+    result = running_example(tracker.read.json(sys.argv[3], name="tweets"))
     info = tracker.write(result, sys.argv[4], format="json")
     written = spark.read.json(sys.argv[4]).collect()
     out["capture"] = {
@@ -62,7 +58,8 @@ def test_ingest_and_semantics_on_a_local_cluster(tmp_path, examples_dir):
     from test_capture_helpers import TWEETS
 
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "store"),
-                           str(examples_dir / "movies.json"), TWEETS, str(tmp_path / "out")],
+                           str(examples_dir / "movies.json"), TWEETS, str(tmp_path / "out"),
+                           os.path.dirname(os.path.abspath(__file__))],
                           capture_output=True, text=True, timeout=600)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]

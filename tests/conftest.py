@@ -1,4 +1,12 @@
-"""One SparkSession for the whole suite (local[2], few shuffle partitions, UI off)."""
+"""One SparkSession for the whole suite (local[2], few shuffle partitions, UI off).
+
+Whole-stage code generation is off in this session: the suite runs hundreds of small queries,
+and compiling Java for each of them took about 7 % of its time (tests/test_semantics.py,
+test_index_maintenance.py, test_capture_commit.py: 194 s instead of 208 s). It changes how
+Spark evaluates a plan, not what the plan computes. The tests that start Spark in a child
+process (the local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's
+defaults, code generation included.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ def spark(tmp_path_factory):
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.driver.memory": "2g",
+        "spark.sql.codegen.wholeStage": "false",
         "spark.local.dir": str(tmp_path_factory.mktemp("spark-local")),
     }
     session = get_session(master="local[2]", conf=conf)

@@ -48,6 +48,7 @@ bench: java-check $(STAMP)
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 0.05 0.1 --work /tmp/strata-bench-lineage"
 	@echo "  $(BIN)/python benchmarks/gen_nested.py --tweets 300000 --papers 300000 --out /tmp/strata-bench"
 	@echo "  $(BIN)/python benchmarks/bench_capture.py --data /tmp/strata-bench --work /tmp/strata-bench-work"
+	@echo "  $(BIN)/python benchmarks/bench_tee.py --data /tmp/strata-bench --only T2,D2,D3,D4"
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --help"
 
 style: $(STAMP)

@@ -1,0 +1,121 @@
+"""How the store copy of a captured result could be written: the one-pass tee against a sidecar.
+
+    python benchmarks/bench_tee.py --data /tmp/strata-bench-1m --only T2,D2,D3,D4 --reps 3
+
+For each pipeline, side by side in one process (reads given their schema, so inference drops
+out; the user's output is Parquet):
+
+* ``plain``   the untracked pipeline;
+* ``tee``     what ``tracker.write`` does on a local store (capture/tee.py): every column of the
+              annotated result goes to Python, which writes the store copy with pyarrow and hands
+              the visible columns back to Spark's writer;
+* ``sidecar`` only the hidden columns go to Python (an iterator Arrow UDF inside an always-true
+              filter writes them, one file per task); Spark writes the visible columns itself.
+              The sidecar's store copy lacks the visible columns, so this is an upper bound on
+              what avoiding the hand-off would save (benchmarks/RESULTS.md, sixth session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_capture import PIPELINES, to_parquet  # noqa: E402
+
+
+def hidden_writer(folder: str):
+    """An Arrow UDF over ``struct(<hidden columns>)`` that writes them to ``folder``; always true.
+    (``pa`` is imported at module level: pyspark resolves the string annotations there.)"""
+    from pyspark.sql import functions as F
+
+    @F.arrow_udf("boolean")
+    def write(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        writer = None
+        for arr in batches:
+            batch = pa.RecordBatch.from_struct_array(arr)
+            if writer is None:
+                name = f"hidden-{ctx.partitionId():05d}-{ctx.attemptNumber()}.parquet"
+                writer = pq.ParquetWriter(os.path.join(folder, name), batch.schema, compression="zstd",
+                                          use_dictionary=False)
+            writer.write_batch(batch)
+            yield pa.array([True] * len(arr))
+        if writer is not None:
+            writer.close()
+
+    return write
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="store-copy variants of a captured write")
+    ap.add_argument("--data", default="/tmp/strata-bench")
+    ap.add_argument("--work", default="/tmp/strata-bench-tee")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--only", default="T2,D2,D3,D4", help="comma-separated pipeline names")
+    ap.add_argument("--format", choices=("json", "parquet"), default="json")
+    args = ap.parse_args()
+    from pyspark.sql import functions as F
+
+    from capture import Tracker, tee
+    from strata.spark import get_session
+
+    spark = get_session(master="local[2]", conf={"spark.driver.memory": "6g"})
+    data = to_parquet(spark, args.data) if args.format == "parquet" else args.data
+    names = ("tweets", "inproceedings", "proceedings", "articles")
+    schemas = {n: spark.read.format(args.format).load(os.path.join(data, n)).schema for n in names}
+
+    def read(name: str):
+        return spark.read.schema(schemas[name]).format(args.format).load(os.path.join(data, name))
+
+    def fresh(name: str) -> str:
+        folder = os.path.join(args.work, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        return folder
+
+    out = os.path.join(args.work, "out")
+
+    def measure(fn) -> dict[str, float]:
+        tracker = Tracker(spark, None, pipeline=fn.__name__, model=False)
+        result = fn(lambda n: tracker.track(read(n), name=n))
+        annotated, visible, hidden = result.annotated, result.visible(), result.hidden()
+        variants = {
+            "plain": lambda: fn(read).write.mode("overwrite").parquet(out),
+            "tee": lambda: tee.teed(annotated, visible, fresh("tee")).write.mode("overwrite").parquet(out),
+            "sidecar": lambda: annotated.filter(hidden_writer(fresh("sidecar"))(F.struct(*hidden)))
+            .select(*visible).write.mode("overwrite").parquet(out),
+        }
+        secs: dict[str, list[float]] = {k: [] for k in variants}
+        for run in variants.values():  # warm-up
+            run()
+        for _ in range(args.reps):  # the variants alternate, so load changes hit all three
+            for k, run in variants.items():
+                t0 = time.perf_counter()
+                run()
+                secs[k].append(time.perf_counter() - t0)
+        return {k: statistics.median(v) for k, v in secs.items()}
+
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    print("pipeline  plain_s  tee_s  sidecar_s  tee/plain  sidecar/plain", flush=True)
+    for name in args.only.split(","):
+        m = measure(PIPELINES[name])
+        print(f"{name:8}  {m['plain']:7.2f}  {m['tee']:5.2f}  {m['sidecar']:9.2f}  "
+              f"{m['tee'] / m['plain']:9.2f}  {m['sidecar'] / m['plain']:13.2f}", flush=True)
+    print(f"load average at end: {os.getloadavg()}, {os.cpu_count()} cores, spark {spark.version}, "
+          f"input {args.format}")
+
+
+if __name__ == "__main__":
+    main()

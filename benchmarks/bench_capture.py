@@ -140,10 +140,13 @@ def _du(path: str) -> int:
     return total
 
 
+INPUTS = ("tweets", "inproceedings", "proceedings", "articles")  # gen_nested.py's folders
+
+
 def to_parquet(spark, data: str) -> str:
     """The JSON inputs as Parquet (written once, next to them), for ``--format parquet``."""
     out = data.rstrip("/") + "-parquet"
-    for name in ("tweets", "inproceedings", "proceedings", "articles"):
+    for name in INPUTS:
         if not os.path.exists(os.path.join(out, name, "_SUCCESS")):
             spark.read.json(os.path.join(data, name)).write.mode("overwrite").parquet(os.path.join(out, name))
     return out

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_capture import PIPELINES, to_parquet  # noqa: E402
+from bench_capture import INPUTS, PIPELINES, to_parquet  # noqa: E402
 
 
 def hidden_writer(folder: str):
@@ -73,8 +73,7 @@ def main() -> None:
 
     spark = get_session(master="local[2]", conf={"spark.driver.memory": "6g"})
     data = to_parquet(spark, args.data) if args.format == "parquet" else args.data
-    names = ("tweets", "inproceedings", "proceedings", "articles")
-    schemas = {n: spark.read.format(args.format).load(os.path.join(data, n)).schema for n in names}
+    schemas = {n: spark.read.format(args.format).load(os.path.join(data, n)).schema for n in INPUTS}
 
     def read(name: str):
         return spark.read.schema(schemas[name]).format(args.format).load(os.path.join(data, name))

@@ -2,10 +2,10 @@
 
 Whole-stage code generation is off in this session: the suite runs hundreds of small queries,
 and compiling Java for each of them cost time (test_semantics.py, test_index_maintenance.py and
-test_capture_commit.py: 194 s instead of 208 s; the whole suite 12 min 21 s against 14 min 6 s). It changes how
-Spark evaluates a plan, not what the plan computes. The tests that start Spark in a child
-process (the local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's
-defaults, code generation included.
+test_capture_commit.py: 194 s instead of 208 s; the whole suite 12 min 21 s against 14 min 6 s).
+It changes how Spark evaluates a plan, not what the plan computes. The tests that start Spark in
+a child process (the local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep
+Spark's defaults, code generation included.
 """
 
 from __future__ import annotations

@@ -400,14 +400,18 @@ def rows_fetcher(rows: Iterable[tuple]) -> Fetch:
 
 def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, visible, slots,
                  pattern, limit: int | None = None, compiled: bool = True,
-                 timings: dict | None = None) -> Trace:
+                 timings: dict | None = None, hidden_table=None) -> Trace:
     """Match ``pattern`` on an annotated result (visible + hidden id columns: a committed run's
     stored result, or a live tracked DataFrame) and backtrace the matches.
 
     ONE Spark job whatever the pipeline: the match, which brings the matched rows to the driver
     with their hidden columns (Arrow). Their id associations come from those columns
     (:func:`capture.materialize.assoc_rows`, the driver-side twin of ``assoc_frame(...,
-    complete=True)``) -- no association table is scanned -- and the backtrace runs on the driver."""
+    complete=True)``) -- no association table is scanned -- and the backtrace runs on the driver.
+
+    A split copy (``hidden_table`` given, ``result`` the run's output files) takes a second step:
+    the match runs on the output files alone and brings back each matched row's key, and
+    :func:`capture.runs.hidden_rows` reads those rows' hidden columns."""
     import time
 
     from capture.materialize import assoc_rows
@@ -415,9 +419,12 @@ def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
-    hidden = tuple(c for c in result.columns if is_hidden(c))
-    prep = prepare_items(result, id_col, visible, pattern, compiled, carry=hidden)
-    rows = matched_frame(prep, limit).toArrow().to_pylist()
+    if hidden_table is None:
+        hidden = tuple(c for c in result.columns if is_hidden(c))
+        prep = prepare_items(result, id_col, visible, pattern, compiled, carry=hidden)
+        rows = matched_frame(prep, limit).toArrow().to_pylist()
+    else:
+        rows = _split_rows(result, hidden_table, id_col, visible, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     matched = {r["id"]: list(r["_paths"]) for r in rows}
@@ -427,6 +434,18 @@ def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_
     out = backtrace(operators, result_oid, matched, fetch)
     t["backtrace"] = time.perf_counter() - t2
     return out
+
+
+def _split_rows(outputs, hidden, id_col: str, visible, pattern, limit: int | None, compiled: bool) -> list[dict]:
+    """The matched rows of a split copy, as :func:`trace_result` reads them from one table: the
+    match over the output files (their row key as the id), then the matched keys' hidden columns."""
+    from capture.runs import ROW_KEY, hidden_rows, keyed
+
+    prep = prepare_items(keyed(outputs), ROW_KEY, visible, pattern, compiled)  # StoredRun.match_source
+    paths = {r["id"]: r["_paths"] for r in matched_frame(prep, limit).select("id", "_paths").toArrow().to_pylist()}
+    if not paths:
+        return []
+    return [{**r, "id": r[id_col], "_paths": paths[r[ROW_KEY]]} for r in hidden_rows(hidden, list(paths))]
 
 
 def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, pattern, assoc,

@@ -14,6 +14,9 @@ Tables written in the same transaction (schemas in docs/capture.md):
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,7 +40,14 @@ from pyspark.sql.types import (
 from capture import bundle, tee
 from capture.materialize import identity_frame
 from capture.model import OperatorProv
-from capture.runs import OPERATORS, RUNS, require_current_format, result_table, slots_json
+from capture.runs import (
+    OPERATORS,
+    RUNS,
+    output_table,
+    require_current_format,
+    result_table,
+    slots_json,
+)
 from store.errors import StoreError, UserError
 from store.storage import spark_conf
 
@@ -95,6 +105,7 @@ class RunInfo:
     # capture_operators and capture_runs segments), model (bundle ingest, model=True only)
     phases: dict[str, float] = field(default_factory=dict)
     one_pass: bool = False  # one job wrote the result and the store copy (capture/tee.py)
+    split: bool = False  # the store copy is split: hidden columns + the output's files (capture_output)
 
 
 def operator_rows(run: str, ops: list[OperatorProv]) -> list[tuple]:
@@ -156,6 +167,92 @@ def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: C
     return spark.read.schema(ordered.schema).parquet(folder), n_items
 
 
+_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
+_OVERWRITING = ("overwrite", "errorifexists", "error", "default")
+
+
+def split_output(spark, path: str, fmt: str, mode: str, options: dict[str, Any]) -> str | None:
+    """The local folder of the user's output when the split store copy can pair its files with the
+    task's hidden-column files: Parquet, one file per task (no ``maxRecordsPerFile``), a write
+    that leaves only this job's files in the folder (not append or ignore), no speculative tasks
+    (two attempts could both write), and a path on the local file system. Else None."""
+    if fmt.lower() != "parquet" or mode.lower() not in _OVERWRITING:
+        return None
+    if any(k.lower() == "maxrecordsperfile" and str(v) not in ("0", "") for k, v in options.items()):
+        return None
+    conf = spark.conf
+    if conf.get("spark.sql.files.maxRecordsPerFile", "0") != "0" or conf.get("spark.speculation", "false") == "true":
+        return None
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(str(path))
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.getScheme() != "file":
+        return None
+    return str(fs.makeQualified(hpath).toUri().getPath())
+
+
+def _link(src: str, dst: str) -> None:
+    """``dst`` names ``src``'s bytes: a hard link (Spark replaces output files, it never edits
+    them, so the store's copy cannot change), or a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _footer_rows(folder: str) -> dict[int, int]:
+    import pyarrow.parquet as pq
+
+    return {int(m.group(1)): pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows
+            for n in os.listdir(folder) if (m := re.match(r"part-(\d+)\.", n))}
+
+
+def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
+                 output: str, phases: dict[str, float]) -> tuple[DataFrame, int] | None:
+    """The split store copy (docs/capture.md "Stored result"): one job writes the user's output
+    with Spark's writer while an Arrow UDF writes only the hidden columns, task by task, into
+    ``capture_result/<run>``; the output's files are then linked into ``capture_output/<run>``.
+    Row i of output file ``part-N`` and row i of hidden file ``part-N`` are the same result row.
+    Returns the hidden table and the row count, or None (nothing written) when the hidden columns'
+    types cannot cross Arrow."""
+    hidden = [c for c in ordered.columns if c not in visible]
+    hschema = StructType([ordered.schema[c] for c in hidden])
+    if not tee.supported(hschema):
+        return None
+    folder = tx.stage_local(result_table(run), hschema.json())
+    if folder is None:
+        return None
+    spark = ordered.sparkSession
+    t0 = time.perf_counter()
+    observed, counted = _counter(ordered)
+    save(tee.sidecar(observed, visible, hidden, folder))
+    t1 = time.perf_counter()
+    expected = int(counted.get["n"])
+    n_items = tee.finish(folder, hschema, spark.conf.get("spark.sql.session.timeZone"))
+    vschema = StructType([ordered.schema[c] for c in visible])
+    out_folder = tx.stage_local(output_table(run), vschema.json())
+    parts: dict[int, str] = {}
+    for name in sorted(os.listdir(output)):
+        m = _PART.match(name)
+        if m is None:
+            continue
+        if int(m.group(1)) in parts:  # two files of one task: rows cannot be paired
+            parts = {}
+            break
+        parts[int(m.group(1))] = name
+    for part, name in parts.items():
+        _link(os.path.join(output, name), os.path.join(out_folder, f"part-{part:05d}.parquet"))
+    vrows, hrows = _footer_rows(out_folder), _footer_rows(folder)
+    if (not parts and expected) or n_items != expected or any(vrows.get(p, 0) != hrows.get(p, 0) for p in {*vrows, *hrows}):
+        raise StoreError(
+            f"the store copy of this run could not pair the {expected} result rows with their output files in "
+            f"{output} (hidden-column rows {n_items}, output files {len(parts)}). The result was written; its "
+            "provenance was not committed",
+            hint="write the result again; if this repeats, report it with the Spark settings in use")
+    phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
+    return spark.read.schema(hschema).parquet(folder), n_items
+
+
 def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
                   phases: dict[str, float]) -> tuple[DataFrame, int]:
     """The user's output from a cache of the annotated result, then the store copy from the cache.
@@ -196,7 +293,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     run = new_run_id(tracker.pipeline)
     started = _now()
     spark = tracker.spark
-    first = [cap.id_col, *(c for c in cap.annotated.columns if c != cap.id_col)]  # the id column first
+    visible = tdf.visible()
+    first = [cap.id_col, *visible, *(c for c in cap.annotated.columns if c != cap.id_col and c not in visible)]
     ordered = cap.annotated.select(*[F.col(f"`{c}`") for c in first])
 
     def save(df: DataFrame) -> None:
@@ -208,11 +306,17 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     try:
         with store.transaction(message or f"capture {run}") as tx:
             table = result_table(run)
-            folder = tx.stage_local(table, ordered.schema.json()) if tee.supported(ordered.schema) else None
-            if folder is not None:
-                result, n_items = _write_one_pass(folder, ordered, tdf.visible(), save, phases)
+            output = split_output(spark, path, fmt, mode, options)
+            split = _write_split(tx, run, ordered, visible, save, output, phases) if output is not None else None
+            folder = None
+            if split is None and tee.supported(ordered.schema):
+                folder = tx.stage_local(table, ordered.schema.json())
+            if split is not None:
+                result, n_items = split
+            elif folder is not None:
+                result, n_items = _write_one_pass(folder, ordered, visible, save, phases)
             else:
-                result, n_items = _write_cached(tx, table, ordered, tdf.visible(), save, phases)
+                result, n_items = _write_cached(tx, table, ordered, visible, save, phases)
                 cleanup.append(result)
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
@@ -236,4 +340,4 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         for df in cleanup:
             df.unpersist()
     return RunInfo(run, store.version, str(path), len(ops), n_items, phases["result"], t2 - t0 - phases["result"],
-                   phases, folder is not None)
+                   phases, folder is not None or split is not None, split is not None)

@@ -14,8 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql.types import StructType
 
@@ -26,13 +29,81 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 RUNS, OPERATORS = "capture_runs", "capture_operators"
-RESULT_PREFIX = "capture_result/"
+RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
+ROW_KEY = "__strata_row"  # a split result's row: part number << 40 | row index in the part's file
+
+
+def _safe(run: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]|^\.+", "_", run)
 
 
 def result_table(run: str) -> str:
     """The store table holding run ``run``'s annotated result (one folder: characters a file
-    system or Hadoop path could trip on become ``_``; run ids end in a unique random part)."""
-    return RESULT_PREFIX + re.sub(r"[^A-Za-z0-9_.-]|^\.+", "_", run)
+    system or Hadoop path could trip on become ``_``; run ids end in a unique random part). In a
+    split copy it holds the hidden columns only, and :func:`output_table` the visible ones."""
+    return RESULT_PREFIX + _safe(run)
+
+
+def output_table(run: str) -> str:
+    """A split copy's visible columns: the files of the run's written output, linked."""
+    return OUTPUT_PREFIX + _safe(run)
+
+
+def keyed(df: DataFrame) -> DataFrame:
+    """A split copy's table with ``ROW_KEY`` (from each row's file name and index in the file),
+    the key that pairs a row of the output files with its row of hidden columns."""
+    from pyspark.sql import functions as F
+
+    meta = df.metadataColumn("_metadata")
+    part = F.regexp_extract(meta.getField("file_name"), r"^part-(\d+)", 1).cast("long")
+    return df.withColumn(ROW_KEY, F.shiftleft(part, 40) + meta.getField("row_index"))
+
+
+def hidden_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
+    """The rows of a split copy's hidden table with the given ``ROW_KEY``s (each row a dict, with
+    its key). On a local store pyarrow reads just the row groups that hold them (no Spark job: a
+    TRACE's second step costs milliseconds, not a scan of every hidden file); elsewhere
+    :func:`joined_rows`."""
+    files: dict[int, str] = {}
+    for uri in hidden.inputFiles():
+        where, m = urlparse(uri), re.search(r"/part-(\d+)\.[^/]*$", uri)
+        if where.scheme != "file" or m is None:
+            return joined_rows(hidden, keys)
+        files[int(m.group(1))] = unquote(where.path)
+    wanted: dict[int, list[int]] = {}
+    for k in keys:
+        wanted.setdefault(k >> 40, []).append(k & ((1 << 40) - 1))
+    out: list[dict] = []
+    for part, rows in sorted(wanted.items()):
+        if part not in files:
+            raise UserError(f"the run's stored hidden columns have no file for output part {part}",
+                            hint="the store is damaged: capture the pipeline again")
+        out += [{**row, ROW_KEY: (part << 40) | r} for r, row in zip(rows, _take(files[part], rows), strict=True)]
+    return out
+
+
+def joined_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
+    """:func:`hidden_rows` in one Spark job (a store on a cluster path): a broadcast join."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    keys_df = hidden.sparkSession.createDataFrame(pa.table({ROW_KEY: pa.array(keys, pa.int64())}))
+    return keyed(hidden).join(F.broadcast(keys_df), ROW_KEY).toArrow().to_pylist()
+
+
+def _take(path: str, rows: list[int]) -> list[dict]:
+    """Rows ``rows`` (indexes in the file) of a Parquet file, reading only their row groups."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
+    starts = list(accumulate(sizes, initial=0))
+    group_of = [bisect_right(starts, r) - 1 for r in rows]
+    groups = sorted(set(group_of))
+    read_at = dict(zip(groups, accumulate((sizes[g] for g in groups), initial=0), strict=False))
+    index = [read_at[g] + r - starts[g] for r, g in zip(rows, group_of, strict=True)]
+    return pf.read_row_groups(groups).take(pa.array(index, pa.int64())).to_pylist()
 
 
 # ---- slots as JSON (capture_runs.slots) -------------------------------------------------------
@@ -62,29 +133,46 @@ class StoredRun:
     run: str
     operators: tuple[OperatorProv, ...]
     result_oid: int
-    result: DataFrame  # the annotated result (visible + hidden columns), no job run yet
-    id_col: str  # the hidden column of ``result`` holding each result item's id
+    hidden: DataFrame  # the stored hidden columns (in a one-table copy, every column), no job run yet
+    id_col: str  # the hidden column holding each result item's id
     slots: tuple[Slot, ...]
     output: tuple[str, str, str] | None = None  # the written result: path, format, finished (ISO)
+    outputs: DataFrame | None = None  # a split copy's visible columns (the linked output files)
+
+    @property
+    def result(self) -> DataFrame:
+        """The annotated result: visible and hidden columns (a split copy's two tables joined by
+        row; the backtracer avoids this join, see :func:`capture.backtrace.trace_result`)."""
+        if self.outputs is None:
+            return self.hidden
+        rows = keyed(self.outputs).join(keyed(self.hidden), ROW_KEY)
+        return rows.select(self.id_col, *self.outputs.columns, *(c for c in self.hidden.columns if c != self.id_col))
+
+    def match_source(self) -> tuple[DataFrame, str]:
+        """The table a pattern is matched on and its row id column: the output files keyed by row
+        in a split copy (the hidden columns are fetched for the matched rows only), else the one
+        stored table and its result item ids."""
+        return (keyed(self.outputs), ROW_KEY) if self.outputs is not None else (self.hidden, self.id_col)
 
     @property
     def visible(self) -> list[str]:
         from capture.plan import is_hidden
 
-        return [c for c in self.result.columns if not is_hidden(c)]
+        cols = self.outputs.columns if self.outputs is not None else self.hidden.columns
+        return [c for c in cols if not is_hidden(c)]
 
     def stored_associations(self) -> DataFrame:
         """P for the operators that change ids (``oid, out_id, input, in_id, pos``)."""
         from capture.materialize import assoc_frame
 
-        return assoc_frame(self.result, self.slots)
+        return assoc_frame(self.hidden, self.slots)
 
     def associations(self) -> DataFrame:
         """Pebble's P for every operator (Table 6), derived from the stored annotated result."""
         from capture.materialize import identity_frame
 
         stored = self.stored_associations()
-        ids = self.result.select(self.id_col)
+        ids = self.hidden.select(self.id_col)
         return stored.unionByName(identity_frame(stored, self.operators, self.result_oid, ids))
 
 
@@ -164,5 +252,7 @@ def load_run(store, run: str | None = None) -> StoredRun:
                                 r["dataset"]))
     head = rows[0]
     output = (head["output_path"], head["output_format"], head["finished"])
+    outputs = store.table(output_table(run)) if store.has_table(output_table(run)) else None
     return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head["result_oid"],
-                     store.table(result_table(run)), head["id_column"], slots_from_json(head["slots"]), output)
+                     store.table(result_table(run)), head["id_column"], slots_from_json(head["slots"]), output,
+                     outputs)

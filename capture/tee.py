@@ -100,6 +100,58 @@ def _batches_writer(folder: str, visible: list[str]) -> Callable[[Iterator], Ite
     return tee
 
 
+def _hidden_udf(folder: str):
+    """An iterator Arrow UDF over ``struct(<hidden columns>)``: writes the task's rows to
+    ``folder/part-<partition>.zstd.parquet`` (temporary name, then renamed, as :func:`teed`) and
+    returns true for every row. Nondeterministic, so the optimizer never moves its filter (below
+    a sort, into a union's sides): it sees the rows in the order Spark's writer writes them."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    def write(batches):
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        final = os.path.join(folder, f"part-{ctx.partitionId():05d}.zstd.parquet")
+        tmp = os.path.join(folder, f".part-{ctx.partitionId():05d}-{ctx.attemptNumber()}.tmp")
+        writer, pending, rows, size = None, [], 0, 0
+        try:
+            for arr in batches:
+                batch = pa.RecordBatch.from_struct_array(arr)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd", use_dictionary=False)
+                pending.append(batch)
+                rows, size = rows + batch.num_rows, size + batch.nbytes
+                if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
+                    writer.write_table(pa.Table.from_batches(pending))
+                    pending, rows, size = [], 0, 0
+                yield pa.repeat(True, len(arr))
+            if writer is not None:
+                if pending:
+                    writer.write_table(pa.Table.from_batches(pending))
+                writer.close()
+                writer = None
+                os.replace(tmp, final)
+        finally:
+            if writer is not None:
+                writer.close()
+                os.remove(tmp)
+
+    write.__annotations__ = {"batches": Iterator[pa.Array], "return": Iterator[pa.Array]}  # iterator form
+    return F.arrow_udf(write, "boolean").asNondeterministic()
+
+
+def sidecar(annotated: DataFrame, visible: list[str], hidden: list[str], folder: str) -> DataFrame:
+    """``annotated``'s visible columns; computing them writes only the ``hidden`` columns into
+    ``folder`` (one file per task, rows in the task's order). Spark's own writer then writes the
+    visible columns: only the hidden ones cross to Python (capture/commit.py, the split copy)."""
+    from pyspark.sql import functions as F
+
+    flag = _hidden_udf(folder)(F.struct(*[F.col(f"`{h}`") for h in hidden]))
+    return annotated.filter(flag).select(*[F.col(f"`{c}`") for c in visible])
+
+
 def teed(annotated: DataFrame, visible: list[str], folder: str) -> DataFrame:
     """``annotated``'s visible columns; computing them writes every column into ``folder``."""
     out = StructType([annotated.schema[c] for c in visible])

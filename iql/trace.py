@@ -83,8 +83,10 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
     t0 = time.perf_counter()
     stored = load_run(store, run)
     t["run"] = time.perf_counter() - t0
-    out = trace_result(stored.operators, stored.result_oid, stored.result, stored.id_col, stored.visible,
-                       stored.slots, pattern, limit, compiled, t)
+    split = stored.outputs is not None
+    out = trace_result(stored.operators, stored.result_oid, stored.outputs if split else stored.hidden,
+                       stored.id_col, stored.visible, stored.slots, pattern, limit, compiled, t,
+                       stored.hidden if split else None)
     t["total"] = time.perf_counter() - t0
     return out
 
@@ -278,10 +280,13 @@ def explain(store, trace: A.Trace) -> list[str]:
 
     stored = load_run(store, trace.run)
     pattern = parse_pattern(trace.pattern)
-    prep = prepare_items(stored.result, stored.id_col, stored.visible, pattern)
+    prep = prepare_items(*stored.match_source(), stored.visible, pattern)
     name = stored.run
     lines = [f"Trace run {name!r}" + (f", the first {trace.limit} matching result items" if trace.limit else "")]
     lines += ["  " + line for line in prep.plan.describe()]
+    if stored.outputs is not None:
+        lines.append("  the matched rows' hidden columns: the run's stored copy is split, so a second job joins "
+                     "their row keys (broadcast) with its hidden-column files")
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")
     for op, how in walk(stored.operators, stored.result_oid):
         preds = ",".join(str(i.pred) for i in op.inputs)

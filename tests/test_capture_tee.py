@@ -9,6 +9,7 @@ import datetime as dt
 import os
 from decimal import Decimal
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,11 +17,11 @@ from pyspark.sql import functions as F
 from test_capture_helpers import USERS, USERS_SCHEMA, normalize
 from test_capture_identity import PIPELINES, SCHEMA, _tweet
 
-from capture import Tracker
+from capture import Tracker, tee
 from capture.backtrace import load_run
-from capture.runs import result_table
+from capture.runs import ROW_KEY, hidden_rows, joined_rows, keyed, output_table, result_table
 from store import Store
-from store.storage import _HadoopFS
+from store.storage import _HadoopFS, spark_conf
 
 TYPED = ("k string, n long, d decimal(12,3), ts timestamp, day date, raw binary, ok boolean, "
          "tags array<string>, attrs map<string,int>, who struct<name:string,score:double>")
@@ -49,27 +50,36 @@ def hadoop_store(spark, root) -> Store:
 
 
 def stored_rows(st, run):
-    return normalize(st.table(result_table(run)).collect())
+    return normalize(load_run(st, run).result.collect())
 
 
-def test_both_paths_write_the_untracked_output_and_store_the_same_result(spark, tmp_path):
+def test_every_path_writes_the_untracked_output_and_stores_the_same_result(spark, tmp_path):
+    """The split copy (local store, Parquet output), the one-pass tee (local store, the output
+    written with maxRecordsPerFile, so its files cannot be paired by task) and the cached two
+    writes (a Hadoop-reached store) keep the same annotated result."""
     plain = spark.createDataFrame(TYPED_ROWS, TYPED)
     typed_pipeline(plain).write.parquet(str(tmp_path / "plain"))
     expected = normalize(spark.read.parquet(str(tmp_path / "plain")).collect())
     runs = {}
-    for kind, store in (("local", Store.open(tmp_path / "local", spark=spark)),
-                        ("hadoop", hadoop_store(spark, tmp_path / "hadoop"))):
+    for kind, store, options in (("split", Store.open(tmp_path / "split", spark=spark), {}),
+                                 ("tee", Store.open(tmp_path / "tee", spark=spark), {"maxRecordsPerFile": 1}),
+                                 ("hadoop", hadoop_store(spark, tmp_path / "hadoop"), {})):
         tracker = Tracker(spark, store, model=False)
-        info = tracker.write(typed_pipeline(tracker.track(plain, name="typed")), str(tmp_path / f"out-{kind}"))
+        info = tracker.write(typed_pipeline(tracker.track(plain, name="typed")), str(tmp_path / f"out-{kind}"),
+                             **options)
         written = spark.read.parquet(str(tmp_path / f"out-{kind}"))
         assert written.schema == spark.read.parquet(str(tmp_path / "plain")).schema
         assert normalize(written.collect()) == expected
         assert info.items == 2 and store.table("capture_runs").first()["items"] == 2
         runs[kind] = (store, info)
-    (local, li), (hadoop, hi) = runs["local"], runs["hadoop"]
-    assert (li.one_pass, hi.one_pass) == (True, False)
-    assert local.table(result_table(li.run)).schema == hadoop.table(result_table(hi.run)).schema
-    assert stored_rows(local, li.run) == stored_rows(hadoop, hi.run)  # hence the same P (a view of it)
+    assert [(i.one_pass, i.split) for _, i in runs.values()] == [(True, True), (True, False), (False, False)]
+    split_store, split_info = runs["split"]
+    assert split_store.has_table(output_table(split_info.run))
+    assert not runs["tee"][0].has_table(output_table(runs["tee"][1].run))
+    schemas = {k: load_run(st, i.run).result.schema for k, (st, i) in runs.items()}
+    assert schemas["split"] == schemas["tee"] == schemas["hadoop"]
+    rows = {k: stored_rows(st, i.run) for k, (st, i) in runs.items()}
+    assert rows["split"] == rows["tee"] == rows["hadoop"]  # hence the same P (a view of it)
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
@@ -101,17 +111,22 @@ def test_an_empty_result_is_stored_with_its_schema(spark, tmp_path):
     assert stored.associations().count() == 0
 
 
-def test_types_arrow_cannot_carry_take_the_cached_path(spark, tmp_path):
+@pytest.mark.parametrize("options", [{}, {"maxRecordsPerFile": 2}], ids=["split", "not-split"])
+def test_types_arrow_cannot_carry_stay_out_of_python(spark, tmp_path, options):
+    """A visible column Arrow cannot carry: the split copy never sends visible columns to Python;
+    when the output cannot be split, the cached two writes run instead of the tee."""
     st = Store.open(tmp_path / "store", spark=spark)
     tracker = Tracker(spark, st, model=False)
     t = tracker.track(spark.createDataFrame(TYPED_ROWS, TYPED), name="typed")
     result = t.select("k", F.make_ym_interval(F.lit(1), F.col("n").cast("int")).alias("span"))
-    info = tracker.write(result, str(tmp_path / "out"))
-    assert not info.one_pass and info.items == 3
+    info = tracker.write(result, str(tmp_path / "out"), **options)
+    assert (info.one_pass, info.split, info.items) == (not options, not options, 3)
     span = F.make_ym_interval(F.lit(1), F.col("n").cast("int")).cast("string")  # Python has no such type
     got = spark.read.parquet(str(tmp_path / "out")).select("k", F.col("span").cast("string"))
     want = spark.createDataFrame(TYPED_ROWS, TYPED).select("k", span)
     assert sorted(got.collect()) == sorted(want.collect()) and len(got.collect()) == 3
+    stored = load_run(st, info.run).result.select("k", F.col("span").cast("string"))
+    assert sorted(stored.collect()) == sorted(want.collect())
 
 
 def test_a_failed_output_write_leaves_nothing_in_the_store(spark, tmp_path):
@@ -133,3 +148,51 @@ def test_a_failed_output_write_leaves_nothing_in_the_store(spark, tmp_path):
         tracker.write(spread.withColumn("n", boom("n")), str(tmp_path / "out2"))
     assert st.version == 0 and not st.has_table("capture_runs")
     assert not staged.exists() or not any(f.is_file() for f in staged.rglob("*"))
+
+
+def flattened(t, users):  # no shuffle: one output file per input partition
+    return t.select("text", F.explode("user_mentions").alias("m")).select("text", F.col("m.name").alias("who"))
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(_tweet, min_size=4, max_size=24))
+@pytest.mark.parametrize("pipeline", [*PIPELINES, flattened], ids=[p.__name__ for p in [*PIPELINES, flattened]])
+def test_split_copy_pairs_every_output_row_with_its_hidden_columns(spark, tmp_path_factory, pipeline, rows):
+    """The split copy stores each output row's hidden columns in a separate file, paired by task
+    and row index: over three input partitions (and the sort of joined_and_sorted) its stored
+    result has exactly the rows (visible and hidden together) the one-file tee stores."""
+    root = tmp_path_factory.mktemp("split")
+    plain_t = spark.createDataFrame(rows, SCHEMA).repartition(3)
+    plain_u = spark.createDataFrame(USERS, USERS_SCHEMA)
+    stored = {}
+    for kind, options in (("split", {}), ("tee", {"maxRecordsPerFile": 10**9})):
+        st = Store.open(root / kind, spark=spark)
+        tracker = Tracker(spark, st, model=False)
+        result = pipeline(tracker.track(plain_t, name="t"), tracker.track(plain_u, name="u"))
+        info = tracker.write(result, str(root / f"out-{kind}"), **options)
+        assert info.split == (kind == "split")
+        stored[kind] = stored_rows(st, info.run)
+    assert stored["split"] == stored["tee"]
+
+
+def test_hidden_rows_of_a_split_copy_read_by_pyarrow_equal_the_spark_join(spark, tmp_path, monkeypatch):
+    """TRACE's second step on a local store reads the matched rows' hidden columns with pyarrow,
+    row group by row group; on a cluster path a Spark join does it. Both return the same rows."""
+    st = Store.open(tmp_path / "store", spark=spark)
+    tracker = Tracker(spark, st, model=False)
+    t = tracker.track(spark.range(5000).repartition(3).withColumn("tags", F.array(F.col("id") % 7, F.col("id") % 5)),
+                      name="r")
+    monkeypatch.setattr(tee, "ROW_GROUP_ROWS", 1000)  # several row groups per hidden file
+    with spark_conf(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", "500"):
+        info = tracker.write(t.select("id", F.posexplode("tags").alias("p", "tag")), str(tmp_path / "out"))
+    assert info.split
+    files = [f for f in (tmp_path / "store").rglob("part-*.parquet") if "capture_result" in str(f)]
+    groups = [pq.ParquetFile(f).metadata.num_row_groups for f in files]
+    assert len(groups) == 3 and min(groups) > 1
+    stored = load_run(st, info.run)
+    keys = sorted(r[ROW_KEY] for r in keyed(stored.outputs).select(ROW_KEY).collect())
+    assert len(keys) == 10000
+    wanted = keys[::997] + keys[-3:]
+    got = sorted(hidden_rows(stored.hidden, wanted), key=lambda r: r[ROW_KEY])
+    want = sorted(joined_rows(stored.hidden, wanted), key=lambda r: r[ROW_KEY])
+    assert [r[ROW_KEY] for r in got] == sorted(wanted) and got == want

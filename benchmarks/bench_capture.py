@@ -134,13 +134,13 @@ PIPELINES = {"T1": t1, "T2": t2, "T3": t3, "T4": t4, "T5": t5,
 
 
 def _du(path: str) -> int:
-    """Bytes under ``path``; files with other hard links (a split store copy's links to the
-    written output, docs/capture.md) take no space of their own and are not counted."""
+    """Bytes under ``path``, except a split store copy's links to the written output
+    (``tables/capture_output``, docs/capture.md): they are the user's output files, which take no
+    space of their own while the output exists."""
     total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            st = os.stat(os.path.join(root, f))
-            total += st.st_size if st.st_nlink == 1 else 0
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not (d == "capture_output" and os.path.basename(root) == "tables")]
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
     return total
 
 

@@ -6,13 +6,15 @@ For each pipeline, side by side in one process (reads given their schema, so inf
 out; the user's output is Parquet):
 
 * ``plain``   the untracked pipeline;
-* ``tee``     what ``tracker.write`` does on a local store (capture/tee.py): every column of the
-              annotated result goes to Python, which writes the store copy with pyarrow and hands
-              the visible columns back to Spark's writer;
+* ``tee``     what ``tracker.write`` does on a local store for output other than Parquet
+              (capture/tee.py ``teed``): every column of the annotated result goes to Python,
+              which writes the store copy with pyarrow and hands the visible columns back to
+              Spark's writer;
 * ``sidecar`` only the hidden columns go to Python (an iterator Arrow UDF inside an always-true
               filter writes them, one file per task); Spark writes the visible columns itself.
-              The sidecar's store copy lacks the visible columns, so this is an upper bound on
-              what avoiding the hand-off would save (benchmarks/RESULTS.md, sixth session).
+              Measured in the sixth session as a bound; since the seventh, ``tracker.write`` does
+              this for Parquet output (capture/tee.py ``sidecar``) and links the output's files
+              into the store, which this script leaves out (a hard link per file).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Tables written in the same transaction (schemas in docs/capture.md):
 * ``capture_result/<run>`` the annotated result: the visible columns with every hidden id,
                         position and collected-id column -- the run's id associations (Pebble's P)
                         in compressed form (capture/runs.py derives P from it) and the result
-                        items TRACE matches on,
+                        items TRACE matches on (split copy: the hidden columns only),
+* ``capture_output/<run>`` a split copy's visible columns: the written Parquet output's files, linked,
 * ``capture_operators`` one row per operator: Definition 5.1's <oid, type, I, M> (schema level),
 * ``capture_runs``      one row per run (pipeline, output, times, result items, the slots saying
                         where each operator's associations sit in the annotated result),
@@ -148,6 +149,20 @@ def _counter(df: DataFrame) -> tuple[DataFrame, Observation]:
     return df.observe(counted, F.count(F.lit(1)).alias("n")), counted
 
 
+def _landed(spark, folder: str, schema: StructType, counted: Observation) -> int:
+    """The rows the tasks wrote into ``folder`` (:func:`tee.finish`), checked against the count
+    observed during the job: executors that cannot reach the store's local folder (a cluster)
+    fail the commit instead of storing a partial copy."""
+    n_items = tee.finish(folder, schema, spark.conf.get("spark.sql.session.timeZone"))
+    expected = int(counted.get["n"])
+    if n_items != expected:
+        raise StoreError(
+            f"the store copy of this run has {n_items} of {expected} result rows: the Spark executors could not "
+            f"write into the store's local folder {folder}. The result was written; its provenance was not "
+            "committed", hint="with a Spark cluster, open the store on a path every executor shares (hdfs://, s3a://)")
+    return n_items
+
+
 def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
                     phases: dict[str, float]) -> tuple[DataFrame, int]:
     """The user's output and the store copy (into the staged ``folder``) in one job (capture/tee.py)."""
@@ -156,13 +171,7 @@ def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: C
     observed, counted = _counter(ordered)
     save(tee.teed(observed, visible, folder))
     t1 = time.perf_counter()
-    n_items = tee.finish(folder, ordered.schema, spark.conf.get("spark.sql.session.timeZone"))
-    if n_items != int(counted.get["n"]):  # the tasks' files did not all land in the driver's folder
-        raise StoreError(
-            f"the store copy of this run has {n_items} of {counted.get['n']} result rows: the Spark "
-            f"executors could not write into the store's local folder {folder}. The result was written; "
-            "its provenance was not committed",
-            hint="with a Spark cluster, open the store on a path every executor shares (hdfs://, s3a://)")
+    n_items = _landed(spark, folder, ordered.schema, counted)
     phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
     return spark.read.schema(ordered.schema).parquet(folder), n_items
 
@@ -209,7 +218,7 @@ def _footer_rows(folder: str) -> dict[int, int]:
 
 def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
                  output: str, phases: dict[str, float]) -> tuple[DataFrame, int] | None:
-    """The split store copy (docs/capture.md "Stored result"): one job writes the user's output
+    """The split store copy (docs/capture.md, "Commit"): one job writes the user's output
     with Spark's writer while an Arrow UDF writes only the hidden columns, task by task, into
     ``capture_result/<run>``; the output's files are then linked into ``capture_output/<run>``.
     Row i of output file ``part-N`` and row i of hidden file ``part-N`` are the same result row.
@@ -227,8 +236,7 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     observed, counted = _counter(ordered)
     save(tee.sidecar(observed, visible, hidden, folder))
     t1 = time.perf_counter()
-    expected = int(counted.get["n"])
-    n_items = tee.finish(folder, hschema, spark.conf.get("spark.sql.session.timeZone"))
+    n_items = _landed(spark, folder, hschema, counted)
     vschema = StructType([ordered.schema[c] for c in visible])
     out_folder = tx.stage_local(output_table(run), vschema.json())
     parts: dict[int, str] = {}
@@ -243,12 +251,11 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     for part, name in parts.items():
         _link(os.path.join(output, name), os.path.join(out_folder, f"part-{part:05d}.parquet"))
     vrows, hrows = _footer_rows(out_folder), _footer_rows(folder)
-    if (not parts and expected) or n_items != expected or any(vrows.get(p, 0) != hrows.get(p, 0) for p in {*vrows, *hrows}):
+    if (not parts and n_items) or any(vrows.get(p, 0) != hrows.get(p, 0) for p in {*vrows, *hrows}):
         raise StoreError(
-            f"the store copy of this run could not pair the {expected} result rows with their output files in "
-            f"{output} (hidden-column rows {n_items}, output files {len(parts)}). The result was written; its "
-            "provenance was not committed",
-            hint="write the result again; if this repeats, report it with the Spark settings in use")
+            f"the store copy of this run could not pair its {n_items} result rows with the output files in "
+            f"{output} ({len(parts)} files, one per task expected). The result was written; its provenance was "
+            "not committed", hint="write the result again; if this repeats, report it with the Spark settings in use")
     phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
     return spark.read.schema(hschema).parquet(folder), n_items
 
@@ -277,9 +284,11 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     """Compute the annotated result ONCE and write both the visible result (to ``path``) and the
     run's stored annotated result (``capture_result/<run>``, the id column first) from it.
 
-    On a local store one Spark job does both (capture/tee.py). Elsewhere (or for column types
-    Arrow cannot carry) the annotated result is cached by the result write and read again by the
-    store write. Either way its row count is observed: no count job. The ``capture_operators`` and
+    On a local store one Spark job does both: split for Parquet output (:func:`_write_split`: the
+    hidden columns in ``capture_result/<run>``, the output's files linked into
+    ``capture_output/<run>``), else the one-pass tee (capture/tee.py). Elsewhere (or for column
+    types Arrow cannot carry) the annotated result is cached by the result write and read again by
+    the store write. Either way its row count is observed: no count job. The ``capture_operators`` and
     one-row ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark
     jobs elsewhere). With ``model=True`` the bundle ingest too.
     """

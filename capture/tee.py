@@ -1,5 +1,9 @@
 """One pass over the annotated result writes both copies: the user's output and the store's.
 
+For Parquet output the copy is *split* (:func:`sidecar`): only the hidden columns go to Python,
+and the output's own files hold the visible ones (capture/commit.py links them into the store).
+Otherwise :func:`teed` below sends every column through Python.
+
 Spark has no two-sink write, so a commit used to cache the annotated result, write the visible
 columns to the user's path and then write the whole result again into the store (for T2 at 1M
 tweets the cache and second write were half of the captured run). On a local store the result

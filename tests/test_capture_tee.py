@@ -154,7 +154,7 @@ def flattened(t, users):  # no shuffle: one output file per input partition
     return t.select("text", F.explode("user_mentions").alias("m")).select("text", F.col("m.name").alias("who"))
 
 
-@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(rows=st.lists(_tweet, min_size=4, max_size=24))
 @pytest.mark.parametrize("pipeline", [*PIPELINES, flattened], ids=[p.__name__ for p in [*PIPELINES, flattened]])
 def test_split_copy_pairs_every_output_row_with_its_hidden_columns(spark, tmp_path_factory, pipeline, rows):
@@ -196,3 +196,17 @@ def test_hidden_rows_of_a_split_copy_read_by_pyarrow_equal_the_spark_join(spark,
     got = sorted(hidden_rows(stored.hidden, wanted), key=lambda r: r[ROW_KEY])
     want = sorted(joined_rows(stored.hidden, wanted), key=lambda r: r[ROW_KEY])
     assert [r[ROW_KEY] for r in got] == sorted(wanted) and got == want
+
+
+@pytest.mark.parametrize("mode", ["append", "ignore"])
+def test_a_write_that_keeps_other_files_in_the_folder_is_not_split(spark, tmp_path, mode):
+    """Append (and ignore) leave earlier files in the output folder, so the output's files could
+    not be told apart by task: the one-pass tee stores every column instead."""
+    st = Store.open(tmp_path / "store", spark=spark)
+    tracker = Tracker(spark, st, model=False)
+    t = tracker.track(spark.createDataFrame(TYPED_ROWS, TYPED), name="typed")
+    info = tracker.write(t.select("k", "n"), str(tmp_path / "out"), mode=mode)
+    assert (info.one_pass, info.split) == (True, False)
+    assert not st.has_table(output_table(info.run))
+    assert sorted(load_run(st, info.run).result.select("k", "n").collect()) == sorted(
+        spark.read.parquet(str(tmp_path / "out")).collect())

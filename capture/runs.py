@@ -145,8 +145,11 @@ class StoredRun:
         row; the backtracer avoids this join, see :func:`capture.backtrace.trace_result`)."""
         if self.outputs is None:
             return self.hidden
+        from pyspark.sql import functions as F
+
         rows = keyed(self.outputs).join(keyed(self.hidden), ROW_KEY)
-        return rows.select(self.id_col, *self.outputs.columns, *(c for c in self.hidden.columns if c != self.id_col))
+        cols = [self.id_col, *self.outputs.columns, *(c for c in self.hidden.columns if c != self.id_col)]
+        return rows.select(*[F.col("`" + c.replace("`", "``") + "`") for c in cols])
 
     def match_source(self) -> tuple[DataFrame, str]:
         """The table a pattern is matched on and its row id column: the output files keyed by row

@@ -68,10 +68,14 @@ def supported(dtype: DataType) -> bool:
     return type(dtype) in _ATOMIC
 
 
-def _batches_writer(folder: str, visible: list[str]) -> Callable[[Iterator], Iterator]:
-    """The per-partition function of the ``mapInArrow`` stage (pickled to the Python workers)."""
+def _part_file(folder: str) -> Callable[[Iterator, Callable], Iterator]:
+    """``write(batches, out)``: a generator that writes a task's Arrow record batches as one zstd
+    Parquet file ``folder/part-<partition>.zstd.parquet`` and yields ``out(batch)`` for each. The
+    file is written under a hidden temporary name and renamed at the end, so a retried task
+    replaces its partition's file; a failed or stopped task leaves no partial file. (A closure, so
+    it is pickled by value to the Python workers with its callers.)"""
 
-    def tee(batches):
+    def write(batches, out):
         import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark import TaskContext
@@ -89,7 +93,7 @@ def _batches_writer(folder: str, visible: list[str]) -> Callable[[Iterator], Ite
                 if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
                     writer.write_table(pa.Table.from_batches(pending))
                     pending, rows, size = [], 0, 0
-                yield batch.select(visible)
+                yield out(batch)
             if writer is not None:
                 if pending:
                     writer.write_table(pa.Table.from_batches(pending))
@@ -101,49 +105,38 @@ def _batches_writer(folder: str, visible: list[str]) -> Callable[[Iterator], Ite
                 writer.close()
                 os.remove(tmp)
 
+    return write
+
+
+def _batches_writer(folder: str, visible: list[str]) -> Callable[[Iterator], Iterator]:
+    """The per-partition function of the ``mapInArrow`` stage: every column into the part file,
+    the visible ones on to Spark."""
+    write = _part_file(folder)
+
+    def tee(batches):
+        return write(batches, lambda batch: batch.select(visible))
+
     return tee
 
 
 def _hidden_udf(folder: str):
-    """An iterator Arrow UDF over ``struct(<hidden columns>)``: writes the task's rows to
-    ``folder/part-<partition>.zstd.parquet`` (temporary name, then renamed, as :func:`teed`) and
-    returns true for every row. Nondeterministic, so the optimizer never moves its filter (below
-    a sort, into a union's sides): it sees the rows in the order Spark's writer writes them."""
+    """An iterator Arrow UDF over ``struct(<hidden columns>)``: writes the task's rows into the
+    part file (as :func:`teed`) and returns true for every row. Nondeterministic, so the optimizer
+    never moves its filter (below a sort, into a union's sides): it sees the rows in the order
+    Spark's writer writes them."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    def write(batches):
-        import pyarrow.parquet as pq
-        from pyspark import TaskContext
+    write = _part_file(folder)
 
-        ctx = TaskContext.get()
-        final = os.path.join(folder, f"part-{ctx.partitionId():05d}.zstd.parquet")
-        tmp = os.path.join(folder, f".part-{ctx.partitionId():05d}-{ctx.attemptNumber()}.tmp")
-        writer, pending, rows, size = None, [], 0, 0
-        try:
-            for arr in batches:
-                batch = pa.RecordBatch.from_struct_array(arr)
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd", use_dictionary=False)
-                pending.append(batch)
-                rows, size = rows + batch.num_rows, size + batch.nbytes
-                if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
-                    writer.write_table(pa.Table.from_batches(pending))
-                    pending, rows, size = [], 0, 0
-                yield pa.repeat(True, len(arr))
-            if writer is not None:
-                if pending:
-                    writer.write_table(pa.Table.from_batches(pending))
-                writer.close()
-                writer = None
-                os.replace(tmp, final)
-        finally:
-            if writer is not None:
-                writer.close()
-                os.remove(tmp)
+    def hidden(arrays):
+        import pyarrow as pa
 
-    write.__annotations__ = {"batches": Iterator[pa.Array], "return": Iterator[pa.Array]}  # iterator form
-    return F.arrow_udf(write, "boolean").asNondeterministic()
+        batches = (pa.RecordBatch.from_struct_array(arr) for arr in arrays)
+        return write(batches, lambda batch: pa.repeat(True, batch.num_rows))
+
+    hidden.__annotations__ = {"arrays": Iterator[pa.Array], "return": Iterator[pa.Array]}  # iterator form
+    return F.arrow_udf(hidden, "boolean").asNondeterministic()
 
 
 def sidecar(annotated: DataFrame, visible: list[str], hidden: list[str], folder: str) -> DataFrame:

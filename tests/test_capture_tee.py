@@ -210,3 +210,15 @@ def test_a_write_that_keeps_other_files_in_the_folder_is_not_split(spark, tmp_pa
     assert not st.has_table(output_table(info.run))
     assert sorted(load_run(st, info.run).result.select("k", "n").collect()) == sorted(
         spark.read.parquet(str(tmp_path / "out")).collect())
+
+
+def test_a_split_copy_reads_back_columns_with_dots_in_their_names(spark, tmp_path):
+    st = Store.open(tmp_path / "store", spark=spark)
+    tracker = Tracker(spark, st, model=False)
+    t = tracker.track(spark.createDataFrame(TYPED_ROWS, TYPED), name="typed")
+    info = tracker.write(t.select(F.col("k").alias("my.key"), "n"), str(tmp_path / "out"))
+    assert info.split
+    stored = load_run(st, info.run)
+    assert stored.visible == ["my.key", "n"]
+    assert sorted(stored.result.select("`my.key`", "n").collect()) == sorted(
+        spark.read.parquet(str(tmp_path / "out")).collect())

@@ -285,8 +285,8 @@ def explain(store, trace: A.Trace) -> list[str]:
     lines = [f"Trace run {name!r}" + (f", the first {trace.limit} matching result items" if trace.limit else "")]
     lines += ["  " + line for line in prep.plan.describe()]
     if stored.outputs is not None:
-        lines.append("  the matched rows' hidden columns: the run's stored copy is split, so a second job joins "
-                     "their row keys (broadcast) with its hidden-column files")
+        lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
+                     "pyarrow reads their row groups on a local store, else a broadcast join")
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")
     for op, how in walk(stored.operators, stored.result_oid):
         preds = ",".join(str(i.pred) for i in op.inputs)

@@ -1,7 +1,8 @@
 """tracker.write computes the annotated result once: on a local store one job writes the user's
-output and the store's copy (capture/tee.py); elsewhere, and for column types Arrow cannot carry,
-a cached result is written twice. Both paths must give the user the output the untracked pipeline
-writes and store the same provenance."""
+output and the store's copy (capture/tee.py; for Parquet output a split copy: the hidden columns,
+with the output's files linked); elsewhere, and for column types Arrow cannot carry, a cached
+result is written twice. Every path must give the user the output the untracked pipeline writes
+and store the same provenance."""
 
 from __future__ import annotations
 

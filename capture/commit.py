@@ -16,7 +16,6 @@ Tables written in the same transaction (schemas in docs/capture.md):
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 import uuid
@@ -149,18 +148,18 @@ def _counter(df: DataFrame) -> tuple[DataFrame, Observation]:
     return df.observe(counted, F.count(F.lit(1)).alias("n")), counted
 
 
-def _landed(spark, folder: str, schema: StructType, counted: Observation) -> int:
-    """The rows the tasks wrote into ``folder`` (:func:`tee.finish`), checked against the count
-    observed during the job: executors that cannot reach the store's local folder (a cluster)
-    fail the commit instead of storing a partial copy."""
-    n_items = tee.finish(folder, schema, spark.conf.get("spark.sql.session.timeZone"))
-    expected = int(counted.get["n"])
+def _landed(spark, folder: str, schema: StructType, counted: Observation) -> dict[int, int]:
+    """The rows the tasks wrote into ``folder``, per partition (:func:`tee.finish`), checked
+    against the count observed during the job: executors that cannot reach the store's local
+    folder (a cluster) fail the commit instead of storing a partial copy."""
+    rows = tee.finish(folder, schema, spark.conf.get("spark.sql.session.timeZone"))
+    n_items, expected = sum(rows.values()), int(counted.get["n"])
     if n_items != expected:
         raise StoreError(
             f"the store copy of this run has {n_items} of {expected} result rows: the Spark executors could not "
             f"write into the store's local folder {folder}. The result was written; its provenance was not "
             "committed", hint="with a Spark cluster, open the store on a path every executor shares (hdfs://, s3a://)")
-    return n_items
+    return rows
 
 
 def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
@@ -171,12 +170,11 @@ def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: C
     observed, counted = _counter(ordered)
     save(tee.teed(observed, visible, folder))
     t1 = time.perf_counter()
-    n_items = _landed(spark, folder, ordered.schema, counted)
+    n_items = sum(_landed(spark, folder, ordered.schema, counted).values())
     phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
     return spark.read.schema(ordered.schema).parquet(folder), n_items
 
 
-_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 _OVERWRITING = ("overwrite", "errorifexists", "error", "default")
 
 
@@ -209,13 +207,6 @@ def _link(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
-def _footer_rows(folder: str) -> dict[int, int]:
-    import pyarrow.parquet as pq
-
-    return {int(m.group(1)): pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows
-            for n in os.listdir(folder) if (m := re.match(r"part-(\d+)\.", n))}
-
-
 def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
                  output: str, phases: dict[str, float]) -> tuple[DataFrame, int] | None:
     """The split store copy (docs/capture.md, "Commit"): one job writes the user's output
@@ -236,21 +227,22 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     observed, counted = _counter(ordered)
     save(tee.sidecar(observed, visible, hidden, folder))
     t1 = time.perf_counter()
-    n_items = _landed(spark, folder, hschema, counted)
+    hrows = _landed(spark, folder, hschema, counted)
+    n_items = sum(hrows.values())
     vschema = StructType([ordered.schema[c] for c in visible])
     out_folder = tx.stage_local(output_table(run), vschema.json())
     parts: dict[int, str] = {}
     for name in sorted(os.listdir(output)):
-        m = _PART.match(name)
-        if m is None:
+        part = tee.part_of(name) if name.endswith(".parquet") else None
+        if part is None:
             continue
-        if int(m.group(1)) in parts:  # two files of one task: rows cannot be paired
+        if part in parts:  # two files of one task: rows cannot be paired
             parts = {}
             break
-        parts[int(m.group(1))] = name
+        parts[part] = name
     for part, name in parts.items():
         _link(os.path.join(output, name), os.path.join(out_folder, f"part-{part:05d}.parquet"))
-    vrows, hrows = _footer_rows(out_folder), _footer_rows(folder)
+    vrows = tee.part_rows(out_folder)
     if (not parts and n_items) or any(vrows.get(p, 0) != hrows.get(p, 0) for p in {*vrows, *hrows}):
         raise StoreError(
             f"the store copy of this run could not pair its {n_items} result rows with the output files in "

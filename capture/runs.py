@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql.types import StructType
 
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.tee import PART, part_of
 from store.errors import UserError
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def keyed(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     meta = df.metadataColumn("_metadata")
-    part = F.regexp_extract(meta.getField("file_name"), r"^part-(\d+)", 1).cast("long")
+    part = F.regexp_extract(meta.getField("file_name"), PART, 1).cast("long")
     return df.withColumn(ROW_KEY, F.shiftleft(part, 40) + meta.getField("row_index"))
 
 
@@ -66,10 +67,11 @@ def hidden_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
     :func:`joined_rows`."""
     files: dict[int, str] = {}
     for uri in hidden.inputFiles():
-        where, m = urlparse(uri), re.search(r"/part-(\d+)\.[^/]*$", uri)
-        if where.scheme != "file" or m is None:
+        where = urlparse(uri)
+        part = part_of(os.path.basename(where.path))
+        if where.scheme != "file" or part is None:
             return joined_rows(hidden, keys)
-        files[int(m.group(1))] = unquote(where.path)
+        files[part] = unquote(where.path)
     wanted: dict[int, list[int]] = {}
     for k in keys:
         wanted.setdefault(k >> 40, []).append(k & ((1 << 40) - 1))

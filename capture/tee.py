@@ -20,6 +20,7 @@ in the staged folder, which the transaction's abort removes.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 
 from pyspark.sql import DataFrame
@@ -155,16 +156,33 @@ def teed(annotated: DataFrame, visible: list[str], folder: str) -> DataFrame:
     return annotated.mapInArrow(_batches_writer(folder, visible), out)
 
 
-def finish(folder: str, schema: StructType, timezone: str) -> int:
-    """After the job: the rows written to ``folder`` (from the files' footers). A result with no
-    rows still gets one empty file, so the table has a readable schema."""
+PART = r"^part-(\d+)"  # a part file's name starts with its task's partition number (ours and Spark's)
+
+
+def part_of(name: str) -> int | None:
+    """The partition number of part file ``name`` (a file name, no folder), or None."""
+    m = re.match(PART, name)
+    return int(m.group(1)) if m else None
+
+
+def part_rows(folder: str) -> dict[int, int]:
+    """Rows per partition of the Parquet part files in ``folder``, from their footers."""
+    import pyarrow.parquet as pq
+
+    return {p: pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows
+            for n in sorted(os.listdir(folder)) if n.endswith(".parquet") and (p := part_of(n)) is not None}
+
+
+def finish(folder: str, schema: StructType, timezone: str) -> dict[int, int]:
+    """After the job: the rows written to ``folder`` per partition (from the files' footers). A
+    result with no rows still gets one empty file, so the table has a readable schema."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    files = sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))
-    if not files:
+    rows = part_rows(folder)
+    if not rows:
         empty = pa.Table.from_pylist([], schema=to_arrow_schema(schema, timezone=timezone))
         pq.write_table(empty, os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
-        return 0
-    return sum(pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows for n in files)
+        return {0: 0}
+    return rows

@@ -400,7 +400,7 @@ def rows_fetcher(rows: Iterable[tuple]) -> Fetch:
 
 def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, visible, slots,
                  pattern, limit: int | None = None, compiled: bool = True,
-                 timings: dict | None = None, hidden_table=None) -> Trace:
+                 timings: dict | None = None, hidden_table=None, derived=()) -> Trace:
     """Match ``pattern`` on an annotated result (visible + hidden id columns: a committed run's
     stored result, or a live tracked DataFrame) and backtrace the matches.
 
@@ -411,7 +411,8 @@ def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_
 
     A split copy (``hidden_table`` given, ``result`` the run's output files) takes a second step:
     the match runs on the output files alone and brings back each matched row's key, and
-    :func:`capture.runs.hidden_rows` reads those rows' hidden columns."""
+    :func:`capture.runs.hidden_rows` reads those rows' hidden columns, and the ids the copy does
+    not store are computed from them (``derived``, :func:`capture.derived.hydrate_rows`)."""
     import time
 
     from capture.materialize import assoc_rows
@@ -424,7 +425,7 @@ def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_
         prep = prepare_items(result, id_col, visible, pattern, compiled, carry=hidden)
         rows = matched_frame(prep, limit).toArrow().to_pylist()
     else:
-        rows = _split_rows(result, hidden_table, id_col, visible, pattern, limit, compiled)
+        rows = _split_rows(result, hidden_table, id_col, visible, pattern, limit, compiled, derived)
     t["match"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     matched = {r["id"]: list(r["_paths"]) for r in rows}
@@ -436,16 +437,19 @@ def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_
     return out
 
 
-def _split_rows(outputs, hidden, id_col: str, visible, pattern, limit: int | None, compiled: bool) -> list[dict]:
+def _split_rows(outputs, hidden, id_col: str, visible, pattern, limit: int | None, compiled: bool,
+                derived=()) -> list[dict]:
     """The matched rows of a split copy, as :func:`trace_result` reads them from one table: the
     match over the output files (their row key as the id), then the matched keys' hidden columns."""
+    from capture.derived import hydrate_rows
     from capture.runs import ROW_KEY, hidden_rows, keyed
 
     prep = prepare_items(keyed(outputs), ROW_KEY, visible, pattern, compiled)  # StoredRun.match_source
     paths = {r["id"]: r["_paths"] for r in matched_frame(prep, limit).select("id", "_paths").toArrow().to_pylist()}
     if not paths:
         return []
-    return [{**r, "id": r[id_col], "_paths": paths[r[ROW_KEY]]} for r in hidden_rows(hidden, list(paths))]
+    rows = hydrate_rows(hidden_rows(hidden, list(paths)), derived)
+    return [{**r, "id": r[id_col], "_paths": paths[r[ROW_KEY]]} for r in rows]
 
 
 def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, pattern, assoc,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from capture.derived import JOIN, UNION, Derived
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.plan import accesses, analyzed, attr_map, cls, has_udf, is_hidden, out_pairs, seq
@@ -76,7 +77,8 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         Slot(oid, idk, InRef(left._cur, 0)),
         Slot(oid, idk, InRef(rcur, 1)),
     )
-    return left._next(new, op, cur=idk, slots=slots)
+    derived = (*left._derived, *(d.renamed(rename) for d in right._derived), Derived(idk, JOIN, oid, (left._cur, rcur)))
+    return left._next(new, op, cur=idk, slots=slots, derived=tuple(dict.fromkeys(derived)))
 
 
 def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missing: bool = False) -> TrackedDataFrame:
@@ -115,4 +117,10 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
         Slot(oid, idk, InRef(left._cur, 0), when=((0, side, 0),)),
         Slot(oid, idk, InRef(right._cur, 1), when=((0, side, 1),)),
     )
-    return left._next(new, op, cur=idk, slots=slots)
+    both = set(left._derived) & set(right._derived)  # from a common ancestor: valid on both sides
+    derived = (
+        *(d if d in both else d.only_when(side, 0) for d in left._derived),
+        *(d.only_when(side, 1) for d in right._derived if d not in both),
+        Derived(idk, UNION, oid, (side, left._cur, right._cur)),
+    )
+    return left._next(new, op, cur=idk, slots=slots, derived=derived)

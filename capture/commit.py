@@ -38,6 +38,7 @@ from pyspark.sql.types import (
 )
 
 from capture import bundle, tee
+from capture.derived import hydrate
 from capture.materialize import identity_frame
 from capture.model import OperatorProv
 from capture.runs import (
@@ -295,8 +296,10 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     started = _now()
     spark = tracker.spark
     visible = tdf.visible()
-    first = [cap.id_col, *visible, *(c for c in cap.annotated.columns if c != cap.id_col and c not in visible)]
-    ordered = cap.annotated.select(*[F.col(f"`{c}`") for c in first])
+    kept = cap.compact.columns  # the derived id columns are computed again on read (capture/derived.py)
+    first = [*(c for c in (cap.id_col,) if c in kept), *visible,
+             *(c for c in kept if c != cap.id_col and c not in visible)]
+    ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
 
     def save(df: DataFrame) -> None:
         df.write.format(fmt).mode(mode).options(**options).save(path)
@@ -321,7 +324,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 cleanup.append(result)
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
-                       cap.id_col, slots_json(cap.slots))
+                       cap.id_col, slots_json(cap.slots, cap.derived))
             phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
                                              tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
             if tracker.model:
@@ -330,7 +333,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 stored = cap.stored_associations(result).persist(StorageLevel.MEMORY_AND_DISK_DESER)
                 cleanup.append(stored)
                 full = stored.unionByName(  # computed once: the bundle reads it in every section
-                    identity_frame(stored, ops, cap.result_oid, result.select(cap.id_col))
+                    identity_frame(stored, ops, cap.result_oid, hydrate(result, cap.derived).select(cap.id_col))
                 ).localCheckpoint(eager=True)
                 existing = tx.table("vertices").select("id")
                 sections = bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)

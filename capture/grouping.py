@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from capture.derived import resolver, top
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.plan import (
@@ -71,14 +72,22 @@ class TrackedGroupedData:
 
 
 def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
+    """The members' stored hidden columns, collected (derived ids are not: capture/derived.py)."""
     agg, idk = f"__strata_agg_{oid}", f"__strata_id_{oid}"
-    return F.collect_list(F.struct(*[F.col(h) for h in tdf.hidden()])).alias(agg), agg, idk
+    derived = top(tdf._derived)
+    kept = [F.col(h) for h in tdf.hidden() if h not in derived]
+    return F.collect_list(F.struct(*kept)).alias(agg), agg, idk
 
 
 def _finish(tdf, new, op, agg: str, idk: str) -> TrackedDataFrame:
-    new = new.withColumn(idk, F.xxhash64(F.lit(op.oid), F.array_sort(F.col(agg).getField(tdf._cur))))
+    derived = top(tdf._derived)
+    if tdf._cur in derived:  # the members' ids are derived from their collected coordinates
+        members = F.transform(F.col(agg), lambda m: resolver(derived, m.getField)(tdf._cur))
+    else:
+        members = F.col(agg).getField(tdf._cur)
+    new = new.withColumn(idk, F.xxhash64(F.lit(op.oid), F.array_sort(members)))
     slots = (*(s.nested_in(agg) for s in tdf._slots), Slot(op.oid, idk, InRef(tdf._cur), array=agg))
-    return tdf._next(new, op, cur=idk, slots=slots)
+    return tdf._next(new, op, cur=idk, slots=slots, derived=tuple(d.nested_in(agg) for d in tdf._derived))
 
 
 def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Column]) -> TrackedDataFrame:

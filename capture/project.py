@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from capture.derived import FLATTEN, Derived
 from capture.errors import CaptureError, UnsupportedOperation
 from capture.model import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.plan import (
@@ -168,7 +169,8 @@ def _flatten(tdf, method, plan, gnode, in_plan, explicit) -> TrackedDataFrame:
     op = OperatorProv(oid, OpType.FLATTEN, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(plan.simpleString(25)))
     slots = (*(s.repeated_by(pos) for s in tdf._slots), Slot(oid, idk, InRef(cur), pos_col=pos))
-    return tdf._next(new, op, cur=idk, slots=slots)
+    derived = (*tdf._derived, Derived(idk, FLATTEN, oid, (cur, pos)))
+    return tdf._next(new, op, cur=idk, slots=slots, derived=derived)
 
 
 def _refs(expr) -> list[int]:

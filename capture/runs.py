@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlparse
 
 from pyspark.sql.types import StructType
 
+from capture import derived as drv
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.tee import PART, part_of
 from store.errors import UserError
@@ -108,23 +109,28 @@ def _take(path: str, rows: list[int]) -> list[dict]:
     return pf.read_row_groups(groups).take(pa.array(index, pa.int64())).to_pylist()
 
 
-# ---- slots as JSON (capture_runs.slots) -------------------------------------------------------
-def slots_json(slots: tuple[Slot, ...]) -> str:
-    return json.dumps([
+# ---- slots and derived ids as JSON (capture_runs.slots) ----------------------------------------
+def slots_json(slots: tuple[Slot, ...], derived: tuple[drv.Derived, ...] = ()) -> str:
+    """``{"slots": [...], "derived": [...]}`` (runs stored before derived ids hold the list alone)."""
+    return json.dumps({"slots": [
         {"oid": s.oid, "out_col": s.out_col, "in_col": s.in_ref.id_col, "input": s.in_ref.input,
          "nest": list(s.nest), "when": [list(w) for w in s.when], "array": s.array, "pos_col": s.pos_col,
          "distinct": s.distinct, "first": None if s.first is None else [list(f) for f in s.first]}
         for s in slots
-    ])
+    ], "derived": drv.to_json(derived)})
 
 
-def slots_from_json(text: str) -> tuple[Slot, ...]:
-    return tuple(
+def slots_from_json(text: str) -> tuple[tuple[Slot, ...], tuple[drv.Derived, ...]]:
+    """The slots and derived ids of ``slots_json``'s text."""
+    doc = json.loads(text)
+    items, derived = (doc, []) if isinstance(doc, list) else (doc["slots"], doc["derived"])
+    slots = tuple(
         Slot(d["oid"], d["out_col"], InRef(d["in_col"], d["input"]), tuple(d["nest"]),
              tuple((w[0], w[1], w[2]) for w in d["when"]), d["array"], d["pos_col"], d["distinct"],
              None if d["first"] is None else tuple((f[0], f[1]) for f in d["first"]))
-        for d in json.loads(text)
+        for d in items
     )
+    return slots, drv.from_json(derived)
 
 
 # ---- reading a committed run -----------------------------------------------------------------
@@ -140,24 +146,33 @@ class StoredRun:
     slots: tuple[Slot, ...]
     output: tuple[str, str, str] | None = None  # the written result: path, format, finished (ISO)
     outputs: DataFrame | None = None  # a split copy's visible columns (the linked output files)
+    derived: tuple[drv.Derived, ...] = ()  # hidden id columns not stored but computed (capture/derived.py)
+
+    @property
+    def full(self) -> DataFrame:
+        """The stored table with its derived id columns computed again (a split copy: the hidden
+        columns only)."""
+        return drv.hydrate(self.hidden, self.derived)
 
     @property
     def result(self) -> DataFrame:
-        """The annotated result: visible and hidden columns (a split copy's two tables joined by
-        row; the backtracer avoids this join, see :func:`capture.backtrace.trace_result`)."""
-        if self.outputs is None:
-            return self.hidden
+        """The annotated result: visible and every hidden column (a split copy's two tables joined
+        by row; the backtracer avoids this join, see :func:`capture.backtrace.trace_result`)."""
         from pyspark.sql import functions as F
 
-        rows = keyed(self.outputs).join(keyed(self.hidden), ROW_KEY)
-        cols = [self.id_col, *self.outputs.columns, *(c for c in self.hidden.columns if c != self.id_col)]
+        if self.outputs is None:
+            rows = self.full
+        else:
+            rows = drv.hydrate(keyed(self.outputs).join(keyed(self.hidden), ROW_KEY), self.derived)
+        visible = self.visible
+        cols = [self.id_col, *visible, *(c for c in rows.columns if c not in (*visible, ROW_KEY, self.id_col))]
         return rows.select(*[F.col("`" + c.replace("`", "``") + "`") for c in cols])
 
     def match_source(self) -> tuple[DataFrame, str]:
         """The table a pattern is matched on and its row id column: the output files keyed by row
         in a split copy (the hidden columns are fetched for the matched rows only), else the one
         stored table and its result item ids."""
-        return (keyed(self.outputs), ROW_KEY) if self.outputs is not None else (self.hidden, self.id_col)
+        return (keyed(self.outputs), ROW_KEY) if self.outputs is not None else (self.full, self.id_col)
 
     @property
     def visible(self) -> list[str]:
@@ -170,14 +185,14 @@ class StoredRun:
         """P for the operators that change ids (``oid, out_id, input, in_id, pos``)."""
         from capture.materialize import assoc_frame
 
-        return assoc_frame(self.hidden, self.slots)
+        return assoc_frame(self.full, self.slots)
 
     def associations(self) -> DataFrame:
         """Pebble's P for every operator (Table 6), derived from the stored annotated result."""
         from capture.materialize import identity_frame
 
         stored = self.stored_associations()
-        ids = self.hidden.select(self.id_col)
+        ids = self.full.select(self.id_col)
         return stored.unionByName(identity_frame(stored, self.operators, self.result_oid, ids))
 
 
@@ -258,6 +273,6 @@ def load_run(store, run: str | None = None) -> StoredRun:
     head = rows[0]
     output = (head["output_path"], head["output_format"], head["finished"])
     outputs = store.table(output_table(run)) if store.has_table(output_table(run)) else None
+    slots, derived = slots_from_json(head["slots"])
     return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head["result_oid"],
-                     store.table(result_table(run)), head["id_column"], slots_from_json(head["slots"]), output,
-                     outputs)
+                     store.table(result_table(run)), head["id_column"], slots, output, outputs, derived)

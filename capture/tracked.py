@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame
 
 from capture import binary, grouping, project
+from capture.derived import Derived
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, OperatorProv, OpInput, OpType, Slot
 from capture.plan import accesses, analyzed, attr_map, has_udf, is_hidden, node_exprs, nodes_above
@@ -33,14 +34,16 @@ _READERS = frozenset(
 class TrackedDataFrame:
     """A DataFrame whose operators are recorded; behaves like ``pyspark.sql.DataFrame``."""
 
-    __slots__ = ("_tracker", "_df", "_oid", "_cur", "_slots")
+    __slots__ = ("_tracker", "_df", "_oid", "_cur", "_slots", "_derived")
 
-    def __init__(self, tracker: Tracker, df: DataFrame, oid: int, cur: str, slots: tuple[Slot, ...]):
+    def __init__(self, tracker: Tracker, df: DataFrame, oid: int, cur: str, slots: tuple[Slot, ...],
+                 derived: tuple[Derived, ...] = ()):
         self._tracker = tracker
         self._df = df
         self._oid = oid
         self._cur = cur
         self._slots = slots
+        self._derived = derived  # hidden columns computed again on read, not stored (capture/derived.py)
 
     # ---- plumbing -------------------------------------------------------------------------
     @property
@@ -78,14 +81,15 @@ class TrackedDataFrame:
         return self._df.select(*[self._df[c] for c in self.visible()])
 
     def _next(self, df: DataFrame, op: OperatorProv, cur: str | None = None,
-              slots: tuple[Slot, ...] | None = None) -> TrackedDataFrame:
+              slots: tuple[Slot, ...] | None = None, derived: tuple[Derived, ...] | None = None) -> TrackedDataFrame:
         self._tracker._register(op)
         if slots is None:  # output id = input id
             # filter/select/map/sort/limit: nothing to store, their <id, id> rows are derived
             # from the successor's input ids (capture/materialize.py identity_frame); a semi or
             # anti join keeps ids too but is a join, whose rows the backtracer reads
             slots = self._slots if op.type.keeps_ids else (*self._slots, Slot(op.oid, self._cur, InRef(self._cur)))
-        return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots)
+        return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots,
+                                self._derived if derived is None else derived)
 
     def _check_names(self, names, operation: str) -> None:
         for n in names:

@@ -11,6 +11,7 @@ from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from capture.derived import Derived, hydrate, top
 from capture.errors import UnsupportedOperation
 from capture.materialize import assoc_frame, identity_frame
 from capture.model import OperatorProv, OpType, Slot
@@ -103,18 +104,24 @@ class Captured:
     operators: tuple[OperatorProv, ...]
     slots: tuple[Slot, ...]
     result_oid: int
-    annotated: DataFrame
+    annotated: DataFrame  # visible columns and every hidden id column (derived ones included)
     id_col: str  # the hidden column of ``annotated`` holding each result item's id
+    compact: DataFrame  # what a commit stores: ``annotated`` without its derived id columns
+    derived: tuple[Derived, ...] = ()  # how to compute those again (capture/derived.py)
 
     def stored_associations(self, annotated: DataFrame | None = None) -> DataFrame:
         """P for the operators that change ids: ``oid, out_id, input, in_id, pos``
-        (flatten, join, union, aggregation); the rest of P is derived (:meth:`associations`)."""
-        return assoc_frame(self.annotated if annotated is None else annotated, self.slots)
+        (flatten, join, union, aggregation); the rest of P is derived (:meth:`associations`).
+        ``annotated`` may be the stored (compact) form: derived ids are computed again."""
+        return assoc_frame(self._full(annotated), self.slots)
+
+    def _full(self, annotated: DataFrame | None) -> DataFrame:
+        return self.annotated if annotated is None else hydrate(annotated, self.derived)
 
     def associations(self, annotated: DataFrame | None = None) -> DataFrame:
         """Pebble's P for every operator (Table 6), the identity operators' ⟨id, id⟩ rows
         derived from the stored ones."""
-        df = self.annotated if annotated is None else annotated
+        df = self._full(annotated)
         stored = self.stored_associations(df)
         derived = identity_frame(stored, self.operators, self.result_oid, df.select(self.id_col))
         return stored.unionByName(derived)
@@ -204,7 +211,10 @@ class Tracker:
         """The in-memory provenance of ``tdf`` (nothing is computed until you ask for rows)."""
         if not isinstance(tdf, TrackedDataFrame) or tdf.tracker is not self:
             raise UnsupportedOperation.named("capture", "expects a DataFrame tracked by this Tracker")
-        return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated, tdf.id_column)
+        derived = top(tdf._derived)
+        compact = tdf.annotated.select(*[F.col(f"`{c}`") for c in tdf.annotated.columns if c not in derived])
+        return Captured(self.operators(tdf), tdf._slots, tdf.oid, hydrate(tdf.annotated, tdf._derived), tdf.id_column,
+                        compact, tdf._derived)
 
     def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
               message: str | None = None, **options):

@@ -84,9 +84,9 @@ def run_trace(store, run: str | None, pattern, limit: int | None = None, compile
     stored = load_run(store, run)
     t["run"] = time.perf_counter() - t0
     split = stored.outputs is not None
-    out = trace_result(stored.operators, stored.result_oid, stored.outputs if split else stored.hidden,
+    out = trace_result(stored.operators, stored.result_oid, stored.outputs if split else stored.full,
                        stored.id_col, stored.visible, stored.slots, pattern, limit, compiled, t,
-                       stored.hidden if split else None)
+                       stored.hidden if split else None, stored.derived)
     t["total"] = time.perf_counter() - t0
     return out
 

@@ -1,0 +1,230 @@
+"""Derived ids: hidden id columns that are computed again when read instead of stored (PROVision's
+lazy provenance, docs/capture.md "Derived ids").
+
+A flatten's, join's and union's output id is a hash of columns the annotated result already
+carries: ``xxhash64(oid, parent id, position)``, ``xxhash64(oid, left id, right id)``,
+``xxhash64(oid, side, the side's id)``. Only the coordinates that cannot be recomputed -- source
+ids, positions, union sides, aggregation ids -- are stored, and collected into an aggregation's
+member structs. A :class:`Derived` says how to compute one of the others; :func:`hydrate` adds
+them back to a DataFrame (inside collected arrays too) and :func:`hydrate_rows` to rows on the
+driver (Spark's ``xxhash64`` with the ``xxhash`` package), so the readers of the hidden columns
+(``capture.materialize``, the backtracer) see every id column as the tracked pipeline defined it.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+FLATTEN, JOIN, UNION = "flatten", "join", "union"
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """Hidden column ``col`` = ``xxhash64(oid, ...)`` over ``args`` (column names at its level):
+
+    * flatten ``(parent, pos)``: ``xxhash64(oid, parent, coalesce(pos, -1))``;
+    * join ``(left, right)``: ``xxhash64(oid, coalesce(left, -1L), coalesce(right, -1L))``;
+    * union ``(side, left, right)``: ``xxhash64(oid, side, left if side = 0 else right)``.
+
+    The value is null where the tracked pipeline held a null: on the other side's rows of a union
+    the operator is below (``when``: the union's side column must hold this side's value), and
+    where its input id is null (the missing side of an outer join). ``nest`` names the collected
+    arrays it lives in, outermost first (as :class:`capture.model.Slot`); ``when`` columns are at
+    its own level."""
+
+    col: str
+    kind: str
+    oid: int
+    args: tuple[str, ...]
+    nest: tuple[str, ...] = ()
+    when: tuple[tuple[str, int], ...] = ()
+
+    def nested_in(self, array_col: str) -> Derived:
+        return replace(self, nest=(array_col, *self.nest))
+
+    def only_when(self, side: str, value: int) -> Derived:
+        """Below one side of a union: null on the other side's rows."""
+        return replace(self, when=((side, value), *self.when)) if not self.nest else self
+
+    def renamed(self, mapping: dict[str, str]) -> Derived:
+        """Rename top-level hidden columns (the right side of a self-join)."""
+        if self.nest:
+            return replace(self, nest=(mapping.get(self.nest[0], self.nest[0]), *self.nest[1:]))
+        return replace(self, col=mapping.get(self.col, self.col), args=tuple(mapping.get(a, a) for a in self.args),
+                       when=tuple((mapping.get(c, c), v) for c, v in self.when))
+
+
+Level = dict[str, tuple[Derived, ...]]  # one level's derived columns: the alternatives for each
+
+
+def top(derived: Iterable[Derived]) -> Level:
+    """The top-level derivations by column name."""
+    return _levels(derived).get((), {})
+
+
+def column(d: Derived, arg: Callable[[str], Column]) -> Column:
+    """Derivation ``d`` as a Column, its arguments given by ``arg(name)``."""
+    oid = F.lit(d.oid)
+    if d.kind == FLATTEN:
+        parent, pos = arg(d.args[0]), arg(d.args[1])
+        cond, value = parent.isNotNull(), F.xxhash64(oid, parent, F.coalesce(pos, F.lit(-1)))
+    elif d.kind == JOIN:
+        left, right = arg(d.args[0]), arg(d.args[1])
+        cond = left.isNotNull() | right.isNotNull()
+        value = F.xxhash64(oid, F.coalesce(left, F.lit(-1)), F.coalesce(right, F.lit(-1)))
+    else:
+        side = arg(d.args[0]).cast("int")
+        cond = side.isNotNull()
+        value = F.xxhash64(oid, side, F.when(side == 0, arg(d.args[1])).otherwise(arg(d.args[2])))
+    for c, v in d.when:
+        cond = cond & (arg(c) == F.lit(v))
+    return F.when(cond, value)
+
+
+def resolver(level: Level, get: Callable[[str], Column],
+             have: Callable[[str], bool] = lambda n: False) -> Callable[[str], Column]:
+    """``resolve(name)``: column ``name`` of one level -- ``get(name)`` when it is stored (or
+    ``have(name)``), else its derivation (each computed once, over the resolved arguments)."""
+    done: dict[str, Column] = {}
+
+    def resolve(name: str) -> Column:
+        if name in done:
+            return done[name]
+        alts = level.get(name)
+        if not alts or have(name):
+            return get(name)
+        cols = [column(d, resolve) for d in alts]  # a column from both sides of a union: either holds
+        done[name] = cols[0] if len(cols) == 1 else F.coalesce(*cols)
+        return done[name]
+
+    return resolve
+
+
+def _levels(derived: Iterable[Derived]) -> dict[tuple[str, ...], Level]:
+    out: dict[tuple[str, ...], Level] = {}
+    for d in dict.fromkeys(derived):
+        level = out.setdefault(d.nest, {})
+        level[d.col] = (*level.get(d.col, ()), d)
+    return out
+
+
+def _arrays(levels: dict[tuple[str, ...], Level], prefix: tuple[str, ...]) -> list[str]:
+    """The arrays one level below ``prefix`` that hold derived fields (at some depth)."""
+    return list(dict.fromkeys(n[len(prefix)] for n in levels if len(n) > len(prefix) and n[:len(prefix)] == prefix))
+
+
+def hydrate(df, derived: Iterable[Derived]):
+    """``df`` with every derived column it lacks added back: top-level columns at the end, fields
+    of collected arrays appended to their structs (``transform``). Columns and fields ``df``
+    already has are kept. No job runs."""
+    levels = _levels(derived)
+
+    def fill(get: Callable[[str], Column], prefix: tuple[str, ...], schema: StructType) -> dict[str, Column]:
+        level = levels.get(prefix, {})
+        names = set(schema.fieldNames())
+        resolve = resolver(level, get, lambda n: n in names)
+        out = {name: resolve(name) for name in level if name not in names}
+        for arr in _arrays(levels, prefix):
+            elem = schema[arr].dataType.elementType if arr in names else None
+            if isinstance(elem, StructType) and _missing(elem, (*prefix, arr)):
+                out[arr] = F.transform(get(arr), _member(prefix=(*prefix, arr), schema=elem))
+        return out
+
+    def _member(prefix: tuple[str, ...], schema: StructType) -> Callable[[Column], Column]:
+        def struct_of(m: Column) -> Column:  # one argument: pyspark's transform counts them
+            for name, c in fill(m.getField, prefix, schema).items():
+                m = m.withField(name, c)
+            return m
+
+        return struct_of
+
+    def _missing(schema: StructType, prefix: tuple[str, ...]) -> bool:
+        names = set(schema.fieldNames())
+        if any(n not in names for n in levels.get(prefix, {})):
+            return True
+        return any(arr in names and isinstance(e := schema[arr].dataType.elementType, StructType)
+                   and _missing(e, (*prefix, arr)) for arr in _arrays(levels, prefix))
+
+    if not levels or not _missing(df.schema, ()):
+        return df
+    return df.withColumns(fill(lambda n: F.col(f"`{n}`"), (), df.schema))
+
+
+# ---- on the driver -------------------------------------------------------------------------------
+_SEED = 42  # Spark's xxhash64 seed
+
+
+def _mix(seed: int, value: int | None, width: str) -> int:
+    """One column of Spark's ``xxhash64``: XXH64 of the value's little-endian bytes (4 for
+    byte/short/int, 8 for long) seeded with the hash so far; a null leaves the hash as it is."""
+    import xxhash
+
+    if value is None:
+        return seed
+    h = xxhash.xxh64_intdigest(struct.pack(width, value), seed=seed & ((1 << 64) - 1))
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+def _row_value(name: str, level: Level, row: dict) -> int | None:
+    alts = level.get(name)
+    if not alts or name in row:
+        return row.get(name)
+    return next((v for d in alts if (v := _derive(d, level, row)) is not None), None)
+
+
+def _derive(d: Derived, level: Level, row: dict) -> int | None:
+    if any(_row_value(c, level, row) != value for c, value in d.when):
+        return None
+    v = [_row_value(a, level, row) for a in d.args]
+    h = _mix(_SEED, d.oid, "<i")
+    if d.kind == FLATTEN:
+        return None if v[0] is None else _mix(_mix(h, v[0], "<q"), -1 if v[1] is None else v[1], "<i")
+    if d.kind == JOIN:
+        if v[0] is None and v[1] is None:
+            return None
+        return _mix(_mix(h, -1 if v[0] is None else v[0], "<q"), -1 if v[1] is None else v[1], "<q")
+    if v[0] is None:
+        return None
+    return _mix(_mix(h, v[0], "<i"), v[1] if v[0] == 0 else v[2], "<q")
+
+
+def hydrate_rows(rows: list[dict], derived: Iterable[Derived]) -> list[dict]:
+    """:func:`hydrate` for rows on the driver (dicts, nested structs as dicts), in place."""
+    levels = _levels(derived)
+    if not levels:
+        return rows
+
+    def fill(objs: Iterable[dict], prefix: tuple[str, ...]) -> None:
+        objs = [o for o in objs if o is not None]
+        level = levels.get(prefix, {})
+        for o in objs:
+            for name in level:
+                if name not in o:
+                    o[name] = _row_value(name, level, o)
+        for arr in _arrays(levels, prefix):
+            fill((e for o in objs for e in (o.get(arr) or ())), (*prefix, arr))
+
+    fill(rows, ())
+    return rows
+
+
+# ---- as JSON (capture_runs.slots) ---------------------------------------------------------------
+def to_json(derived: Iterable[Derived]) -> list[dict]:
+    return [{"col": d.col, "kind": d.kind, "oid": d.oid, "args": list(d.args), "nest": list(d.nest),
+             "when": [list(w) for w in d.when]} for d in derived]
+
+
+def from_json(items: list[dict]) -> tuple[Derived, ...]:
+    return tuple(Derived(i["col"], i["kind"], i["oid"], tuple(i["args"]), tuple(i["nest"]),
+                         tuple((w[0], w[1]) for w in i["when"])) for i in items)
+
+
+def dumps(derived: Iterable[Derived]) -> str:
+    return json.dumps(to_json(derived))

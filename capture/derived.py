@@ -13,7 +13,6 @@ driver (Spark's ``xxhash64`` with the ``xxhash`` package), so the readers of the
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -50,7 +49,8 @@ class Derived:
         return replace(self, nest=(array_col, *self.nest))
 
     def only_when(self, side: str, value: int) -> Derived:
-        """Below one side of a union: null on the other side's rows."""
+        """Below one side of a union: null on the other side's rows. (A field of a collected array
+        needs no condition: on those rows the whole array is null.)"""
         return replace(self, when=((side, value), *self.when)) if not self.nest else self
 
     def renamed(self, mapping: dict[str, str]) -> Derived:
@@ -224,7 +224,3 @@ def to_json(derived: Iterable[Derived]) -> list[dict]:
 def from_json(items: list[dict]) -> tuple[Derived, ...]:
     return tuple(Derived(i["col"], i["kind"], i["oid"], tuple(i["args"]), tuple(i["nest"]),
                          tuple((w[0], w[1]) for w in i["when"])) for i in items)
-
-
-def dumps(derived: Iterable[Derived]) -> str:
-    return json.dumps(to_json(derived))

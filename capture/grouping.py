@@ -1,10 +1,12 @@
 """Grouping + aggregation/nesting, distinct and dropDuplicates (Pebble: <ids_i, id_o>).
 
-Each output row carries a hidden ``collect_list(struct(<input hidden columns>))``: the ids of
-every input item of its group, in the order the aggregation saw them (their 1-based position
-is the ``pos`` of the association, equal to the position of the item's value in every
-``collect_list`` output of the same call when the collected values are not null). The output
-id is ``xxhash64(oid, sorted input ids)``: deterministic and the same on every re-run.
+Each output row carries a hidden ``collect_list(struct(<input hidden columns>))`` of every input
+item of its group, in the order the aggregation saw them (their 1-based position is the ``pos``
+of the association, equal to the position of the item's value in every ``collect_list`` output
+of the same call when the collected values are not null). Derived ids (flatten, join, union:
+capture/derived.py) are left out of the struct; reading a run computes them again. The output id
+is ``xxhash64(oid, sorted input ids)``, the input ids computed from the collected fields when
+they are derived: deterministic and the same on every re-run.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 A run's provenance is stored *compressed* (PROVision's lazy/compressed provenance): the annotated
 result -- every visible column plus the hidden id, position and collected-id columns the tracked
-pipeline carried -- is kept as the run's own table ``capture_result/<run>``, and the run's row in
-``capture_runs`` records which hidden column holds each operator's associations (its slots).
+pipeline carried, except the ids that can be computed again (capture/derived.py) -- is kept as the
+run's own table ``capture_result/<run>``, and the run's row in ``capture_runs`` records which
+hidden column holds each operator's associations (its slots) and how to compute the derived ids.
 Pebble's P (Table 6) is a *view* of that table (:meth:`StoredRun.associations`): the same rows
 ``capture.materialize`` derives from a live tracked DataFrame. The backtracer never needs the
 whole view: it derives the associations of the matched result rows alone.

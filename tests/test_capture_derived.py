@@ -126,3 +126,20 @@ def test_a_stored_run_keeps_only_what_cannot_be_derived(spark, tmp_path):
     assert rows_of(run.result) == rows_of(cap.annotated.select(*run.result.columns))
     traced = sorted(run_trace(st_, info.run, "/who").rows())
     assert traced and traced == sorted(trace_captured(tracker, out, "/who").rows())
+
+
+def test_run_rows_keep_slots_and_derived_ids_and_read_older_runs():
+    """capture_runs.slots round-trips the slots and derivations; a run stored before derived ids
+    (a bare list of slots) reads with nothing derived."""
+    import json
+
+    from capture.model import InRef, Slot
+    from capture.runs import slots_from_json, slots_json
+
+    slots = (Slot(2, "__strata_id_2", InRef("__strata_id_1"), pos_col="__strata_pos_2"),
+             Slot(3, "__strata_id_3", InRef("__strata_id_2"), nest=("__strata_agg_3",), when=((1, "__strata_side_4", 0),)))
+    derived = (Derived("__strata_id_2", FLATTEN, 2, ("__strata_id_1", "__strata_pos_2"), ("__strata_agg_3",),
+                       (("__strata_side_4", 1),)),)
+    assert slots_from_json(slots_json(slots, derived)) == (slots, derived)
+    older = json.dumps(json.loads(slots_json(slots))["slots"])
+    assert slots_from_json(older) == (slots, ())

@@ -39,7 +39,7 @@ from pyspark.sql.types import (
 
 from capture import bundle, tee
 from capture.derived import hydrate
-from capture.materialize import identity_frame
+from capture.materialize import assoc_frame, identity_frame
 from capture.model import OperatorProv
 from capture.runs import (
     OPERATORS,
@@ -297,8 +297,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     spark = tracker.spark
     visible = tdf.visible()
     kept = cap.compact.columns  # the derived id columns are computed again on read (capture/derived.py)
-    first = [*(c for c in (cap.id_col,) if c in kept), *visible,
-             *(c for c in kept if c != cap.id_col and c not in visible)]
+    first = ([cap.id_col] if cap.id_col in kept else []) + [
+        *visible, *(c for c in kept if c != cap.id_col and c not in visible)]
     ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
 
     def save(df: DataFrame) -> None:
@@ -330,10 +330,11 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
                 info_out = {"path": str(path), "format": fmt}
-                stored = cap.stored_associations(result).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                hydrated = hydrate(result, cap.derived)  # the derived ids the store copy left out
+                stored = assoc_frame(hydrated, cap.slots).persist(StorageLevel.MEMORY_AND_DISK_DESER)
                 cleanup.append(stored)
                 full = stored.unionByName(  # computed once: the bundle reads it in every section
-                    identity_frame(stored, ops, cap.result_oid, hydrate(result, cap.derived).select(cap.id_col))
+                    identity_frame(stored, ops, cap.result_oid, hydrated.select(cap.id_col))
                 ).localCheckpoint(eager=True)
                 existing = tx.table("vertices").select("id")
                 sections = bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)

@@ -122,7 +122,7 @@ class Captured:
         """Pebble's P for every operator (Table 6), the identity operators' ⟨id, id⟩ rows
         derived from the stored ones."""
         df = self._full(annotated)
-        stored = self.stored_associations(df)
+        stored = assoc_frame(df, self.slots)
         derived = identity_frame(stored, self.operators, self.result_oid, df.select(self.id_col))
         return stored.unionByName(derived)
 

@@ -135,7 +135,15 @@ class _Reader:
         self._tracker = tracker
 
     def _read(self, fmt: str, path, name: str | None, options) -> TrackedDataFrame:
-        df = self._tracker.spark.read.options(**options).format(fmt).load(path)
+        """As ``spark.read.<fmt>(path, schema=..., **options)``. A given ``schema`` (a StructType
+        or DDL string) is applied, not passed on as an option; it is not part of the layout key:
+        it does not change which rows a file holds, so the same rows keep their ids."""
+        options = dict(options)
+        schema = options.pop("schema", None)
+        reader = self._tracker.spark.read.options(**options)
+        if schema is not None:
+            reader = reader.schema(schema)
+        df = reader.format(fmt).load(path)
         paths = [path] if isinstance(path, str) else list(path)
         dataset = name or ",".join(os.path.abspath(p) if "://" not in p else p for p in paths)
         ids = file_row_ids(df, dataset) if fmt == "parquet" else \

@@ -322,6 +322,16 @@ def test_ids_are_deterministic_across_trackers(spark, src_ids):
     assert not {p for _, p in src_ids} & {r._pid for r in other.with_item_ids("_pid").collect()}
 
 
+def test_a_given_schema_is_applied_and_keeps_the_ids(spark, src_ids):
+    """``schema=`` works as in ``spark.read.json``: the columns are the schema's (no inference),
+    and the rows keep the ids they have when the schema is inferred."""
+    for schema in ("text string, retweet_cnt long", spark.read.schema("text string, retweet_cnt long").json(
+            TWEETS).schema):
+        given = Tracker(spark, None).read.json(TWEETS, name="tweets", schema=schema)
+        assert given.columns == spark.read.json(TWEETS, schema=schema).columns == ["text", "retweet_cnt"]
+        assert sorted((r.text, r._pid) for r in given.with_item_ids("_pid").collect()) == sorted(src_ids)
+
+
 def _read_ids(spark) -> list[tuple[str, int]]:
     again = Tracker(spark, None).read.json(TWEETS, name="tweets")
     return sorted((r.text, r._pid) for r in again.with_item_ids("_pid").collect())

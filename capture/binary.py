@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -82,35 +83,39 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
 
 
 def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missing: bool = False) -> TrackedDataFrame:
+    """Spark itself matches the visible columns (by position, or by name as the session's case
+    sensitivity says, with ``allowMissingColumns``); each side carries every hidden column (null
+    where it has none), its side number and the union id."""
     right = _tracked(other, method)
-    lplain, rplain = left.untracked(), right.untracked()
-    probe = lplain.unionByName(rplain, allow_missing) if by_name else lplain.union(rplain)
-    out_cols = probe.columns
-    lvis, rvis = left.visible(), right.visible()
     oid = left.tracker._new_oid()
     side, idk = f"__strata_side_{oid}", f"__strata_id_{oid}"
     lh, rh = left.hidden(), right.hidden()
     hidden = list(dict.fromkeys(lh + rh))
     types = {h: (left.annotated.schema[h] if h in lh else right.annotated.schema[h]).dataType for h in hidden}
 
-    def side_cols(t: TrackedDataFrame, vis: list[str], n: int) -> list[Column]:
-        df = t.annotated
-        if by_name:
-            cols = [df[c].alias(c) if c in vis else F.lit(None).cast(probe.schema[c].dataType).alias(c)
-                    for c in out_cols]
-        else:
-            cols = [df[c].alias(o) for c, o in zip(vis, out_cols, strict=True)]
-        have = t.hidden()
-        cols += [df[h] if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden]
-        cols += [F.lit(n).cast("byte").alias(side), F.xxhash64(F.lit(oid), F.lit(n), F.col(t._cur)).alias(idk)]
-        return cols
+    def side_cols(t: TrackedDataFrame, n: int) -> list[Column]:
+        have = set(t.hidden())
+        return [*(_named(c) for c in t.visible()),
+                *(_named(h) if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden),
+                F.lit(n).cast("byte").alias(side), F.xxhash64(F.lit(oid), F.lit(n), F.col(t._cur)).alias(idk)]
 
-    new = left.annotated.select(*side_cols(left, lvis, 0)).union(right.annotated.select(*side_cols(right, rvis, 1)))
-    renames = () if by_name else tuple(
-        Manipulation(1, c, o) for c, o in zip(rvis, out_cols, strict=True) if c != o
-    )
+    lsel, rsel = left.annotated.select(*side_cols(left, 0)), right.annotated.select(*side_cols(right, 1))
+    try:
+        new = lsel.unionByName(rsel, allow_missing) if by_name else lsel.union(rsel)
+    except AnalysisException:
+        # the same union of the visible columns alone raises Spark's own error, without ours
+        lplain, rplain = left.untracked(), right.untracked()
+        lplain.unionByName(rplain, allow_missing) if by_name else lplain.union(rplain)
+        raise
+    lvis, rvis = left.visible(), right.visible()
+    if by_name:  # a right column renamed only where the match ignored case
+        same = (lambda a, b: a == b) if _case_sensitive(new) else (lambda a, b: a.lower() == b.lower())
+        pairs = [(c, next((o for o in lvis if same(o, c)), c)) for c in rvis]
+    else:
+        pairs = list(zip(rvis, lvis, strict=True))
+    renames = tuple(Manipulation(1, c, o) for c, o in pairs if c != o)
     op = OperatorProv(oid, OpType.UNION, method, (OpInput(left.oid, ()), OpInput(right.oid, ())), renames,
-                      detail=str(analyzed(probe).simpleString(25)))
+                      detail=str(analyzed(new).simpleString(25)))
     slots = (
         *(s.only_when(side, 0) for s in left._slots),
         *(s.only_when(side, 1) for s in right._slots),
@@ -124,3 +129,13 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
         Derived(idk, UNION, oid, (side, left._cur, right._cur)),
     )
     return left._next(new, op, cur=idk, slots=slots, derived=derived)
+
+
+def _named(name: str) -> Column:
+    """The top-level column ``name`` (dots and backticks in it taken literally)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _case_sensitive(df) -> bool:
+    return df.sparkSession.conf.get("spark.sql.caseSensitive", "false").lower() == "true"
+

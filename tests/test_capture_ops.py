@@ -65,6 +65,14 @@ def test_select_maps_nested_paths_to_new_names(tracker, tweets, src_ids):
     assert out.columns == ["n", "text", "ids"]
 
 
+@pytest.mark.parametrize("cols", [("*",), ("*", "text"), ("text", "text")])
+def test_select_of_star_or_a_repeated_name_keeps_one_copy_of_each_id(tweets, src_ids, cols):
+    out = tweets.select(*cols)
+    assert out.columns == tweets.untracked().select(*cols).columns
+    assert len(out.annotated.columns) == len(out.columns) + len(tweets.hidden())
+    assert sorted(r._pid for r in out.with_item_ids("_pid").collect()) == sorted(p for _, p in src_ids)
+
+
 def test_select_struct_nesting_and_literal_index(tracker, tweets):
     out = tweets.selectExpr("named_struct('who', user.name, 'first', user_mentions[0].id_str) AS s")
     op = tracker.capture(out).operator(out.oid)
@@ -219,6 +227,28 @@ def test_self_union_keeps_the_two_sides_apart(tracker, tweets, src_ids):
     assert len(assoc(tracker, out, left.oid)) == 4
     assert {inp for _, inp, _, _ in assoc(tracker, out, out.oid)} == {0, 1}
     assert len(cap.operators) == 3
+
+
+@pytest.mark.parametrize("allow_missing", [False, True])
+def test_union_by_name_matches_names_as_spark_does(tracker, spark, allow_missing):
+    """Names match ignoring case (Spark's default), missing columns are null: the same rows as
+    the untracked union, and a right column matched under another case is recorded as renamed."""
+    a = spark.createDataFrame([(1, "x")], "Key int, v string")
+    b = spark.createDataFrame([(2, "y")], "key int, v string") if not allow_missing else \
+        spark.createDataFrame([(2,)], "KEY int")
+    out = tracker.track(a, name="a").unionByName(tracker.track(b, name="b"), allowMissingColumns=allow_missing)
+    assert out.columns == ["Key", "v"]
+    assert sorted(out.collect()) == sorted(a.unionByName(b, allowMissingColumns=allow_missing).collect())
+    renamed = {(m.input, m.src, m.dst) for m in tracker.capture(out).operator(out.oid).manipulated}
+    assert renamed == {(1, b.columns[0], "Key")}
+
+
+def test_a_union_of_unequal_inputs_raises_sparks_own_error(tracker, tweets):
+    """The counts in the message are the user's columns, not ours (Spark's plan dump below it
+    still shows the hidden columns)."""
+    with pytest.raises(Exception, match="NUM_COLUMNS_MISMATCH") as err:
+        tweets.select("text").union(tweets.select("text", "retweet_cnt"))
+    assert "first input has 1 columns and the second input has 2 columns" in str(err.value).replace("`", "")
 
 
 def test_group_by_aggregation_positions_match_the_nested_list(tracker, tweets, src_ids):

@@ -9,6 +9,7 @@ new id ``xxhash64(oid, input id, position)`` and the association keeps the 1-bas
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
@@ -46,17 +47,27 @@ def column_of(spark, expr) -> Column:
     """A pyspark Column wrapping an (already resolved) Catalyst expression."""
     from pyspark.sql.classic.column import Column as ClassicColumn
 
-    jvm = spark._jvm
-    node = jvm.org.apache.spark.sql.classic.ExpressionColumnNode.apply(expr)
-    return ClassicColumn(jvm.org.apache.spark.sql.Column(node))
+    node_cls, col_cls = _column_classes(spark._jvm)
+    return ClassicColumn(col_cls(node_cls.apply(expr)))
+
+
+@lru_cache(maxsize=4)
+def _column_classes(jvm):
+    """The JVM classes :func:`column_of` uses, looked up once per JVM (each lookup of a name in a
+    py4j package is a round trip; a tracked select wraps dozens of expressions)."""
+    return jvm.org.apache.spark.sql.classic.ExpressionColumnNode, jvm.org.apache.spark.sql.Column
 
 
 def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = False) -> TrackedDataFrame:
     """Apply a projection-like user call; ``explicit``: the user listed the kept columns."""
     hidden = tdf.hidden()
-    probe = build(tdf.annotated, [])
-    missing = [h for h in hidden if h not in probe.columns]
-    new = build(tdf.annotated, missing) if missing else probe
+    new = build(tdf.annotated, hidden) if explicit else None
+    if new is None or len(set(new.columns)) < len(new.columns):
+        # not a select, or the user's columns already bring hidden ones ("*") or repeat a name:
+        # build without them first to see which hidden columns are missing
+        probe = build(tdf.annotated, [])
+        missing = [h for h in hidden if h not in probe.columns]
+        new = build(tdf.annotated, missing) if missing else probe
     in_plan = analyzed(tdf.annotated)
     plan = analyzed(new)
     nodes = nodes_above(plan, [in_plan])

@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
@@ -104,10 +105,16 @@ class Captured:
     operators: tuple[OperatorProv, ...]
     slots: tuple[Slot, ...]
     result_oid: int
-    annotated: DataFrame  # visible columns and every hidden id column (derived ones included)
+    built: DataFrame  # the tracked DataFrame's own columns (derived ids inside collected lists left out)
     id_col: str  # the hidden column of ``annotated`` holding each result item's id
     compact: DataFrame  # what a commit stores: ``annotated`` without its derived id columns
     derived: tuple[Derived, ...] = ()  # how to compute those again (capture/derived.py)
+
+    @cached_property
+    def annotated(self) -> DataFrame:
+        """Visible columns and every hidden id column, derived ones included (built on first
+        use: a commit stores ``compact`` and does not need it)."""
+        return hydrate(self.built, self.derived)
 
     def stored_associations(self, annotated: DataFrame | None = None) -> DataFrame:
         """P for the operators that change ids: ``oid, out_id, input, in_id, pos``
@@ -220,8 +227,9 @@ class Tracker:
         if not isinstance(tdf, TrackedDataFrame) or tdf.tracker is not self:
             raise UnsupportedOperation.named("capture", "expects a DataFrame tracked by this Tracker")
         derived = top(tdf._derived)
-        compact = tdf.annotated.select(*[F.col(f"`{c}`") for c in tdf.annotated.columns if c not in derived])
-        return Captured(self.operators(tdf), tdf._slots, tdf.oid, hydrate(tdf.annotated, tdf._derived), tdf.id_column,
+        gone = [c for c in tdf.annotated.columns if c in derived]
+        compact = tdf.annotated.drop(*gone) if gone else tdf.annotated  # drop: one py4j call, not one per column
+        return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated, tdf.id_column,
                         compact, tdf._derived)
 
     def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",

@@ -138,4 +138,3 @@ def _named(name: str) -> Column:
 
 def _case_sensitive(df) -> bool:
     return df.sparkSession.conf.get("spark.sql.caseSensitive", "false").lower() == "true"
-

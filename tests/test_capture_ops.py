@@ -235,10 +235,11 @@ def test_union_by_name_matches_names_as_spark_does(tracker, spark, allow_missing
     the untracked union, and a right column matched under another case is recorded as renamed."""
     a = spark.createDataFrame([(1, "x")], "Key int, v string")
     b = spark.createDataFrame([(2, "y")], "key int, v string") if not allow_missing else \
-        spark.createDataFrame([(2,)], "KEY int")
+        spark.createDataFrame([(2, "z")], "KEY int, w string")
     out = tracker.track(a, name="a").unionByName(tracker.track(b, name="b"), allowMissingColumns=allow_missing)
-    assert out.columns == ["Key", "v"]
-    assert sorted(out.collect()) == sorted(a.unionByName(b, allowMissingColumns=allow_missing).collect())
+    plain = a.unionByName(b, allowMissingColumns=allow_missing)
+    assert out.columns == plain.columns == ["Key", "v", "w"][:3 if allow_missing else 2]
+    assert sorted(out.collect()) == sorted(plain.collect())
     renamed = {(m.input, m.src, m.dst) for m in tracker.capture(out).operator(out.oid).manipulated}
     assert renamed == {(1, b.columns[0], "Key")}
 

@@ -244,7 +244,7 @@ def test_union_by_name_matches_names_as_spark_does(tracker, spark, allow_missing
     assert renamed == {(1, b.columns[0], "Key")}
 
 
-def test_a_union_of_unequal_inputs_raises_sparks_own_error(tracker, tweets):
+def test_a_union_of_unequal_inputs_raises_sparks_own_error(tweets):
     """The counts in the message are the user's columns, not ours (Spark's plan dump below it
     still shows the hidden columns)."""
     with pytest.raises(Exception, match="NUM_COLUMNS_MISMATCH") as err:

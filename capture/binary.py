@@ -11,7 +11,17 @@ from pyspark.sql import functions as F
 from capture.derived import JOIN, UNION, Derived
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.plan import accesses, analyzed, attr_map, cls, has_udf, is_hidden, out_pairs, seq
+from capture.plan import (
+    accesses,
+    analyzed,
+    attr_map,
+    cls,
+    has_udf,
+    is_hidden,
+    named,
+    out_pairs,
+    seq,
+)
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame
@@ -95,8 +105,8 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
 
     def side_cols(t: TrackedDataFrame, n: int) -> list[Column]:
         have = set(t.hidden())
-        return [*(_named(c) for c in t.visible()),
-                *(_named(h) if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden),
+        return [*(named(c) for c in t.visible()),
+                *(named(h) if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden),
                 F.lit(n).cast("byte").alias(side), F.xxhash64(F.lit(oid), F.lit(n), F.col(t._cur)).alias(idk)]
 
     lsel, rsel = left.annotated.select(*side_cols(left, 0)), right.annotated.select(*side_cols(right, 1))
@@ -129,11 +139,6 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
         Derived(idk, UNION, oid, (side, left._cur, right._cur)),
     )
     return left._next(new, op, cur=idk, slots=slots, derived=derived)
-
-
-def _named(name: str) -> Column:
-    """The top-level column ``name`` (dots and backticks in it taken literally)."""
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _case_sensitive(df) -> bool:

@@ -23,6 +23,13 @@ def is_hidden(name: str) -> bool:
     return name.startswith(HIDDEN_PREFIX)
 
 
+def named(name: str):
+    """The top-level column ``name`` as a Column, dots and backticks in it taken literally."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def seq(jseq) -> list:
     """A Scala Seq as a Python list."""
     return [jseq.apply(i) for i in range(jseq.size())]

@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from capture import derived as drv
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.plan import named
 from capture.tee import PART, part_of
 from store.errors import UserError
 
@@ -159,15 +160,13 @@ class StoredRun:
     def result(self) -> DataFrame:
         """The annotated result: visible and every hidden column (a split copy's two tables joined
         by row; the backtracer avoids this join, see :func:`capture.backtrace.trace_result`)."""
-        from pyspark.sql import functions as F
-
         if self.outputs is None:
             rows = self.full
         else:
             rows = drv.hydrate(keyed(self.outputs).join(keyed(self.hidden), ROW_KEY), self.derived)
         visible = self.visible
         cols = [self.id_col, *visible, *(c for c in rows.columns if c not in (*visible, ROW_KEY, self.id_col))]
-        return rows.select(*[F.col("`" + c.replace("`", "``") + "`") for c in cols])
+        return rows.select(*[named(c) for c in cols])
 
     def match_source(self) -> tuple[DataFrame, str]:
         """The table a pattern is matched on and its row id column: the output files keyed by row

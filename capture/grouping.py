@@ -4,19 +4,22 @@ Each output row carries a hidden ``collect_list(struct(<input hidden columns>))`
 item of its group, in the order the aggregation saw them (their 1-based position is the ``pos``
 of the association, equal to the position of the item's value in every ``collect_list`` output
 of the same call when the collected values are not null). Derived ids (flatten, join, union:
-capture/derived.py) are left out of the struct; reading a run computes them again. The output id
-is ``xxhash64(oid, sorted input ids)``, the input ids computed from the collected fields when
-they are derived: deterministic and the same on every re-run.
+capture/derived.py) are left out of the struct; reading a run computes them again.
+
+The output id is ``xxhash64(oid, group key)`` (:func:`key_id`): the grouping values identify a
+group within the operator's output, and hashing them per group costs less than hashing every
+member's id (docs/capture.md, "Ids"). Deterministic, so the same on every re-run.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
-from capture.derived import resolver, top
+from capture.derived import top
 from capture.errors import UnsupportedOperation
 from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.plan import (
@@ -30,6 +33,7 @@ from capture.plan import (
     out_pairs,
     seq,
 )
+from store.storage import spark_conf
 
 if TYPE_CHECKING:
     from capture.tracked import TrackedDataFrame
@@ -81,28 +85,75 @@ def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
     return F.collect_list(F.struct(*kept)).alias(agg), agg, idk
 
 
+def _positional(dtype: DataType) -> DataType:
+    """``dtype`` with every struct field renamed ``_0``, ``_1``, … (a cast to it renames by
+    position), so fields can be read by name even where a struct repeats a name."""
+    if isinstance(dtype, StructType):
+        return StructType([StructField(f"_{i}", _positional(f.dataType), f.nullable)
+                           for i, f in enumerate(dtype.fields)])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_positional(dtype.elementType), dtype.containsNull)
+    return dtype
+
+
+def _key_value(c: Column, dtype: DataType) -> Column:
+    """``c`` with a null flag at every level and every array's length, so hashing it tells all
+    values apart: Spark's hash skips nulls and runs array elements into one chain, so the keys
+    ``(null, 1)`` and ``(1, null)``, or ``([1, 2], [])`` and ``([1], [2])``, would hash alike."""
+    if isinstance(dtype, StructType):
+        return F.struct(c.isNull(), *[_key_value(c.getField(f.name), f.dataType) for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        elem = dtype.elementType
+        return F.struct(c.isNull(), F.size(c), F.transform(c, lambda e: _key_value(e, elem)))
+    return F.struct(c.isNull(), c)
+
+
+def key_id(grouped: DataFrame, n: int, oid: int, idk: str, keep_keys: bool = True) -> DataFrame:
+    """``grouped`` (an aggregation's output, its ``n`` grouping columns first) with the group id
+    ``xxhash64(oid, group key)`` appended as ``idk``; without the key columns unless ``keep_keys``.
+    The key columns are taken by position (output names may repeat) and, nested ones, cast to
+    positional field names; :func:`_key_value` keeps nulls and array bounds apart."""
+    names = grouped.columns
+    tmp = [f"__strata_key_{oid}_{i}" for i in range(n)]
+    keyed = grouped.toDF(*tmp, *names[n:])
+    parts = []
+    for t, f in zip(tmp, grouped.schema.fields[:n], strict=True):
+        plain = _positional(f.dataType)
+        col = F.col(t) if plain == f.dataType else F.col(t).cast(plain)
+        parts.append(_key_value(col, plain))
+    out = keyed.withColumn(idk, F.xxhash64(F.lit(oid), *parts))
+    return out.toDF(*names, idk) if keep_keys else out.drop(*tmp)
+
+
 def _finish(tdf, new, op, agg: str, idk: str) -> TrackedDataFrame:
-    derived = top(tdf._derived)
-    if tdf._cur in derived:  # the members' ids are derived from their collected coordinates
-        members = F.transform(F.col(agg), lambda m: resolver(derived, m.getField)(tdf._cur))
-    else:
-        members = F.col(agg).getField(tdf._cur)
-    new = new.withColumn(idk, F.xxhash64(F.lit(op.oid), F.array_sort(members)))
+    """``new`` already holds the group id ``idk`` (:func:`key_id`)."""
     slots = (*(s.nested_in(agg) for s in tdf._slots), Slot(op.oid, idk, InRef(tdf._cur), array=agg))
     return tdf._next(new, op, cur=idk, slots=slots, derived=tuple(d.nested_in(agg) for d in tdf._derived))
+
+
+def _grouped(df: DataFrame, keys, exprs) -> tuple[DataFrame, bool]:
+    """``df.groupBy(*keys).agg(*exprs)`` with the grouping columns first in the output, whatever
+    ``spark.sql.retainGroupColumns`` says (the group id needs them), and that setting."""
+    spark = df.sparkSession
+    if spark.conf.get("spark.sql.retainGroupColumns", "true").lower() == "true":
+        return df.groupBy(*keys).agg(*exprs), True
+    with spark_conf(spark, "spark.sql.retainGroupColumns", "true"):
+        return df.groupBy(*keys).agg(*exprs), False
 
 
 def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Column]) -> TrackedDataFrame:
     oid = tdf.tracker._new_oid()
     collected, agg, idk = _collected(tdf, oid)
-    new = tdf.annotated.groupBy(*keys).agg(*exprs, collected)
+    grouped, retain = _grouped(tdf.annotated, keys, [*exprs, collected])
     in_plan = analyzed(tdf.annotated)
-    anode = next((n for n in nodes_above(analyzed(new), [in_plan]) if cls(n) == "Aggregate"), None)
+    anode = next((n for n in nodes_above(analyzed(grouped), [in_plan]) if cls(n) == "Aggregate"), None)
     if anode is None:
         raise UnsupportedOperation.named(method, "Spark did not plan an aggregation")
     attrs = attr_map([in_plan])
     grouping = seq(anode.groupingExpressions())
-    outputs = [e for e in seq(anode.aggregateExpressions()) if not is_hidden(e.name())]
+    outputs = [e for e in seq(anode.aggregateExpressions())[0 if retain else len(grouping):]
+               if not is_hidden(e.name())]  # the grouping columns lead when retained (_grouped)
+    new = key_id(grouped, len(grouping), oid, idk, keep_keys=retain)
     if any(has_udf(e) for e in grouping + outputs):
         op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, None),), None,
                           detail=str(anode.simpleString(25)))
@@ -126,7 +177,8 @@ def deduplicate(tdf: TrackedDataFrame, method: str, subset: list[str] | None) ->
     collected, agg, idk = _collected(tdf, oid)
     df = tdf.annotated
     others = [F.first(df[c]).alias(c) for c in visible if c not in keys]
-    new = df.groupBy(*[df[k] for k in keys]).agg(*others, collected).select(*visible, agg)
+    grouped, _ = _grouped(df, [df[k] for k in keys], [*others, collected])
+    new = key_id(grouped, len(keys), oid, idk).select(*visible, agg, idk)
     accessed = tuple(keys)
     manipulated = tuple(Manipulation(0, c, c) for c in visible)
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,

@@ -278,6 +278,48 @@ def test_distinct_associates_every_duplicate(tracker, tweets, src_ids):
     assert len(rows) == 5 and out.count() == 4
 
 
+def test_group_ids_tell_apart_keys_that_differ_only_in_nulls_or_array_bounds(spark, tracker):
+    """A group's id hashes its key; Spark's hash skips nulls and runs array elements together, so
+    (null, 1) / (1, null), s(null, "x") / s("x", null) and ([1, 2], []) / ([1], [2]) would share an
+    id if the key were hashed as it is. Each group gets its own id, the same on a re-run."""
+    rows = [(None, 1, "x", None, [1, 2], []), (1, None, None, "x", [1], [2]), (1, None, None, "x", [1], [2]),
+            (None, None, None, None, None, [None]), (None, None, None, None, [None], None)]
+    df = spark.createDataFrame(rows, "a int, b int, x string, y string, p array<int>, q array<int>")
+
+    def grouped(tr):
+        t = tr.track(df, name="keys")
+        return t.groupBy("a", "b", F.struct("x", "y").alias("s"), "p", "q").agg(F.count(F.lit(1)).alias("n"))
+
+    out = grouped(tracker)
+    ids = [r._pid for r in out.with_item_ids("_pid").collect()]
+    assert out.count() == 4 and len(set(ids)) == 4
+    again = grouped(Tracker(spark, None, pipeline="test"))  # a re-run: same operator ids, same keys
+    assert sorted(r._pid for r in again.with_item_ids("_pid").collect()) == sorted(ids)
+    members = sorted(len(r.m) for r in out.annotated.select(F.col(f"__strata_agg_{out.oid}").alias("m")).collect())
+    assert members == [1, 1, 1, 2]
+
+
+def test_group_keys_with_repeated_field_names_and_without_retained_group_columns(spark, tracker, tweets):
+    """The group id reads the key columns by position: a struct key that repeats a field name, and
+    ``spark.sql.retainGroupColumns=false`` (no key columns in the output) give Spark's own columns."""
+    def pipelines(t):
+        yield t.groupBy(F.struct(F.col("user.id_str"), F.col("user_mentions.id_str")).alias("k")).count()
+        yield t.groupBy(F.col("user.id_str").alias("uid")).agg(F.collect_list("text").alias("texts"))
+
+    def rows(df):
+        return sorted(map(repr, df.collect()))
+
+    plain = spark.read.json(TWEETS)
+    for retain in ("true", "false"):
+        with spark_conf(spark, "spark.sql.retainGroupColumns", retain):
+            for tracked, untracked in zip(pipelines(tweets), pipelines(plain), strict=True):
+                assert tracked.columns == untracked.columns and rows(tracked) == rows(untracked)
+                ids = [r._pid for r in tracked.with_item_ids("_pid").collect()]
+                assert len(set(ids)) == len(ids) == untracked.count()
+                op = tracker.capture(tracked).operator(tracked.oid)
+                assert {m.dst.split(".")[0] for m in op.manipulated} <= set(tracked.columns), retain
+
+
 def test_drop_duplicates_on_a_subset(tracker, tweets):
     out = tweets.select("text", F.col("user.id_str").alias("uid")).dropDuplicates(["uid"])
     op = tracker.capture(out).operator(out.oid)

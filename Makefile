@@ -1,12 +1,12 @@
 # Strata developer commands. Everything installs into ./.venv; nothing is needed by hand but
-# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM).
+# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM; a JDK's javac builds the JSON offset reader).
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv java-check test test-fast demo bench style clean
+.PHONY: help venv jvm java-check test test-fast demo bench style clean
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
@@ -33,16 +33,21 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: java-check $(STAMP)
+# Strata's JSON offset reader (capture/jvm), compiled against the installed PySpark with javac;
+# without a JDK it prints a note and JSON inputs get positional ids (docs/capture.md, "Ids").
+jvm: $(STAMP)
+	@$(BIN)/python -m capture.jvm
+
+test: java-check jvm
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-test-fast: java-check $(STAMP)
+test-fast: java-check jvm
 	$(BIN)/python -m pytest -q -m "not cluster and not slow" $(PYTEST_ARGS)
 
-demo: java-check $(STAMP)
+demo: java-check jvm
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
-bench: java-check $(STAMP)
+bench: java-check jvm
 	@echo "Benchmarks are long runs; each prints ratios measured side by side (see benchmarks/RESULTS.md):"
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out /tmp/strata-bench-iql"
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 0.05 0.1 --work /tmp/strata-bench-lineage"

@@ -1,7 +1,8 @@
 """The embedded default SparkSession, and how users point Strata at a cluster instead.
 
 Resolution order for the master: explicit argument, `$STRATA_SPARK_MASTER`, `local[*]`.
-`--conf k=v` pairs (and `$STRATA_SPARK_CONF`, `;`-separated) are applied last, so they win.
+`--conf k=v` pairs (and `$STRATA_SPARK_CONF`, `;`-separated) are applied last, so they win;
+Strata's JSON offset reader (capture/jvm, when built) is added to any `spark.jars` given.
 An existing SparkSession passed to `Store.open(spark=...)` is used as it is.
 """
 
@@ -63,6 +64,12 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         out.update(parse_conf([p for p in env_conf.split(";") if p.strip()]))
     if conf:
         out.update(conf)
+    from capture.jvm import built_jar
+
+    jar = built_jar()
+    if jar:  # the JSON offset reader (capture/jvm): ids that keep filter pushdown into JSON scans
+        jars = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
+        out["spark.jars"] = ",".join([*jars, jar]) if jar not in jars else ",".join(jars)
     return out
 
 

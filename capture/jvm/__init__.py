@@ -1,0 +1,94 @@
+"""Strata's one JVM class: Spark's JSON reader plus each record's line offset.
+
+``io.strata.capture.OffsetJsonFileFormat`` (the Java source next to this file) gives JSON input
+items ids that do not depend on row positions, so a filter after ``tracker.read.json`` is still
+pushed into the JSON parser (docs/capture.md, "Ids"). It is compiled against the installed
+PySpark's jars into ``build/jvm/`` (``make`` does it: ``python -m capture.jvm``), one jar per
+Spark version, and :func:`strata.spark.get_session` puts that jar on the classpath of the Spark it
+starts. Without the jar (no ``javac``, or a SparkSession started elsewhere) JSON items get
+positional ids, as CSV items and tracked DataFrames do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CLASS = "io.strata.capture.OffsetJsonFileFormat"
+OFFSET = "__strata_offset"  # the reader's extra column (OffsetJsonFileFormat.OFFSET)
+SOURCE = Path(__file__).resolve().parent / "io" / "strata" / "capture" / "OffsetJsonFileFormat.java"
+BUILD = Path(__file__).resolve().parents[2] / "build" / "jvm"
+
+
+def _spark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def jar_path() -> Path:
+    """Where the jar for the installed PySpark lives (whether or not it was built)."""
+    return BUILD / f"strata-capture-spark{_spark_version()}.jar"
+
+
+def built_jar() -> str | None:
+    """The jar for the installed PySpark, if it is built and newer than its source."""
+    jar = jar_path()
+    if jar.exists() and (not SOURCE.exists() or jar.stat().st_mtime >= SOURCE.stat().st_mtime):
+        return str(jar)
+    return None
+
+
+def build() -> Path:
+    """Compile the class against the installed PySpark's jars into :func:`jar_path`."""
+    import pyspark
+
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if not javac or not jar_tool:
+        raise RuntimeError("javac and jar (a JDK 17+) are needed to build the JSON offset reader")
+    jars = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
+    out = jar_path()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as classes:
+        subprocess.run([javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, str(SOURCE)], check=True)
+        tmp = out.with_suffix(".tmp")
+        subprocess.run([jar_tool, "cf", str(tmp), "-C", classes, "."], check=True)
+        os.replace(tmp, out)  # a half-written jar is never found
+    return out
+
+
+def available(spark) -> bool:
+    """Whether ``spark``'s JVM can load the class (checked once per SparkContext)."""
+    sc = spark.sparkContext
+    known = getattr(sc, "_strata_offset_json", None)
+    if known is None:
+        from py4j.protocol import Py4JError
+
+        try:
+            loader = sc._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+            sc._jvm.java.lang.Class.forName(CLASS, False, loader)
+            known = True
+        except Py4JError:
+            known = False
+        sc._strata_offset_json = known
+    return known
+
+
+def main() -> int:
+    if built_jar():
+        print(f"up to date: {jar_path()}")
+        return 0
+    try:
+        print(f"built {build()}")
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print(f"note: the JSON offset reader was not built ({e}); JSON inputs get positional ids",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from capture.jvm import main
+
+sys.exit(main())

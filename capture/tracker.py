@@ -11,7 +11,9 @@ from functools import cached_property
 from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
+from capture import jvm
 from capture.derived import Derived, hydrate, top
 from capture.errors import UnsupportedOperation
 from capture.materialize import assoc_frame, identity_frame
@@ -40,6 +42,18 @@ def file_row_ids(df: DataFrame, dataset: str) -> F.Column:
     read is still pushed into the scan (row groups are skipped; the indexes stay right)."""
     meta = df.metadataColumn("_metadata")
     return F.xxhash64(F.lit(dataset), meta.getField("file_path"), meta.getField("row_index"))
+
+
+def file_line_ids(df: DataFrame, dataset: str) -> F.Column:
+    """Top-level item ids of a JSON input read with the offset reader (capture/jvm):
+    ``xxhash64(dataset name, file path, file modification time, line offset)``. The offset is
+    the byte at which the record's line starts, known whether or not a filter keeps the record,
+    so a filter after the read is still pushed into the JSON parser, and the ids do not depend
+    on how the files are cut into splits. The modification time tells a file rewritten in place
+    from the one read before."""
+    meta = df.metadataColumn("_metadata")
+    return F.xxhash64(F.lit(dataset), meta.getField("file_path"), meta.getField("file_modification_time"),
+                      F.col(jvm.OFFSET))
 
 
 def _split_bytes(spark, conf, files: int, size: int) -> int:
@@ -137,25 +151,42 @@ class Captured:
         return next(o for o in self.operators if o.oid == oid)
 
 
+def _line_delimited(spark, options: dict) -> bool:
+    """Whether a JSON read with ``options`` reads files one record per line: not ``multiLine``,
+    and not entries of archives (Spark's ``spark.sql.files.archive.reader.enabled``)."""
+    if spark.conf.get("spark.sql.files.archive.reader.enabled", "false").lower() == "true":
+        return False
+    return not any(k.lower() == "multiline" and str(v).lower() == "true" for k, v in options.items())
+
+
 class _Reader:
     def __init__(self, tracker: Tracker):
         self._tracker = tracker
 
     def _read(self, fmt: str, path, name: str | None, options) -> TrackedDataFrame:
         """As ``spark.read.<fmt>(path, schema=..., **options)``. A given ``schema`` (a StructType
-        or DDL string) is applied, not passed on as an option; it is not part of the layout key:
-        it does not change which rows a file holds, so the same rows keep their ids."""
+        or DDL string) is applied, not passed on as an option; ids do not depend on it (nor on a
+        layout key): it does not change which rows a file holds, so the same rows keep their ids."""
         options = dict(options)
         schema = options.pop("schema", None)
-        reader = self._tracker.spark.read.options(**options)
+        spark = self._tracker.spark
+        reader = spark.read.options(**options)
         if schema is not None:
             reader = reader.schema(schema)
         df = reader.format(fmt).load(path)
         paths = [path] if isinstance(path, str) else list(path)
         dataset = name or ",".join(os.path.abspath(p) if "://" not in p else p for p in paths)
+        detail = f"{fmt} {', '.join(paths)}"
+        if fmt == "json" and _line_delimited(spark, options) and jvm.available(spark) \
+                and not any(is_hidden(c) for c in df.columns):  # (reserved names: _source's error)
+            # the same records, plus each line's offset (capture/jvm): the schema is the one just
+            # inferred or given, so no second inference runs
+            fields = [*df.schema.fields, StructField(jvm.OFFSET, LongType(), False)]
+            df = spark.read.options(**options).schema(StructType(fields)).format(jvm.CLASS).load(path)
+            return self._tracker._source(df, dataset, "read.json", detail, file_line_ids(df, dataset), (jvm.OFFSET,))
         ids = file_row_ids(df, dataset) if fmt == "parquet" else \
             item_ids(dataset, layout_key(df, {"format": fmt, **options}))
-        return self._tracker._source(df, dataset, f"read.{fmt}", f"{fmt} {', '.join(paths)}", ids)
+        return self._tracker._source(df, dataset, f"read.{fmt}", detail, ids)
 
     def json(self, path, name: str | None = None, **options) -> TrackedDataFrame:
         return self._read("json", path, name, options)
@@ -193,15 +224,19 @@ class Tracker:
             raise UnsupportedOperation.named("track", "a dataset name is required: track(df, name='tweets')")
         return self._source(df, name, "track", f"track {name}", item_ids(name, layout_key(df)))
 
-    def _source(self, df: DataFrame, dataset: str, method: str, detail: str, ids: F.Column) -> TrackedDataFrame:
-        bad = [c for c in df.columns if is_hidden(c)]
+    def _source(self, df: DataFrame, dataset: str, method: str, detail: str, ids: F.Column,
+                internal: tuple[str, ...] = ()) -> TrackedDataFrame:
+        """A source operator over ``df`` with item ids ``ids``; ``internal`` names the reader's
+        own columns the ids are computed from (dropped after)."""
+        bad = [c for c in df.columns if is_hidden(c) and c not in internal]
         if bad:
             raise UnsupportedOperation.named(method, f"column names {bad} use the reserved prefix '__strata_'")
         oid = self._new_oid()
         idk = f"__strata_id_{oid}"
         op = OperatorProv(oid, OpType.SOURCE, method, (), (), detail=detail, dataset=dataset)
         self._register(op)
-        return TrackedDataFrame(self, df.withColumn(idk, ids), oid, idk, ())
+        annotated = df.withColumn(idk, ids)
+        return TrackedDataFrame(self, annotated.drop(*internal) if internal else annotated, oid, idk, ())
 
     def _new_oid(self) -> int:
         self._oid += 1

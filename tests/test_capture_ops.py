@@ -410,18 +410,32 @@ def _read_ids(spark) -> list[tuple[str, int]]:
     return sorted((r.text, r._pid) for r in again.with_item_ids("_pid").collect())
 
 
-def test_ids_follow_the_split_layout_not_the_core_count(spark, src_ids):
-    """A position means a row only under one cut of the files into splits. More cores do not
-    cut a small input differently, so its ids stay; a different cut must give other ids, never
-    the id of another row (items are shared between runs through their ids)."""
+def test_json_ids_are_line_offsets_whatever_the_cut(spark, src_ids):
+    """With the offset reader (capture/jvm) a JSON item's id names its file and line: the same
+    on a 1-core or an 8-core machine and under any cut of the files into splits."""
     for cores in ("1", "8"):  # as on a 1-core and an 8-core machine
         with spark_conf(spark, "spark.sql.files.minPartitionNum", cores):
             assert _read_ids(spark) == sorted(src_ids)
     with spark_conf(spark, "spark.sql.files.maxPartitionBytes", "200"):  # splits of 200 bytes
         assert spark.read.json(TWEETS).rdd.getNumPartitions() > 1
+        assert _read_ids(spark) == sorted(src_ids)
+
+
+def test_positional_ids_follow_the_split_layout_not_the_core_count(spark, monkeypatch):
+    """Without the offset reader (a SparkSession started without Strata's jar) JSON ids are row
+    positions. A position means a row only under one cut of the files into splits. More cores do
+    not cut a small input differently, so its ids stay; a different cut must give other ids,
+    never the id of another row (items are shared between runs through their ids)."""
+    monkeypatch.setattr("capture.jvm.available", lambda spark: False)
+    positional = _read_ids(spark)
+    for cores in ("1", "8"):
+        with spark_conf(spark, "spark.sql.files.minPartitionNum", cores):
+            assert _read_ids(spark) == positional
+    with spark_conf(spark, "spark.sql.files.maxPartitionBytes", "200"):
+        assert spark.read.json(TWEETS).rdd.getNumPartitions() > 1
         cut = _read_ids(spark)
-    assert sorted(t for t, _ in cut) == sorted(t for t, _ in src_ids)
-    assert not {p for _, p in cut} & {p for _, p in src_ids}
+    assert sorted(t for t, _ in cut) == sorted(t for t, _ in positional)
+    assert not {p for _, p in cut} & {p for _, p in positional}
 
 
 def test_a_file_rewritten_in_place_gets_other_ids(spark, tmp_path):

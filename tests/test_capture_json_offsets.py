@@ -100,3 +100,19 @@ def test_multiline_json_keeps_positional_ids(spark, tmp_path):
     tracked = Tracker(spark, None).read.json(str(f), name="doc", multiLine=True)
     assert "JSON+offset" not in tracked.annotated._jdf.queryExecution().executedPlan().toString()
     assert sorted(tracked.collect()) == sorted(spark.read.json(str(f), multiLine=True).collect())
+
+
+def test_a_partitioned_folder_keeps_its_partition_columns(spark, tmp_path):
+    for year in (2015, 2016):
+        part = tmp_path / "papers" / f"year={year}"
+        part.mkdir(parents=True)
+        (part / "part-0.json").write_text("\n".join(f'{{"k": {year * 10 + i}}}' for i in range(3)) + "\n")
+    path = str(tmp_path / "papers")
+    plain = spark.read.json(path)
+    tracked = Tracker(spark, None).read.json(path, name="papers")
+    assert tracked.columns == plain.columns == ["k", "year"]
+    kept = tracked.filter(F.col("year") == 2016)
+    assert sorted(kept.collect()) == sorted(plain.filter(F.col("year") == 2016).collect())
+    whole = {r.k: r._pid for r in tracked.with_item_ids("_pid").collect()}
+    assert len(set(whole.values())) == 6
+    assert {r.k: r._pid for r in kept.with_item_ids("_pid").collect()} == {k: p for k, p in whole.items() if k >= 20160}

@@ -69,7 +69,9 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     jar = built_jar()
     if jar:  # the JSON offset reader (capture/jvm): ids that keep filter pushdown into JSON scans
         jars = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
-        out["spark.jars"] = ",".join([*jars, jar]) if jar not in jars else ",".join(jars)
+        if jar not in jars:
+            jars.append(jar)
+        out["spark.jars"] = ",".join(jars)
     return out
 
 

@@ -37,10 +37,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from capture import bundle, tee
+from capture import bundle, jvm, tee
 from capture.derived import hydrate
 from capture.materialize import assoc_frame, identity_frame
 from capture.model import OperatorProv
+from capture.plan import is_hidden
 from capture.runs import (
     OPERATORS,
     RUNS,
@@ -208,11 +209,13 @@ def _link(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
-def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
+def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Callable[..., None],
                  output: str, phases: dict[str, float]) -> tuple[DataFrame, int] | None:
-    """The split store copy (docs/capture.md, "Commit"): one job writes the user's output
-    with Spark's writer while an Arrow UDF writes only the hidden columns, task by task, into
-    ``capture_result/<run>``; the output's files are then linked into ``capture_output/<run>``.
+    """The split store copy (docs/capture.md, "Commit"): one job writes the user's output and,
+    task by task, only the hidden columns into ``capture_result/<run>`` -- both with Spark's
+    Parquet writer where Strata's JVM classes are loaded (capture/jvm ``SplitParquetFileFormat``),
+    else the hidden ones from an Arrow UDF (capture/tee.py ``sidecar``). The output's files are
+    then linked into ``capture_output/<run>``.
     Row i of output file ``part-N`` and row i of hidden file ``part-N`` are the same result row.
     Returns the hidden table and the row count, or None (nothing written) when the hidden columns'
     types cannot cross Arrow."""
@@ -226,7 +229,11 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     spark = ordered.sparkSession
     t0 = time.perf_counter()
     observed, counted = _counter(ordered)
-    save(tee.sidecar(observed, visible, hidden, folder))
+    if all(is_hidden(h) for h in hidden) and jvm.available(spark, jvm.SPLIT):  # Spark's writer writes both files of a task (no Python)
+        save(observed, jvm.SPLIT, {jvm.SPLIT_FOLDER: folder, jvm.SPLIT_ROWS: str(tee.ROW_GROUP_ROWS),
+                                   jvm.SPLIT_BYTES: str(tee.ROW_GROUP_BYTES)})
+    else:  # the hidden columns cross to a Python UDF through Arrow
+        save(tee.sidecar(observed, visible, hidden, folder))
     t1 = time.perf_counter()
     hrows = _landed(spark, folder, hschema, counted)
     n_items = sum(hrows.values())
@@ -301,8 +308,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         *visible, *(c for c in kept if c != cap.id_col and c not in visible)]
     ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
 
-    def save(df: DataFrame) -> None:
-        df.write.format(fmt).mode(mode).options(**options).save(path)
+    def save(df: DataFrame, source: str = fmt, extra: dict[str, str] | None = None) -> None:
+        df.write.format(source).mode(mode).options(**options).options(**(extra or {})).save(path)
 
     phases: dict[str, float] = {}
     cleanup: list[DataFrame] = []

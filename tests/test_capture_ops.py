@@ -428,7 +428,7 @@ def test_positional_ids_follow_the_split_layout_not_the_core_count(spark, monkey
     positions. A position means a row only under one cut of the files into splits. More cores do
     not cut a small input differently, so its ids stay; a different cut must give other ids,
     never the id of another row (items are shared between runs through their ids)."""
-    monkeypatch.setattr("capture.jvm.available", lambda spark: False)
+    monkeypatch.setattr("capture.jvm.available", lambda spark, name=None: False)
     positional = _read_ids(spark)
     for cores in ("1", "8"):
         with spark_conf(spark, "spark.sql.files.minPartitionNum", cores):

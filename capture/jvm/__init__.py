@@ -1,12 +1,17 @@
-"""Strata's one JVM class: Spark's JSON reader plus each record's line offset.
+"""Strata's two JVM classes, Spark data sources with one addition each (Java sources next to this file):
 
-``io.strata.capture.OffsetJsonFileFormat`` (the Java source next to this file) gives JSON input
-items ids that do not depend on row positions, so a filter after ``tracker.read.json`` is still
-pushed into the JSON parser (docs/capture.md, "Ids"). It is compiled against the installed
-PySpark's jars into ``build/jvm/`` (``make`` does it: ``python -m capture.jvm``), one jar per
-Spark version, and :func:`strata.spark.get_session` puts that jar on the classpath of the Spark it
-starts. Without the jar (no ``javac``, or a SparkSession started elsewhere) JSON items get
-positional ids, as CSV items and tracked DataFrames do.
+* ``io.strata.capture.OffsetJsonFileFormat``: Spark's JSON reader plus each record's line offset.
+  It gives JSON input items ids that do not depend on row positions, so a filter after
+  ``tracker.read.json`` is still pushed into the JSON parser (docs/capture.md, "Ids").
+* ``io.strata.capture.SplitParquetFileFormat``: Spark's Parquet writer that writes a captured
+  result's visible columns to the user's output and its hidden columns into the store in one pass,
+  with no row leaving the JVM (docs/capture.md, "Commit").
+
+They are compiled against the installed PySpark's jars into ``build/jvm/`` (``make`` does it:
+``python -m capture.jvm``), one jar per Spark version, and :func:`strata.spark.get_session` puts
+that jar on the classpath of the Spark it starts. Without the jar (no ``javac``, or a SparkSession
+started elsewhere) JSON items get positional ids, as CSV items and tracked DataFrames do, and the
+hidden columns cross to Python through Arrow (capture/tee.py).
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ import tempfile
 from pathlib import Path
 
 CLASS = "io.strata.capture.OffsetJsonFileFormat"
+SPLIT = "io.strata.capture.SplitParquetFileFormat"
 OFFSET = "__strata_offset"  # the reader's extra column (OffsetJsonFileFormat.OFFSET)
-SOURCE = Path(__file__).resolve().parent / "io" / "strata" / "capture" / "OffsetJsonFileFormat.java"
+# SplitParquetFileFormat's write options: the store folder of the hidden columns, their row groups' limits
+SPLIT_FOLDER, SPLIT_ROWS, SPLIT_BYTES = "strata.hidden.folder", "strata.hidden.rowGroupRows", "strata.hidden.rowGroupBytes"
+SOURCES = tuple(sorted((Path(__file__).resolve().parent / "io" / "strata" / "capture").glob("*.java")))
 BUILD = Path(__file__).resolve().parents[2] / "build" / "jvm"
 
 
@@ -36,45 +44,47 @@ def jar_path() -> Path:
 
 
 def built_jar() -> str | None:
-    """The jar for the installed PySpark, if it is built and newer than its source."""
+    """The jar for the installed PySpark, if it is built and newer than its sources."""
     jar = jar_path()
-    if jar.exists() and (not SOURCE.exists() or jar.stat().st_mtime >= SOURCE.stat().st_mtime):
+    if jar.exists() and all(jar.stat().st_mtime >= s.stat().st_mtime for s in SOURCES):
         return str(jar)
     return None
 
 
 def build() -> Path:
-    """Compile the class against the installed PySpark's jars into :func:`jar_path`."""
+    """Compile the classes against the installed PySpark's jars into :func:`jar_path`."""
     import pyspark
 
     javac, jar_tool = shutil.which("javac"), shutil.which("jar")
     if not javac or not jar_tool:
-        raise RuntimeError("javac and jar (a JDK 17+) are needed to build the JSON offset reader")
+        raise RuntimeError("javac and jar (a JDK 17+) are needed to build Strata's JVM classes")
     jars = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
     out = jar_path()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as classes:
-        subprocess.run([javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, str(SOURCE)], check=True)
+        subprocess.run([javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, *map(str, SOURCES)], check=True)
         tmp = out.with_suffix(".tmp")
         subprocess.run([jar_tool, "cf", str(tmp), "-C", classes, "."], check=True)
         os.replace(tmp, out)  # a half-written jar is never found
     return out
 
 
-def available(spark) -> bool:
-    """Whether ``spark``'s JVM can load the class (checked once per SparkContext)."""
+def available(spark, name: str = CLASS) -> bool:
+    """Whether ``spark``'s JVM can load class ``name`` (checked once per SparkContext)."""
     sc = spark.sparkContext
-    known = getattr(sc, "_strata_offset_json", None)
+    if not hasattr(sc, "_strata_jvm_classes"):
+        sc._strata_jvm_classes = {}
+    known = sc._strata_jvm_classes.get(name)
     if known is None:
         from py4j.protocol import Py4JError
 
         try:
             loader = sc._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
-            sc._jvm.java.lang.Class.forName(CLASS, False, loader)
+            sc._jvm.java.lang.Class.forName(name, False, loader)
             known = True
         except Py4JError:
             known = False
-        sc._strata_offset_json = known
+        sc._strata_jvm_classes[name] = known
     return known
 
 
@@ -85,7 +95,8 @@ def main() -> int:
     try:
         print(f"built {build()}")
     except (RuntimeError, subprocess.CalledProcessError) as e:
-        print(f"note: the JSON offset reader was not built ({e}); JSON inputs get positional ids",
+        print(f"note: Strata's JVM classes were not built ({e}); JSON inputs get positional ids and "
+              "captured results cross to Python to be stored",
               file=sys.stderr)
     return 0
 

@@ -1,7 +1,8 @@
 """One pass over the annotated result writes both copies: the user's output and the store's.
 
-For Parquet output the copy is *split* (:func:`sidecar`): only the hidden columns go to Python,
-and the output's own files hold the visible ones (capture/commit.py links them into the store).
+For Parquet output the copy is *split*: the output's own files hold the visible columns
+(capture/commit.py links them into the store) and only the hidden ones are written here -- by
+Strata's JVM writer where its jar is loaded (capture/jvm), else by :func:`sidecar`, through Python.
 Otherwise :func:`teed` below sends every column through Python.
 
 Spark has no two-sink write, so a commit used to cache the annotated result, write the visible

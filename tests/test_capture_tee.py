@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from test_capture_helpers import USERS, USERS_SCHEMA, normalize
 from test_capture_identity import PIPELINES, SCHEMA, _tweet
 
-from capture import Tracker, tee
+from capture import Tracker, jvm, tee
 from capture.backtrace import load_run
 from capture.runs import ROW_KEY, hidden_rows, joined_rows, keyed, output_table, result_table
 from store import Store
@@ -54,33 +54,50 @@ def stored_rows(st, run):
     return normalize(load_run(st, run).result.collect())
 
 
-def test_every_path_writes_the_untracked_output_and_stores_the_same_result(spark, tmp_path):
-    """The split copy (local store, Parquet output), the one-pass tee (local store, the output
-    written with maxRecordsPerFile, so its files cannot be paired by task) and the cached two
-    writes (a Hadoop-reached store) keep the same annotated result."""
+def _hidden_files(root) -> list:
+    return sorted(f for f in root.rglob("*") if f.is_file() and "capture_result" in str(f))
+
+
+def test_every_path_writes_the_untracked_output_and_stores_the_same_result(spark, tmp_path, monkeypatch):
+    """The split copy (local store, Parquet output; its hidden columns written by Strata's JVM
+    writer, or where that is not loaded by an Arrow UDF), the one-pass tee (local store, the
+    output written with maxRecordsPerFile, so its files cannot be paired by task) and the cached
+    two writes (a Hadoop-reached store) keep the same annotated result."""
     plain = spark.createDataFrame(TYPED_ROWS, TYPED)
     typed_pipeline(plain).write.parquet(str(tmp_path / "plain"))
     expected = normalize(spark.read.parquet(str(tmp_path / "plain")).collect())
+    with_jvm = jvm.available(spark, jvm.SPLIT)
     runs = {}
     for kind, store, options in (("split", Store.open(tmp_path / "split", spark=spark), {}),
+                                 ("split-arrow", Store.open(tmp_path / "split-arrow", spark=spark), {}),
                                  ("tee", Store.open(tmp_path / "tee", spark=spark), {"maxRecordsPerFile": 1}),
                                  ("hadoop", hadoop_store(spark, tmp_path / "hadoop"), {})):
         tracker = Tracker(spark, store, model=False)
-        info = tracker.write(typed_pipeline(tracker.track(plain, name="typed")), str(tmp_path / f"out-{kind}"),
-                             **options)
+        with monkeypatch.context() as m:
+            if kind == "split-arrow":  # as in a SparkSession started without Strata's jar
+                m.setattr(jvm, "available", lambda spark, name=jvm.CLASS: False)
+            info = tracker.write(typed_pipeline(tracker.track(plain, name="typed")), str(tmp_path / f"out-{kind}"),
+                                 **options)
         written = spark.read.parquet(str(tmp_path / f"out-{kind}"))
         assert written.schema == spark.read.parquet(str(tmp_path / "plain")).schema
         assert normalize(written.collect()) == expected
         assert info.items == 2 and store.table("capture_runs").first()["items"] == 2
         runs[kind] = (store, info)
-    assert [(i.one_pass, i.split) for _, i in runs.values()] == [(True, True), (True, False), (False, False)]
+    assert [(i.one_pass, i.split) for _, i in runs.values()] == [(True, True), (True, True), (True, False),
+                                                                 (False, False)]
     split_store, split_info = runs["split"]
     assert split_store.has_table(output_table(split_info.run))
     assert not runs["tee"][0].has_table(output_table(runs["tee"][1].run))
+    # which writer wrote the hidden columns: Spark's (parquet-mr, no checksum files) or pyarrow
+    writers = {k: {pq.ParquetFile(f).metadata.created_by.split()[0] for f in _hidden_files(tmp_path / k)}
+               for k in ("split", "split-arrow")}
+    assert writers == {"split": {"parquet-mr" if with_jvm else "parquet-cpp-arrow"},
+                       "split-arrow": {"parquet-cpp-arrow"}}
+    assert all(f.suffix == ".parquet" for f in _hidden_files(tmp_path / "split"))
     schemas = {k: load_run(st, i.run).result.schema for k, (st, i) in runs.items()}
-    assert schemas["split"] == schemas["tee"] == schemas["hadoop"]
+    assert schemas["split"] == schemas["split-arrow"] == schemas["tee"] == schemas["hadoop"]
     rows = {k: stored_rows(st, i.run) for k, (st, i) in runs.items()}
-    assert rows["split"] == rows["tee"] == rows["hadoop"]  # hence the same P (a view of it)
+    assert rows["split"] == rows["split-arrow"] == rows["tee"] == rows["hadoop"]  # hence the same P (a view of it)
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))

@@ -1,4 +1,4 @@
-"""How the store copy of a captured result could be written: the one-pass tee against a sidecar.
+"""How the store copy of a captured result could be written: the one-pass tee, a sidecar, the JVM writer.
 
     python benchmarks/bench_tee.py --data /tmp/strata-bench-1m --only T2,D2,D3,D4 --reps 3
 
@@ -14,7 +14,10 @@ out; the user's output is Parquet):
               filter writes them, one file per task); Spark writes the visible columns itself.
               Measured in the sixth session as a bound; since the seventh, ``tracker.write`` does
               this for Parquet output (capture/tee.py ``sidecar``) and links the output's files
-              into the store, which this script leaves out (a hard link per file).
+              into the store, which this script leaves out (a hard link per file);
+* ``jvm``     no Python: Strata's Parquet writer (capture/jvm ``SplitParquetFileFormat``) writes
+              the visible columns to the output and the hidden ones into a second file per task.
+              Since the twelfth session ``tracker.write`` does this where Strata's jar is loaded.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def main() -> None:
     args = ap.parse_args()
     from pyspark.sql import functions as F
 
-    from capture import Tracker, tee
+    from capture import Tracker, jvm, tee
     from strata.spark import get_session
 
     spark = get_session(master="local[2]", conf={"spark.driver.memory": "6g"})
@@ -97,11 +100,15 @@ def main() -> None:
             "tee": lambda: tee.teed(annotated, visible, fresh("tee")).write.mode("overwrite").parquet(out),
             "sidecar": lambda: annotated.filter(hidden_writer(fresh("sidecar"))(F.struct(*hidden)))
             .select(*visible).write.mode("overwrite").parquet(out),
+            "jvm": lambda: annotated.write.format(jvm.SPLIT).option(jvm.SPLIT_FOLDER, fresh("jvm"))
+            .mode("overwrite").save(out),
         }
+        if not jvm.available(spark, jvm.SPLIT):
+            del variants["jvm"]
         secs: dict[str, list[float]] = {k: [] for k in variants}
         for run in variants.values():  # warm-up
             run()
-        for _ in range(args.reps):  # the variants alternate, so load changes hit all three
+        for _ in range(args.reps):  # the variants alternate, so load changes hit them all
             for k, run in variants.items():
                 t0 = time.perf_counter()
                 run()
@@ -109,11 +116,12 @@ def main() -> None:
         return {k: statistics.median(v) for k, v in secs.items()}
 
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    print("pipeline  plain_s  tee_s  sidecar_s  tee/plain  sidecar/plain", flush=True)
+    print("pipeline  plain_s  tee_s  sidecar_s  jvm_s  tee/plain  sidecar/plain  jvm/plain", flush=True)
     for name in args.only.split(","):
         m = measure(PIPELINES[name])
-        print(f"{name:8}  {m['plain']:7.2f}  {m['tee']:5.2f}  {m['sidecar']:9.2f}  "
-              f"{m['tee'] / m['plain']:9.2f}  {m['sidecar'] / m['plain']:13.2f}", flush=True)
+        j = m.get("jvm", float("nan"))
+        print(f"{name:8}  {m['plain']:7.2f}  {m['tee']:5.2f}  {m['sidecar']:9.2f}  {j:5.2f}  "
+              f"{m['tee'] / m['plain']:9.2f}  {m['sidecar'] / m['plain']:13.2f}  {j / m['plain']:9.2f}", flush=True)
     print(f"load average at end: {os.getloadavg()}, {os.cpu_count()} cores, spark {spark.version}, "
           f"input {args.format}")
 

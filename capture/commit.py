@@ -41,7 +41,6 @@ from capture import bundle, jvm, tee
 from capture.derived import hydrate
 from capture.materialize import assoc_frame, identity_frame
 from capture.model import OperatorProv
-from capture.plan import is_hidden
 from capture.runs import (
     OPERATORS,
     RUNS,
@@ -229,7 +228,7 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     spark = ordered.sparkSession
     t0 = time.perf_counter()
     observed, counted = _counter(ordered)
-    if all(is_hidden(h) for h in hidden) and jvm.available(spark, jvm.SPLIT):  # Spark's writer writes both files of a task (no Python)
+    if jvm.available(spark, jvm.SPLIT):  # Spark's writer writes both files of a task (no Python)
         save(observed, jvm.SPLIT, {jvm.SPLIT_FOLDER: folder, jvm.SPLIT_ROWS: str(tee.ROW_GROUP_ROWS),
                                    jvm.SPLIT_BYTES: str(tee.ROW_GROUP_BYTES)})
     else:  # the hidden columns cross to a Python UDF through Arrow

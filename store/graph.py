@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from store import schema as S
+from store.session import graphframes_available
 
 if TYPE_CHECKING:
     from store.store import Store
@@ -27,8 +28,6 @@ class GraphTables:
 
 def graph(st: Store):
     """A `graphframes.GraphFrame` when its JVM side is present, else `GraphTables`."""
-    from strata.spark import graphframes_available
-
     vertices = st.table(S.VERTICES)
     edges = st.table(S.EDGES)
     if graphframes_available(st.spark):

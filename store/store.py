@@ -112,9 +112,13 @@ class Store:
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, spark=None, master: str | None = None,
              conf: Mapping[str, str] | None = None) -> Store:
-        """Open (lazily create) the store at `path` ($STRATA_STORE, else ./.strata)."""
+        """Open (lazily create) the store at `path` ($STRATA_STORE, else ./.strata).
+
+        spark=None: the active SparkSession, else one started with the store's defaults
+        (`store.session.get_session(master, conf)`).
+        """
         if spark is None:
-            from strata.spark import get_session
+            from store.session import get_session
 
             spark = get_session(master, conf)
         root = str(path or os.environ.get("STRATA_STORE") or DEFAULT_STORE)

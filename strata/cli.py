@@ -41,7 +41,8 @@ class App:
     _store: Any = field(default=None, repr=False)
 
     def spark(self):
-        from strata.spark import get_session, parse_conf
+        from store.session import parse_conf
+        from strata.spark import get_session
 
         return get_session(self.master, parse_conf(self.conf), quiet=not self.debug)
 

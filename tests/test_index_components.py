@@ -6,7 +6,7 @@ import pytest
 from lineage_reference import random_graphs
 
 from store.index.components import COMPONENT, CCEngine, connected_components
-from strata.spark import graphframes_available
+from store.session import graphframes_available
 
 
 def _union_find(ids, edges):

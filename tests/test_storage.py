@@ -70,7 +70,7 @@ def test_failed_transaction_publishes_nothing(spark, store_path):
 
 KILL_SCRIPT = textwrap.dedent("""
     import sys
-    from strata.spark import get_session
+    from store.session import get_session
     from store import Store
     spark = get_session("local[1]", {"spark.sql.shuffle.partitions": "1", "spark.ui.enabled": "false"})
     Store.open(sys.argv[1], spark=spark).ingest(sys.argv[2])

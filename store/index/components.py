@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from store.errors import UserError
 from store.schema import DST, ID, SRC
+from store.session import graphframes_available
 
 COMPONENT = "component"
 _U, _V = "u", "v"
@@ -37,8 +38,6 @@ class CCEngine(str, enum.Enum):
 
 def resolve_engine(spark, engine: CCEngine) -> CCEngine:
     """AUTO becomes GRAPHFRAMES when its JVM package is present, else STARS."""
-    from strata.spark import graphframes_available
-
     if engine is CCEngine.AUTO:
         return CCEngine.GRAPHFRAMES if graphframes_available(spark) else CCEngine.STARS
     if engine is CCEngine.GRAPHFRAMES and not graphframes_available(spark):

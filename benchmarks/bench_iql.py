@@ -116,6 +116,7 @@ def main(argv=None) -> None:
     ap.add_argument("--master", default=os.environ.get("STRATA_SPARK_MASTER", "local[2]"))
     args = ap.parse_args(argv)
 
+    import iql
     from store import Store
     from strata.spark import get_session
 
@@ -133,13 +134,13 @@ def main(argv=None) -> None:
     print(f"store: {total} vertices, {st.table('edges').count()} edges", flush=True)
     for name, text in queries(args.tables, args.rows, args.chain):
         t0 = time.perf_counter()
-        answer = sorted(st.query(text).rows())
+        answer = sorted(iql.run(st, text).rows())
         n = len(answer)
         cold = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            st.query(text).rows()
+            iql.run(st, text).rows()
             warm.append(time.perf_counter() - t0)
         line = (f"{name}: {n} rows ({100 * n / total:.4f}% of vertices); cold {cold:.2f}s; "
                 f"warm best {min(warm):.2f}s, median {sorted(warm)[len(warm) // 2]:.2f}s")
@@ -149,7 +150,7 @@ def main(argv=None) -> None:
             saved, semantics.LOCAL_IDS = semantics.LOCAL_IDS, 0  # every bound side is "too big"
             try:
                 t0 = time.perf_counter()
-                same = sorted(st.query(text).rows()) == answer
+                same = sorted(iql.run(st, text).rows()) == answer
                 spark_s = time.perf_counter() - t0
             finally:
                 semantics.LOCAL_IDS = saved

@@ -217,11 +217,6 @@ class Store:
 
         return graph(self)
 
-    def query(self, text: str):
-        import iql
-
-        return iql.run(self, text)
-
 
 def is_triples(src: str | os.PathLike[str], fmt: str | None = None) -> bool:
     """Triples files are .csv or .parquet files (bundle sections come as folders or .json/.jsonl)."""

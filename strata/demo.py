@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.panel import Panel
 
+import iql
 from strata.render import console, result_table
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -74,7 +75,7 @@ def run_demo(app, fresh: bool = True) -> None:
               f"{c.vertices} complex vertices, {c.edges} three-way edges ({time.time() - t0:.1f}s)\n")
     for i, q in enumerate(TABLE1, 1):
         t0 = time.time()
-        result = st.query(q.iql)
+        result = iql.run(st, q.iql)
         rows = result.rows()
         distinct = list(dict.fromkeys(rows))  # SQL keeps one row per binding; show each answer once
         out.print(f"[bold]Q{i}. {q.text}[/bold]")
@@ -100,7 +101,7 @@ def _pictures(st, path: Path, out) -> None:
     from store.export.html import write_html
     from store.export.neo4j import Target, export
 
-    sg = extract(st, st.query(PICTURE_QUERY).df)
+    sg = extract(st, iql.run(st, PICTURE_QUERY).df)
     html = path / "lineage-v1.html"
     cypher = path / "movies.cypher"
     write_html(sg, html, title="What made V1 of the Avatar lead actor (influences(2))")

@@ -53,7 +53,7 @@ def movies(spark, tmp_path_factory):
 
 @pytest.mark.parametrize("qid, text, expected, warnings", TABLE1, ids=[t[0] for t in TABLE1])
 def test_table1(movies, qid, text, expected, warnings):
-    result = movies.query(text)
+    result = iql.run(movies, text)
     assert set(result.rows()) == expected
     assert result.warnings == warnings
 
@@ -74,30 +74,32 @@ def test_results_have_columns_rows_and_a_dataframe(movies):
 
 def test_select_is_a_bag_and_distinct_a_set(movies):
     q = "select t.id from Table t, AnyData d where t.id = 'imdb_table' and d under t"
-    bag = Counter(movies.query(q).rows())
+    bag = Counter(iql.run(movies, q).rows())
     assert set(bag) == {("imdb_table",)} and bag[("imdb_table",)] > 1  # one row per d
-    assert movies.query(q.replace("select", "select distinct", 1)).rows() == [("imdb_table",)]
+    assert iql.run(movies, q.replace("select", "select distinct", 1)).rows() == [("imdb_table",)]
 
 
 def test_influences_star_and_default_depth(movies):
     star = "select d.id from WebPage p, AnyData d where p.id = 'imdb_page' and p influences(*) d"
     one = "select d.id from WebPage p, AnyData d where p.id = 'imdb_page' and p influences d"
-    reach = {r[0] for r in movies.query(star).rows()}
+    reach = {r[0] for r in iql.run(movies, star).rows()}
     assert {"avatar_lead_actor_v1", "map_out_1", "imdb_worthington"} <= reach
     assert "combined_table" not in reach  # Section 5: an inference that cannot be made
-    assert {r[0] for r in movies.query(one).rows()} < reach
+    assert {r[0] for r in iql.run(movies, one).rows()} < reach
 
 
 def test_aggregates_group_by_having_order_limit(movies):
-    rows = movies.query(
+    rows = iql.run(
+        movies,
         "select j.wrapper, count(*) n, max(j.version) from PigJob j where j.version is not null "
         "group by j.wrapper having count(*) >= 1 order by 3 desc limit 1").rows()
     assert rows == [("ymovies_wrapper", 1, 3)]
-    assert movies.query("select count(*) from WebPage p where p.license = 'none'").rows() == [(0,)]
+    assert iql.run(movies, "select count(*) from WebPage p where p.license = 'none'").rows() == [(0,)]
 
 
 def test_negated_predicate_and_or(movies):
-    result = movies.query(
+    result = iql.run(
+        movies,
         "select c.id from Column c, Table t where t.id = 'imdb_table' and "
         "(not c under t or c.id = 'imdb_lead_actor_col') order by 1")
     assert [r[0] for r in result.rows()] == [
@@ -106,16 +108,16 @@ def test_negated_predicate_and_or(movies):
 
 
 def test_uncorrelated_subqueries(movies):
-    rows = movies.query("select p.id from WebPage p where p.authScore = "
+    rows = iql.run(movies, "select p.id from WebPage p where p.authScore = "
                         "(select max(q.authScore) from WebPage q)").rows()
     assert rows == [("ymovies_page",)]
-    none = movies.query("select p.id from WebPage p where exists "
+    none = iql.run(movies, "select p.id from WebPage p where exists "
                         "(select * from Table t where t.id = 'nope')").rows()
     assert none == []
 
 
 def test_explain_shows_plan_and_strategy(movies):
-    result = movies.query("explain " + TABLE1[0][1])
+    result = iql.run(movies, "explain " + TABLE1[0][1])
     text = "\n".join(r[0] for r in result.rows())
     assert result.columns == ("plan",)
     assert "ProvJoin p influences(2) v" in text
@@ -125,10 +127,10 @@ def test_explain_shows_plan_and_strategy(movies):
 
 def test_query_errors_are_positioned(movies):
     with pytest.raises(IqlSemanticError) as info:
-        movies.query("select p.id from WebPag p")
+        iql.run(movies, "select p.id from WebPag p")
     assert (info.value.line, info.value.column) == (1, 18)
     with pytest.raises(IqlSyntaxError):
-        movies.query("select p.id from WebPage p where")
+        iql.run(movies, "select p.id from WebPage p where")
 
 
 # ------------------------------------------------------------------------------------ CLI
@@ -165,7 +167,7 @@ def test_docs_explain_example_is_current(movies):
 
     query = next(b for info, b in BLOCKS if info == "iql" and b.startswith("explain"))
     shown = next(b for info, b in BLOCKS if info == "" and b.startswith("plan:"))
-    assert "\n".join(r[0] for r in movies.query(query).rows()) == shown
+    assert "\n".join(r[0] for r in iql.run(movies, query).rows()) == shown
 
 
 def test_cli_and_repl_tables_show_values_alike():

@@ -11,11 +11,12 @@ Stages (each a module with one entry function): `parser.parse` (text -> AST),
 
 from __future__ import annotations
 
+from iql.ast import TRACE_COLUMNS, Form
 from iql.errors import IqlError, IqlRuntimeError, IqlSemanticError, IqlSyntaxError
 from iql.result import Result
 
-__all__ = ["IqlError", "IqlRuntimeError", "IqlSemanticError", "IqlSyntaxError", "Result",
-           "compile_query", "run"]
+__all__ = ["TRACE_COLUMNS", "Form", "IqlError", "IqlRuntimeError", "IqlSemanticError",
+           "IqlSyntaxError", "Result", "compile_query", "run"]
 
 
 def compile_query(text: str, catalog, stats=None):
@@ -29,22 +30,17 @@ def compile_query(text: str, catalog, stats=None):
 
 
 def run(store, text: str) -> Result:
-    """Run one IQL statement against a `store.Store`."""
+    """Run one IQL statement against a `store.Store`.
+
+    The plan is made once, with the store's statistics, and is the one EXPLAIN shows and the
+    executor runs."""
     from iql import executor
-    from iql.ast import Trace
-    from iql.binder import bind
     from iql.explain import explain_lines
-    from iql.parser import parse
-    from iql.planner import plan
 
-    bound = bind(parse(text), store.catalog, text)
-    if bound.explain and isinstance(bound.query, Trace):  # EXPLAIN TRACE: see iql/trace.py
-        from iql.trace import explain
-
-        return Result(executor.explain_frame(store, explain(store, bound.query)), ("plan",), (), True)
+    bound, logical = compile_query(text, store.catalog, executor.stats(store))
     if bound.explain:
-        logical = plan(bound, executor.stats(store))
-        lines = explain_lines(logical, bound.warnings)
+        lines = explain_lines(logical, bound.warnings,
+                              lambda scan: executor.describe_trace(store, scan))
         return Result(executor.explain_frame(store, lines), ("plan",), bound.warnings, True)
-    logical = plan(bound)
-    return Result(executor.execute(store, logical), logical.columns, bound.warnings)
+    return Result(executor.execute(store, logical), logical.columns, bound.warnings,
+                  form=bound.form)

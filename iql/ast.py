@@ -73,13 +73,15 @@ class Wildcard(str, enum.Enum):
 
 
 class ValueType(str, enum.Enum):
-    """Types of IQL values; NULL is the type of the literal `null` (compatible with all)."""
+    """Types of IQL values; NULL is the type of the literal `null` (compatible with all).
+    INT_ARRAY is the type of TRACE's `accessed_by` / `manipulated_by` (operator ids)."""
 
     STRING = "string"
     INT = "int"
     FLOAT = "float"
     BOOL = "bool"
     NULL = "null"
+    INT_ARRAY = "array<int>"
 
     @property
     def numeric(self) -> bool:
@@ -240,8 +242,31 @@ class TypeRef:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceSource:
+    """`TRACE(['run'] MATCH 'pattern' [LIMIT n])` in FROM: the trace rows of a captured run's
+    result items that match the tree pattern (`run` None = the store's last captured run;
+    `limit` = how many matched result items to trace). `pattern_span` locates the pattern's
+    string literal, so a tree-pattern error can point into the query."""
+
+    run: str | None
+    pattern: str
+    limit: int | None
+    span: Span
+    pattern_span: Span
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"TRACE LIMIT must be >= 0, got {self.limit}")
+
+    def __str__(self) -> str:
+        return "TRACE"
+
+
+@dataclass(frozen=True, slots=True)
 class FromItem:
-    type_ref: TypeRef
+    """One FROM entry: an element type (or wildcard) or a TRACE, and its alias."""
+
+    source: TypeRef | TraceSource
     alias: str
     span: Span
 
@@ -273,51 +298,58 @@ class Select:
             raise ValueError(f"LIMIT must be >= 0, got {self.limit}")
 
 
-@dataclass(frozen=True, slots=True)
-class TraceQuery:
-    """The SELECT around ``SELECT ... FROM TRACE(...) [alias] [WHERE] [GROUP BY] [ORDER BY] [LIMIT]``
-    (expressions over the trace rows' columns; see iql/trace.py)."""
+class Form(str, enum.Enum):
+    """How a statement was written. `TRACE ...` is `SELECT * FROM TRACE(...)` written as a
+    statement of its own; front ends show its rows as trees (one per traced input item)."""
 
-    distinct: bool
-    items: tuple[SelectItem, ...] | None  # None = SELECT *
-    alias: str | None
-    where: object | None
-    group_by: tuple
-    order_by: tuple[OrderItem, ...]
-    limit: int | None
-    span: Span
-
-
-@dataclass(frozen=True, slots=True)
-class Trace:
-    """TRACE ['run'] MATCH 'pattern' [LIMIT n]: backtrace matched items of a captured run;
-    ``query`` is set for ``SELECT ... FROM TRACE(...)``."""
-
-    run: str | None  # None = the store's last captured run
-    pattern: str
-    limit: int | None
-    span: Span
-    pattern_span: Span
-    query: TraceQuery | None = None
+    SELECT = "select"
+    TRACE = "trace"
 
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    query: Select | Trace
+    query: Select
     explain: bool
     span: Span
+    form: Form = Form.SELECT
 
 
 # ---------------------------------------------------------------------------- bound nodes
+
+
+# The columns of TRACE rows, fixed: one row per node of each traced input item's tree
+# (docs/tracing.md). `item` is the input item's store element (capture.tracing.item_element_id).
+TRACE_COLUMNS: tuple[tuple[str, ValueType], ...] = (
+    ("dataset", ValueType.STRING),
+    ("item", ValueType.STRING),
+    ("item_id", ValueType.INT),
+    ("path", ValueType.STRING),
+    ("role", ValueType.STRING),
+    ("accessed_by", ValueType.INT_ARRAY),
+    ("manipulated_by", ValueType.INT_ARRAY),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundTrace:
+    """A checked `TRACE(...)` source: `pattern` is the parsed tree pattern
+    (`capture.tracing.Pattern`), `pattern_text` what the user wrote."""
+
+    run: str | None
+    pattern_text: str
+    pattern: object
+    limit: int | None
 
 
 @dataclass(frozen=True, slots=True)
 class BoundSource:
     """One FROM entry resolved against the catalog.
 
-    `uid` is unique in the whole statement (subqueries included); `type_key` is the canonical
-    type key, or None for a wildcard, in which case `wildcard` says which; `kind` is `data`,
-    `process`, or None for `Any`. `attributes` is the type's schema (empty for wildcards).
+    `uid` is unique in the whole statement (subqueries included). Exactly one of three says
+    what the entry ranges over: `type_key` (the canonical type key of a store type),
+    `wildcard` (AnyData, AnyProcess, Any) or `trace` (the rows of a TRACE). `kind` is `data`,
+    `process`, or None for `Any` and TRACE. `attributes` are the columns besides `id`: the
+    type's schema, none for wildcards, TRACE's fixed columns for a trace (which has no `id`).
     """
 
     uid: str
@@ -328,10 +360,17 @@ class BoundSource:
     attributes: tuple[tuple[str, ValueType], ...]
     display: str
     span: Span
+    trace: BoundTrace | None = None
 
     def __post_init__(self) -> None:
-        if (self.type_key is None) == (self.wildcard is None):
-            raise ValueError(f"source {self.alias!r} needs exactly one of type_key and wildcard")
+        given = [x for x in (self.type_key, self.wildcard, self.trace) if x is not None]
+        if len(given) != 1:
+            raise ValueError(f"source {self.alias!r} needs exactly one of type_key, wildcard and trace")
+
+    @property
+    def is_element(self) -> bool:
+        """Whether the rows are store elements (with an `id`), not trace rows."""
+        return self.trace is None
 
     def attribute(self, name: str) -> ValueType | None:
         for attr, vtype in self.attributes:
@@ -428,6 +467,7 @@ class BoundStatement:
     explain: bool
     warnings: tuple[str, ...]
     source_text: str
+    form: Form = Form.SELECT
 
 
 Expr = (

@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from iql import ast as A
-from iql.errors import IqlSemanticError
+from iql.errors import IqlSemanticError, IqlSyntaxError
 from iql.explain import expr_text
 
 DATA, PROCESS = "data", "process"
@@ -49,6 +49,32 @@ WARN_AGGREGATE = (
     "open world: an aggregate over provenance relationships is not a certain answer; "
     "relationships missing from the store could change it (Ibis Section 4)"
 )
+
+
+_TRACE_HINT = "trace rows have the columns " + ", ".join(name for name, _ in A.TRACE_COLUMNS)
+
+
+def _span_at(text: str, start: int, end: int) -> A.Span:
+    """The span of text[start:end], with the line and column of `start`."""
+    line = text.count("\n", 0, start) + 1
+    return A.Span(start, end, line, start - (text.rfind("\n", 0, start) + 1) + 1)
+
+
+def trace_pattern(ref: A.TraceSource, text: str):
+    """The parsed tree pattern of a TRACE (`capture.tracing.Pattern`); a pattern error becomes
+    an `IqlSyntaxError` pointing into the query `text`."""
+    from capture.tracing import PatternError, parse_pattern
+
+    try:
+        return parse_pattern(ref.pattern)
+    except PatternError as e:
+        start, end = e.span if e.span is not None else (0, len(ref.pattern))
+        # offsets in the pattern -> offsets in the query: past the opening quote, and each
+        # quote before the offset is written '' inside the IQL string literal
+        first = ref.pattern_span.start + 1 + start + ref.pattern.count("'", 0, start)
+        last = ref.pattern_span.start + 1 + end + ref.pattern.count("'", 0, end)
+        raise IqlSyntaxError.at(f"bad tree pattern in TRACE: {e.message}",
+                                _span_at(text, first, max(first + 1, last)), text, e.hint) from None
 
 
 def _close(word: str, options) -> str | None:
@@ -127,7 +153,11 @@ class _Binder:
     def source(self, item: A.FromItem) -> A.BoundSource:
         self.counter += 1
         uid = f"s{self.counter}"
-        ref = item.type_ref
+        ref = item.source
+        if isinstance(ref, A.TraceSource):
+            trace = A.BoundTrace(ref.run, ref.pattern, trace_pattern(ref, self.text), ref.limit)
+            return A.BoundSource(uid, item.alias, None, None, None, A.TRACE_COLUMNS, "TRACE",
+                                 item.span, trace)
         if not ref.is_tuple and ref.names[0] in {w.value for w in A.Wildcard}:
             wildcard = A.Wildcard(ref.names[0])
             return A.BoundSource(uid, item.alias, None, wildcard, _WILDCARD_KIND[wildcard], (),
@@ -161,6 +191,9 @@ class _Binder:
             return self._attribute(source, outer, ref, scope)
         found = scope.lookup(ref.name)
         if found is not None:
+            if not found[0].is_element:
+                raise self.error(f"'{ref.name}' names the trace rows, not a value", ref.span,
+                                 f"select one of their columns, e.g. {ref.name}.path")
             raise self.error(
                 f"'{ref.name}' is an element alias, not a value",
                 ref.span,
@@ -169,7 +202,8 @@ class _Binder:
         probe: _Scope | None = scope
         outer = False
         while probe is not None:
-            owners = [s for s in probe.sources if ref.name == "id" or s.attribute(ref.name)]
+            owners = [s for s in probe.sources
+                      if (ref.name == "id" and s.is_element) or s.attribute(ref.name)]
             if len(owners) > 1:
                 raise self.error(
                     f"column '{ref.name}' is ambiguous: {', '.join(s.alias for s in owners)} all have it",
@@ -178,10 +212,14 @@ class _Binder:
             if owners:
                 return self._attribute(owners[0], outer, ref, scope)
             probe, outer = probe.parent, True
+        if len(scope.sources) == 1 and not scope.sources[0].is_element:
+            raise self.error(f"trace rows have no column '{ref.name}'", ref.span, _TRACE_HINT)
         raise self.error(f"unknown column '{ref.name}'", ref.span,
                          "qualify columns with their alias, e.g. p.id or p.license")
 
     def _attribute(self, source, outer, ref, scope) -> A.BoundColumn:
+        if not source.is_element:
+            return self._trace_column(source, outer, ref)
         if outer:
             scope.note_outer(source)
         if ref.name == "id":
@@ -200,6 +238,16 @@ class _Binder:
             raise self.error(f"type {source.display} has no attribute '{ref.name}'", ref.span, hint)
         return A.BoundColumn(source.uid, source.alias, ref.name, vtype, outer, ref.span)
 
+    def _trace_column(self, source, outer, ref) -> A.BoundColumn:
+        if outer:
+            raise self.error(f"a subquery cannot read the trace rows '{source.alias}' of its "
+                             "enclosing query", ref.span,
+                             "trace in the subquery itself: ... FROM TRACE(...) t WHERE ...")
+        vtype = source.attribute(ref.name)
+        if vtype is None:
+            raise self.error(f"trace rows have no column '{ref.name}'", ref.span, _TRACE_HINT)
+        return A.BoundColumn(source.uid, source.alias, ref.name, vtype, False, ref.span)
+
     def alias_operand(self, node, pred: A.ProvPredicate, side: str, scope: _Scope) -> A.BoundAlias:
         name = None
         if isinstance(node, A.ColumnRef) and node.alias is None:
@@ -214,6 +262,10 @@ class _Binder:
             hint = _close(name, scope.visible()) or ("aliases here: " + ", ".join(scope.visible()))
             raise self.error(f"unknown alias '{name}'", node.span, hint)
         source, outer = found
+        if not source.is_element:
+            raise self.error(f"'{name}' ranges over trace rows, not store elements: '{pred.label}' "
+                             "relates elements", node.span,
+                             f"compare {name}.item with an element's id, e.g. {name}.item = d.id")
         if outer:
             scope.note_outer(source)
         return A.BoundAlias(source.uid, source.alias, source.kind, outer, node.span)
@@ -244,7 +296,8 @@ class _Binder:
             return A.BoundCall(node.func, None, node.distinct, A.ValueType.INT, node.span), A.ValueType.INT
         arg, t = self.expr(node.arg, scope)
         if node.func in (A.AggFunc.SUM, A.AggFunc.AVG) and not (t.numeric or t is A.ValueType.NULL):
-            raise self.error(f"{node.func.value}() needs a number, got {t.value}", node.arg.span)
+            raise self.error(f"{node.func.value}() needs a number, got {t.value}", node.arg.span,
+                             "count(...) counts values of any type; min and max order them")
         out = {A.AggFunc.COUNT: A.ValueType.INT, A.AggFunc.AVG: A.ValueType.FLOAT}.get(node.func, t)
         return A.BoundCall(node.func, arg, node.distinct, out, node.span), out
 
@@ -393,7 +446,7 @@ class _Binder:
         pairs: list[tuple[str | None, str, object, A.ValueType]] = []  # (alias, default, expr, t)
         if node.items is None:
             for s in scope.sources:
-                cols = [("id", A.ValueType.STRING)] + list(s.attributes)
+                cols = [("id", A.ValueType.STRING)] * s.is_element + list(s.attributes)
                 for name, t in cols:
                     col = A.BoundColumn(s.uid, s.alias, name, t, False, s.span)
                     pairs.append((None, name, col, t))
@@ -449,10 +502,6 @@ class _Binder:
 
 def bind(statement: A.Statement, catalog, text: str = "") -> A.BoundStatement:
     """Resolve names and types of `statement` against `catalog` (a store.model.Catalog)."""
-    if isinstance(statement.query, A.Trace):  # TRACE: see iql/trace.py
-        from iql import trace
-
-        return A.BoundStatement(trace.bind(statement.query, text), statement.explain, (), text)
     binder = _Binder(catalog, text)
     query = binder.select(statement.query, None)
-    return A.BoundStatement(query, statement.explain, tuple(binder.warnings), text)
+    return A.BoundStatement(query, statement.explain, tuple(binder.warnings), text, statement.form)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from iql.ast import Span
-from iql.render import format_error
 from store.errors import UserError
 
 
@@ -13,11 +12,7 @@ from store.errors import UserError
 class IqlError(UserError):
     """Base of IQL errors; `span` is (start, end) character offsets into `source`."""
 
-    def render(self) -> str:
-        width = 1
-        if self.span is not None:
-            width = max(1, self.span[1] - self.span[0])
-        return format_error(self.message, self.source, self.line, self.column, width, self.hint)
+    prefix = "iql"
 
     @classmethod
     def at(cls, message: str, span: Span | None, source: str | None, hint: str | None = None):

@@ -10,6 +10,7 @@ renames the outputs (`DataFrame.toDF`) so user-chosen names never need parsing.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -27,6 +28,7 @@ _CAST = {
     A.ValueType.INT: "bigint",
     A.ValueType.FLOAT: "double",
     A.ValueType.BOOL: "boolean",
+    A.ValueType.INT_ARRAY: "array<int>",
 }
 
 _COMPARE = {
@@ -99,6 +101,19 @@ class Executor:
             vtype = src.attribute(attr)
             cols.append(F.col(S.ATTRS)[F.lit(attr)].cast(_CAST[vtype]).alias(cname(src.uid, attr)))
         df = v.select(*cols)
+        for f in scan.filters:
+            df = df.filter(self.column(f, []))
+        return df
+
+    def visit_TraceScan(self, scan: P.TraceScan, domains) -> DataFrame:
+        from capture.tracing import item_element_id, trace
+
+        t = scan.trace
+        rows = [(d, item_element_id(d, i), i, p, r, a, m)
+                for d, i, p, r, a, m in trace(self.st, t.run, t.pattern, t.limit).rows()]
+        schema = ", ".join(f"{cname(scan.source.uid, name)} {_CAST[vtype]}"
+                           for name, vtype in A.TRACE_COLUMNS)
+        df = self.st.spark.createDataFrame(rows, schema)
         for f in scan.filters:
             df = df.filter(self.column(f, []))
         return df
@@ -305,11 +320,15 @@ def _top(rel):
 
 def execute(st, plan: P.QueryPlan) -> DataFrame:
     """Run a top-level plan; the result has the query's column names."""
-    from iql import trace
-
-    if isinstance(plan.root, trace.TraceRelation):
-        return trace.execute(st, plan.root)
     return Executor(st).query(plan).toDF(*plan.columns)
+
+
+def describe_trace(st, scan: P.TraceScan) -> list[str]:
+    """How a TRACE scan runs on this store (for EXPLAIN): reads the run's operators."""
+    from capture.tracing import describe
+
+    t = scan.trace
+    return describe(st, t.run, t.pattern, t.limit)
 
 
 def explain_frame(st, lines: list[str]) -> DataFrame:
@@ -318,8 +337,22 @@ def explain_frame(st, lines: list[str]) -> DataFrame:
     return spark.createDataFrame([(line,) for line in lines], "plan string")
 
 
+_STATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def stats(st):
-    """Vertex counts per type and kind, and whether a component index exists (for EXPLAIN)."""
+    """Vertex counts per type and kind, and whether a component index exists and is current:
+    what the planner orders scans by. One small job per store version, then remembered."""
+    key = (st.root, st.version)
+    cached = _STATS.get(st)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    found = _stats(st)
+    _STATS[st] = (key, found)
+    return found
+
+
+def _stats(st):
     from iql.planner import Stats
 
     rows = st.table(S.VERTICES).groupBy(S.TYPE, S.KIND).count().collect()

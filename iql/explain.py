@@ -61,8 +61,26 @@ def _subplans(expr):
             yield node
 
 
-def relation_lines(rel, depth: int = 0) -> list[str]:
+def relation_lines(rel, depth: int = 0, describe_trace=None) -> list[str]:
+    """The plan tree under `rel`, one node per line; `describe_trace(scan)` (if given) adds
+    how a TRACE scan runs on the store under its line."""
     pad = "  " * depth
+
+    def sub(node, d=depth + 1):
+        return relation_lines(node, d, describe_trace)
+
+    if isinstance(rel, P.TraceScan):
+        t = rel.trace
+        parts = [f"{pad}TraceScan {rel.source.alias}", "run " + ("last" if t.run is None else _lit(t.run)),
+                 "match " + _lit(t.pattern_text)]
+        if t.limit is not None:
+            parts.append(f"limit {t.limit}")
+        if rel.filters:
+            parts.append("filter: " + " AND ".join(expr_text(f) for f in rel.filters))
+        lines = ["  ".join(parts)]
+        if describe_trace is not None:
+            lines += [f"{pad}  {line}" for line in describe_trace(rel)]
+        return lines
     if isinstance(rel, P.Scan):
         s = rel.source
         parts = [f"{pad}Scan {s.display} {s.alias}"]
@@ -78,47 +96,48 @@ def relation_lines(rel, depth: int = 0) -> list[str]:
         return ["  ".join(parts)]
     if isinstance(rel, P.CrossJoin):
         return ([f"{pad}CrossJoin  est. rows {_est(rel.estimate)}"]
-                + relation_lines(rel.left, depth + 1) + relation_lines(rel.right, depth + 1))
+                + sub(rel.left) + sub(rel.right))
     if isinstance(rel, P.ProvJoin):
         p = rel.pred
         bound = [n for n, b in ((p.left.alias, rel.bound_left), (p.right.alias, rel.bound_right)) if b]
         kind = "semi-join" if rel.new is None else "join"
         head = (f"{pad}ProvJoin {p.left.alias} {p.label} {p.right.alias}  ({kind}; bound: "
                 f"{', '.join(bound) or 'none'}; est. rows {_est(rel.estimate)})")
-        lines = [head] + relation_lines(rel.input, depth + 1)
+        lines = [head] + sub(rel.input)
         if rel.new is not None:
-            lines += relation_lines(rel.new, depth + 1)
+            lines += sub(rel.new)
         return lines
     if isinstance(rel, P.Filter):
         lines = [f"{pad}Filter {expr_text(rel.predicate)}"]
-        for sub in _subplans(rel.predicate):
-            lines.append(f"{pad}  subquery{_keys(sub.keys)}:")
-            lines += relation_lines(sub.plan.root, depth + 2)
-        return lines + relation_lines(rel.input, depth + 1)
+        for plan in _subplans(rel.predicate):
+            lines.append(f"{pad}  subquery{_keys(plan.keys)}:")
+            lines += sub(plan.plan.root, depth + 2)
+        return lines + sub(rel.input)
     if isinstance(rel, P.Aggregate):
         keys = ", ".join(expr_text(k) for k in rel.keys) or "()"
         outs = ", ".join(f"{expr_text(o.expr)} AS {o.name}" for o in rel.outputs)
         head = f"{pad}Aggregate by {keys}: {outs}"
         if rel.having is not None:
             head += f"  having {expr_text(rel.having)}"
-        return [head] + relation_lines(rel.input, depth + 1)
+        return [head] + sub(rel.input)
     if isinstance(rel, P.Project):
         outs = ", ".join(f"{expr_text(o.expr)} AS {o.name}" for o in rel.outputs)
-        return [f"{pad}Project{' distinct' if rel.distinct else ''} {outs}"] + relation_lines(
-            rel.input, depth + 1)
+        return [f"{pad}Project{' distinct' if rel.distinct else ''} {outs}"] + sub(rel.input)
     if isinstance(rel, P.Sort):
         keys = ", ".join(
             (f"#{k.position + 1}" if k.position is not None else expr_text(k.expr))
             + (" desc" if k.descending else "") for k in rel.keys)
-        return [f"{pad}Sort {keys}"] + relation_lines(rel.input, depth + 1)
+        return [f"{pad}Sort {keys}"] + sub(rel.input)
     if isinstance(rel, P.Limit):
-        return [f"{pad}Limit {rel.count}"] + relation_lines(rel.input, depth + 1)
+        return [f"{pad}Limit {rel.count}"] + sub(rel.input)
     raise TypeError(f"explain: unhandled plan node {type(rel).__name__}")
 
 
-def explain_lines(plan: P.QueryPlan, warnings: tuple[str, ...] = ()) -> list[str]:
-    """EXPLAIN output: the logical plan, then the strategy notes, then open-world warnings."""
-    lines = ["plan:"] + ["  " + line for line in relation_lines(plan.root)]
+def explain_lines(plan: P.QueryPlan, warnings: tuple[str, ...] = (), describe_trace=None) -> list[str]:
+    """EXPLAIN output: the logical plan, then the strategy notes, then open-world warnings.
+    `describe_trace(scan) -> lines` says how each TRACE scan runs (it reads the run's operators,
+    so it needs the store; without it the plan stays pure)."""
+    lines = ["plan:"] + ["  " + line for line in relation_lines(plan.root, 0, describe_trace)]
     lines += ["strategy:"] + ["  " + n for n in plan.notes]
     if warnings:
         lines += ["warnings:"] + ["  " + w for w in warnings]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer, v_args
@@ -73,7 +74,7 @@ _AGGREGATES = {f.value: f for f in A.AggFunc}
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(grammar.load("iql"), parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=False)
+                maybe_placeholders=True)
 
 
 @lru_cache(maxsize=1)
@@ -84,9 +85,14 @@ def _keywords() -> frozenset[str]:
     )
 
 
+def _word(terminal: str) -> str:
+    """A keyword terminal's word: `_SELECT` -> `SELECT` (an underscore only keeps it out of the tree)."""
+    return terminal.lstrip("_")
+
+
 def keywords() -> list[str]:
     """IQL's reserved words in upper case (for completion and syntax highlighting)."""
-    return sorted(_keywords())
+    return sorted(_word(k) for k in _keywords())
 
 
 def _span_tok(tok: Token) -> A.Span:
@@ -101,17 +107,10 @@ def _unquote(text: str) -> str:
     return text[1:-1].replace("''", "'")
 
 
-def _toks(children, *types: str) -> list[Token]:
-    return [c for c in children if isinstance(c, Token) and c.type in types]
-
-
-def _nodes(children) -> list:
-    return [c for c in children if not isinstance(c, Token)]
-
-
 @v_args(meta=True)
 class _ToAst(Transformer):
-    """Parse tree -> iql.ast nodes (one method per grammar alternative)."""
+    """Parse tree -> iql.ast nodes (one method per grammar alternative). Optional clauses
+    arrive as None (maybe_placeholders), so every method unpacks a fixed number of children."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -119,134 +118,123 @@ class _ToAst(Transformer):
 
     # -- statements
     def start(self, meta, ch):
-        return A.Statement(_nodes(ch)[0], bool(_toks(ch, "EXPLAIN")), _span_meta(meta))
+        explain, query = ch[0], ch[1]
+        form = A.Form.TRACE if isinstance(query, A.TraceSource) else A.Form.SELECT
+        if form is A.Form.TRACE:  # TRACE ... is SELECT * FROM TRACE(...)
+            span = query.span
+            query = A.Select(False, None, (A.FromItem(query, "trace", span),), None, (), None, (),
+                             None, span)
+        return A.Statement(query, explain is not None, _span_meta(meta), form)
 
     def select(self, meta, ch):
-        parts: dict[str, object] = {}
-        for c in _nodes(ch):
-            if isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str):
-                parts[c[0]] = c[1]
+        distinct, items, from_, where, group_by, having, order_by, limit = ch
         return A.Select(
-            distinct=bool(_toks(ch, "DISTINCT")),
-            items=parts["items"],
-            from_=parts["from"],
-            where=parts.get("where"),
-            group_by=parts.get("group_by", ()),
-            having=parts.get("having"),
-            order_by=parts.get("order_by", ()),
-            limit=parts["limit"][0] if "limit" in parts else None,
+            distinct=distinct is not None,
+            items=items,
+            from_=from_,
+            where=where,
+            group_by=group_by or (),
+            having=having,
+            order_by=order_by or (),
+            limit=limit[0] if limit else None,
             span=_span_meta(meta),
-            limit_span=parts["limit"][1] if "limit" in parts else None,
+            limit_span=limit[1] if limit else None,
         )
 
-    def trace_body(self, meta, ch):
-        strings = _toks(ch, "STRING")
-        word = _toks(ch, "NAME")[0]
+    def trace_args(self, meta, ch):
+        run, word, pattern, limit = ch
         if str(word).lower() != "match":
             raise IqlSyntaxError.at(
                 f"expected MATCH after TRACE, found '{word}'", _span_tok(word), self.text,
                 hint="write TRACE MATCH '/user/id_str' or TRACE 'run id' MATCH '/user/id_str'")
-        limit = next((c[1][0] for c in _nodes(ch) if isinstance(c, tuple) and c[0] == "limit"), None)
-        run = _unquote(str(strings[0])) if len(strings) == 2 else None
-        return ("trace_body", (run, _unquote(str(strings[-1])), limit, _span_tok(strings[-1])))
+        return A.TraceSource(None if run is None else _unquote(str(run)), _unquote(str(pattern)),
+                             limit[0] if limit else None, _span_meta(meta), _span_tok(pattern))
 
     def trace(self, meta, ch):
-        run, pattern, limit, pattern_span = _nodes(ch)[0][1]
-        return A.Trace(run, pattern, limit, _span_meta(meta), pattern_span)
-
-    def trace_select(self, meta, ch):
-        parts = {c[0]: c[1] for c in _nodes(ch) if isinstance(c, tuple) and len(c) == 2}
-        run, pattern, limit, pattern_span = parts["trace_body"]
-        names = _toks(ch, "NAME")
-        query = A.TraceQuery(
-            distinct=bool(_toks(ch, "DISTINCT")),
-            items=parts["items"],
-            alias=str(names[-1]) if names else None,
-            where=parts.get("where"),
-            group_by=parts.get("group_by", ()),
-            order_by=parts.get("order_by", ()),
-            limit=parts["limit"][0] if "limit" in parts else None,
-            span=_span_meta(meta),
-        )
-        return A.Trace(run, pattern, limit, _span_meta(meta), pattern_span, query)
+        return replace(ch[0], span=_span_meta(meta))
 
     def select_star(self, meta, ch):
-        return ("items", None)
+        return None
 
     def select_items(self, meta, ch):
-        return ("items", tuple(_nodes(ch)))
+        return tuple(ch)
 
     def select_item(self, meta, ch):
-        names = _toks(ch, "NAME")
-        return A.SelectItem(_nodes(ch)[0], str(names[-1]) if names else None, _span_meta(meta))
+        expr, alias = ch
+        return A.SelectItem(expr, alias, _span_meta(meta))
+
+    def alias(self, meta, ch):
+        return str(ch[0])
 
     def from_list(self, meta, ch):
-        return ("from", tuple(_nodes(ch)))
+        return tuple(ch)
 
-    def from_item(self, meta, ch):
-        type_ref = _nodes(ch)[0]
-        names = _toks(ch, "NAME")
-        alias = str(names[-1]) if names else type_ref.names[0]
-        return A.FromItem(type_ref, alias, _span_meta(meta))
+    def type_source(self, meta, ch):
+        type_ref, alias = ch
+        return A.FromItem(type_ref, alias or type_ref.names[0], _span_meta(meta))
+
+    def trace_source(self, meta, ch):
+        trace, alias = ch
+        return A.FromItem(replace(trace, span=_span_meta(meta)), alias or "trace", _span_meta(meta))
 
     def type_name(self, meta, ch):
         return A.TypeRef((str(ch[0]),), False, _span_meta(meta))
 
     def type_tuple(self, meta, ch):
-        return A.TypeRef(tuple(str(t) for t in _toks(ch, "NAME")), True, _span_meta(meta))
+        return A.TypeRef(tuple(str(t) for t in ch), True, _span_meta(meta))
 
     def where(self, meta, ch):
-        return ("where", _nodes(ch)[0])
+        return ch[0]
 
     def group_by(self, meta, ch):
-        return ("group_by", tuple(_nodes(ch)))
+        return tuple(ch)
 
     def having(self, meta, ch):
-        return ("having", _nodes(ch)[0])
+        return ch[0]
 
     def order_by(self, meta, ch):
-        return ("order_by", tuple(_nodes(ch)))
+        return tuple(ch)
 
     def order_item(self, meta, ch):
-        return A.OrderItem(_nodes(ch)[0], bool(_toks(ch, "DESC")), _span_meta(meta))
+        expr, direction = ch
+        return A.OrderItem(expr, direction is not None and direction.type == "DESC", _span_meta(meta))
 
     def limit(self, meta, ch):
-        tok = _toks(ch, "INT")[0]
-        return ("limit", (int(tok), _span_tok(tok)))
+        tok = ch[0]
+        return (int(tok), _span_tok(tok))
 
     # -- boolean structure
     def or_(self, meta, ch):
-        left, right = _nodes(ch)
+        left, right = ch
         return A.Or(left, right, _span_meta(meta))
 
     def and_(self, meta, ch):
-        left, right = _nodes(ch)
+        left, right = ch
         return A.And(left, right, _span_meta(meta))
 
     def not_(self, meta, ch):
-        return A.Not(_nodes(ch)[0], _span_meta(meta))
+        return A.Not(ch[0], _span_meta(meta))
 
     def compare(self, meta, ch):
-        left, right = _nodes(ch)
-        op = A.CompOp.parse(str(_toks(ch, "COMP_OP")[0]))
-        return A.Compare(op, left, right, _span_meta(meta))
+        left, op, right = ch
+        return A.Compare(A.CompOp.parse(str(op)), left, right, _span_meta(meta))
 
     def is_null(self, meta, ch):
-        return A.IsNull(_nodes(ch)[0], False, _span_meta(meta))
+        return A.IsNull(ch[0], False, _span_meta(meta))
 
     def is_not_null(self, meta, ch):
-        return A.IsNull(_nodes(ch)[0], True, _span_meta(meta))
+        return A.IsNull(ch[0], True, _span_meta(meta))
 
     def in_list(self, meta, ch):
-        operand, *items = _nodes(ch)
+        operand, *items = ch
         return A.InList(operand, tuple(items), False, _span_meta(meta))
 
     def not_in_list(self, meta, ch):
-        operand, *items = _nodes(ch)
+        operand, *items = ch
         return A.InList(operand, tuple(items), True, _span_meta(meta))
 
     def _prov(self, kind, meta, ch, depth=None):
-        left, right = [n for n in _nodes(ch) if not isinstance(n, tuple)]
+        left, right = ch[0], ch[-1]
         return A.ProvPredicate(kind, left, right, depth, _span_meta(meta))
 
     def under(self, meta, ch):
@@ -259,31 +247,32 @@ class _ToAst(Transformer):
         return self._prov(A.ProvKind.EMITS, meta, ch)
 
     def influences(self, meta, ch):
-        depths = [n for n in _nodes(ch) if isinstance(n, tuple)]
-        depth = depths[0][1] if depths else 1  # bare `influences` is influences(1)
-        return self._prov(A.ProvKind.INFLUENCES, meta, ch, depth)
+        left, depth, right = ch
+        # bare `influences` is influences(1); `influences(*)` has depth None
+        return A.ProvPredicate(A.ProvKind.INFLUENCES, left, right, 1 if depth is None else depth[0],
+                               _span_meta(meta))
 
     def depth_k(self, meta, ch):
-        return ("depth", int(_toks(ch, "INT")[0]))
+        return (int(ch[0]),)
 
     def depth_star(self, meta, ch):
-        return ("depth", None)
+        return (None,)
 
     def exists(self, meta, ch):
-        return A.Exists(_nodes(ch)[0], _span_meta(meta))
+        return A.Exists(ch[0], _span_meta(meta))
 
     # -- operands
     def scalar_subquery(self, meta, ch):
-        return A.ScalarSubquery(_nodes(ch)[0], _span_meta(meta))
+        return A.ScalarSubquery(ch[0], _span_meta(meta))
 
     def paren(self, meta, ch):
-        return _nodes(ch)[0]
+        return ch[0]
 
     def bare_column(self, meta, ch):
         return A.ColumnRef(None, str(ch[0]), _span_meta(meta))
 
     def qualified_column(self, meta, ch):
-        alias, name = _toks(ch, "NAME")
+        alias, name = ch
         return A.ColumnRef(str(alias), str(name), _span_meta(meta))
 
     def _func(self, tok: Token) -> A.AggFunc:
@@ -298,7 +287,7 @@ class _ToAst(Transformer):
         return func
 
     def call_star(self, meta, ch):
-        tok = _toks(ch, "NAME")[0]
+        tok = ch[0]
         func = self._func(tok)
         if func is not A.AggFunc.COUNT:
             raise IqlSyntaxError.at(
@@ -310,8 +299,8 @@ class _ToAst(Transformer):
         return A.Call(func, None, False, _span_meta(meta))
 
     def call_expr(self, meta, ch):
-        func = self._func(_toks(ch, "NAME")[0])
-        return A.Call(func, _nodes(ch)[0], bool(_toks(ch, "DISTINCT")), _span_meta(meta))
+        name, distinct, arg = ch
+        return A.Call(self._func(name), arg, distinct is not None, _span_meta(meta))
 
     # -- literals
     def string(self, meta, ch):
@@ -321,13 +310,13 @@ class _ToAst(Transformer):
         return A.Literal(int(ch[0]), _span_meta(meta))
 
     def neg_integer(self, meta, ch):
-        return A.Literal(-int(_toks(ch, "INT")[0]), _span_meta(meta))
+        return A.Literal(-int(ch[0]), _span_meta(meta))
 
     def float_(self, meta, ch):
         return A.Literal(float(ch[0]), _span_meta(meta))
 
     def neg_float(self, meta, ch):
-        return A.Literal(-float(_toks(ch, "FLOAT")[0]), _span_meta(meta))
+        return A.Literal(-float(ch[0]), _span_meta(meta))
 
     def true(self, meta, ch):
         return A.Literal(True, _span_meta(meta))
@@ -344,6 +333,7 @@ def _words(names) -> str:
     for name in sorted(set(names)):
         if name.startswith("__") or name == "COMMENT":
             continue
+        name = _word(name)
         words.append(EXPECTED_WORDS.get(name, name if name.isupper() else repr(name)))
     words = sorted(set(words), key=lambda w: (w.startswith("'") or w.startswith("a"), w))
     if not words:
@@ -355,8 +345,8 @@ def _words(names) -> str:
 
 def _keyword_hint(text: str, tok: Token, expected) -> str | None:
     """'did you mean FROM?' when the offending word, or the word before it, is a misspelt keyword."""
-    all_keywords = _keywords()
-    keywords = [name for name in expected if name in all_keywords]
+    all_keywords = {_word(k) for k in _keywords()}
+    keywords = [_word(name) for name in expected if _word(name) in all_keywords]
     before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text[: tok.start_pos])
     for word in ([str(tok)] if tok.type == "NAME" else []) + before[-1:]:
         if word.upper() in all_keywords:

@@ -4,7 +4,8 @@ A plan is a tree of relational operators over *bindings*: each row of a relation
 FROM aliases to elements (their id and the attributes the query reads). Provenance predicates
 are `ProvJoin`s that evaluate under/feeds/emits/influences from the bound side(s).
 Expressions inside plans are bound AST nodes (`iql.ast`), with subqueries replaced by
-`SubqueryExists` / `SubqueryValue` that carry their own plans.
+`SubqueryExists` / `SubqueryValue` that carry their own plans. Leaves are `Scan`s of store
+elements and `TraceScan`s of TRACE rows.
 """
 
 from __future__ import annotations
@@ -36,6 +37,27 @@ class Scan:
     def __post_init__(self) -> None:
         if self.ids is not None and not self.ids:
             raise ValueError(f"scan of {self.source.alias!r}: an id pin needs at least one id")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceScan:
+    """The rows of a TRACE source (`A.TRACE_COLUMNS`), with its single-alias filters.
+
+    Executing it matches the tree pattern on the run's stored result and backtraces the matched
+    items (`capture.tracing.trace`); the filters then apply to the trace rows.
+    """
+
+    source: A.BoundSource
+    filters: tuple[A.BoundExpr, ...]
+    estimate: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.source.trace is None:
+            raise ValueError(f"TraceScan of {self.source.alias!r} needs a TRACE source")
+
+    @property
+    def trace(self) -> A.BoundTrace:
+        return self.source.trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,4 +161,4 @@ class QueryPlan:
     notes: tuple[str, ...]
 
 
-Relation = Scan | CrossJoin | ProvJoin | Filter | Aggregate | Project | Sort | Limit
+Relation = Scan | TraceScan | CrossJoin | ProvJoin | Filter | Aggregate | Project | Sort | Limit

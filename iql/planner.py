@@ -72,9 +72,12 @@ def _pinned_ids(expr) -> tuple[str, ...] | None:
     return None
 
 
-def _rank(scan: P.Scan) -> tuple[int, int]:
-    """Lower is more selective: pinned ids, outer-bound, filtered, typed, wildcard."""
-    if scan.ids is not None:
+def _rank(scan: P.Scan | P.TraceScan) -> tuple[int, int]:
+    """Lower is more selective: pinned ids, outer-bound, filtered or a TRACE (the rows of the
+    matched items only), typed, wildcard."""
+    if isinstance(scan, P.TraceScan):
+        tier = 2
+    elif scan.ids is not None:
         tier = 0
     elif scan.outer:
         tier = 1
@@ -88,7 +91,7 @@ def _rank(scan: P.Scan) -> tuple[int, int]:
 
 
 def _estimate(rel) -> int | None:
-    if isinstance(rel, (P.Scan, P.CrossJoin, P.ProvJoin)):
+    if isinstance(rel, (P.Scan, P.TraceScan, P.CrossJoin, P.ProvJoin)):
         return rel.estimate
     return _estimate(rel.input) if hasattr(rel, "input") else None
 
@@ -118,10 +121,14 @@ class _Planner:
                         names.append(node.name)
         return used
 
-    def scans(self, q: A.BoundSelect, pushed: dict[str, list], exists: bool) -> dict[str, P.Scan]:
+    def scans(self, q: A.BoundSelect, pushed: dict[str, list], exists: bool
+              ) -> dict[str, P.Scan | P.TraceScan]:
         used = self.attributes(q, exists)
-        out: dict[str, P.Scan] = {}
+        out: dict[str, P.Scan | P.TraceScan] = {}
         for source, outer in [(s, True) for s in q.correlated] + [(s, False) for s in q.sources]:
+            if source.trace is not None:
+                out[source.uid] = P.TraceScan(source, tuple(pushed.get(source.uid, ())))
+                continue
             ids: tuple[str, ...] | None = None
             filters = []
             for f in pushed.get(source.uid, []):
@@ -207,8 +214,14 @@ class _Planner:
         return max(a, b)
 
     @staticmethod
-    def _describe(scan: P.Scan) -> str:
+    def _describe(scan: P.Scan | P.TraceScan) -> str:
         s = scan.source
+        if isinstance(scan, P.TraceScan):
+            t = scan.trace
+            run = f"run {t.run!r}" if t.run is not None else "the last captured run"
+            items = "the matched items" if t.limit is None else f"the first {t.limit} matched items"
+            return (f"TRACE {s.alias} (match the tree pattern on the stored result of {run}, then "
+                    f"backtrace {items})")
         how = []
         if scan.ids is not None:
             how.append(f"id pinned to {len(scan.ids)} element(s)")
@@ -317,10 +330,6 @@ class _Planner:
 
 def plan(statement: A.BoundStatement, stats: Stats | None = None) -> P.QueryPlan:
     """The logical plan of a bound statement; `notes` describe the chosen strategy."""
-    if isinstance(statement.query, A.Trace):  # TRACE: see iql/trace.py
-        from iql import trace
-
-        return trace.plan(statement.query)
     planner = _Planner(stats or Stats(), statement.source_text)
     result = planner.select(statement.query)
     return P.QueryPlan(result.root, result.columns, (), tuple(planner.notes))

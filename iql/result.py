@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from iql.ast import Form
+
 
 @dataclass(frozen=True)
 class Result:
@@ -15,12 +17,15 @@ class Result:
 
     `warnings` are the open-world caveats of Ibis Section 4 (NOT EXISTS, negated provenance,
     aggregates over provenance): the rows are returned, but they are not certain answers.
+    `form` says how the statement was written: the rows of a `TRACE ...` statement
+    (`Form.TRACE`) are TRACE rows, which front ends may draw as trees (`trace_tree`).
     """
 
     df: Any
     columns: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     explain: bool = False
+    form: Form = Form.SELECT
 
     def rows(self) -> list[tuple]:
         """Collect the rows (a Spark action) as plain tuples, in the query's column order."""
@@ -49,6 +54,27 @@ def format_table(columns, rows) -> str:
              "-+-".join("-" * w for w in widths)]
     lines += [" | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def trace_tree(rows) -> str:
+    """The rows of a TRACE statement (columns `iql.TRACE_COLUMNS`) as indented trees, one per
+    traced input item, for the CLI and the REPL:
+
+        tweets  dataset:tweets#e30a59a421e0f527
+          retweet_cnt  influencing  accessed by 2
+          text  contributing  accessed by 3,7,8; manipulated by 3,7,8
+    """
+    lines: list[str] = []
+    current = None
+    for dataset, item, _, path, role, accessed, manipulated in rows:
+        if (dataset, item) != current:
+            current = (dataset, item)
+            lines.append(f"{dataset}  {item}")
+        segs = path.split(".")
+        ops = [f"{word} by {','.join(map(str, v))}"
+               for word, v in (("accessed", accessed), ("manipulated", manipulated)) if v]
+        lines.append(f"{'  ' * len(segs)}{segs[-1]}  {role}" + (f"  {'; '.join(ops)}" if ops else ""))
     return "\n".join(lines)
 
 

@@ -11,9 +11,7 @@ import click
 
 import iql
 from iql.errors import IqlError
-from iql.result import format_csv, format_json, format_table
-from iql.trace import COLUMNS as TRACE_COLUMNS
-from iql.trace import render_tree
+from iql.result import format_csv, format_json, format_table, trace_tree
 from strata.cli import store_of
 
 
@@ -26,8 +24,8 @@ def render(result: iql.Result, fmt: str) -> str:
         return format_csv(result.columns, rows).rstrip("\n")
     if result.explain:
         return "\n".join(str(r[0]) for r in rows)
-    if result.columns == TRACE_COLUMNS:  # TRACE reads best as indented trees
-        return render_tree(rows)
+    if result.form is iql.Form.TRACE:  # a TRACE statement's rows read best as indented trees
+        return trace_tree(rows)
     return format_table(result.columns, rows)
 
 

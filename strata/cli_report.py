@@ -1,7 +1,7 @@
 """`strata report usage` and `strata report audit`: Pebble's reports (Section 7.3.5) from the CLI.
 
-Registered by `strata/cli.py` (`report` is a group). Both run traces of a captured run through
-`iql.trace.run_trace` and hand them to `capture.usage`:
+Registered by `strata/cli.py` (`report` is a group). Both trace a captured run with
+`capture.tracing.trace` and hand the backtraces to the tracing code's reports:
 
 * `usage`: one trace per tree pattern (arguments, or lines of a `--workload` file: bare patterns
   or whole `TRACE ['run'] MATCH '...' [LIMIT n]` statements), then the data-usage heatmap of one
@@ -16,6 +16,7 @@ Data goes to stdout, progress and warnings to stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -40,39 +41,40 @@ class TraceJob:
     origin: str  # "PATTERN 2", "workload.txt, line 3": where errors point
     run: str | None
     text: str  # the pattern's text
-    pattern: object  # capture.treepattern.Pattern
+    pattern: object  # capture.tracing.Pattern
     limit: int
 
 
 # ---- parsing: pure, before any Spark work --------------------------------------------------------
-def _located(origin: str, err: StrataError) -> UserError:
-    """``err`` with where it came from in front (the rendered error keeps its caret lines)."""
-    return UserError(f"{origin}: {err.render()}")
+def _located(origin: str, err: StrataError) -> StrataError:
+    """``err`` with where it came from in front of its message; position and hint are kept, so
+    it renders with its caret line like any other error."""
+    return dataclasses.replace(err, message=f"{origin}: {err.message}")
 
 
 def parse_job(text: str, origin: str, run: str | None, limit: int) -> TraceJob:
     """A trace from a bare tree pattern or a TRACE statement (whose run and LIMIT win)."""
-    from capture.treepattern import PatternError, parse_pattern
-    from iql import ast as A
+    from capture.tracing import PatternError, parse_pattern
+    from iql import Form
     from iql.errors import IqlError
 
     text = text.strip()
     if _STATEMENT.match(text):
+        from iql.binder import trace_pattern
         from iql.parser import parse
-        from iql.trace import bind
 
         try:
             stmt = parse(text)
-            query = stmt.query
-            if not isinstance(query, A.Trace) or stmt.explain or query.query is not None:
+            if stmt.form is not Form.TRACE or stmt.explain:
                 raise UserError(f"{origin}: not a trace: {text}",
                                 hint="give a tree pattern (/user/id_str = 'lp') or a statement "
                                      "TRACE ['run'] MATCH 'pattern' [LIMIT n]")
-            bind(query, text)
+            source = stmt.query.from_[0].source
+            pattern = trace_pattern(source, text)
         except IqlError as e:
             raise _located(origin, e) from None
-        return TraceJob(origin, query.run if query.run is not None else run, query.pattern,
-                        parse_pattern(query.pattern), query.limit if query.limit is not None else limit)
+        return TraceJob(origin, source.run if source.run is not None else run, source.pattern,
+                        pattern, source.limit if source.limit is not None else limit)
     try:
         pattern = parse_pattern(text)
     except PatternError as e:
@@ -112,7 +114,7 @@ def _check_matplotlib() -> None:
 # ---- running -------------------------------------------------------------------------------------
 def run_jobs(store, jobs: Sequence[TraceJob]) -> list:
     """The traces of ``jobs`` (capture Traces), in order; progress on stderr."""
-    from iql.trace import run_trace
+    from capture.tracing import trace as run_trace
 
     if store.version == 0:
         raise UserError(f"no store at {store.root} (nothing committed there)",
@@ -130,7 +132,7 @@ def run_jobs(store, jobs: Sequence[TraceJob]) -> list:
 
 def _source_datasets(store, runs: set[str | None]) -> list[str]:
     """The input datasets of the runs (their source operators)."""
-    from capture.backtrace import load_run
+    from capture.storing import load_run
 
     names: dict[str, None] = {}
     for run in runs:
@@ -173,7 +175,7 @@ def _cell(c) -> dict:
 
 def usage_json(hm, jobs: Sequence[TraceJob], traces: Sequence) -> str:
     """The heatmap as one JSON object (--format json); ``hm`` None: no trace reached an item."""
-    from iql.trace import element_id
+    from capture.tracing import item_element_id as element_id
 
     runs = [{"pattern": j.text, "run": j.run, "limit": j.limit, "matched": t.matched, "items": len(t.items)}
             for j, t in zip(jobs, traces, strict=True)]
@@ -226,7 +228,7 @@ def usage_table(hm):
 
 
 def audit_json(rows, job: TraceJob, trace) -> str:
-    from iql.trace import element_id
+    from capture.tracing import item_element_id as element_id
 
     return json.dumps({
         "pattern": job.text, "run": job.run, "limit": job.limit, "matched": trace.matched,
@@ -287,7 +289,7 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
     \b
       strata report usage "//id_str = 'lp'" "/tweets/text = 'Hello @lp'" --html usage.html
     """
-    from capture.usage import heatmap, heatmap_html, heatmap_png
+    from capture.tracing import heatmap, heatmap_html, heatmap_png
 
     jobs = read_workload(workload, run, limit) if workload else []
     jobs += [parse_job(p, f"PATTERN {k}", run, limit) for k, p in enumerate(patterns, 1)]
@@ -338,7 +340,7 @@ def audit(ctx, pattern, run, limit, fmt) -> None:
     \b
       strata report audit "/tweets/text = 'Hello @lp'"
     """
-    from capture.usage import audit as audit_rows
+    from capture.tracing import audit as audit_rows
 
     job = parse_job(pattern, "PATTERN", run, limit)
     (trace,) = run_jobs(store_of(ctx), [job])

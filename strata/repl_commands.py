@@ -165,6 +165,7 @@ def _timed(session: Session, started: float) -> None:
 def run_query(session: Session, text: str) -> None:
     """Run one IQL statement and show its rows (or its plan, for EXPLAIN)."""
     import iql
+    from iql.result import trace_tree
 
     started = time.perf_counter()
 
@@ -175,6 +176,9 @@ def run_query(session: Session, text: str) -> None:
     result, rows = session.run(work)
     if result.explain:
         emit(session, Text("\n".join(str(r[0]) for r in rows)))
+    elif result.form is iql.Form.TRACE:  # a TRACE statement's rows read best as indented trees
+        emit(session, Group(Text(trace_tree(rows)), Text(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")))
+        session.last_query = text
     else:
         emit(session, result_renderable(result.columns, rows))
         session.last_query = text

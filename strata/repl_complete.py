@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from prompt_toolkit.completion import Completer, Completion
 
 from iql.ast import AggFunc, Wildcard
-from iql.trace import COLUMNS as TRACE_COLUMNS
+from iql.ast import TRACE_COLUMNS as _TRACE_COLUMNS
 
 # ------------------------------------------------------------------------------ tokens
 
@@ -92,6 +92,8 @@ class MatchWord:
 
 
 Suggestion = Keyword | TypeName | Alias | Function | Attribute | Command | MatchWord
+
+TRACE_COLUMNS = tuple(name for name, _ in _TRACE_COLUMNS)
 
 # the "type" of a `FROM TRACE(...) t` alias: its attributes are the trace rows' columns
 TRACE_ROWS = "TRACE(...)"

@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[5])  # the tests folder
     from test_capture_example import running_example
     from capture import Tracker
-    from capture.runs import load_run
+    from capture.storing.runs import load_run
     tracker = Tracker(spark, st, pipeline="running-example", model=False)
     result = running_example(tracker.read.json(sys.argv[3], name="tweets"))
     info = tracker.write(result, sys.argv[4], format="json")
@@ -49,7 +49,7 @@ SCRIPT = textwrap.dedent("""
     }
     # Parquet output: the split copy (hidden columns from the executors' Python workers, the
     # output's files linked), read back through the row-key join and TRACE's pyarrow fetch
-    from iql.trace import run_trace
+    from capture.tracing import parse_pattern, trace
     split = tracker.write(running_example(tracker.read.json(sys.argv[3], name="tweets")), sys.argv[4] + "-pq")
     stored = load_run(st, split.run)
     agg = [c for c in stored.hidden.columns if c.startswith("__strata_agg_")]
@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent("""
         "split": split.split, "items": split.items,
         "stored": sorted([r.user.id_str, sorted(x.text for x in r.tweets), [len(r[c]) for c in agg]]
                          for r in stored.result.collect()),
-        "traced": len(run_trace(st, split.run, "//text").rows()),
+        "traced": len(trace(st, split.run, parse_pattern("//text")).rows()),
     }
     print("RESULT " + json.dumps(out))
     spark.stop()

@@ -174,3 +174,69 @@ def test_or_and_subqueries_stay_residual_filters(catalog):
     filters = [n for n in _nodes(plan.root) if isinstance(n, P.Filter)]
     assert len(filters) == 1
     assert any(isinstance(n, P.SubqueryExists) for n in A.walk(filters[0].predicate))
+
+
+# ------------------------------------------------------------------------------------ TRACE
+
+
+def test_trace_is_a_from_source_with_fixed_columns(catalog):
+    st = bound("select * from TRACE('r1' MATCH '/user/id_str' LIMIT 3) t where t.role = 'influencing'",
+               catalog)
+    (src,) = st.query.sources
+    assert src.trace is not None and (src.trace.run, src.trace.limit) == ("r1", 3)
+    assert src.kind is None and not src.is_element
+    assert [o.name for o in st.query.outputs] == [name for name, _ in A.TRACE_COLUMNS]
+    assert st.form is A.Form.SELECT
+
+
+def test_a_trace_statement_is_select_star_from_trace(catalog):
+    trace = bound("TRACE MATCH '/user' LIMIT 2", catalog)
+    select = bound("SELECT * FROM TRACE(MATCH '/user' LIMIT 2)", catalog)
+    assert trace.form is A.Form.TRACE and select.form is A.Form.SELECT
+    assert [o.name for o in trace.query.outputs] == [o.name for o in select.query.outputs]
+    _, plan = compile_query("TRACE MATCH '/user' LIMIT 2", catalog)
+    scan = next(n for n in _nodes(plan.root) if isinstance(n, P.TraceScan))
+    assert scan.trace.limit == 2 and scan.filters == ()
+
+
+def test_trace_rows_join_store_elements_through_ordinary_expressions(catalog):
+    _, plan = compile_query("select p.id, t.path from TRACE(MATCH '/user') t, WebPage p "
+                            "where t.item = p.id and t.role = 'contributing'", catalog)
+    nodes = list(_nodes(plan.root))
+    (scan,) = [n for n in nodes if isinstance(n, P.TraceScan)]
+    assert len(scan.filters) == 1  # the single-alias filter is pushed into the trace scan
+    assert any(isinstance(n, P.CrossJoin) for n in nodes)
+    assert any(isinstance(n, P.Filter) for n in nodes)  # t.item = p.id over the pair
+
+
+@pytest.mark.parametrize(
+    "text, fragment, at",
+    [
+        ("select t.id from TRACE(MATCH '/a') t", "trace rows have no column 'id'", "t.id"),
+        ("select colour from TRACE(MATCH '/a')", "trace rows have no column 'colour'", "colour"),
+        ("select t from TRACE(MATCH '/a') t", "'t' names the trace rows, not a value", "t from"),
+        ("select p.id from TRACE(MATCH '/a') t, WebPage p where t influences p",
+         "ranges over trace rows, not store elements", "t influences"),
+        ("select p.id from WebPage p, TRACE(MATCH '/a') t where exists "
+         "(select * from Version v where v.id = t.item)", "cannot read the trace rows", "t.item"),
+        ("select sum(t.accessed_by) from TRACE(MATCH '/a') t", "sum() needs a number", "t.accessed_by"),
+    ],
+    ids=["no-id", "bare-unknown", "alias-as-value", "provenance", "correlated", "array-sum"],
+)
+def test_trace_mistakes_point_at_the_query(catalog, text, fragment, at):
+    with pytest.raises(IqlSemanticError) as info:
+        bound(text, catalog)
+    err = info.value
+    assert fragment in err.message and err.column == text.index(at) + 1 and err.hint
+
+
+def test_a_bad_tree_pattern_points_into_the_query(catalog):
+    from iql.errors import IqlSyntaxError
+
+    text = "select * from TRACE(MATCH '/user[' ) t"
+    with pytest.raises(IqlSyntaxError) as info:
+        bound(text, catalog)
+    err = info.value
+    assert err.message.startswith("bad tree pattern in TRACE:") and "\n" not in err.message
+    assert text.index("'/user[") < err.span[0] <= len(text)  # inside the pattern's literal
+    assert "^" in err.render().splitlines()[2]

@@ -75,7 +75,7 @@ def test_provenance_predicates(predicate, kind, depth):
 def test_keywords_are_case_insensitive_and_comments_ignored():
     text = "SeLeCt DISTINCT p.id -- the page\nFROM WebPage AS p WhErE p.license = 'x' -- done\n"
     q = parse(text).query
-    assert q.distinct and q.from_[0].alias == "p" and q.from_[0].type_ref.names == ("WebPage",)
+    assert q.distinct and q.from_[0].alias == "p" and q.from_[0].source.names == ("WebPage",)
 
 
 def test_literals():
@@ -103,7 +103,7 @@ def test_full_select_shape():
     assert q.explain
     s = q.query
     assert [i.alias for i in s.items] == ["label", "n", None]
-    assert s.from_[1].type_ref == A.TypeRef(("B", "A"), True, s.from_[1].type_ref.span)
+    assert s.from_[1].source == A.TypeRef(("B", "A"), True, s.from_[1].source.span)
     assert len(s.group_by) == 1 and s.having is not None and s.limit == 5
     assert [o.descending for o in s.order_by] == [True, False]
     assert isinstance(s.items[1].expr, A.Call) and s.items[1].expr.arg is None
@@ -124,8 +124,8 @@ def test_subqueries():
 def test_spans_point_at_source():
     text = "select p.id\n  from WebPage p"
     item = parse(text).query.from_[0]
-    assert (item.type_ref.span.line, item.type_ref.span.column) == (2, 8)
-    assert text[item.type_ref.span.start:item.type_ref.span.end] == "WebPage"
+    assert (item.source.span.line, item.source.span.column) == (2, 8)
+    assert text[item.source.span.start:item.source.span.end] == "WebPage"
 
 
 @pytest.mark.parametrize(

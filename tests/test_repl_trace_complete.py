@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from iql.trace import COLUMNS
+from iql import TRACE_COLUMNS
 from strata.repl_complete import (
     Keyword,
     MatchWord,
@@ -14,6 +14,9 @@ from strata.repl_complete import (
     complete,
     suggest,
 )
+
+
+COLUMNS = tuple(name for name, _ in TRACE_COLUMNS)
 
 
 @pytest.fixture()

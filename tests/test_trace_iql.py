@@ -51,7 +51,8 @@ def test_bad_pattern_points_into_the_query(traced_store):
     store, *_ = traced_store
     with pytest.raises(IqlSyntaxError) as err:
         iql.run(store, "TRACE MATCH 'user/id_str'")
-    assert "bad tree pattern" in str(err.value) and err.value.column == 13
+    assert "bad tree pattern" in str(err.value) and err.value.column == 14  # under `user`, in the literal
+    assert err.value.span == (13, 17) and "\n" not in err.value.message
 
 
 def test_unknown_run_says_which_runs_exist(traced_store):
@@ -74,12 +75,12 @@ def test_a_run_is_traceable_straight_after_tracker_write(spark, tmp_path):
 
 
 def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):
-    from iql.trace import render_tree
+    from iql.result import trace_tree
 
     store, *_ = traced_store
     assert iql.run(store, "TRACE MATCH '/user/id_str = ''nobody'''").rows() == []
     rows = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''").rows()
-    text = render_tree(rows)
+    text = trace_tree(rows)
     lines = text.splitlines()
     assert lines[0].startswith("tweets  dataset:tweets#")
     assert "  user_mentions  influencing" in lines  # only the grouping key (not asked for) came from it
@@ -88,12 +89,15 @@ def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):
 
 
 def test_strata_query_prints_trace_rows_as_trees(traced_store):
-    from iql.trace import COLUMNS
     from strata.cli_query import render
 
     store, *_ = traced_store
     result = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''")
     text = render(result, "table")
-    assert result.columns == COLUMNS
+    assert result.form is iql.Form.TRACE and result.columns == tuple(n for n, _ in iql.TRACE_COLUMNS)
     assert text.splitlines()[0].startswith("tweets  dataset:tweets#")
     assert "  text  contributing" in text
+    # the same rows through SELECT * FROM TRACE(...) are a relation like any other: a table
+    select = iql.run(store, "SELECT * FROM TRACE(MATCH '/tweets/text = ''Hello @lp''')")
+    assert select.form is iql.Form.SELECT and sorted(select.rows()) == sorted(result.rows())
+    assert render(select, "table").splitlines()[0].split(" | ")[0].strip() == "dataset"

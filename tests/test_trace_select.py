@@ -65,9 +65,12 @@ def test_in_list_distinct_and_limit(traced):
     [
         ("SELECT colour FROM TRACE(MATCH '/user')", "trace rows have no column 'colour'", 8),
         ("SELECT x.path FROM TRACE(MATCH '/user') t", "unknown alias 'x'", 8),
-        ("SELECT path, count(*) FROM TRACE(MATCH '/user')", "every other SELECT item must be a grouped", 8),
-        ("SELECT path FROM TRACE(MATCH '/user') WHERE count(*) > 1", "count(...) is not allowed here", 45),
-        ("SELECT path FROM TRACE(MATCH '/user') ORDER BY role", "ORDER BY over a trace names a SELECT column", 48),
+        ("SELECT path, count(*) FROM TRACE(MATCH '/user')", "trace.path must appear in GROUP BY", 8),
+        ("SELECT path FROM TRACE(MATCH '/user') WHERE count(*) > 1", "aggregate count() is not allowed here", 45),
+        ("SELECT DISTINCT path FROM TRACE(MATCH '/user') ORDER BY role",
+         "with DISTINCT or aggregates, ORDER BY must name a SELECT column", 57),
+        ("SELECT t.id FROM TRACE(MATCH '/user') t", "trace rows have no column 'id'", 8),
+        ("SELECT path FROM TRACE(MATCH '/user') WHERE accessed_by = 2", "cannot compare", 45),
     ],
 )
 def test_mistakes_point_at_the_query(traced, query, what, column):
@@ -92,16 +95,19 @@ def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced
     assert "2 filter (filter <- 1): keeps item ids: no associations read" in text
     assert "1 source (read.json): source tweets: traced items end here" in text
     assert "items' schema: the run's stored result (no job)" in text
-    assert "where role = 'contributing'" in text
+    assert "filter: trace.role = 'contributing'" in text
 
 
 def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(traced):
     """Tracing over the run's whole P (Table 6, derived from the stored result) without the <id, id>
     rows of filter/select/map/sort/limit gives what TRACE gives from the matched rows alone."""
+    from backtrace_helpers import spark_fetcher
     from pyspark.sql import functions as F
 
-    from capture.backtrace import backtrace, load_run, prepare_items, run_match, spark_fetcher
-    from capture.model import OpType
+    from capture.operators import OpType
+    from capture.storing import load_run
+    from capture.tracing.backtrace import backtrace
+    from capture.tracing.compile import prepare_items, run_match
 
     store, run, rows = traced
     stored = load_run(store, run)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import click
 
+from capture.tracing import item_hex
 from store.errors import StrataError, UserError
 from strata.cli import store_of
 
@@ -163,10 +164,6 @@ def choose_dataset(store, jobs: Sequence[TraceJob], traces: Sequence, dataset: s
 # ---- output (pure) -------------------------------------------------------------------------------
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def item_hex(item_id: int) -> str:
-    return f"{item_id & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 def _cell(c) -> dict:

@@ -250,7 +250,7 @@ def bundle_pairs(draw):
 
 
 # Examples per property test that ingests into Spark (each costs an ingest plus queries).
-# `make test` keeps the suite inside its 15-minute budget on 2 cores with 2 (derandomized:
-# the same examples every run); raise it for a deeper run:
+# `make test` runs 2 (derandomized: the same examples every run), which keeps the whole suite
+# within its time budget on 2 cores (README); raise it for a deeper run:
 #   STRATA_SPARK_EXAMPLES=25 make test
 SPARK_EXAMPLES = int(os.environ.get("STRATA_SPARK_EXAMPLES", "2"))

@@ -112,7 +112,7 @@ def test_random_bundles_match_the_reference(spark, tmp_path_factory, bundle):
 
 
 # Two ingests per example, so half the examples of the one-bundle property above (the suite's
-# 15-minute budget); STRATA_SPARK_EXAMPLES deepens both.
+# time budget); STRATA_SPARK_EXAMPLES deepens both.
 @settings(_SLOW, max_examples=max(1, SPARK_EXAMPLES // 2))
 @given(pair=bundle_pairs())
 def test_incremental_ingest_matches_the_reference(spark, tmp_path_factory, pair):

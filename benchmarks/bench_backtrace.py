@@ -1,16 +1,16 @@
-"""Backtracing benchmark (issue 6): trace time for up to N result items vs the pipeline's runtime.
+"""Backtracing benchmark: trace time for up to N result items vs the pipeline's runtime.
 
     python benchmarks/gen_nested.py --tweets 30000 --papers 30000 --out /tmp/strata-bt
     python benchmarks/bench_backtrace.py --data /tmp/strata-bt --items 100 --only T1,T3,D1
 
 Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeline's runtime
 (read JSON, write Parquet; after one warm-up); then a captured run (``model=False``); then
-``TRACE '<run>' MATCH '<pattern>' LIMIT N`` through IQL, cold (first trace of the run in the
+``capture.tracing.trace`` (what ``TRACE '<run>' MATCH '<pattern>' LIMIT N`` runs), cold (first trace of the run in the
 process) and warm (the next one, as in a REPL session), each split into its phases: run (read the
 run's operators and row, one job), match (the compiled pattern over the run's stored result, one
 job), associations (derived from the matched rows' hidden columns, one small job), backtrace (on
 the driver).
-``--udf`` also times the old Python-UDF matcher on the same items. Target: trace <= 0.5x plain.
+``--udf`` also times the Python matcher (a UDF, the fallback) on the same items. Target: trace <= 0.5x plain.
 The default pattern is ``/<first result column>``; ``--pattern`` overrides it.
 """
 
@@ -26,12 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def timed_trace(store, run: str, pattern: str, items: int, compiled: bool = True) -> dict[str, float]:
-    """One trace exactly as ``TRACE`` runs it (iql/trace.py run_trace), with its phases' times."""
-    from iql.trace import run_trace
+    """One trace exactly as ``TRACE`` runs it (``capture.tracing.trace``), with its phases' times."""
+    from capture.tracing import parse_pattern, trace
 
     t: dict = {}
-    trace = run_trace(store, run, pattern, items, compiled, t)
-    t.update(matched=trace.matched, reached=len(trace.items))
+    traced = trace(store, run, parse_pattern(pattern), items, timings=t, compiled=compiled)
+    t.update(matched=traced.matched, reached=len(traced.items))
     return t
 
 

@@ -7,17 +7,17 @@ out; the user's output is Parquet):
 
 * ``plain``   the untracked pipeline;
 * ``tee``     what ``tracker.write`` does on a local store for output other than Parquet
-              (capture/tee.py ``teed``): every column of the annotated result goes to Python,
+              (capture/storing/tee.py ``teed``): every column of the annotated result goes to Python,
               which writes the store copy with pyarrow and hands the visible columns back to
               Spark's writer;
 * ``sidecar`` only the hidden columns go to Python (an iterator Arrow UDF inside an always-true
               filter writes them, one file per task); Spark writes the visible columns itself.
-              Measured in the sixth session as a bound; since the seventh, ``tracker.write`` does
-              this for Parquet output (capture/tee.py ``sidecar``) and links the output's files
-              into the store, which this script leaves out (a hard link per file);
+              ``tracker.write`` does this for Parquet output where Strata's jar is not loaded
+              (capture/storing/tee.py ``sidecar``) and links the output's files into the store,
+              which this script leaves out (a hard link per file);
 * ``jvm``     no Python: Strata's Parquet writer (capture/jvm ``SplitParquetFileFormat``) writes
               the visible columns to the output and the hidden ones into a second file per task.
-              Since the twelfth session ``tracker.write`` does this where Strata's jar is loaded.
+              ``tracker.write`` does this where Strata's jar is loaded.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def main() -> None:
     args = ap.parse_args()
     from pyspark.sql import functions as F
 
-    from capture import Tracker, jvm, tee
+    from capture import Tracker, jvm
+    from capture.storing import tee
     from strata.spark import get_session
 
     spark = get_session(master="local[2]", conf={"spark.driver.memory": "6g"})

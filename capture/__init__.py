@@ -6,13 +6,26 @@
     result = tweets.filter(...).select(...)
     tracker.write(result, "out.parquet")     # result + provenance, one store commit
 
+Three jobs, one subpackage each:
+
+* ``capture.tracking``: tracking a pipeline (Tracker, tracked DataFrames, their operators, the
+  paths read off Spark's plans, the ids of source items);
+* ``capture.storing``: storing a run (one store commit per written result, the capture tables,
+  the run's multi-granularity bundle, reading committed runs back);
+* ``capture.tracing``: tracing (tree patterns, backtracing, the usage and audit reports); other
+  packages import it as ``capture.tracing`` only.
+
+Shared by the three: ``operators.py`` (operator provenance, plain data), ``ids.py`` (hidden id
+columns, element ids, derived ids), ``errors.py`` and ``jvm/`` (Strata's JVM classes: the JSON
+offset reader tracking uses and the split Parquet writer storing uses).
+
 See docs/capture.md for the supported operators and the provenance tables.
 """
 
 from capture.errors import CaptureError, UnsupportedOperation
-from capture.model import Access, Manipulation, OperatorProv, OpInput, OpType
-from capture.tracked import TrackedDataFrame
-from capture.tracker import Captured, Tracker
+from capture.operators import Access, Manipulation, OperatorProv, OpInput, OpType
+from capture.tracking.frame import TrackedDataFrame
+from capture.tracking.tracker import Captured, Tracker
 
 __all__ = [
     "Access",

@@ -1,4 +1,4 @@
-"""Structural backtracing (capture/backtrace.py): hand-checked operators and the running example.
+"""Structural backtracing (capture/tracing/backtrace.py): hand-checked operators and the running example.
 
 The running example (Pebble Section 2): tracing user lp's duplicate "Hello World" texts must give
 exactly the two Hello World tweets, with text and user.id_str contributing (dark green) and
@@ -8,15 +8,18 @@ user.name and retweet_cnt only influencing (medium green) -- nothing of the othe
 from __future__ import annotations
 
 import pytest
+from backtrace_helpers import match_items, spark_fetcher, trace_captured, trace_over
 from pyspark.sql import functions as F
 from test_capture_example import running_example
 from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA
 
 from capture import Tracker
-from capture.backtrace import backtrace, load_run, match_items, spark_fetcher, trace, trace_captured
-from capture.model import Manipulation as M
-from capture.model import OperatorProv, OpInput, OpType
-from capture.treepattern import match, parse_pattern
+from capture.operators import Manipulation as M
+from capture.operators import OperatorProv, OpInput, OpType
+from capture.storing import load_run
+from capture.tracing import item_element_id, parse_pattern, trace
+from capture.tracing.backtrace import backtrace
+from capture.tracing.pattern import match
 
 QUESTION = "//id_str = 'lp' and /tweets[count(text = 'Hello World') >= 2]/text = 'Hello World'"
 
@@ -229,7 +232,8 @@ def test_trace_captured_renders_trees_and_json(example):
     tracker, result, *_ = example
     t = trace_captured(tracker, result, QUESTION)
     text = t.render()
-    assert text.count("tweets #") == 2 and "retweet_cnt  [influencing]  (accessed by 2)" in text
+    assert text.count("dataset:tweets#") == 2 and "retweet_cnt  [influencing]  (accessed by 2)" in text
+    assert all(item_element_id(i.dataset, i.item_id) in text.splitlines() for i in t.items)
     assert '"role": "contributing"' in t.to_json()
     assert {r[3] for r in t.rows()} == {"contributing", "influencing"}
 
@@ -245,15 +249,13 @@ def test_join_sides_from_a_committed_run(spark, tmp_path):
     result = (tweets.select("text", F.col("user.id_str").alias("uid"))
               .join(users, F.col("uid") == F.col("id")).select("text", "followers"))
     tracker.write(result, str(tmp_path / "out"), format="parquet")
-    from iql.trace import run_trace
-
     store = Store.open(str(tmp_path / "store"), spark=spark)
     run = load_run(store)
     # the whole P of the run (a view of its stored result) and TRACE's own path (the matched
     # rows' hidden columns only) give the same trace
-    t = trace(run.operators, run.result_oid, result.with_item_ids("_pid"), "_pid", "/followers = 20",
+    t = trace_over(run.operators, run.result_oid, result.with_item_ids("_pid"), "_pid", "/followers = 20",
               run.associations())
-    assert sorted(run_trace(store, None, "/followers = 20").rows()) == sorted(t.rows())
+    assert sorted(trace(store, None, parse_pattern("/followers = 20")).rows()) == sorted(t.rows())
     (jm_user,) = [i for i in t.items if i.dataset == "users"]
     assert {n.path: n.role for n in jm_user.nodes} == {"followers": "contributing", "id": "influencing"}
     left = [i for i in t.items if i.dataset == "tweets"]

@@ -1,11 +1,11 @@
-"""Data-usage heatmap and audit report (capture/usage.py) over hand-built traces."""
+"""Data-usage heatmap and audit report (capture/tracing/reports.py) over hand-built traces."""
 
 from __future__ import annotations
 
-from capture.backtrace import backtrace
-from capture.model import Manipulation as M
-from capture.model import OperatorProv, OpInput, OpType
-from capture.usage import audit, heatmap, heatmap_html
+from capture.operators import Manipulation as M
+from capture.operators import OperatorProv, OpInput, OpType
+from capture.tracing.backtrace import backtrace
+from capture.tracing.reports import audit, heatmap, heatmap_html
 
 OPS = [OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="tweets"),
        OperatorProv(2, OpType.FILTER, "filter", (OpInput(1, ("retweet_cnt",)),), ()),
@@ -43,7 +43,7 @@ def test_heatmap_counts_contributed_influenced_and_unused_over_a_workload():
 def test_heatmap_png_draws_one_colored_cell_per_item_and_attribute(tmp_path):
     import matplotlib.image as mpimg
 
-    from capture.usage import _usage_color, heatmap_png
+    from capture.tracing.reports import _usage_color, heatmap_png
 
     workload = [run({10: ["text"]}), run({10: ["uid"], 11: ["uid"]}), run({11: ["text"]})]
     hm = heatmap(workload, "tweets", attributes=["user.name"])

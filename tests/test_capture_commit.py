@@ -9,8 +9,11 @@ from test_capture_example import TABLE_2, running_example
 from test_capture_helpers import TWEETS
 
 from capture import Tracker
-from capture.backtrace import load_run
-from capture.materialize import identity_frame
+from capture.ids import item_element_column
+from capture.storing import load_run
+from capture.storing.materialize import identity_frame
+from capture.storing.tables import OPERATORS, RUNS
+from capture.tracing import item_element_id, parse_item_element_id
 from store import Store
 from store.semantics import feeds
 
@@ -33,7 +36,7 @@ def test_one_commit_holds_result_metadata_and_provenance(committed, spark):
     out = spark.read.json(str(root / "out")).collect()
     assert {(r.user.id_str, r.user.name): sorted(t.text for t in r.tweets) for r in out} == {
         k: sorted(v) for k, v in TABLE_2.items()}
-    (run,) = st.table("capture_runs").collect()
+    (run,) = st.table(RUNS).collect()
     assert (run.run, run.pipeline, run.result_oid, run.output_format, run.items) == (
         info.run, "running-example", 8, "json", 3)
     assert st.meta("capture.last_run")["run"] == info.run
@@ -42,7 +45,7 @@ def test_one_commit_holds_result_metadata_and_provenance(committed, spark):
 def test_operator_table_keeps_definition_5_1(committed):
     st, info, _ = committed
     stored = load_run(st, info.run)
-    ops = {r.oid: r for r in st.table("capture_operators").collect()}
+    ops = {r.oid: r for r in st.table(OPERATORS).collect()}
     assert [(i.pred, list(i.accessed)) for i in ops[2].inputs] == [(1, ["retweet_cnt"])]
     assert [(m.src, m.dst) for m in ops[4].manipulated] == [("text", "text"), ("user_mentions.[pos]", "m_user")]
     assert ops[8].type == "aggregation" and ops[1].dataset == "tweets"
@@ -98,10 +101,29 @@ def test_edges_and_elements_follow_the_multi_granularity_model(committed, spark)
             frontier = nxt
         sizes[dst] = len({s for s in seen if s.startswith("dataset:tweets#")})
     assert sorted(sizes.values()) == [1, 2, 4]  # ls: tweet 1; jm: 1, 22; lp: 1, 12, 17, 29
+    # source items are named as TRACE names them: dataset:tweets#<16 hex digits> of their ids
+    tweets = Tracker(spark, None).read.json(TWEETS, name="tweets").with_item_ids("_pid").collect()
+    named = {item_element_id("tweets", r._pid) for r in tweets}
+    sources = {x for e in edges for x in (e.src, e.dst) if x.startswith("dataset:tweets#")}
+    assert sources and sources <= named
+    assert all(item_element_id(*parse_item_element_id(x)) == x for x in sources)
     # multi-granularity: the tweets dataset feeds the run (items under it, operators under the run)
     ids = spark.createDataFrame([("dataset:tweets",)], "id string")
     fed = {r.process for r in feeds(st, data=ids).collect()}
     assert info.run in fed and "pipeline:running-example" in fed
+
+
+def test_item_element_ids_in_spark_are_the_ones_on_the_driver(spark):
+    """The bundle's item ids (Spark) and TRACE's (driver) agree, leading zero digits included."""
+    values = [0, 1, 255, 2**60 - 1, 2**63 - 1, -1, -(2**63), -2]
+    df = spark.createDataFrame([(v,) for v in values], "id long")
+    got = [r.e for r in df.select(item_element_column(F.lit("dataset:d"), F.col("id")).alias("e")).collect()]
+    assert got == [item_element_id("d", v) for v in values]
+    assert got[1] == "dataset:d#0000000000000001" and got[5] == "dataset:d#ffffffffffffffff"
+    assert [parse_item_element_id(e) for e in got] == [("d", v) for v in values]
+    for bad in ("dataset:d#ff", "d#0000000000000001", "dataset:#0000000000000001", "dataset:d#000000000000000g"):
+        with pytest.raises(ValueError):
+            parse_item_element_id(bad)
 
 
 def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tmp_path):
@@ -127,7 +149,7 @@ def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tm
     # a second run in the same store appends to the run tables and gets its own result table
     again = tracker.write(result, str(tmp_path / "out2"), format="parquet")
     st = st.refresh()
-    assert sorted(r.run for r in st.table("capture_runs").collect()) == sorted([info.run, again.run])
+    assert sorted(r.run for r in st.table(RUNS).collect()) == sorted([info.run, again.run])
     assert load_run(st, again.run).result.count() == 4 and load_run(st).run == again.run
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "true"  # restored
 
@@ -135,7 +157,7 @@ def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tm
 def test_a_run_reads_the_same_with_pyarrow_and_with_spark(committed):
     """A local store's run is read on the driver (pyarrow, no job); a cluster store's with one
     Spark job: both give the same operators and run row."""
-    from capture.runs import _HEAD, OPERATORS, RUNS, _local_rows, _spark_rows
+    from capture.storing.runs import _HEAD, _local_rows, _spark_rows
 
     st, info, _ = committed
     head = _local_rows(st, RUNS, info.run)
@@ -146,7 +168,7 @@ def test_a_run_reads_the_same_with_pyarrow_and_with_spark(committed):
 
 
 def test_capture_tables_of_an_older_strata_are_refused_with_a_hint(spark, tmp_path):
-    from capture.backtrace import run_name
+    from capture.storing import run_name
     from store.errors import UserError
 
     st = Store.open(tmp_path / "store", spark=spark)
@@ -155,7 +177,7 @@ def test_capture_tables_of_an_older_strata_are_refused_with_a_hint(spark, tmp_pa
                                 "output_format string, started string, finished string, operators int, "
                                 "associations long")
     with st.transaction("an older capture") as tx:
-        tx.append("capture_runs", old)
+        tx.append(RUNS, old)
         tx.set_meta("capture.last_run", {"run": "p/run-1"})
     st = st.refresh()
     assert run_name(st, None) == "p/run-1"

@@ -1,4 +1,4 @@
-"""Derived ids (capture/derived.py): flatten, join and union ids are not carried into aggregations
+"""Derived ids (capture/ids.py): flatten, join and union ids are not carried into aggregations
 nor stored, but computed again when read. Reference: the eager annotated result, in which every
 aggregation collects every hidden column (as Strata did before), over random small tweet sets."""
 
@@ -12,8 +12,8 @@ from test_capture_helpers import USERS, USERS_SCHEMA
 from test_capture_identity import PIPELINES, SCHEMA, _tweet, double_flatten
 
 from capture import Tracker, grouping
-from capture.derived import FLATTEN, JOIN, UNION, Derived, hydrate, hydrate_rows
-from capture.runs import load_run
+from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate, hydrate_rows
+from capture.storing.runs import load_run
 from store import Store
 
 
@@ -105,10 +105,10 @@ def test_driver_hashes_are_sparks_xxhash64(spark, values, oid):
 def test_a_stored_run_keeps_only_what_cannot_be_derived(spark, tmp_path):
     """T2-like flattens: the store keeps the source id and the positions, not the three flatten
     ids; reading the run (and TRACE's driver-side fetch) computes them again."""
+    from backtrace_helpers import trace_captured
     from test_capture_helpers import TWEETS
 
-    from capture.backtrace import trace_captured
-    from iql.trace import run_trace
+    from capture.tracing import parse_pattern, trace
 
     st_ = Store.open(tmp_path / "store", spark=spark)
     tracker = Tracker(spark, st_, model=False)
@@ -124,7 +124,7 @@ def test_a_stored_run_keeps_only_what_cannot_be_derived(spark, tmp_path):
     assert {d.col for d in run.derived} == {cap.id_col, *(c for c in cap.annotated.columns if c.startswith("__strata_id_")
                                                           and c != "__strata_id_1")}
     assert rows_of(run.result) == rows_of(cap.annotated.select(*run.result.columns))
-    traced = sorted(run_trace(st_, info.run, "/who").rows())
+    traced = sorted(trace(st_, info.run, parse_pattern("/who")).rows())
     assert traced and traced == sorted(trace_captured(tracker, out, "/who").rows())
 
 
@@ -133,8 +133,8 @@ def test_run_rows_keep_slots_and_derived_ids_and_read_older_runs():
     (a bare list of slots) reads with nothing derived."""
     import json
 
-    from capture.model import InRef, Slot
-    from capture.runs import slots_from_json, slots_json
+    from capture.operators import InRef, Slot
+    from capture.storing.runs import slots_from_json, slots_json
 
     slots = (Slot(2, "__strata_id_2", InRef("__strata_id_1"), pos_col="__strata_pos_2"),
              Slot(3, "__strata_id_3", InRef("__strata_id_2"), nest=("__strata_agg_3",), when=((1, "__strata_side_4", 0),)))

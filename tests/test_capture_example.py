@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from test_capture_helpers import TWEETS, normalize
 
 from capture import OpType, Tracker
-from capture.model import Manipulation as M
+from capture.operators import Manipulation as M
 
 TABLE_2 = {
     ("ls", "Lauren Smith"): ["Hello @ls @jm @ls", "Hello @ls @jm @ls"],

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from capture.commit import operator_rows
 from capture.errors import UnsupportedOperation
-from capture.model import Access, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import Access, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.storing.commit import operator_rows
 
 _col = st.sampled_from(["__strata_id_1", "__strata_id_2", "__strata_agg_3", "__strata_side_4"])
 

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
 
 from capture import OpType, Tracker, UnsupportedOperation, jvm
-from capture.model import Manipulation
+from capture.operators import Manipulation
 from store.storage import spark_conf
 
 # tweets.json, by text: the Section 2 running example (text is unique except "Hello World").

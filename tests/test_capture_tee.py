@@ -1,5 +1,5 @@
 """tracker.write computes the annotated result once: on a local store one job writes the user's
-output and the store's copy (capture/tee.py; for Parquet output a split copy: the hidden columns,
+output and the store's copy (capture/storing/tee.py; for Parquet output a split copy: the hidden columns,
 with the output's files linked); elsewhere, and for column types Arrow cannot carry, a cached
 result is written twice. Every path must give the user the output the untracked pipeline writes
 and store the same provenance."""
@@ -18,9 +18,10 @@ from pyspark.sql import functions as F
 from test_capture_helpers import USERS, USERS_SCHEMA, normalize
 from test_capture_identity import PIPELINES, SCHEMA, _tweet
 
-from capture import Tracker, jvm, tee
-from capture.backtrace import load_run
-from capture.runs import ROW_KEY, hidden_rows, joined_rows, keyed, output_table, result_table
+from capture import Tracker, jvm
+from capture.storing import load_run, tee
+from capture.storing.runs import ROW_KEY, hidden_rows, joined_rows, keyed
+from capture.storing.tables import RESULT_PREFIX, RUNS, output_table, result_table
 from store import Store
 from store.storage import _HadoopFS, spark_conf
 
@@ -55,7 +56,7 @@ def stored_rows(st, run):
 
 
 def _hidden_files(root) -> list:
-    return sorted(f for f in root.rglob("*") if f.is_file() and "capture_result" in str(f))
+    return sorted(f for f in root.rglob("*") if f.is_file() and RESULT_PREFIX in str(f))
 
 
 def test_every_path_writes_the_untracked_output_and_stores_the_same_result(spark, tmp_path, monkeypatch):
@@ -81,7 +82,7 @@ def test_every_path_writes_the_untracked_output_and_stores_the_same_result(spark
         written = spark.read.parquet(str(tmp_path / f"out-{kind}"))
         assert written.schema == spark.read.parquet(str(tmp_path / "plain")).schema
         assert normalize(written.collect()) == expected
-        assert info.items == 2 and store.table("capture_runs").first()["items"] == 2
+        assert info.items == 2 and store.table(RUNS).first()["items"] == 2
         runs[kind] = (store, info)
     assert [(i.one_pass, i.split) for _, i in runs.values()] == [(True, True), (True, True), (True, False),
                                                                  (False, False)]
@@ -155,7 +156,7 @@ def test_a_failed_output_write_leaves_nothing_in_the_store(spark, tmp_path):
     (tmp_path / "out" / "taken.txt").write_text("the user's file")
     with pytest.raises(Exception, match="already exists"):
         tracker.write(t.select("k", F.explode("tags").alias("tag")), str(tmp_path / "out"))  # mode errorifexists
-    assert st.version == 0 and not st.has_table("capture_runs")
+    assert st.version == 0 and not st.has_table(RUNS)
     staged = tmp_path / "store" / "tables"
     assert not staged.exists() or not any(f.is_file() for f in staged.rglob("*"))
     assert os.listdir(tmp_path / "out") == ["taken.txt"]
@@ -164,7 +165,7 @@ def test_a_failed_output_write_leaves_nothing_in_the_store(spark, tmp_path):
     with pytest.raises(Exception, match="ZeroDivisionError"):
         spread = tracker.track(spark.createDataFrame(TYPED_ROWS, TYPED).repartition(3, "n"), name="spread")
         tracker.write(spread.withColumn("n", boom("n")), str(tmp_path / "out2"))
-    assert st.version == 0 and not st.has_table("capture_runs")
+    assert st.version == 0 and not st.has_table(RUNS)
     assert not staged.exists() or not any(f.is_file() for f in staged.rglob("*"))
 
 
@@ -204,7 +205,7 @@ def test_hidden_rows_of_a_split_copy_read_by_pyarrow_equal_the_spark_join(spark,
     with spark_conf(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", "500"):
         info = tracker.write(t.select("id", F.posexplode("tags").alias("p", "tag")), str(tmp_path / "out"))
     assert info.split
-    files = [f for f in (tmp_path / "store").rglob("part-*.parquet") if "capture_result" in str(f)]
+    files = [f for f in (tmp_path / "store").rglob("part-*.parquet") if RESULT_PREFIX in str(f)]
     groups = [pq.ParquetFile(f).metadata.num_row_groups for f in files]
     assert len(groups) == 3 and min(groups) > 1
     stored = load_run(st, info.run)

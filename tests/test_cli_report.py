@@ -1,6 +1,6 @@
 """`strata report usage` and `strata report audit` on a captured run of the running example.
 
-Counts are checked by hand (Pebble Section 2's tweets) and against capture.usage.heatmap over
+Counts are checked by hand (Pebble Section 2's tweets) and against capture.tracing.heatmap over
 the same traces run through the library.
 """
 
@@ -15,6 +15,7 @@ from test_capture_example import running_example
 from test_capture_helpers import TWEETS
 
 from capture import Tracker
+from capture.tracing import item_element_id, item_hex
 from store import Store
 from strata.cli import main
 
@@ -48,10 +49,6 @@ def cli(captured):
     return invoke
 
 
-def hx(item_id: int) -> str:
-    return f"{item_id & 0xFFFFFFFFFFFFFFFF:016x}"
-
-
 def counts(cell: dict) -> tuple[int, int, int]:
     return cell["contributed"], cell["influenced"], cell["unused"]
 
@@ -67,8 +64,7 @@ def table_rows(stdout: str) -> dict[str, list[str]]:
 
 
 def test_usage_json_html_and_png_agree_with_the_library_and_the_hand_counts(spark, captured, cli, tmp_path):
-    from capture.usage import heatmap
-    from iql.trace import run_trace
+    from capture.tracing import heatmap, parse_pattern, trace
 
     root, _, ids = captured
     html, png = tmp_path / "usage.html", tmp_path / "usage.png"
@@ -83,10 +79,10 @@ def test_usage_json_html_and_png_agree_with_the_library_and_the_hand_counts(spar
 
     # the library over the same traces gives the same table
     store = Store.open(str(root), spark=spark)
-    hm = heatmap([run_trace(store, None, p, 100) for p in (LP_HELLO_WORLD, USERS, HELLO_AT_LP)], "tweets",
+    hm = heatmap([trace(store, None, parse_pattern(p), 100) for p in (LP_HELLO_WORLD, USERS, HELLO_AT_LP)], "tweets",
                  attributes=["lang"])
     assert cells == {(i, a): (c, inf, u) for _, i, a, c, inf, u in hm.rows()}
-    assert {i["item"] for i in got["items"]} == {f"dataset:tweets#{hx(i)}" for i in hm.items}
+    assert {i["item"] for i in got["items"]} == {item_element_id("tweets", i) for i in hm.items}
 
     # by hand: a "Hello World" of lp contributed its text in trace 1, only influenced trace 2
     # (which asked for user ids), and was not reached by trace 3
@@ -105,7 +101,7 @@ def test_usage_json_html_and_png_agree_with_the_library_and_the_hand_counts(spar
 
     page = html.read_text()
     assert page.startswith("<!doctype html>") and page.count("<tr>") == len(hm.items) + 1
-    assert hx(mention) in page and "user_mentions.[pos].id_str" in page and "1/1/1" in page
+    assert item_hex(mention) in page and "user_mentions.[pos].id_str" in page and "1/1/1" in page
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
 
@@ -122,10 +118,10 @@ def test_usage_table_over_a_workload_of_statements_and_patterns(captured, cli, t
     assert rows["item"] == ATTRS
     (mention,) = ids["Hello @lp"]
     hello = ids["Hello World"]
-    assert set(rows) == {"item", "total", *(hx(i) for i in [*hello, mention])}
+    assert set(rows) == {"item", "total", *(item_hex(i) for i in [*hello, mention])}
     for h in hello:
-        assert rows[hx(h)] == ["0/1/1", "1/0/1", "1/0/1", "0/1/1", "0/0/2", "0/0/2"]
-    assert rows[hx(mention)] == ["0/0/2", "1/0/1", "0/0/2", "0/0/2", "0/1/1", "0/1/1"]
+        assert rows[item_hex(h)] == ["0/1/1", "1/0/1", "1/0/1", "0/1/1", "0/0/2", "0/0/2"]
+    assert rows[item_hex(mention)] == ["0/0/2", "1/0/1", "0/0/2", "0/0/2", "0/1/1", "0/1/1"]
     assert rows["total"] == ["0/2/4", "3/0/3", "2/0/4", "0/2/4", "0/1/5", "0/1/5"]
     assert "3 items of tweets x 6 attributes over 2 traces" in r.stderr
 
@@ -137,7 +133,7 @@ def test_audit_lists_exposed_and_only_influencing_attributes(captured, cli):
     got = json.loads(r.stdout)
     (mention,) = ids["Hello @lp"]
     assert got["matched"] == 1 and got["pattern"] == HELLO_AT_LP
-    assert got["items"] == [{"dataset": "tweets", "item": f"dataset:tweets#{hx(mention)}", "item_id": mention,
+    assert got["items"] == [{"dataset": "tweets", "item": item_element_id("tweets", mention), "item_id": mention,
                              "exposes": ["text"],
                              "influenced_by": ["user_mentions.[1].id_str", "user_mentions.[1].name"]}]
 
@@ -145,7 +141,7 @@ def test_audit_lists_exposed_and_only_influencing_attributes(captured, cli):
     assert r.exit_code == 0, r.output
     lines = [line for line in r.stdout.splitlines() if line.startswith("│")]
     for hello in ids["Hello World"]:  # exposes text and user id; the name and the filter only influenced
-        (first,) = [k for k, line in enumerate(lines) if hx(hello) in line]
+        (first,) = [k for k, line in enumerate(lines) if item_hex(hello) in line]
         cells = [[c.strip() for c in line.split("│")[3:5]] for line in lines[first:first + 2]]
         assert cells == [["text", "retweet_cnt"], ["user.id_str", "user.name"]]
     assert "2 input items, 1 result item matched" in r.stderr
@@ -154,8 +150,8 @@ def test_audit_lists_exposed_and_only_influencing_attributes(captured, cli):
 def test_bad_patterns_exit_2_with_the_position_and_no_spark_work(cli, tmp_path):
     r = cli("usage", USERS, "user/id_str")
     assert r.exit_code == 2
-    assert "PATTERN 2: tree pattern:" in r.stderr and "at position 1" in r.stderr
-    assert "  user/id_str\n  ^" in r.stderr and "Traceback" not in r.output and "trace 1/" not in r.stderr
+    assert "PATTERN 2" in r.stderr and "tree pattern: " in r.stderr and "expected a step" in r.stderr
+    assert "(line 1, column 1)" in r.stderr and "  user/id_str\n  ^^^^\n" in r.stderr and "Traceback" not in r.output and "trace 1/" not in r.stderr
 
     workload = tmp_path / "w.iql"
     workload.write_text(f"{USERS}\n\nTRACE MATCH '/user[count(text) >]'\n")

@@ -1,4 +1,4 @@
-"""Tree patterns (capture/treepattern.py): parsing, user errors, matching against a reference."""
+"""Tree patterns (capture/tracing/pattern.py): parsing, user errors, matching against a reference."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capture.treepattern import PatternError, match, parse_pattern
+from capture.tracing import PatternError, parse_pattern
+from capture.tracing.pattern import match
+from store.errors import UserError
 
 LP = {
     "user": {"id_str": "lp", "name": "Lisa Paul"},
@@ -60,29 +62,53 @@ def test_numbers_and_nested_arrays():
 
 
 @pytest.mark.parametrize(
-    ("pattern", "where", "what"),
+    ("pattern", "span", "what"),
     [
-        ("user/id_str", 1, "expected a step"),
-        ("/user[", 7, "expected a condition"),
-        ("/a = ", 6, "expected a literal"),
-        ("/a[0]", 4, "a position is a whole number >= 1"),
-        ("/a[count(b)]", 12, "count(...) needs a comparison"),
-        ("/a ! 'x'", 4, "unexpected character '!'"),
-        ("/a /b extra", 7, "expected 'and' or the end"),
+        ("user/id_str", (0, 4), "expected a step '/name' or '//name', found 'user'"),
+        ("/user[", (6, 6), "expected a condition (a position, a field, '.' or count(...)), found the end"),
+        ("/a = ", (5, 5), "expected a literal after '=' ('text', a number, true or false), found the end"),
+        ("/a[0]", (3, 4), "a position is a whole number >= 1, got 0"),
+        ("/a[count(b)]", (11, 12), "count(...) needs a comparison with a whole number, e.g. >= 2"),
+        ("/a ! 'x'", (3, 4), "unexpected character '!'"),
+        ("/a /b extra", (6, 11), "expected 'and' or the end, found 'extra'"),
     ],
 )
-def test_bad_patterns_say_what_and_where(pattern, where, what):
+def test_bad_patterns_say_what_and_where(pattern, span, what):
     with pytest.raises(PatternError) as err:
         parse_pattern(pattern)
-    text = str(err.value)
-    assert what in text and f"position {where}" in text
-    assert err.value.column == where
-    assert "hint:" in text  # an example of a correct pattern
+    e = err.value
+    assert isinstance(e, UserError)
+    assert (e.message, e.span, e.column, e.line, e.source) == (what, span, span[0] + 1, 1, pattern)
+    assert "\n" not in e.message and "^" not in e.message
+    assert e.hint and "//id_str = 'lp'" in e.hint  # an example of a correct pattern
+    carets = " " * (span[0] + 2) + "^" * max(1, span[1] - span[0])
+    assert str(e) == (f"tree pattern: {what} (line 1, column {span[0] + 1})\n  {pattern}\n{carets}\n"
+                      f"  hint: {e.hint}")
+
+
+def test_a_pattern_error_points_into_an_enclosing_text_by_its_offset():
+    """A caller holding the pattern inside a query re-points the span by the pattern's offset."""
+    query = "TRACE MATCH '/a[0]'"
+    with pytest.raises(PatternError) as err:
+        parse_pattern("/a[0]")
+    start, end = err.value.span
+    offset = query.index("/a[0]")
+    assert query[offset + start:offset + end] == "0"
+
+
+def test_a_pattern_over_several_lines_gives_the_line_and_column():
+    with pytest.raises(PatternError) as err:
+        parse_pattern("/a\n  /b extra")
+    e = err.value
+    assert (e.line, e.column, e.span) == (2, 6, (8, 13))
+    assert "(line 2, column 6)\n    /b extra\n       ^^^^^\n" in str(e)
 
 
 def test_empty_pattern():
-    with pytest.raises(PatternError, match="empty"):
+    with pytest.raises(PatternError, match="empty") as err:
         parse_pattern("  ")
+    assert err.value.message == "the pattern is empty" and err.value.span is None
+    assert str(err.value).startswith("tree pattern: the pattern is empty")
 
 
 # ---- property: // and count() agree with a direct walk of the tree ----------------------
@@ -135,7 +161,7 @@ def test_descendant_equality_and_count_agree_with_a_walk(item, name, value, n):
 def test_required_literals_never_drop_a_match(item, name, value, n):
     import json
 
-    from capture.treepattern import required_literals
+    from capture.tracing.pattern import required_literals
 
     for text in (f"//{name} = '{value}'", f"/{name}[count(. = '{value}') >= {n}]",
                  f"/{name}[. = '{value}'] and //{name}", f"//*[{name} = '{value}']"):

@@ -11,7 +11,7 @@ They are compiled against the installed PySpark's jars into ``build/jvm/`` (``ma
 ``python -m capture.jvm``), one jar per Spark version, and :func:`strata.spark.get_session` puts
 that jar on the classpath of the Spark it starts. Without the jar (no ``javac``, or a SparkSession
 started elsewhere) JSON items get positional ids, as CSV items and tracked DataFrames do, and the
-hidden columns cross to Python through Arrow (capture/tee.py).
+hidden columns cross to Python through Arrow (capture/storing/tee.py).
 """
 
 from __future__ import annotations

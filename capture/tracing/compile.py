@@ -1,9 +1,9 @@
 """Tree patterns compiled to Spark Column expressions (no Python worker runs while matching).
 
-:func:`compile_pattern` turns a parsed :class:`~capture.treepattern.Pattern` and the static
+:func:`compile_pattern` turns a parsed :class:`~capture.tracing.pattern.Pattern` and the static
 schema of the result items into ONE Column: the sorted, distinct matched node paths of an item
 (``array<string>``), or null when the item does not match -- exactly what
-:func:`capture.treepattern.match` returns for the same item, so the Python matcher stays the
+:func:`capture.tracing.pattern.match` returns for the same item, so the Python matcher stays the
 reference (and the fallback).
 
 How: a set of pattern nodes is, at compile time, a list of *groups*; a group is one static data
@@ -26,7 +26,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from capture.treepattern import Branch, Cmp, Count, Pattern, Position, Rel, Step
+from capture.tracing.pattern import (
+    Branch,
+    Cmp,
+    Count,
+    Pattern,
+    Position,
+    Rel,
+    Step,
+    match,
+    parse_pattern,
+    required_literals,
+)
 from store.errors import UserError
 
 MAX_GROUPS = 400  # a pattern whose node sets would need more groups is matched in Python
@@ -316,8 +327,6 @@ class MatchPlan:
 def match_column(pattern: Pattern, schema, doc_col: str = "doc"):
     """(Column or None, MatchPlan): the compiled matched-paths Column over ``doc_col``, or None
     (with the reason in the plan) when the pattern cannot be compiled for ``schema``."""
-    from capture.treepattern import required_literals
-
     F, T = _F(), _T()
     pre = tuple(required_literals(pattern))
     if not isinstance(schema, T.StructType) or not schema.fields:
@@ -350,16 +359,6 @@ def json_view(dtype):
 
 
 # ---- matching result items in Spark -------------------------------------------------------------
-def match_items(result, pattern, id_col: str, limit: int | None = None) -> dict[int, list[str]]:
-    """Match a tree pattern against every row of ``result`` in Spark (a Python UDF over each row's
-    JSON); only the matching rows' ids and matched paths come back to the driver."""
-    from pyspark.sql import functions as F
-
-    visible = [c for c in result.columns if c != id_col]
-    docs = result.select(F.col(f"`{id_col}`").alias("id"), F.to_json(F.struct(*[F.col(f"`{c}`") for c in visible])).alias("doc"))
-    return match_docs(docs, pattern, limit)
-
-
 def match_docs(docs, pattern, limit: int | None = None, schema_key: tuple | None = None,
                compiled: bool = True) -> dict[int, list[str]]:
     """Match a tree pattern against a DataFrame of ``id long, doc string`` (each item as JSON) in
@@ -374,7 +373,7 @@ class PreparedMatch:
     docs: object  # DataFrame: id, and doc (JSON string) or item (struct), plus carried columns
     pattern: object  # Pattern
     column: object  # compiled Column, or None: Python UDF over column "doc"
-    plan: object  # capture.treecompile.MatchPlan
+    plan: MatchPlan
     carry: tuple[str, ...] = ()  # columns kept beside each matched item (matched_frame)
 
 
@@ -431,8 +430,6 @@ def prepare_items(result, id_col: str, visible, pattern, compiled: bool = True,
 
 
 def _parsed(pattern):
-    from capture.treepattern import Pattern, parse_pattern
-
     return pattern if isinstance(pattern, Pattern) else parse_pattern(pattern)
 
 
@@ -440,8 +437,6 @@ def _prefiltered(docs, pattern):
     """``docs`` keeping only items whose JSON (column ``doc``) contains every string literal a
     match needs (JVM-side pruning: most items are never parsed), and those literals."""
     from pyspark.sql import functions as F
-
-    from capture.treepattern import required_literals
 
     pre = tuple(required_literals(pattern))
     for literal in pre:
@@ -454,8 +449,6 @@ def matched_frame(prep: PreparedMatch, limit: int | None):
     columns (at most ``limit`` items); nothing runs yet."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
-
-    from capture.treepattern import match
 
     if prep.column is not None:
         paths = prep.column

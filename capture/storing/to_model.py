@@ -3,10 +3,10 @@
 process gset: Operator ⪯ Run ⪯ Pipeline      data gset: Item ⪯ Dataset
 
 * ``pipeline:<name>`` (Pipeline) ⊇ ``<run>`` (Run) ⊇ ``<run>/op<k>`` (Operator, attrs oid/type/method)
-* a source dataset ``dataset:<name>`` ⊇ its items ``dataset:<name>#<id hex>`` (shared by every
-  run that reads the same input under the same split layout: ids are deterministic, see
-  capture/tracker.py ``layout_key``);
-* the output of operator k ``<run>/op<k>/out`` ⊇ its items ``<run>/op<k>/out#<id hex>``;
+* a source dataset ``dataset:<name>`` ⊇ its items ``dataset:<name>#<id as 16 hex digits>``
+  (capture/ids.py ``item_element_id``; shared by every run that reads the same input: ids are
+  deterministic, see capture/tracking/sources.py);
+* the output of operator k ``<run>/op<k>/out`` ⊇ its items ``<run>/op<k>/out#<id as 16 hex digits>``;
 * one edge (input item, operator, output item) per id association.
 
 Elements already in the store (the pipeline, source datasets and their items from earlier
@@ -22,8 +22,9 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from capture.materialize import IN_ID, INPUT, OID, OUT_ID
-from capture.model import OperatorProv, OpType
+from capture.ids import dataset_element_id, item_element_column
+from capture.operators import OperatorProv, OpType
+from capture.storing.materialize import IN_ID, INPUT, OID, OUT_ID
 
 ITEM, DATASET, OPERATOR, RUN, PIPELINE = "Item", "Dataset", "Operator", "Run", "Pipeline"
 GSETS = {
@@ -42,7 +43,7 @@ def operator_id(run: str, oid: int) -> str:
 
 def dataset_id(run: str, op: OperatorProv) -> str:
     """The Dataset element holding the output items of ``op`` in run ``run``."""
-    return f"dataset:{op.dataset}" if op.type is OpType.SOURCE else f"{run}/op{op.oid}/out"
+    return dataset_element_id(op.dataset) if op.type is OpType.SOURCE else f"{operator_id(run, op.oid)}/out"
 
 
 def small_elements(run: str, pipeline: str, ops: Iterable[OperatorProv], run_attrs: dict[str, Any],
@@ -65,19 +66,14 @@ def small_elements(run: str, pipeline: str, ops: Iterable[OperatorProv], run_att
     return out
 
 
-def _prefixes(spark, run: str, ops: list[OperatorProv]) -> tuple[DataFrame, DataFrame]:
-    """(oid -> out item prefix) and ((oid, input) -> in item prefix), both tiny."""
+def _datasets(spark, run: str, ops: list[OperatorProv]) -> tuple[DataFrame, DataFrame]:
+    """(oid -> its output dataset) and ((oid, input) -> the input's dataset), both tiny."""
     by_oid = {o.oid: o for o in ops}
-    outs = [(o.oid, dataset_id(run, o), dataset_id(run, o) + "#") for o in ops]
-    ins = [(o.oid, i, dataset_id(run, by_oid[inp.pred]), dataset_id(run, by_oid[inp.pred]) + "#")
-           for o in ops for i, inp in enumerate(o.inputs)]
-    out_df = spark.createDataFrame(outs, "oid int, out_ds string, out_prefix string")
-    in_df = spark.createDataFrame(ins, "oid int, input int, in_ds string, in_prefix string")
+    outs = [(o.oid, dataset_id(run, o)) for o in ops]
+    ins = [(o.oid, i, dataset_id(run, by_oid[inp.pred])) for o in ops for i, inp in enumerate(o.inputs)]
+    out_df = spark.createDataFrame(outs, "oid int, out_ds string")
+    in_df = spark.createDataFrame(ins, "oid int, input int, in_ds string")
     return out_df, in_df
-
-
-def _hex(col: str):
-    return F.lower(F.hex(F.col(col)))
 
 
 def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: DataFrame,
@@ -85,12 +81,12 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
     """The bundle of one run, sections as DataFrames in the store's normalized layout."""
     from store.bundle import SECTION_SCHEMAS, normalize
 
-    out_df, in_df = _prefixes(spark, run, ops)
+    out_df, in_df = _datasets(spark, run, ops)
     rows = assoc.join(F.broadcast(out_df), OID).join(F.broadcast(in_df), [OID, INPUT])
     rows = rows.select(
-        F.concat(F.col("in_prefix"), _hex(IN_ID)).alias("src"),
-        F.concat(F.lit(run + "/op"), F.col(OID).cast("string")).alias("process"),
-        F.concat(F.col("out_prefix"), _hex(OUT_ID)).alias("dst"),
+        item_element_column(F.col("in_ds"), F.col(IN_ID)).alias("src"),
+        F.concat(F.lit(f"{run}/op"), F.col(OID).cast("string")).alias("process"),  # operator_id
+        item_element_column(F.col("out_ds"), F.col(OUT_ID)).alias("dst"),
         "in_ds", "out_ds",
     )
     items = (
@@ -135,5 +131,5 @@ def materialized(sections: dict[str, Any]) -> dict[str, Any]:
     """The sections with their elements and edges computed once (one job each) and their plans
     cut (``localCheckpoint``): the store's validation reads each section in a dozen joined and
     unioned checks, and re-deriving the associations from the annotated result in every one of
-    them cost 3-5x the ingest itself (and gave every check its own ``monotonically_increasing_id``)."""
+    them costs 3-5x the ingest itself (and gives every check its own ``monotonically_increasing_id``)."""
     return {k: v.localCheckpoint(eager=True) if k in ("elements", "edges") else v for k, v in sections.items()}

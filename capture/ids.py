@@ -1,18 +1,28 @@
-"""Derived ids: hidden id columns that are computed again when read instead of stored (PROVision's
-lazy provenance, docs/capture.md "Derived ids").
+"""Item ids, shared by tracking, storing and tracing: the hidden columns that carry them, their
+names as store elements, and the ids computed again on read instead of stored.
 
-A flatten's, join's and union's output id is a hash of columns the annotated result already
-carries: ``xxhash64(oid, parent id, position)``, ``xxhash64(oid, left id, right id)``,
-``xxhash64(oid, side, the side's id)``. Only the coordinates that cannot be recomputed -- source
-ids, positions, union sides, aggregation ids -- are stored, and collected into an aggregation's
-member structs. A :class:`Derived` says how to compute one of the others; :func:`hydrate` adds
-them back to a DataFrame (inside collected arrays too) and :func:`hydrate_rows` to rows on the
-driver (Spark's ``xxhash64`` with the ``xxhash`` package), so the readers of the hidden columns
-(``capture.materialize``, the backtracer) see every id column as the tracked pipeline defined it.
+* Hidden columns: a tracked DataFrame carries each item's id (and positions, union sides,
+  collected member ids) in columns named ``__strata_*`` (:func:`is_hidden`) beside the visible ones.
+* Element ids: in the multi-granularity model a source dataset is the element
+  ``dataset:<name>`` (:func:`dataset_element_id`) and its item with id ``i`` the element
+  ``dataset:<name>#<i as 16 hex digits>`` (:func:`item_element_id`, unsigned 64-bit; read back
+  by :func:`parse_item_element_id`); an operator's output items are named the same way under
+  the prefix of its output dataset (:func:`item_element_column`, in Spark).
+* Derived ids (PROVision's lazy provenance, docs/capture.md "Derived ids"): a flatten's, join's
+  and union's output id is a hash of columns the annotated result already carries:
+  ``xxhash64(oid, parent id, position)``, ``xxhash64(oid, left id, right id)``,
+  ``xxhash64(oid, side, the side's id)``. Only the coordinates that cannot be recomputed --
+  source ids, positions, union sides, aggregation ids -- are stored, and collected into an
+  aggregation's member structs. A :class:`Derived` says how to compute one of the others;
+  :func:`hydrate` adds them back to a DataFrame (inside collected arrays too) and
+  :func:`hydrate_rows` to rows on the driver (Spark's ``xxhash64`` with the ``xxhash`` package),
+  so the readers of the hidden columns (``capture.storing.materialize``, the backtracer) see
+  every id column as the tracked pipeline defined it.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -21,6 +31,60 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+# ---- hidden columns ------------------------------------------------------------------------------
+HIDDEN_PREFIX = "__strata_"
+
+
+def is_hidden(name: str) -> bool:
+    """Whether column ``name`` is one of the hidden provenance columns."""
+    return name.startswith(HIDDEN_PREFIX)
+
+
+def named(name: str) -> Column:
+    """The top-level column ``name`` as a Column, dots and backticks in it taken literally."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+# ---- element ids ---------------------------------------------------------------------------------
+DATASET_PREFIX = "dataset:"
+_MASK = (1 << 64) - 1
+_ITEM = re.compile(r"dataset:(?P<name>.+)#(?P<hex>[0-9a-fA-F]{16})")
+
+
+def dataset_element_id(name: str) -> str:
+    """The store element of source dataset ``name``: ``dataset:<name>``."""
+    return DATASET_PREFIX + name
+
+
+def item_hex(item_id: int) -> str:
+    """The id part of an item element id: 16 lower-case hex digits, the id read as an unsigned
+    64-bit number (where a dataset is already named, e.g. the rows of a heatmap)."""
+    return f"{item_id & _MASK:016x}"
+
+
+def item_element_id(dataset: str, item_id: int) -> str:
+    """The store element of item ``item_id`` of source dataset ``dataset``:
+    ``dataset:<name>#<16 lower-case hex digits>`` (:func:`item_hex`)."""
+    return f"{dataset_element_id(dataset)}#{item_hex(item_id)}"
+
+
+def parse_item_element_id(text: str) -> tuple[str, int]:
+    """``(dataset, item id)`` of an :func:`item_element_id`; the id as Spark holds it (a signed
+    64-bit long). Raises ValueError when ``text`` is not ``dataset:<name>#<16 hex digits>``."""
+    m = _ITEM.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an item id: {text!r} (expected dataset:<name>#<16 hex digits>)")
+    value = int(m["hex"], 16)
+    return m["name"], value - (1 << 64) if value >= 1 << 63 else value
+
+
+def item_element_column(prefix: Column, item_id: Column) -> Column:
+    """:func:`item_element_id` in Spark: ``prefix`` (a dataset element id) ``#`` the 16 hex
+    digits of the long column ``item_id``."""
+    return F.concat(prefix, F.lit("#"), F.lpad(F.lower(F.hex(item_id)), 16, "0"))
+
+
+# ---- derived ids ---------------------------------------------------------------------------------
 FLATTEN, JOIN, UNION = "flatten", "join", "union"
 
 
@@ -35,7 +99,7 @@ class Derived:
     The value is null where the tracked pipeline held a null: on the other side's rows of a union
     the operator is below (``when``: the union's side column must hold this side's value), and
     where its input id is null (the missing side of an outer join). ``nest`` names the collected
-    arrays it lives in, outermost first (as :class:`capture.model.Slot`); ``when`` columns are at
+    arrays it lives in, outermost first (as :class:`capture.operators.Slot`); ``when`` columns are at
     its own level."""
 
     col: str

@@ -39,7 +39,7 @@ class OpType(str, Enum):
     @property
     def keeps_ids(self) -> bool:
         """Output id = input id for every item (filter, select, map, sort, limit). Their
-        associations ⟨id, id⟩ are not stored: they are derived (capture/materialize.py)."""
+        associations ⟨id, id⟩ are not stored: they are derived (capture/storing/materialize.py)."""
         return self in IDENTITY_TYPES
 
 

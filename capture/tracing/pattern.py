@@ -1,6 +1,6 @@
 """Tree patterns over nested result items (Pebble Section 6.1), pure Python, no Spark here.
 
-Syntax (XPath/JSONPath-like; see docs/capture.md "Tree patterns and backtracing")::
+Syntax (XPath/JSONPath-like; docs/tracing.md)::
 
     pattern  := branch ('and' branch)*            all branches must match the same item
     branch   := step+ [cmp literal]                the final nodes, optionally compared
@@ -26,15 +26,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from store.errors import UserError
 
 CMPS = ("<=", ">=", "!=", "=", "<", ">")
 
 
+HINT = ("a pattern is steps like /user/id_str or //id_str with [conditions], e.g. "
+        "//id_str = 'lp' and /tweets[count(text = 'Hello World') >= 2]/text = 'Hello World'")
+
+
 class PatternError(UserError):
-    """A tree pattern does not parse."""
+    """A tree pattern does not parse: ``message`` says what (one line, no position), ``span`` the
+    offending characters as offsets into ``source`` (the pattern's text), ``line`` and ``column``
+    (1-based) where they start. A caller holding the pattern inside a larger text (a TRACE
+    statement) points into it by adding the pattern's offset to ``span``. Rendered as every Strata
+    error is (:meth:`store.errors.StrataError.render`), with the prefix ``tree pattern`` and
+    carets under the span."""
+
+    prefix = "tree pattern"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +99,17 @@ _TOKEN = re.compile(
 )
 
 
-def _tokens(text: str) -> list[tuple[str, Any, int]]:
+class _Token(NamedTuple):
+    kind: str  # str, num, op, name, end
+    value: Any
+    start: int  # offsets into the pattern text
+    end: int
+
+    def shown(self) -> str:
+        return "the end" if self.kind == "end" else repr(self.value)
+
+
+def _tokens(text: str) -> list[_Token]:
     out, i = [], 0
     while i < len(text):
         if text[i:].strip() == "":
@@ -96,9 +117,8 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
         m = _TOKEN.match(text, i)
         if not m or m.end() == i:
             j = len(text) - len(text[i:].lstrip())
-            raise _error(text, j, f"unexpected character {text[j]!r}")
+            raise _error(text, j, j + 1, f"unexpected character {text[j]!r}")
         kind = m.lastgroup
-        start = m.start(kind)
         raw = m.group(kind)
         if kind == "str":
             value: Any = re.sub(r"\\(.)", r"\1", raw[1:-1])
@@ -106,21 +126,17 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
             value = float(raw) if "." in raw else int(raw)
         else:
             value = raw
-        out.append((kind, value, start))
+        out.append(_Token(kind, value, m.start(kind), m.end()))
         i = m.end()
-    out.append(("end", None, len(text)))
+    out.append(_Token("end", None, len(text), len(text)))
     return out
 
 
-def _error(text: str, pos: int, what: str) -> PatternError:
-    caret = " " * pos + "^"
-    return PatternError(
-        f"tree pattern: {what} at position {pos + 1}\n  {text}\n  {caret}",
-        hint="a pattern is steps like /user/id_str or //id_str with [conditions], e.g. "
-        "//id_str = 'lp' and /tweets[count(text = 'Hello World') >= 2]/text = 'Hello World'",
-        column=pos + 1,
-        source=text,
-    )
+def _error(text: str, start: int, end: int, what: str) -> PatternError:
+    """The error at characters ``start:end`` of the pattern ``text``."""
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return PatternError(what, hint=HINT, line=line, column=column, span=(start, end), source=text)
 
 
 class _Parser:
@@ -129,38 +145,38 @@ class _Parser:
         self.toks = _tokens(text)
         self.i = 0
 
-    def peek(self) -> tuple[str, Any, int]:
+    def peek(self) -> _Token:
         return self.toks[self.i]
 
-    def take(self) -> tuple[str, Any, int]:
+    def take(self) -> _Token:
         tok = self.toks[self.i]
         self.i += 1
         return tok
 
-    def expect(self, value: str, what: str) -> None:
-        kind, v, pos = self.take()
-        if v != value or kind not in ("op", "name"):
-            raise _error(self.text, pos, f"expected {what}, found {self._show(kind, v)}")
+    def error(self, tok: _Token, what: str) -> PatternError:
+        return _error(self.text, tok.start, tok.end, what)
 
-    def _show(self, kind: str, v: Any) -> str:
-        return "the end" if kind == "end" else repr(v)
+    def expect(self, value: str, what: str) -> None:
+        tok = self.take()
+        if tok.value != value or tok.kind not in ("op", "name"):
+            raise self.error(tok, f"expected {what}, found {tok.shown()}")
 
     def is_op(self, *values: str) -> bool:
-        kind, v, _ = self.peek()
-        return kind == "op" and v in values
+        tok = self.peek()
+        return tok.kind == "op" and tok.value in values
 
     def is_word(self, word: str) -> bool:
-        kind, v, _ = self.peek()
-        return kind == "name" and v.lower() == word
+        tok = self.peek()
+        return tok.kind == "name" and tok.value.lower() == word
 
     def pattern(self) -> Pattern:
         branches = [self.branch()]
         while self.is_word("and"):
             self.take()
             branches.append(self.branch())
-        kind, v, pos = self.peek()
-        if kind != "end":
-            raise _error(self.text, pos, f"expected 'and' or the end, found {v!r}")
+        tok = self.peek()
+        if tok.kind != "end":
+            raise self.error(tok, f"expected 'and' or the end, found {tok.shown()}")
         return Pattern(tuple(branches), self.text)
 
     def branch(self) -> Branch:
@@ -168,15 +184,15 @@ class _Parser:
         while self.is_op("/", "//"):
             steps.append(self.step())
         if not steps:
-            kind, v, pos = self.peek()
-            raise _error(self.text, pos, f"expected a step '/name' or '//name', found {self._show(kind, v)}")
+            tok = self.peek()
+            raise self.error(tok, f"expected a step '/name' or '//name', found {tok.shown()}")
         return Branch(tuple(steps), self.maybe_cmp())
 
     def step(self) -> Step:
-        _, sep, _ = self.take()
-        kind, v, pos = self.take()
-        if not (kind == "name" or (kind == "op" and v == "*")):
-            raise _error(self.text, pos, f"expected a field name or '*' after {sep!r}, found {self._show(kind, v)}")
+        sep = self.take().value
+        tok = self.take()
+        if not (tok.kind == "name" or (tok.kind == "op" and tok.value == "*")):
+            raise self.error(tok, f"expected a field name or '*' after {sep!r}, found {tok.shown()}")
         preds: list[Cond] = []
         while self.is_op("["):
             self.take()
@@ -185,62 +201,61 @@ class _Parser:
                 self.take()
                 preds.append(self.cond())
             self.expect("]", "']'")
-        return Step(sep == "//", v, tuple(preds))
+        return Step(sep == "//", tok.value, tuple(preds))
 
     def cond(self) -> Cond:
-        kind, v, pos = self.peek()
-        if kind == "num":
+        tok = self.peek()
+        if tok.kind == "num":
             self.take()
-            if not isinstance(v, int) or v < 1:
-                raise _error(self.text, pos, f"a position is a whole number >= 1, got {v}")
-            return Position(v)
-        if kind == "name" and v.lower() == "count" and self.toks[self.i + 1][1] == "(":
+            if not isinstance(tok.value, int) or tok.value < 1:
+                raise self.error(tok, f"a position is a whole number >= 1, got {tok.value}")
+            return Position(tok.value)
+        if tok.kind == "name" and tok.value.lower() == "count" and self.toks[self.i + 1].value == "(":
             self.take()
             self.take()
             rel = self.rel()
             self.expect(")", "')' closing count(")
             cmp = self.maybe_cmp()
             if cmp is None or not isinstance(cmp.value, int):
-                _, _, p = self.peek()
-                raise _error(self.text, p, "count(...) needs a comparison with a whole number, e.g. >= 2")
+                raise self.error(self.peek(), "count(...) needs a comparison with a whole number, e.g. >= 2")
             return Count(rel, cmp)
         return self.rel()
 
     def rel(self) -> Rel:
-        kind, v, pos = self.take()
-        if kind == "op" and v == ".":
+        tok = self.take()
+        if tok.kind == "op" and tok.value == ".":
             names: tuple[str, ...] = ()
-        elif kind == "name":
-            parts = [v]
+        elif tok.kind == "name":
+            parts = [tok.value]
             while self.is_op("/"):
                 self.take()
-                k2, v2, p2 = self.take()
-                if k2 != "name":
-                    raise _error(self.text, p2, f"expected a field name after '/', found {self._show(k2, v2)}")
-                parts.append(v2)
+                part = self.take()
+                if part.kind != "name":
+                    raise self.error(part, f"expected a field name after '/', found {part.shown()}")
+                parts.append(part.value)
             names = tuple(parts)
         else:
-            raise _error(self.text, pos, f"expected a condition (a position, a field, '.' or count(...)), "
-                                         f"found {self._show(kind, v)}")
+            raise self.error(tok, "expected a condition (a position, a field, '.' or count(...)), "
+                                  f"found {tok.shown()}")
         return Rel(names, self.maybe_cmp())
 
     def maybe_cmp(self) -> Cmp | None:
         if not self.is_op(*CMPS):
             return None
-        _, op, _ = self.take()
-        kind, v, pos = self.take()
-        if kind == "name" and v.lower() in ("true", "false"):
-            return Cmp(op, v.lower() == "true")
-        if kind not in ("str", "num"):
-            raise _error(self.text, pos, f"expected a literal after {op!r} ('text', a number, true or false), "
-                                         f"found {self._show(kind, v)}")
-        return Cmp(op, v)
+        op = self.take().value
+        tok = self.take()
+        if tok.kind == "name" and tok.value.lower() in ("true", "false"):
+            return Cmp(op, tok.value.lower() == "true")
+        if tok.kind not in ("str", "num"):
+            raise self.error(tok, f"expected a literal after {op!r} ('text', a number, true or false), "
+                                  f"found {tok.shown()}")
+        return Cmp(op, tok.value)
 
 
 def parse_pattern(text: str) -> Pattern:
     """Parse a tree pattern; raises :class:`PatternError` pointing at the problem."""
     if not text or not text.strip():
-        raise PatternError("tree pattern: the pattern is empty", hint="e.g. //id_str = 'lp'")
+        raise PatternError("the pattern is empty", hint="e.g. //id_str = 'lp'", source=text)
     return _Parser(text).pattern()
 
 

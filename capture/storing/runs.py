@@ -2,11 +2,11 @@
 
 A run's provenance is stored *compressed* (PROVision's lazy/compressed provenance): the annotated
 result -- every visible column plus the hidden id, position and collected-id columns the tracked
-pipeline carried, except the ids that can be computed again (capture/derived.py) -- is kept as the
+pipeline carried, except the ids that can be computed again (capture/ids.py) -- is kept as the
 run's own table ``capture_result/<run>``, and the run's row in ``capture_runs`` records which
 hidden column holds each operator's associations (its slots) and how to compute the derived ids.
 Pebble's P (Table 6) is a *view* of that table (:meth:`StoredRun.associations`): the same rows
-``capture.materialize`` derives from a live tracked DataFrame. The backtracer never needs the
+``capture.storing.materialize`` derives from a live tracked DataFrame. The backtracer never needs the
 whole view: it derives the associations of the matched result rows alone.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
@@ -23,34 +22,17 @@ from urllib.parse import unquote, urlparse
 
 from pyspark.sql.types import StructType
 
-from capture import derived as drv
-from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.plan import named
-from capture.tee import PART, part_of
+from capture import ids as drv
+from capture.ids import is_hidden, named
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.storing.tables import OPERATORS, RUNS, output_table, result_table
+from capture.storing.tee import PART, part_of
 from store.errors import UserError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RUNS, OPERATORS = "capture_runs", "capture_operators"
-RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
 ROW_KEY = "__strata_row"  # a split result's row: part number << 40 | row index in the part's file
-
-
-def _safe(run: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]|^\.+", "_", run)
-
-
-def result_table(run: str) -> str:
-    """The store table holding run ``run``'s annotated result (one folder: characters a file
-    system or Hadoop path could trip on become ``_``; run ids end in a unique random part). In a
-    split copy it holds the hidden columns only, and :func:`output_table` the visible ones."""
-    return RESULT_PREFIX + _safe(run)
-
-
-def output_table(run: str) -> str:
-    """A split copy's visible columns: the files of the run's written output, linked."""
-    return OUTPUT_PREFIX + _safe(run)
 
 
 def keyed(df: DataFrame) -> DataFrame:
@@ -148,7 +130,7 @@ class StoredRun:
     slots: tuple[Slot, ...]
     output: tuple[str, str, str] | None = None  # the written result: path, format, finished (ISO)
     outputs: DataFrame | None = None  # a split copy's visible columns (the linked output files)
-    derived: tuple[drv.Derived, ...] = ()  # hidden id columns not stored but computed (capture/derived.py)
+    derived: tuple[drv.Derived, ...] = ()  # hidden id columns not stored but computed (capture/ids.py)
 
     @property
     def full(self) -> DataFrame:
@@ -159,7 +141,7 @@ class StoredRun:
     @property
     def result(self) -> DataFrame:
         """The annotated result: visible and every hidden column (a split copy's two tables joined
-        by row; the backtracer avoids this join, see :func:`capture.backtrace.trace_result`)."""
+        by row; the backtracer avoids this join, see :func:`capture.tracing.backtrace.backtrace_run`)."""
         if self.outputs is None:
             rows = self.full
         else:
@@ -176,20 +158,18 @@ class StoredRun:
 
     @property
     def visible(self) -> list[str]:
-        from capture.plan import is_hidden
-
         cols = self.outputs.columns if self.outputs is not None else self.hidden.columns
         return [c for c in cols if not is_hidden(c)]
 
     def stored_associations(self) -> DataFrame:
         """P for the operators that change ids (``oid, out_id, input, in_id, pos``)."""
-        from capture.materialize import assoc_frame
+        from capture.storing.materialize import assoc_frame
 
         return assoc_frame(self.full, self.slots)
 
     def associations(self) -> DataFrame:
         """Pebble's P for every operator (Table 6), derived from the stored annotated result."""
-        from capture.materialize import identity_frame
+        from capture.storing.materialize import identity_frame
 
         stored = self.stored_associations()
         ids = self.full.select(self.id_col)
@@ -214,7 +194,7 @@ def run_name(store, run: str | None) -> str:
         run = (store.meta("capture.last_run") or {}).get("run")
         if run is None:
             raise UserError(f"store {store.root} records no last captured run",
-                            hint="name the run: TRACE '<run id>' MATCH '...' (see table capture_runs)")
+                            hint=f"name the run: TRACE '<run id>' MATCH '...' (see table {RUNS})")
     return run
 
 

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from capture.model import OperatorProv, Slot
+from capture.operators import OperatorProv, Slot
 
 OID, OUT_ID, INPUT, IN_ID, POS = "oid", "out_id", "input", "in_id", "pos"
 ASSOC_SCHEMA = StructType(

@@ -12,22 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from capture.model import POS, Access, Manipulation
-
-HIDDEN_PREFIX = "__strata_"
+from capture.ids import is_hidden
+from capture.operators import POS, Access, Manipulation
 
 _UDF_CLASSES = frozenset({"PythonUDF", "PythonUDAF", "PythonUDTF", "ScalaUDF"})
-
-
-def is_hidden(name: str) -> bool:
-    return name.startswith(HIDDEN_PREFIX)
-
-
-def named(name: str):
-    """The top-level column ``name`` as a Column, dots and backticks in it taken literally."""
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def seq(jseq) -> list:

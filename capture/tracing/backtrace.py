@@ -8,36 +8,30 @@ through an operator undoes its manipulations (``manipulatePath``) and records it
 
 The core (:func:`backtrace`) is pure Python over the operators' schema-level provenance and a
 ``fetch(oid, ids)`` callback returning the id associations of just those output items. The Spark
-edge (:func:`trace_result`; matching: capture/treecompile.py) matches the pattern on the annotated
-result and derives the associations of the matched rows alone from their hidden columns -- never
-the full provenance of an operator; operators that keep ids (filter, select, map, sort, limit:
-in id = out id) need no association at all. :func:`spark_fetcher` serves callers that hold an
-association DataFrame instead.
+edge (:func:`backtrace_run`; matching: capture/tracing/compile.py) matches the pattern on a
+run's annotated result and derives the associations of the matched rows alone from their hidden
+columns -- never the full provenance of an operator; operators that keep ids (filter, select,
+map, sort, limit: in id = out id) need no association at all. :func:`trace` and
+:func:`describe` are the entry points over a store (re-exported by ``capture.tracing``).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from capture.model import POS, OperatorProv, OpType
-from capture.runs import StoredRun, load_run, run_name  # noqa: F401 - re-exported for callers
-from capture.treecompile import (  # noqa: F401 - the matching edge, re-exported for callers
-    PreparedMatch,
-    match_docs,
-    match_items,
-    matched_frame,
-    prepare_items,
-    prepare_match,
-    run_match,
-)
+from capture.ids import hydrate_rows, is_hidden, item_element_id
+from capture.operators import POS, OperatorProv, OpType
+from capture.storing.runs import ROW_KEY, StoredRun, hidden_rows, load_run
+from capture.tracing.compile import matched_frame, prepare_items
+from capture.tracing.pattern import Pattern
 
 Path = tuple[str, ...]
 AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
 Fetch = Callable[[int, list[int]], Iterable[AssocRow]]
 
-_KEEPS_IDS = frozenset({OpType.FILTER, OpType.SELECT, OpType.MAP, OpType.SORT, OpType.LIMIT})
 _PATH_PRESERVING = frozenset({OpType.FILTER, OpType.SORT, OpType.LIMIT, OpType.UNION})
 
 
@@ -176,7 +170,7 @@ def step_back(op: OperatorProv, k: int, pos: int | None, tree: Tree) -> Tree | N
 
 # ---- the result ------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class TraceNode:
+class TracedNode:
     path: str
     contributing: bool
     accessed: tuple[int, ...]
@@ -191,7 +185,7 @@ class TraceNode:
 class TracedItem:
     dataset: str
     item_id: int
-    nodes: tuple[TraceNode, ...]  # every node, ancestors included, sorted by path
+    nodes: tuple[TracedNode, ...]  # every node, ancestors included, sorted by path
 
     def tree(self) -> dict:
         """The backtracing tree as nested JSON-able dicts."""
@@ -204,12 +198,12 @@ class TracedItem:
         return root
 
 
-ROW_COLUMNS = ("dataset", "item_id", "path", "role", "accessed_by", "manipulated_by")
+ROW_COLUMNS = ("dataset", "item_id", "path", "role", "accessed_by", "manipulated_by")  # Backtrace.rows()
 
 
 @dataclass(frozen=True, slots=True)
-class Trace:
-    """Per input dataset, the traced items with their attribute trees."""
+class Backtrace:
+    """The result of tracing: per input dataset, the traced items with their attribute trees."""
 
     items: tuple[TracedItem, ...]
     matched: int  # result items the pattern matched
@@ -218,7 +212,8 @@ class Trace:
         return sorted({i.dataset for i in self.items})
 
     def rows(self) -> list[tuple]:
-        """One row per node: dataset, item id, path, role, accessing and manipulating operators."""
+        """One row per node (:data:`ROW_COLUMNS`): dataset, item id, path, role, accessing and
+        manipulating operators."""
         return [(i.dataset, i.item_id, n.path, n.role, list(n.accessed), list(n.manipulated))
                 for i in self.items for n in i.nodes]
 
@@ -237,7 +232,7 @@ class Trace:
         """Indented trees, one per traced input item."""
         lines = []
         for item in self.items:
-            lines.append(f"{item.dataset} #{item.item_id & 0xFFFFFFFFFFFFFFFF:016x}")
+            lines.append(item_element_id(item.dataset, item.item_id))
             for n in item.nodes:
                 depth = len(split(n.path))
                 ops = []
@@ -257,7 +252,7 @@ def _finish(dataset: str, item_id: int, tree: Tree) -> TracedItem:
             anc = full.setdefault(p[:i], _Node(False))
             anc.contrib = anc.contrib or n.contrib
     nodes = tuple(
-        TraceNode(join_path(p), n.contrib, tuple(sorted(n.accessed)), tuple(sorted(n.manipulated)))
+        TracedNode(join_path(p), n.contrib, tuple(sorted(n.accessed)), tuple(sorted(n.manipulated)))
         for p, n in sorted(full.items(), key=lambda kv: _sort_key(kv[0]))
     )
     return TracedItem(dataset, item_id, nodes)
@@ -275,7 +270,7 @@ def _shape(tree: Tree) -> tuple:
 
 # ---- Algorithm 1 ---------------------------------------------------------------------------
 def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mapping[int, Iterable[str]],
-              fetch: Fetch) -> Trace:
+              fetch: Fetch) -> Backtrace:
     """Trace the matched result items (id -> matched node paths, all contributing) back to every
     source dataset. ``fetch(oid, ids)`` returns ``(out_id, input, in_id, pos)`` rows of operator
     ``oid`` for exactly those output ids (only called for flatten, join, union, aggregation)."""
@@ -299,7 +294,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
             continue
         ids = sorted(bag)
         rows: Iterable[AssocRow] = (
-            [(i, 0, i, None) for i in ids] if op.type in _KEEPS_IDS else fetch(oid, ids)
+            [(i, 0, i, None) for i in ids] if op.type.keeps_ids else fetch(oid, ids)
         )
         memo: dict[tuple, Tree | None] = {}  # many items have trees of the same shape
         for out_id, k, in_id, pos in rows:
@@ -315,7 +310,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
             target = pending.setdefault(op.inputs[k].pred, {})
             target[in_id] = merge_trees(target[in_id], new) if in_id in target else new
     items = tuple(_finish(d, i, t) for (d, i), t in sorted(done.items()))
-    return Trace(items, len(matched))
+    return Backtrace(items, len(matched))
 
 
 def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[OperatorProv, str]]:
@@ -333,7 +328,7 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
         op = ops[oid]
         if op.type is OpType.SOURCE:
             how = f"source {op.dataset or f'op{oid}'}: traced items end here"
-        elif op.type in _KEEPS_IDS:
+        elif op.type.keeps_ids:
             how = "keeps item ids: no associations read"
         else:
             how = "associations of the traced items only, from the matched rows' hidden columns"
@@ -342,51 +337,9 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
 
 
 # ---- Spark edges -----------------------------------------------------------------------------
-_ISIN_LIMIT = 200
-
-
-def _id_in(col: str, ids: list[int]):
-    """``col IN ids`` as one Column (a few ids). The ids go to the JVM as one collection
-    (``isInCollection``): ``Column.isin(*ids)`` makes several py4j calls per id."""
-    from pyspark.sql import functions as F
-
-    jc = getattr(F.col(col), "_jc", None)
-    if jc is None:  # Spark Connect: no JVM in this process
-        return F.col(col).isin(ids)
-    from pyspark.sql.classic.column import Column
-
-    return Column(jc.isInCollection(ids))
-
-
-def _id_frame(spark, ids: list[int]):
-    """A one-column (``out_id``) DataFrame of many ids, built in the JVM from ONE JSON string
-    literal (no py4j call per id, no Python worker)."""
-    from pyspark.sql import functions as F
-
-    ids_json = F.lit(json.dumps(ids))
-    return spark.range(1).select(F.explode(F.from_json(ids_json, "array<bigint>")).alias("out_id"))
-
-
-def spark_fetcher(assoc) -> Fetch:
-    """A fetch over an association DataFrame (``oid, out_id, input, in_id, pos``; e.g. a committed
-    run's ``StoredRun.associations()``, or ``Captured.associations()``): a semi-join on the traced ids
-    (an ``IN`` set for up to 200 ids, a broadcast hash semi-join beyond), collecting only those rows."""
-    from pyspark.sql import functions as F
-
-    def fetch(oid: int, ids: list[int]) -> list[AssocRow]:
-        df = assoc.filter(F.col("oid") == F.lit(oid))
-        if len(ids) <= _ISIN_LIMIT:
-            df = df.filter(_id_in("out_id", ids))
-        else:
-            df = df.join(F.broadcast(_id_frame(assoc.sparkSession, ids)), "out_id", "left_semi")
-        return [(r.out_id, r.input, r.in_id, r.pos) for r in df.select("out_id", "input", "in_id", "pos").collect()]
-
-    return fetch
-
-
-def rows_fetcher(rows: Iterable[tuple]) -> Fetch:
+def _rows_fetcher(rows: Iterable[tuple]) -> Fetch:
     """A fetch over association rows already on the driver (``oid, out_id, input, in_id, pos``),
-    e.g. those derived from the matched result rows (:func:`trace_result`)."""
+    those derived from the matched result rows."""
     by_op: dict[int, dict[int, list[AssocRow]]] = {}
     for oid, out_id, k, in_id, pos in rows:
         by_op.setdefault(oid, {}).setdefault(out_id, []).append((out_id, k, in_id, pos))
@@ -398,71 +351,86 @@ def rows_fetcher(rows: Iterable[tuple]) -> Fetch:
     return fetch
 
 
-def trace_result(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, visible, slots,
-                 pattern, limit: int | None = None, compiled: bool = True,
-                 timings: dict | None = None, hidden_table=None, derived=()) -> Trace:
-    """Match ``pattern`` on an annotated result (visible + hidden id columns: a committed run's
-    stored result, or a live tracked DataFrame) and backtrace the matches.
+def backtrace_run(stored: StoredRun, pattern: Pattern | str, limit: int | None = None, *,
+                  compiled: bool = True, timings: dict | None = None) -> Backtrace:
+    """Match ``pattern`` on the annotated result of ``stored`` (visible + hidden id columns) and
+    backtrace the matches (at most ``limit`` matched result items).
 
     ONE Spark job whatever the pipeline: the match, which brings the matched rows to the driver
     with their hidden columns (Arrow). Their id associations come from those columns
-    (:func:`capture.materialize.assoc_rows`, the driver-side twin of ``assoc_frame(...,
+    (:func:`capture.storing.materialize.assoc_rows`, the driver-side twin of ``assoc_frame(...,
     complete=True)``) -- no association table is scanned -- and the backtrace runs on the driver.
 
-    A split copy (``hidden_table`` given, ``result`` the run's output files) takes a second step:
-    the match runs on the output files alone and brings back each matched row's key, and
-    :func:`capture.runs.hidden_rows` reads those rows' hidden columns, and the ids the copy does
-    not store are computed from them (``derived``, :func:`capture.derived.hydrate_rows`)."""
-    import time
-
-    from capture.materialize import assoc_rows
-    from capture.plan import is_hidden
+    A split copy (``stored.outputs`` set) takes a second step: the match runs on the output files
+    alone and brings back each matched row's key, :func:`capture.storing.runs.hidden_rows` reads
+    those rows' hidden columns, and the ids the copy does not store are computed from them
+    (:func:`capture.ids.hydrate_rows`). ``timings`` (if given) receives the phases' seconds."""
+    from capture.storing.materialize import assoc_rows
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
-    if hidden_table is None:
+    if stored.outputs is None:
+        result = stored.full
         hidden = tuple(c for c in result.columns if is_hidden(c))
-        prep = prepare_items(result, id_col, visible, pattern, compiled, carry=hidden)
+        prep = prepare_items(result, stored.id_col, stored.visible, pattern, compiled, carry=hidden)
         rows = matched_frame(prep, limit).toArrow().to_pylist()
     else:
-        rows = _split_rows(result, hidden_table, id_col, visible, pattern, limit, compiled, derived)
+        rows = _split_rows(stored, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     matched = {r["id"]: list(r["_paths"]) for r in rows}
-    fetch = rows_fetcher(assoc_rows(rows, slots))
+    fetch = _rows_fetcher(assoc_rows(rows, stored.slots))
     t["associations"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    out = backtrace(operators, result_oid, matched, fetch)
+    out = backtrace(stored.operators, stored.result_oid, matched, fetch)
     t["backtrace"] = time.perf_counter() - t2
     return out
 
 
-def _split_rows(outputs, hidden, id_col: str, visible, pattern, limit: int | None, compiled: bool,
-                derived=()) -> list[dict]:
-    """The matched rows of a split copy, as :func:`trace_result` reads them from one table: the
+def _split_rows(stored: StoredRun, pattern: Pattern | str, limit: int | None, compiled: bool) -> list[dict]:
+    """The matched rows of a split copy, as :func:`backtrace_run` reads them from one table: the
     match over the output files (their row key as the id), then the matched keys' hidden columns."""
-    from capture.derived import hydrate_rows
-    from capture.runs import ROW_KEY, hidden_rows, keyed
-
-    prep = prepare_items(keyed(outputs), ROW_KEY, visible, pattern, compiled)  # StoredRun.match_source
+    prep = prepare_items(*stored.match_source(), stored.visible, pattern, compiled)
     paths = {r["id"]: r["_paths"] for r in matched_frame(prep, limit).select("id", "_paths").toArrow().to_pylist()}
     if not paths:
         return []
-    rows = hydrate_rows(hidden_rows(hidden, list(paths)), derived)
-    return [{**r, "id": r[id_col], "_paths": paths[r[ROW_KEY]]} for r in rows]
+    rows = hydrate_rows(hidden_rows(stored.hidden, list(paths)), stored.derived)
+    return [{**r, "id": r[stored.id_col], "_paths": paths[r[ROW_KEY]]} for r in rows]
 
 
-def trace(operators: Iterable[OperatorProv], result_oid: int, result, id_col: str, pattern, assoc,
-          limit: int | None = None) -> Trace:
-    """Match ``pattern`` on ``result`` (a DataFrame with each item's provenance id in ``id_col``)
-    and backtrace the matches through ``operators`` using the associations in ``assoc``."""
-    matched = match_items(result, pattern, id_col, limit)
-    return backtrace(operators, result_oid, matched, spark_fetcher(assoc))
+# ---- over a store ------------------------------------------------------------------------------
+def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
+          timings: dict | None = None, compiled: bool = True) -> Backtrace:
+    """Trace run ``run`` (None: the store's last captured run): match ``pattern`` on its stored
+    annotated result and backtrace at most ``limit`` matched result items to the input items and
+    attributes that made or influenced them.
+
+    Reads the run's operators and row (pyarrow on a local store, else one job), then
+    :func:`backtrace_run`. ``compiled=False`` matches with the Python matcher instead of the
+    compiled Spark expression. ``timings`` (if given) receives the phases' seconds: ``run``,
+    ``match``, ``associations``, ``backtrace`` and ``total``."""
+    t = timings if timings is not None else {}
+    t0 = time.perf_counter()
+    stored = load_run(store, run)
+    t["run"] = time.perf_counter() - t0
+    out = backtrace_run(stored, pattern, limit, compiled=compiled, timings=t)
+    t["total"] = time.perf_counter() - t0
+    return out
 
 
-def trace_captured(tracker, tdf, pattern, limit: int | None = None) -> Trace:
-    """Trace a tracked DataFrame before (or without) committing it: matches on ``tdf``'s annotated
-    rows and derives the matched rows' associations from their hidden columns."""
-    cap = tracker.capture(tdf)
-    return trace_result(cap.operators, cap.result_oid, cap.annotated, cap.id_col, tdf.visible(), cap.slots,
-                        pattern, limit)
+def describe(store, run: str | None, pattern: Pattern, limit: int | None = None) -> list[str]:
+    """How :func:`trace` would trace: the run, how the pattern is matched (compiled to Spark
+    expressions or not, and why), the operators the backtrace walks and which associations it
+    reads. Reads the run's operators (no job on a local store); matches nothing."""
+    stored = load_run(store, run)
+    prep = prepare_items(*stored.match_source(), stored.visible, pattern)
+    lines = [f"Trace run {stored.run!r}" + (f", the first {limit} matching result items" if limit else "")]
+    lines += ["  " + line for line in prep.plan.describe()]
+    if stored.outputs is not None:
+        lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
+                     "pyarrow reads their row groups on a local store, else a broadcast join")
+    lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")
+    for op, how in walk(stored.operators, stored.result_oid):
+        preds = ",".join(str(i.pred) for i in op.inputs)
+        lines.append(f"    {op.oid} {op.type.value} ({op.method}{' <- ' + preds if preds else ''}): {how}")
+    return lines

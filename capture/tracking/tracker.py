@@ -2,114 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from capture import jvm
-from capture.derived import Derived, hydrate, top
 from capture.errors import UnsupportedOperation
-from capture.materialize import assoc_frame, identity_frame
-from capture.model import OperatorProv, OpType, Slot
-from capture.plan import is_hidden
-from capture.tracked import TrackedDataFrame
-
-
-def item_ids(dataset: str, layout: str) -> F.Column:
-    """Top-level item ids of an input: ``xxhash64(dataset name, layout, row position)``.
-
-    The row position is Spark's ``monotonically_increasing_id`` right after the scan (file
-    split + row in split). What a position means depends on how Spark cut the input into
-    partitions, so ``layout`` (:func:`layout_key`) names that cut: re-reading the same files
-    under the same cut gives the same ids, and a different cut (other files, more cores on a
-    mid-sized input, other split settings) gives other ids instead of reusing one id for another
-    row.
-    """
-    return F.xxhash64(F.lit(dataset), F.lit(layout), F.monotonically_increasing_id())
-
-
-def file_row_ids(df: DataFrame, dataset: str) -> F.Column:
-    """Top-level item ids of a Parquet input: ``xxhash64(dataset name, file path, row index in
-    the file)``. Parquet readers report each row's index in its file (``_metadata.row_index``),
-    so these ids do not depend on how the files are cut into splits, and a filter right after the
-    read is still pushed into the scan (row groups are skipped; the indexes stay right)."""
-    meta = df.metadataColumn("_metadata")
-    return F.xxhash64(F.lit(dataset), meta.getField("file_path"), meta.getField("row_index"))
-
-
-def file_line_ids(df: DataFrame, dataset: str) -> F.Column:
-    """Top-level item ids of a JSON input read with the offset reader (capture/jvm):
-    ``xxhash64(dataset name, file path, file modification time, line offset)``. The offset is
-    the byte at which the record's line starts, known whether or not a filter keeps the record,
-    so a filter after the read is still pushed into the JSON parser, and the ids do not depend
-    on how the files are cut into splits. The modification time tells a file rewritten in place
-    from the one read before."""
-    meta = df.metadataColumn("_metadata")
-    return F.xxhash64(F.lit(dataset), meta.getField("file_path"), meta.getField("file_modification_time"),
-                      F.col(jvm.OFFSET))
-
-
-def _split_bytes(spark, conf, files: int, size: int) -> int:
-    """The split size Spark will use for ``files`` files of ``size`` bytes in all (Spark's
-    ``FilePartition.maxSplitBytes``, which depends on the core count for inputs below 128 MB per
-    core). Any split size that holds the whole input cuts it the same way (one partition), so
-    those are reported as one value. ``conf`` is the session's SQLConf."""
-    cores = conf.filesMinPartitionNum()
-    cores = cores.get() if cores.isDefined() else spark._jsparkSession.leafNodeDefaultParallelism()
-    open_cost = conf.filesOpenCostInBytes()
-    split = min(conf.filesMaxPartitionBytes(), max(open_cost, (size + files * open_cost) // max(cores, 1)))
-    return min(split, size + max(files - 1, 0) * open_cost)
-
-
-_STATUS = re.compile(r"path=([^;]*);.*?length=(\d+);.*?modification_time=(\d+);")
-
-
-def _listing(index) -> list[str]:
-    """The input files of a file index as sorted ``path length mtime`` lines, fetched in one py4j
-    call (Hadoop's ``FileStatus`` text, without its access time, which reads may change). An
-    index that does not list its statuses, or text in another format, gives the paths alone."""
-    try:
-        statuses = index.allFiles()
-        found = [" ".join(m) for m in _STATUS.findall(statuses.mkString("\n"))]
-        if len(found) == statuses.size():
-            return sorted(found)
-    except Py4JError:
-        pass
-    return sorted(index.inputFiles())
-
-
-def layout_key(df: DataFrame, options: dict | None = None) -> str:
-    """What the row positions of ``df`` depend on, as a short string: for every file scan under
-    it the files (path, length, modification time), their total size and the split size; the
-    reader options (they decide what a row is); the Spark version; and for anything but a plain
-    file read the number of partitions."""
-    spark = df.sparkSession
-    conf = spark._jsparkSession.sessionState().conf()
-    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
-    parts = [spark.version.rsplit(".", 1)[0], repr(sorted((options or {}).items()))]
-    scans = 0
-    for i in range(leaves.size()):
-        leaf = leaves.apply(i)
-        if leaf.getClass().getSimpleName() != "LogicalRelation" or \
-                leaf.relation().getClass().getSimpleName() != "HadoopFsRelation":
-            continue
-        index = leaf.relation().location()
-        files = _listing(index)
-        size = index.sizeInBytes()
-        scans += 1
-        parts.append(f"{len(files)} files {size} B split {_split_bytes(spark, conf, len(files), size)} "
-                     f"open {conf.filesOpenCostInBytes()} max {conf.filesMaxPartitionNum()} "
-                     f"{hashlib.sha256(chr(10).join(files).encode()).hexdigest()[:16]}")
-    if scans != 1 or leaves.size() != 1:  # not a plain file read: the partitioning decides
-        parts.append(f"{df.rdd.getNumPartitions()} partitions")
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+from capture.ids import Derived, hydrate, is_hidden, top
+from capture.operators import OperatorProv, OpType, Slot
+from capture.storing.materialize import assoc_frame, identity_frame
+from capture.tracking.frame import TrackedDataFrame
+from capture.tracking.sources import file_line_ids, file_row_ids, item_ids, layout_key
 
 
 @dataclass(frozen=True)
@@ -122,7 +29,7 @@ class Captured:
     built: DataFrame  # the tracked DataFrame's own columns (derived ids inside collected lists left out)
     id_col: str  # the hidden column of ``annotated`` holding each result item's id
     compact: DataFrame  # what a commit stores: ``annotated`` without its derived id columns
-    derived: tuple[Derived, ...] = ()  # how to compute those again (capture/derived.py)
+    derived: tuple[Derived, ...] = ()  # how to compute those again (capture/ids.py)
 
     @cached_property
     def annotated(self) -> DataFrame:
@@ -269,7 +176,7 @@ class Tracker:
 
     def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
               message: str | None = None, **options):
-        """Write the result and commit its provenance in one store commit (capture/commit.py)."""
-        from capture.commit import write_and_commit
+        """Write the result and commit its provenance in one store commit (capture/storing/commit.py)."""
+        from capture.storing.commit import write_and_commit
 
         return write_and_commit(self, tdf, path, format, mode, message, options)

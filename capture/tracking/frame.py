@@ -2,7 +2,7 @@
 
 Every supported method applies the user's operation to the annotated DataFrame (visible
 columns + hidden ``__strata_*`` id columns), reads the accessed and manipulated paths off
-Spark's analyzed plan, and registers one :class:`~capture.model.OperatorProv` with the tracker.
+Spark's analyzed plan, and registers one :class:`~capture.operators.OperatorProv` with the tracker.
 Reading methods (``show``, ``collect``, ``columns`` ...) see only the visible columns, so a
 tracked pipeline shows and returns exactly what the untracked one would.
 """
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 
-from capture import binary, grouping, project
-from capture.derived import Derived
 from capture.errors import UnsupportedOperation
-from capture.model import InRef, OperatorProv, OpInput, OpType, Slot
-from capture.plan import accesses, analyzed, attr_map, has_udf, is_hidden, node_exprs, nodes_above
+from capture.ids import Derived, is_hidden
+from capture.operators import InRef, OperatorProv, OpInput, OpType, Slot
+from capture.tracking import binary, grouping, project
+from capture.tracking.paths import accesses, analyzed, attr_map, has_udf, node_exprs, nodes_above
 
 if TYPE_CHECKING:
-    from capture.tracker import Tracker
+    from capture.tracking.tracker import Tracker
 
 # Methods that only read the (visible) data: forwarded to the visible DataFrame.
 _READERS = frozenset(
@@ -43,7 +43,7 @@ class TrackedDataFrame:
         self._oid = oid
         self._cur = cur
         self._slots = slots
-        self._derived = derived  # hidden columns computed again on read, not stored (capture/derived.py)
+        self._derived = derived  # hidden columns computed again on read, not stored (capture/ids.py)
 
     # ---- plumbing -------------------------------------------------------------------------
     @property
@@ -85,7 +85,7 @@ class TrackedDataFrame:
         self._tracker._register(op)
         if slots is None:  # output id = input id
             # filter/select/map/sort/limit: nothing to store, their <id, id> rows are derived
-            # from the successor's input ids (capture/materialize.py identity_frame); a semi or
+            # from the successor's input ids (capture/storing/materialize.py identity_frame); a semi or
             # anti join keeps ids too but is a join, whose rows the backtracer reads
             slots = self._slots if op.type.keeps_ids else (*self._slots, Slot(op.oid, self._cur, InRef(self._cur)))
         return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots,
@@ -144,7 +144,7 @@ class TrackedDataFrame:
         # filter and limit may drop the first copy of a repeated row
         return self._next(new, op, slots=tuple(s.filtered() for s in self._slots))
 
-    # ---- projections and flatten (capture/project.py) ------------------------------------
+    # ---- projections and flatten (capture/tracking/project.py) ------------------------------------
     def select(self, *cols) -> TrackedDataFrame:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
@@ -182,7 +182,7 @@ class TrackedDataFrame:
     def mapInPandas(self, func, schema, barrier: bool = False) -> TrackedDataFrame:
         return project.map_in_pandas(self, func, schema, barrier)
 
-    # ---- joins and unions (capture/binary.py) ----------------------------------------------
+    # ---- joins and unions (capture/tracking/binary.py) ----------------------------------------------
     def join(self, other: TrackedDataFrame, on=None, how: str | None = None) -> TrackedDataFrame:
         return binary.join(self, other, on, how)
 
@@ -197,7 +197,7 @@ class TrackedDataFrame:
     def unionByName(self, other: TrackedDataFrame, allowMissingColumns: bool = False) -> TrackedDataFrame:
         return binary.union(self, other, "unionByName", by_name=True, allow_missing=allowMissingColumns)
 
-    # ---- grouping, aggregation, duplicates (capture/grouping.py) -------------------------
+    # ---- grouping, aggregation, duplicates (capture/tracking/grouping.py) -------------------------
     def groupBy(self, *cols) -> grouping.TrackedGroupedData:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])

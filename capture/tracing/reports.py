@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from capture.backtrace import Trace, TracedItem
+from capture.ids import item_hex
+from capture.tracing.backtrace import Backtrace, TracedItem
 
 _POSITION = re.compile(r"\[\d+\]")
 
@@ -64,7 +65,7 @@ class Heatmap:
         return out
 
 
-def heatmap(traces: Iterable[Trace], dataset: str, attributes: Iterable[str] = ()) -> Heatmap:
+def heatmap(traces: Iterable[Backtrace], dataset: str, attributes: Iterable[str] = ()) -> Heatmap:
     """Usage counts of ``dataset``'s items over a workload of traces. ``attributes`` adds schema
     attributes no trace touched (they show as unused everywhere)."""
     traces = list(traces)
@@ -105,7 +106,7 @@ def heatmap_html(hm: Heatmap) -> str:
                      f"rgba(230,180,0,{0.15 + 0.85 * share:.2f})" if c.influenced else "#eee")
             cells.append(f'<td style="background:{color}" title="contributed {c.contributed}, influenced '
                          f'{c.influenced}, unused {c.unused}">{c.contributed}/{c.influenced}/{c.unused}</td>')
-        body.append(f"<tr><th>{i & 0xFFFFFFFFFFFFFFFF:016x}</th>{''.join(cells)}</tr>")
+        body.append(f"<tr><th>{item_hex(i)}</th>{''.join(cells)}</tr>")
     return (
         "<!doctype html><meta charset=utf-8><title>data usage: " + html.escape(hm.dataset) + "</title>"
         "<style>td,th{border:1px solid #ccc;padding:2px 6px;font:12px monospace}</style>"
@@ -148,7 +149,7 @@ def heatmap_png(hm: Heatmap, path: str, max_items: int = 200) -> str:
         if items and attrs:
             ax.imshow(grid, aspect="auto", interpolation="nearest")
         ax.set_xticks(range(len(attrs)), labels=list(attrs), rotation=45, ha="right", fontsize=8)
-        ax.set_yticks(range(len(items)), labels=[f"{i & 0xFFFFFFFFFFFFFFFF:016x}" for i in items],
+        ax.set_yticks(range(len(items)), labels=[item_hex(i) for i in items],
                       fontsize=7, family="monospace")
         if len(items) * len(attrs) <= 400:
             for y, i in enumerate(items):
@@ -166,7 +167,7 @@ def heatmap_png(hm: Heatmap, path: str, max_items: int = 200) -> str:
     return path
 
 
-def audit(trace: Trace) -> list[tuple[str, int, tuple[str, ...], tuple[str, ...]]]:
+def audit(trace: Backtrace) -> list[tuple[str, int, tuple[str, ...], tuple[str, ...]]]:
     """Per traced input item: (dataset, item id, exposed attribute paths, influencing-only paths)."""
     out = []
     for item in trace.items:

@@ -16,16 +16,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from capture.derived import FLATTEN, Derived
 from capture.errors import CaptureError, UnsupportedOperation
-from capture.model import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.plan import (
+from capture.ids import FLATTEN, Derived, is_hidden
+from capture.operators import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.tracking.paths import (
     analyzed,
     as_path,
     attr_map,
     cls,
     has_udf,
-    is_hidden,
     maximal_paths,
     nodes_above,
     out_pairs,
@@ -33,14 +32,10 @@ from capture.plan import (
 )
 
 if TYPE_CHECKING:
-    from capture.tracked import TrackedDataFrame
+    from capture.tracking.frame import TrackedDataFrame
 
 Build = Callable[[DataFrame, list[str]], DataFrame]
 _GENERATORS = {"Explode": "explode", "PosExplode": "posexplode", "Inline": "inline"}
-
-
-def hidden_names(tdf: TrackedDataFrame) -> list[str]:
-    return tdf.hidden()
 
 
 def column_of(spark, expr) -> Column:

@@ -1,13 +1,13 @@
 """One pass over the annotated result writes both copies: the user's output and the store's.
 
 For Parquet output the copy is *split*: the output's own files hold the visible columns
-(capture/commit.py links them into the store) and only the hidden ones are written here -- by
+(capture/storing/commit.py links them into the store) and only the hidden ones are written here -- by
 Strata's JVM writer where its jar is loaded (capture/jvm), else by :func:`sidecar`, through Python.
 Otherwise :func:`teed` below sends every column through Python.
 
-Spark has no two-sink write, so a commit used to cache the annotated result, write the visible
-columns to the user's path and then write the whole result again into the store (for T2 at 1M
-tweets the cache and second write were half of the captured run). On a local store the result
+Spark has no two-sink write: without these writers a commit caches the annotated result, writes
+the visible columns to the user's path and then the whole result again into the store (for T2 at
+1M tweets the cache and second write are half of the captured run). On a local store the result
 instead flows through one ``mapInArrow`` stage: each task writes its Arrow batches (every column,
 hidden ones included) as one zstd Parquet file into the store's staged segment with pyarrow and
 passes the visible columns on to Spark's writer of the user's output. The pipeline runs once, no
@@ -144,7 +144,7 @@ def _hidden_udf(folder: str):
 def sidecar(annotated: DataFrame, visible: list[str], hidden: list[str], folder: str) -> DataFrame:
     """``annotated``'s visible columns; computing them writes only the ``hidden`` columns into
     ``folder`` (one file per task, rows in the task's order). Spark's own writer then writes the
-    visible columns: only the hidden ones cross to Python (capture/commit.py, the split copy)."""
+    visible columns: only the hidden ones cross to Python (capture/storing/commit.py, the split copy)."""
     from pyspark.sql import functions as F
 
     flag = _hidden_udf(folder)(F.struct(*[F.col(f"`{h}`") for h in hidden]))

@@ -4,7 +4,7 @@ Each output row carries a hidden ``collect_list(struct(<input hidden columns>))`
 item of its group, in the order the aggregation saw them (their 1-based position is the ``pos``
 of the association, equal to the position of the item's value in every ``collect_list`` output
 of the same call when the collected values are not null). Derived ids (flatten, join, union:
-capture/derived.py) are left out of the struct; reading a run computes them again.
+capture/ids.py) are left out of the struct; reading a run computes them again.
 
 The output id is ``xxhash64(oid, group key)`` (:func:`key_id`): the grouping values identify a
 group within the operator's output, and hashing them per group costs less than hashing every
@@ -19,16 +19,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
-from capture.derived import top
 from capture.errors import UnsupportedOperation
-from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.plan import (
+from capture.ids import is_hidden, top
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.tracking.paths import (
     accesses,
     analyzed,
     attr_map,
     cls,
     has_udf,
-    is_hidden,
     nodes_above,
     out_pairs,
     seq,
@@ -36,7 +35,7 @@ from capture.plan import (
 from store.storage import spark_conf
 
 if TYPE_CHECKING:
-    from capture.tracked import TrackedDataFrame
+    from capture.tracking.frame import TrackedDataFrame
 
 
 class TrackedGroupedData:
@@ -78,7 +77,7 @@ class TrackedGroupedData:
 
 
 def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
-    """The members' stored hidden columns, collected (derived ids are not: capture/derived.py)."""
+    """The members' stored hidden columns, collected (derived ids are not: capture/ids.py)."""
     agg, idk = f"__strata_agg_{oid}", f"__strata_id_{oid}"
     derived = top(tdf._derived)
     kept = [F.col(h) for h in tdf.hidden() if h not in derived]

@@ -1,16 +1,9 @@
 """``tracker.write``: write the result and commit its provenance in ONE store commit.
 
-Tables written in the same transaction (schemas in docs/capture.md):
-
-* ``capture_result/<run>`` the annotated result: the visible columns with every hidden id,
-                        position and collected-id column -- the run's id associations (Pebble's P)
-                        in compressed form (capture/runs.py derives P from it) and the result
-                        items TRACE matches on (split copy: the hidden columns only),
-* ``capture_output/<run>`` a split copy's visible columns: the written Parquet output's files, linked,
-* ``capture_operators`` one row per operator: Definition 5.1's <oid, type, I, M> (schema level),
-* ``capture_runs``      one row per run (pipeline, output, times, result items, the slots saying
-                        where each operator's associations sit in the annotated result),
-* the core tables, through ``tx.ingest`` of the run's multi-granularity bundle (capture/bundle.py).
+The transaction writes the capture tables (capture/storing/tables.py: the run's annotated result
+``capture_result/<run>``, a split copy's ``capture_output/<run>``, its rows of
+``capture_operators`` and ``capture_runs``) and, with ``model=True``, ingests the run's
+multi-granularity bundle into the core tables (capture/storing/to_model.py).
 """
 
 from __future__ import annotations
@@ -28,67 +21,28 @@ from typing import TYPE_CHECKING, Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import StructType
 
-from capture import bundle, jvm, tee
-from capture.derived import hydrate
-from capture.materialize import assoc_frame, identity_frame
-from capture.model import OperatorProv
-from capture.runs import (
+from capture import jvm
+from capture.ids import hydrate
+from capture.operators import OperatorProv
+from capture.storing import tee, to_model
+from capture.storing.materialize import assoc_frame, identity_frame
+from capture.storing.runs import require_current_format, slots_json
+from capture.storing.tables import (
     OPERATORS,
+    OPERATORS_SCHEMA,
     RUNS,
+    RUNS_SCHEMA,
     output_table,
-    require_current_format,
     result_table,
-    slots_json,
 )
 from store.errors import StoreError, UserError
 from store.storage import spark_conf
 
 if TYPE_CHECKING:
-    from capture.tracked import TrackedDataFrame
-    from capture.tracker import Tracker
-
-RUN = "run"
-
-_S, _I = StringType(), IntegerType()
-OPERATORS_SCHEMA = StructType([
-    StructField(RUN, _S, False),
-    StructField("oid", _I, False),
-    StructField("type", _S, False),
-    StructField("method", _S, False),
-    StructField("inputs", ArrayType(StructType([
-        StructField("input", _I, False),
-        StructField("pred", _I, False),
-        StructField("accessed", ArrayType(_S, False), True),  # null = undefined (⊥)
-    ]), False), False),
-    StructField("manipulated", ArrayType(StructType([
-        StructField("input", _I, False), StructField("src", _S, False), StructField("dst", _S, False),
-    ]), False), True),  # null = undefined (⊥)
-    StructField("dataset", _S, True),
-    StructField("detail", _S, True),
-])
-RUNS_SCHEMA = StructType([
-    StructField(RUN, _S, False),
-    StructField("pipeline", _S, False),
-    StructField("result_oid", _I, False),
-    StructField("output_path", _S, False),
-    StructField("output_format", _S, False),
-    StructField("started", _S, False),
-    StructField("finished", _S, False),
-    StructField("operators", _I, False),
-    StructField("items", LongType(), False),
-    StructField("id_column", _S, False),
-    StructField("slots", _S, False),  # JSON: capture.runs.slots_json
-])
-
+    from capture.tracking.frame import TrackedDataFrame
+    from capture.tracking.tracker import Tracker
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -105,7 +59,7 @@ class RunInfo:
     # provenance (the stored annotated result; in one pass, reading its row count), runs (the
     # capture_operators and capture_runs segments), model (bundle ingest, model=True only)
     phases: dict[str, float] = field(default_factory=dict)
-    one_pass: bool = False  # one job wrote the result and the store copy (capture/tee.py)
+    one_pass: bool = False  # one job wrote the result and the store copy (capture/storing/tee.py)
     split: bool = False  # the store copy is split: hidden columns + the output's files (capture_output)
 
 
@@ -137,7 +91,7 @@ def _timed(fn: Callable[[], object]) -> float:
 @contextmanager
 def _uncompressed_cache(spark) -> Iterator[None]:
     """Build the annotated result's cache without columnar compression: it lives for one commit,
-    and compressing it cost 10-40 % of the result write (benchmarks/RESULTS.md). The setting is
+    and compressing it costs 10-40 % of the result write (benchmarks/RESULTS.md). The setting is
     read when the cache is built (the first job) and restored right after."""
     with spark_conf(spark, "spark.sql.inMemoryColumnarStorage.compressed", "false"):
         yield
@@ -165,7 +119,7 @@ def _landed(spark, folder: str, schema: StructType, counted: Observation) -> dic
 
 def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
                     phases: dict[str, float]) -> tuple[DataFrame, int]:
-    """The user's output and the store copy (into the staged ``folder``) in one job (capture/tee.py)."""
+    """The user's output and the store copy (into the staged ``folder``) in one job (capture/storing/tee.py)."""
     spark = ordered.sparkSession
     t0 = time.perf_counter()
     observed, counted = _counter(ordered)
@@ -213,7 +167,7 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     """The split store copy (docs/capture.md, "Commit"): one job writes the user's output and,
     task by task, only the hidden columns into ``capture_result/<run>`` -- both with Spark's
     Parquet writer where Strata's JVM classes are loaded (capture/jvm ``SplitParquetFileFormat``),
-    else the hidden ones from an Arrow UDF (capture/tee.py ``sidecar``). The output's files are
+    else the hidden ones from an Arrow UDF (capture/storing/tee.py ``sidecar``). The output's files are
     then linked into ``capture_output/<run>``.
     Row i of output file ``part-N`` and row i of hidden file ``part-N`` are the same result row.
     Returns the hidden table and the row count, or None (nothing written) when the hidden columns'
@@ -285,7 +239,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
 
     On a local store one Spark job does both: split for Parquet output (:func:`_write_split`: the
     hidden columns in ``capture_result/<run>``, the output's files linked into
-    ``capture_output/<run>``), else the one-pass tee (capture/tee.py). Elsewhere (or for column
+    ``capture_output/<run>``), else the one-pass tee (capture/storing/tee.py). Elsewhere (or for column
     types Arrow cannot carry) the annotated result is cached by the result write and read again by
     the store write. Either way its row count is observed: no count job. The ``capture_operators`` and
     one-row ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark
@@ -302,7 +256,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     started = _now()
     spark = tracker.spark
     visible = tdf.visible()
-    kept = cap.compact.columns  # the derived id columns are computed again on read (capture/derived.py)
+    kept = cap.compact.columns  # the derived id columns are computed again on read (capture/ids.py)
     first = ([cap.id_col] if cap.id_col in kept else []) + [
         *visible, *(c for c in kept if c != cap.id_col and c not in visible)]
     ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
@@ -343,8 +297,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                     identity_frame(stored, ops, cap.result_oid, hydrated.select(cap.id_col))
                 ).localCheckpoint(eager=True)
                 existing = tx.table("vertices").select("id")
-                sections = bundle.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)
-                phases["model"] = _timed(lambda: tx.ingest(bundle.materialized(sections)))
+                sections = to_model.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)
+                phases["model"] = _timed(lambda: tx.ingest(to_model.materialized(sections)))
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
         t2 = time.perf_counter()
     finally:

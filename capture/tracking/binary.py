@@ -8,23 +8,21 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from capture.derived import JOIN, UNION, Derived
 from capture.errors import UnsupportedOperation
-from capture.model import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.plan import (
+from capture.ids import JOIN, UNION, Derived, is_hidden, named
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.tracking.paths import (
     accesses,
     analyzed,
     attr_map,
     cls,
     has_udf,
-    is_hidden,
-    named,
     out_pairs,
     seq,
 )
 
 if TYPE_CHECKING:
-    from capture.tracked import TrackedDataFrame
+    from capture.tracking.frame import TrackedDataFrame
 
 _HOW = {
     "inner": "inner", "cross": "cross", "outer": "full", "full": "full", "fullouter": "full",
@@ -34,7 +32,7 @@ _HOW = {
 
 
 def _tracked(other, method: str) -> TrackedDataFrame:
-    from capture.tracked import TrackedDataFrame
+    from capture.tracking.frame import TrackedDataFrame
 
     if not isinstance(other, TrackedDataFrame):
         raise UnsupportedOperation.named(

@@ -1,0 +1,82 @@
+"""The capture tables: their names and the schemas of the fixed ones (docs/capture.md).
+
+* ``capture_result/<run>`` (:func:`result_table`): the run's annotated result -- the visible
+  columns with every hidden id, position and collected-id column, except the derived ids
+  (capture/ids.py); the run's id associations (Pebble's P) in compressed form
+  (capture/storing/runs.py derives P from it) and the result items TRACE matches on. In a split
+  copy it holds the hidden columns only;
+* ``capture_output/<run>`` (:func:`output_table`): a split copy's visible columns, the written
+  Parquet output's files, linked;
+* ``capture_operators`` (:data:`OPERATORS`, :data:`OPERATORS_SCHEMA`): one row per operator,
+  Definition 5.1's <oid, type, I, M> (schema level);
+* ``capture_runs`` (:data:`RUNS`, :data:`RUNS_SCHEMA`): one row per run (pipeline, output,
+  times, result items, the slots saying where each operator's associations sit in the annotated
+  result, and how to compute the derived ids).
+
+The schema of a run's result tables is the annotated result's own.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql.types import (
+    ArrayType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+RUNS, OPERATORS = "capture_runs", "capture_operators"
+RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
+RUN = "run"  # the run id column of capture_runs and capture_operators
+
+
+def _safe(run: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]|^\.+", "_", run)
+
+
+def result_table(run: str) -> str:
+    """The store table holding run ``run``'s annotated result (one folder: characters a file
+    system or Hadoop path could trip on become ``_``; run ids end in a unique random part). In a
+    split copy it holds the hidden columns only, and :func:`output_table` the visible ones."""
+    return RESULT_PREFIX + _safe(run)
+
+
+def output_table(run: str) -> str:
+    """A split copy's visible columns: the files of the run's written output, linked."""
+    return OUTPUT_PREFIX + _safe(run)
+
+
+_S, _I = StringType(), IntegerType()
+OPERATORS_SCHEMA = StructType([
+    StructField(RUN, _S, False),
+    StructField("oid", _I, False),
+    StructField("type", _S, False),
+    StructField("method", _S, False),
+    StructField("inputs", ArrayType(StructType([
+        StructField("input", _I, False),
+        StructField("pred", _I, False),
+        StructField("accessed", ArrayType(_S, False), True),  # null = undefined (⊥)
+    ]), False), False),
+    StructField("manipulated", ArrayType(StructType([
+        StructField("input", _I, False), StructField("src", _S, False), StructField("dst", _S, False),
+    ]), False), True),  # null = undefined (⊥)
+    StructField("dataset", _S, True),
+    StructField("detail", _S, True),
+])
+RUNS_SCHEMA = StructType([
+    StructField(RUN, _S, False),
+    StructField("pipeline", _S, False),
+    StructField("result_oid", _I, False),
+    StructField("output_path", _S, False),
+    StructField("output_format", _S, False),
+    StructField("started", _S, False),
+    StructField("finished", _S, False),
+    StructField("operators", _I, False),
+    StructField("items", LongType(), False),
+    StructField("id_column", _S, False),
+    StructField("slots", _S, False),  # JSON: capture.storing.runs.slots_json
+])

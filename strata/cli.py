@@ -1,7 +1,8 @@
-"""The `strata` command (../shared/spec/cli.md). Commands parse options and call the library.
+"""The `strata` command (docs/cli.md). Commands parse options and call the library.
 
 Exit codes: 0 success; 2 the user's input is wrong (syntax, unknown name, invalid bundle) with a
 message on stderr saying what and where; 1 anything else. No traceback unless --debug.
+Commands raise errors and `StrataGroup.invoke` alone turns them into messages and exit codes.
 Subcommands in other modules are imported only when used, so `strata --help` is instant.
 """
 
@@ -12,7 +13,7 @@ import json
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -69,9 +70,23 @@ def store_of(ctx: click.Context):
     return app.store()
 
 
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"strata: {message}", err=True)
+def fail(message: str, code: int) -> NoReturn:
+    click.echo(message, err=True)
     sys.exit(code)
+
+
+def report(e: BaseException, debug: bool) -> NoReturn:
+    """The one mapping from errors to exit codes: `UserError` 2, any other `StrataError` 1,
+    anything else 1 as an internal error; the traceback only with --debug."""
+    if debug:
+        traceback.print_exception(e)
+    if isinstance(e, StrataError):
+        text = e.render()  # an error in a language ("iql: ...") names it instead of the program
+        fail(text if e.prefix else f"strata: {text}", 2 if isinstance(e, UserError) else 1)
+    if isinstance(e, KeyboardInterrupt):
+        fail("strata: interrupted", 130)
+    fail(f"strata: internal error: {type(e).__name__}: {e}"
+         + ("" if debug else "\n  (run with --debug for the traceback)"), 1)
 
 
 class StrataGroup(click.Group):
@@ -87,21 +102,12 @@ class StrataGroup(click.Group):
         return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        debug = "--debug" in sys.argv
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except StrataError as e:
-            if debug:
-                traceback.print_exc()
-            fail(e.render(), 2 if isinstance(e, UserError) else 1)
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
-        except Exception as e:  # noqa: BLE001 - the CLI's one broad catch: message, not traceback
-            if debug:
-                traceback.print_exc()
-            fail(f"internal error: {type(e).__name__}: {e}\n  (run with --debug for the traceback)", 1)
+        except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - the CLI's one broad catch
+            report(e, debug=bool(ctx.params.get("debug")))
 
 
 @click.group(cls=StrataGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,7 +121,10 @@ class StrataGroup(click.Group):
 def main(ctx: click.Context, store_path: str | None, master: str | None, conf: tuple[str, ...],
          debug: bool) -> None:
     """Strata: multi-granularity provenance on Apache Spark."""
-    ctx.obj = App(store_path, master, conf, debug)
+    if isinstance(ctx.obj, App):  # embedded around an open store (App.of): keep it
+        ctx.obj.debug = ctx.obj.debug or debug
+    else:
+        ctx.obj = App(store_path, master, conf, debug)
 
 
 @main.command()

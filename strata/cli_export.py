@@ -1,92 +1,31 @@
-"""`strata export neo4j ...` and `strata show ...` (spec/cli.md): export or draw one subgraph.
+"""`strata export neo4j ...` and `strata show ...` (docs/cli.md): export or draw one subgraph.
 
 Registered by `strata/cli.py` (`export` is a group with the `neo4j` subcommand; `show` a
 command). The subgraph is the lineage of ITEM (the item and its ancestors, or descendants with
 `--forward`), or the vertex ids an IQL statement returns (`--query`), or ids given with
 `--id`, or the connected component of an item (`--component`, from the component index),
-always bounded by `--max-nodes`. The store comes from the group's context object the
-same way as for `strata query` (see strata/cli_query.py). Results go to stdout, warnings to
-stderr; a wrong input exits with 2, other failures with 1. Passwords are never printed.
+always bounded by `--max-nodes` (`store.export.selection`). The store comes from the global
+options (`strata.cli.store_of`). Results go to stdout, warnings to stderr; errors are raised and
+strata/cli.py turns them into messages and exit codes. Passwords are never printed.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from store.errors import StrataError, UserError
+import iql
+from store.errors import UserError
 from store.export.model import DEFAULT_MAX_NODES
+from store.export.selection import Selection, subgraph
 from strata.cli import store_of
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """Which subgraph: exactly one of item (lineage), query, ids, component."""
-
-    item: str | None = None
-    query: str | None = None
-    ids: tuple[str, ...] = ()
-    depth: int | None = None
-    forward: bool = False
-    method: str = "auto"
-    component: str | None = None
-
-    def __post_init__(self) -> None:
-        given = sum([self.item is not None, self.query is not None, bool(self.ids),
-                     self.component is not None])
-        if given != 1:
-            raise UserError(
-                "say which subgraph: give an ITEM (its lineage), --query \"IQL\", --id ID "
-                "or --component ITEM",
-                hint='e.g. strata show imdb_worthington --forward, or --query "select d.id from Row d"',
-            )
-
-    def describe(self) -> str:
-        if self.item is not None:
-            way = "descendants" if self.forward else "lineage"
-            return f"{way} of {self.item}" + (f" (depth {self.depth})" if self.depth is not None else "")
-        if self.query is not None:
-            return f"IQL: {self.query}"
-        if self.component is not None:
-            return f"component of {self.component}"
-        return f"{len(self.ids)} vertices"
-
-
-def select_ids(st, sel: Selection):
-    """A DataFrame of vertex ids for the selection (Spark; nothing collected but the lineage)."""
-    spark = st.spark
-    if sel.query is not None:
-        import iql
-
-        return iql.run(st, sel.query).df
-    if sel.item is not None:
-        from store.lineage import lineage
-
-        result = lineage(st, sel.item, depth=sel.depth, forward=sel.forward, method=sel.method)
-        ids = [sel.item, *result.nodes]
-        ops = {op for _, _, op in result.edges}
-        ids += sorted(ops)
-    elif sel.component is not None:
-        from store.lineage import component_members
-
-        return component_members(st, sel.component)
-    else:
-        ids = list(sel.ids)
-    return spark.createDataFrame([(i,) for i in ids], "id string")
-
-
 def subgraph_for(st, sel: Selection, max_nodes: int):
-    from store.export import extract
-
-    return extract(st, select_ids(st, sel), max_nodes=max_nodes)
-
-
-def _fail(ctx: click.Context, err: StrataError) -> None:
-    click.echo(f"strata: {err.render()}", err=True)
-    ctx.exit(2 if isinstance(err, UserError) else 1)
+    """The bounded subgraph of a selection; a query selection runs its IQL statement here."""
+    return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text).df)
 
 
 def _selection_options(fn):
@@ -138,17 +77,13 @@ def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, t
     """Export the lineage of ITEM (or --query / --id / --component) to Neo4j: live, as a script, or as CSV."""
     from store.export import neo4j as N
 
-    try:
-        sel = Selection(item, query, tuple(ids), depth, forward, method, component)
-        to = N.Target(target) if target else N.Target.infer(output)
-        creds = N.Credentials.resolve(uri, user, password) if to is N.Target.BOLT else None
-        N.check_target(to, output, creds)
-        sg = subgraph_for(store_of(ctx), sel, max_nodes)
-        _warn(sg)
-        info = N.export(sg, to, output, creds, database, batch_size)
-    except StrataError as e:
-        _fail(ctx, e)
-        return
+    sel = Selection(item, query, tuple(ids), depth, forward, method, component)
+    to = N.Target(target) if target else N.Target.infer(output)
+    creds = N.Credentials.resolve(uri, user, password) if to is N.Target.BOLT else None
+    N.check_target(to, output, creds)
+    sg = subgraph_for(store_of(ctx), sel, max_nodes)
+    _warn(sg)
+    info = N.export(sg, to, output, creds, database, batch_size)
     if fmt == "json":
         click.echo(json.dumps(info, ensure_ascii=False))
         return
@@ -168,19 +103,15 @@ def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, ou
     """Draw the lineage of ITEM (or --query / --id / --component) as a self-contained HTML page."""
     from store.export.html import write_html
 
+    sel = Selection(item, query, tuple(ids), depth, forward, method, component)
+    sg = subgraph_for(store_of(ctx), sel, max_nodes)
+    _warn(sg)
     try:
-        sel = Selection(item, query, tuple(ids), depth, forward, method, component)
-        sg = subgraph_for(store_of(ctx), sel, max_nodes)
-        _warn(sg)
         path = write_html(sg, output, title or f"Strata: {sel.describe()}")
-    except StrataError as e:
-        _fail(ctx, e)
-        return
     except OSError as e:
-        _fail(ctx, UserError(f"cannot write {output}: {e.strerror}", hint="choose another --output"))
-        return
+        raise UserError(f"cannot write {output}: {e.strerror}", hint="choose another --output") from None
     click.echo(f"wrote {path} ({len(sg.nodes)} nodes, {len(sg.rels)} relationships); "
                f"open it in a browser: file://{path.resolve()}")
 
 
-__all__ = ["export", "show", "Selection", "select_ids", "subgraph_for"]
+__all__ = ["export", "show", "Selection", "subgraph_for"]

@@ -1,8 +1,8 @@
-"""`strata query "IQL" [--format table|json|csv]` (spec/cli.md): run one IQL statement.
+"""`strata query "IQL" [--format table|json|csv]` (docs/cli.md): run one IQL statement.
 
 Registered by `strata/cli.py`; the store comes from the global options (`strata.cli.store_of`).
-Data goes to stdout, warnings and errors to stderr; a query error
-exits with code 2 and the positioned message.
+Data goes to stdout, warnings to stderr; errors are raised and strata/cli.py prints them (a query
+error: exit code 2 and the positioned message).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import click
 
 import iql
-from iql.errors import IqlError
 from iql.result import format_csv, format_json, format_table, trace_tree
 from strata.cli import store_of
 
@@ -38,21 +37,16 @@ def render(result: iql.Result, fmt: str) -> str:
 @click.pass_context
 def query(ctx: click.Context, text: str, fmt: str, show_ast: bool, show_plan: bool) -> None:
     """Run one IQL statement, e.g. strata query "select p.id from WebPage p"."""
-    try:
-        if show_ast:
-            from iql.parser import parse
+    if show_ast:
+        from iql.parser import parse
 
-            click.echo(repr(parse(text)))
-            return
-        st = store_of(ctx)
-        if show_plan and not text.lstrip().lower().startswith("explain"):
-            text = "explain " + text
-        result = iql.run(st, text)
-        out = render(result, fmt)
-    except IqlError as e:
-        click.echo(e.render(), err=True)
-        ctx.exit(2)
+        click.echo(repr(parse(text)))
         return
+    st = store_of(ctx)
+    if show_plan and not text.lstrip().lower().startswith("explain"):
+        text = "explain " + text
+    result = iql.run(st, text)
+    out = render(result, fmt)
     click.echo(out)
     if fmt != "json":
         for warning in result.warnings:

@@ -1,4 +1,4 @@
-"""The `strata` command's contract (../shared/spec/cli.md): exit codes, messages, JSON shapes."""
+"""The `strata` command's contract (docs/cli.md): exit codes, messages, JSON shapes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from strata.cli import main
+from iql.errors import IqlSemanticError
+from store.errors import StoreError, UserError
+from strata.cli import App, main
 
 
 @pytest.fixture()
@@ -70,3 +72,25 @@ def test_help_lists_every_command_of_the_contract():
     r = CliRunner().invoke(main, ["--help"])
     for command in ("ingest", "info", "index", "query", "lineage", "repl", "export", "demo"):
         assert command in r.stdout
+
+
+@pytest.mark.parametrize(
+    "error, code, shown",
+    [
+        (UserError("bad input", hint="fix it"), 2, "strata: bad input\n  hint: fix it\n"),
+        (IqlSemanticError("unknown type 'WebPag'"), 2, "iql: unknown type 'WebPag'\n"),
+        (StoreError("cannot read the manifest"), 1, "strata: cannot read the manifest\n"),
+        (RuntimeError("boom"), 1, "strata: internal error: RuntimeError: boom\n"
+                                  "  (run with --debug for the traceback)\n"),
+    ],
+    ids=["user", "iql", "store", "internal"],
+)
+def test_errors_become_exit_codes_in_one_place(monkeypatch, store_path, error, code, shown):
+    def broken(self):
+        raise error
+
+    monkeypatch.setattr(App, "store", broken)
+    r = CliRunner().invoke(main, ["--store", str(store_path), "info"])
+    assert (r.exit_code, r.stderr, r.stdout) == (code, shown, "")
+    r = CliRunner().invoke(main, ["--store", str(store_path), "--debug", "info"])
+    assert r.exit_code == code and "Traceback" in r.stderr and "in broken" in r.stderr

@@ -1,4 +1,4 @@
-"""`strata export neo4j` and `strata show` through click, on a real store."""
+"""`strata export neo4j` and `strata show` through the `strata` command, on a real store."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pytest
 from click.testing import CliRunner
 from export_helpers import NASTY, lint, problems, shared_store
 
-from strata.cli import App
-from strata.cli_export import export, show
+from strata.cli import App, main
 
 
 @pytest.fixture(scope="module")
@@ -19,13 +18,14 @@ def store(spark, tmp_path_factory):
     return shared_store(spark, tmp_path_factory)
 
 
-def run(cmd, store, *args):
-    return CliRunner().invoke(cmd, list(args), obj=App.of(store), catch_exceptions=False)
+def run(store, *args):
+    """`strata COMMAND ARGS...` around the open store (errors become exit codes in strata.cli)."""
+    return CliRunner().invoke(main, list(args), obj=App.of(store), catch_exceptions=False)
 
 
 def test_show_writes_a_picture_of_a_lineage(store, tmp_path):
     out = tmp_path / "pic.html"
-    res = run(show, store, "out_row", "-o", str(out))
+    res = run(store, "show", "out_row", "-o", str(out))
     assert res.exit_code == 0, res.output
     page = out.read_text(encoding="utf-8")
     drawn = set(re.findall(r'<g class="node \w+" data-id="([^"]*)"', page))
@@ -36,7 +36,7 @@ def test_show_writes_a_picture_of_a_lineage(store, tmp_path):
 
 def test_export_cypher_script_passes_the_linter(store, tmp_path):
     out = tmp_path / "lineage.cypher"
-    res = run(export, store, "neo4j", "--query", "select t.id from Table t", "-o", str(out),
+    res = run(store, "export", "neo4j", "--query", "select t.id from Table t", "-o", str(out),
               "--format", "json")
     assert res.exit_code == 0, res.output
     info = json.loads(res.stdout)
@@ -46,7 +46,7 @@ def test_export_cypher_script_passes_the_linter(store, tmp_path):
 
 
 def test_export_csv_by_ids(store, tmp_path):
-    res = run(export, store, "neo4j", "--to", "csv", "-o", str(tmp_path / "csv"),
+    res = run(store, "export", "neo4j", "--to", "csv", "-o", str(tmp_path / "csv"),
               "--id", NASTY["row"], "--id", NASTY["table"])
     assert res.exit_code == 0, res.output
     assert "neo4j-admin database import full" in res.output
@@ -68,14 +68,14 @@ def test_export_csv_by_ids(store, tmp_path):
 def test_user_errors_exit_2_with_a_message(store, args, message, monkeypatch):
     for var in ("STRATA_NEO4J_URI", "STRATA_NEO4J_USER", "STRATA_NEO4J_PASSWORD"):
         monkeypatch.delenv(var, raising=False)
-    res = CliRunner().invoke(export, args, obj=App.of(store))
+    res = run(store, "export", *args)
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
     assert "pw-xyz-secret" not in res.output
 
 
 def test_show_budget_warns_on_stderr(store, tmp_path):
-    res = run(show, store, "--query", "select t.id from Table t", "--max-nodes", "2",
+    res = run(store, "show", "--query", "select t.id from Table t", "--max-nodes", "2",
               "-o", str(tmp_path / "p.html"))
     assert res.exit_code == 0
     assert "warning: more than 2 vertices" in res.stderr
@@ -83,8 +83,6 @@ def test_show_budget_warns_on_stderr(store, tmp_path):
 
 
 def test_registered_in_the_strata_cli(store, tmp_path):
-    from strata.cli import main
-
     out = tmp_path / "via-main.cypher"
     res = CliRunner().invoke(main, ["--store", str(store.root), "export", "neo4j", "--id", "lonely",
                                     "-o", str(out)])
@@ -97,13 +95,13 @@ def test_registered_in_the_strata_cli(store, tmp_path):
 
 def test_component_selection_needs_the_index_then_exports_the_component(store, tmp_path):
     out = tmp_path / "cc.html"
-    res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=App.of(store))
+    res = run(store, "show", "--component", "out_row", "-o", str(out))
     if res.exit_code == 2:  # the shared store has no index yet: that is a clear user error
         assert "strata index" in res.output
         from store.index.build import build_index
 
         build_index(store)
-        res = CliRunner().invoke(show, ["--component", "out_row", "-o", str(out)], obj=App.of(store))
+        res = run(store, "show", "--component", "out_row", "-o", str(out))
     assert res.exit_code == 0, res.output
     drawn = set(re.findall(r'data-id="([^"]*)"', out.read_text(encoding="utf-8")))
     assert {"out_row", NASTY["cell"]} <= {html.unescape(d) for d in drawn}

@@ -13,8 +13,7 @@ from click.testing import CliRunner
 import iql
 from iql.binder import WARN_AGGREGATE, WARN_NEGATED, WARN_NOT_EXISTS
 from iql.errors import IqlSemanticError, IqlSyntaxError
-from strata.cli import App
-from strata.cli_query import query as query_command
+from strata.cli import App, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,7 +136,7 @@ def test_query_errors_are_positioned(movies):
 
 
 def test_cli_json_shape(movies):
-    result = CliRunner().invoke(query_command, [TABLE1[4][1], "--format", "json"], obj=App.of(movies))
+    result = CliRunner().invoke(main, ["query", TABLE1[4][1], "--format", "json"], obj=App.of(movies))
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload == {"columns": ["id"], "rows": [["avatar_lead_actor_v2"]],
@@ -146,18 +145,18 @@ def test_cli_json_shape(movies):
 
 def test_cli_table_and_csv(movies):
     q = "select p.id, p.authScore from WebPage p order by p.id"
-    table = CliRunner().invoke(query_command, [q], obj=App.of(movies))
+    table = CliRunner().invoke(main, ["query", q], obj=App.of(movies))
     assert table.exit_code == 0
     assert table.stdout.splitlines()[0].split() == ["id", "|", "authScore"]
     assert "imdb_page" in table.stdout and "(2 rows)" in table.stdout
-    csv = CliRunner().invoke(query_command, [q, "--format", "csv"], obj=App.of(movies))
+    csv = CliRunner().invoke(main, ["query", q, "--format", "csv"], obj=App.of(movies))
     assert csv.stdout.splitlines() == ["id,authScore", "imdb_page,3", "ymovies_page,5"]
 
 
 def test_cli_query_error_exits_2_with_position(movies):
-    result = CliRunner().invoke(query_command, ["select p.id from WebPag p"], obj=App.of(movies))
+    result = CliRunner().invoke(main, ["query", "select p.id from WebPag p"], obj=App.of(movies))
     assert result.exit_code == 2
-    assert "unknown type 'WebPag' (line 1, column 18)" in result.stderr
+    assert result.stderr.startswith("iql: unknown type 'WebPag' (line 1, column 18)")
     assert "^^^^^^" in result.stderr and "did you mean 'WebPage'?" in result.stderr
     assert result.stdout == ""
 

@@ -1,4 +1,4 @@
-"""Load `strata-bundle/1` provenance bundles (../shared/spec/bundle.md) into section DataFrames.
+"""Load `strata-bundle/1` provenance bundles (docs/bundle-format.md) into section DataFrames.
 
 Whatever the source — a dict, a `.json` document, a `.jsonl` file, or a folder of per-section
 JSON Lines / Parquet files — the three large sections become DataFrames with one fixed layout,

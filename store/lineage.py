@@ -1,12 +1,12 @@
-"""Lineage of one item: RQ, CCProv and CSProv (seeds/002, Section 2), and `auto`.
+"""Lineage of one item: RQ, CCProv and CSProv (CSProv, Section 2; docs/references.md), and `auto`.
 
 - RQ: recursive querying on Spark over every derivation triple: one lookup per level.
 - CC (Algorithm 1): find the item's component, read only that component's triples.
 - CS (Algorithm 2): find the item's connected set, its set-lineage through the set
   dependencies, read only the triples whose derived value lies in those sets.
-CC and CS collect their triples to the driver and trace there when there are at most τ of
-them; otherwise they run RQ on Spark restricted to those triples. `triples_read` is the size
-of the triple volume the recursive step ran over (all triples for RQ), so pruning is visible.
+CC and CS collect their triples to the driver and search there (`reach`) when there are at
+most τ of them; otherwise they run RQ on Spark restricted to those triples. `triples_read` is the
+size of the triple volume the recursive step ran over (all triples for RQ), so pruning is visible.
 
 The lineage of q (backward) is every value with a path to q and every triple on such a path;
 with depth k, the values within k steps and the triples whose derived value is fewer than k
@@ -26,8 +26,8 @@ from store.errors import UserError
 from store.index import layout as L
 from store.schema import DST, EDGES, ID, PROCESS, SRC, VERTICES
 
-DEFAULT_TAU = 200_000  # triples collected to the driver at most (the paper's τ)
-# On a local store the scope is read by pyarrow straight into an Arrow table and traced
+DEFAULT_TAU = 200_000  # triples collected to the driver at most (CSProv's τ)
+# On a local store the scope is read by pyarrow straight into an Arrow table and searched
 # vectorized (no Spark collect), so the driver can take ten times as many by default.
 DEFAULT_LOCAL_TAU = 2_000_000
 _ISIN_MAX = 2_000  # larger frontiers are joined as a DataFrame instead of an IN list
@@ -71,8 +71,8 @@ class Lineage:
         }
 
 
-# ---------------------------------------------------------------------------- pure tracing
-def trace(triples: Iterable[Triple], item: str, depth: int | None = None,
+# ---------------------------------------------------------------------------- driver-side search
+def reach(triples: Iterable[Triple], item: str, depth: int | None = None,
           forward: bool = False) -> tuple[set[str], set[Triple]]:
     """Driver-side RQ over collected triples: (values reached, triples on the paths)."""
     step: dict[str, list[Triple]] = {}
@@ -81,9 +81,9 @@ def trace(triples: Iterable[Triple], item: str, depth: int | None = None,
     return _walk(lambda frontier: [t for v in frontier for t in step.get(v, ())], item, depth, forward)
 
 
-def trace_table(table, item: str, depth: int | None = None,
+def reach_table(table, item: str, depth: int | None = None,
                 forward: bool = False) -> tuple[set[str], set[Triple]]:
-    """`trace` over a pyarrow Table[src, dst, op]: each level is one vectorized `is_in` over the
+    """`reach` over a pyarrow Table[src, dst, op]: each level is one vectorized `is_in` over the
     table, and only the triples on the paths become Python tuples."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -191,7 +191,7 @@ def lineage(source, item: str, depth: int | None = None, forward: bool = False,
             method: Method = Method.AUTO, tau: int | None = None) -> Lineage:
     """Lineage of `item` in a store (or an IndexView). Raises UserError for unknown items.
 
-    `tau`: the most triples CC/CS trace on the driver; None means DEFAULT_TAU for a scope
+    `tau`: the most triples CC/CS search on the driver; None means DEFAULT_TAU for a scope
     collected through Spark and DEFAULT_LOCAL_TAU for one read locally with pyarrow."""
     view = source if isinstance(source, IndexView) else view_of(source)
     method = Method(method)
@@ -226,7 +226,7 @@ def _check_known(view: IndexView, item: str) -> None:
 
 def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
             tau: int | None) -> tuple[set[str], set[Triple], int]:
-    """CCProv / CSProv: locate the item, read only its component / set-lineage, trace."""
+    """CCProv / CSProv: locate the item, read only its component / set-lineage, search it."""
     if view.local is not None:
         done = _pruned_local(view, item, depth, forward, method, DEFAULT_LOCAL_TAU if tau is None else tau)
         if done is not None:
@@ -244,7 +244,7 @@ def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method
     scope = scope.select(SRC, DST, L.OP)
     rows = scope.limit(tau + 1).collect()
     if len(rows) <= tau:
-        found, edges = trace(((r[0], r[1], r[2]) for r in rows), item, depth, forward)
+        found, edges = reach(((r[0], r[1], r[2]) for r in rows), item, depth, forward)
         return found, edges, len(rows)
     scope = scope.persist()
     try:
@@ -270,7 +270,7 @@ def _pruned_local(view: IndexView, item: str, depth: int | None, forward: bool, 
     rows = local.scope(ccid, sets, tau)
     if rows is None:
         return None
-    found, edges = trace_table(rows, item, depth, forward)
+    found, edges = reach_table(rows, item, depth, forward)
     return found, edges, rows.num_rows
 
 

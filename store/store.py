@@ -199,7 +199,7 @@ class Store:
         with self.transaction(msg) as tx:
             for src in sources:
                 if isinstance(src, (str, os.PathLike)) and is_triples(src, fmt):
-                    from store.triples import ingest_triples  # issue 4
+                    from store.triples import ingest_triples
 
                     ingest_triples(tx, src)
                 else:

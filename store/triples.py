@@ -1,4 +1,4 @@
-"""Ingest attribute-value provenance triples (../shared/spec/triples.md) as an Ibis bundle.
+"""Ingest attribute-value provenance triples (docs/triples.md) as an Ibis bundle.
 
 A triples file (CSV with a header, or Parquet) has columns `src`, `dst`, `op` and optionally
 `src_table`, `dst_table`. Instead of the table columns, a mapping file with columns `item`,

@@ -1,7 +1,8 @@
-"""`strata index` and `strata lineage` (../shared/spec/cli.md): thin wrappers over the library.
+"""`strata index` and `strata lineage` (docs/cli.md): thin wrappers over the library.
 
 `index` builds the component index, or merges edges ingested since the last build into it.
-`lineage ITEM` prints the lineage of one item; `--format json` prints the spec's object.
+`lineage ITEM` prints the lineage of one item; `--format json` prints the object docs/cli.md
+describes.
 Data goes to stdout; warnings and progress to stderr.
 """
 

@@ -66,7 +66,7 @@ _CACHE: dict = {}
 
 def batch_triples():
     """Table 6 + Table 4 (prefixed 'p') + random graphs: one index build serves many tests."""
-    from test_lineage_trace import TABLE4
+    from test_lineage_reach import TABLE4
 
     rnd, rnd_tables = random_graphs(seed=11, count=25)
     triples = [(s, d, "-") for s, d in TABLE6] + [("p" + s, "p" + d, o) for s, d, o in TABLE4] + rnd

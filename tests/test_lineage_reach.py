@@ -1,4 +1,4 @@
-"""Driver-side tracing (the RQ step CC and CS run on collected triples) against the reference."""
+"""Driver-side search (`reach`: the RQ step CC and CS run on collected triples) against the reference."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from lineage_reference import reference_lineage
 
 from store.errors import UserError
-from store.lineage import Direction, Lineage, Method, trace, trace_table
+from store.lineage import Direction, Lineage, Method, reach, reach_table
 
 TABLE4 = [
     ("1", "13", "R1"), ("4", "16", "R1"), ("7", "19", "R1"), ("2", "14", "R1"),
@@ -25,18 +25,18 @@ graphs = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(graphs, st.integers(0, 9).map(str), st.one_of(st.none(), st.integers(0, 4)), st.booleans())
-def test_trace_matches_reference_on_random_graphs_with_cycles(triples, item, depth, forward):
-    assert trace(triples, item, depth, forward) == reference_lineage(triples, item, depth, forward)
+def test_reach_matches_reference_on_random_graphs_with_cycles(triples, item, depth, forward):
+    assert reach(triples, item, depth, forward) == reference_lineage(triples, item, depth, forward)
 
 
 @settings(max_examples=150, deadline=None)
 @given(graphs, st.integers(0, 9).map(str), st.one_of(st.none(), st.integers(0, 4)), st.booleans())
-def test_arrow_trace_matches_reference(triples, item, depth, forward):
-    """The vectorized trace CC/CS run on a local store's pyarrow scope gives the same answer."""
+def test_arrow_reach_matches_reference(triples, item, depth, forward):
+    """The vectorized search CC/CS run on a local store's pyarrow scope gives the same answer."""
     import pyarrow as pa
 
     table = pa.table({c: pa.array([t[i] for t in triples], pa.string()) for i, c in enumerate(("src", "dst", "op"))})
-    assert trace_table(table, item, depth, forward) == reference_lineage(triples, item, depth, forward)
+    assert reach_table(table, item, depth, forward) == reference_lineage(triples, item, depth, forward)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_arrow_trace_matches_reference(triples, item, depth, forward):
     ids=["age-T8", "age-T8-depth1", "city-T8", "forward-NY", "filtered-out", "LA-age"],
 )
 def test_paper_table4_lineage(item, depth, forward, nodes, n_edges):
-    found, edges = trace(TABLE4, item, depth, forward)
+    found, edges = reach(TABLE4, item, depth, forward)
     assert found == nodes
     assert len(edges) == n_edges
     if item == "23" and depth is None:
@@ -60,14 +60,14 @@ def test_paper_table4_lineage(item, depth, forward, nodes, n_edges):
 
 
 def test_cycle_terminates_and_includes_item():
-    found, edges = trace([("a", "b", "x"), ("b", "a", "x"), ("c", "a", "y")], "a")
+    found, edges = reach([("a", "b", "x"), ("b", "a", "x"), ("c", "a", "y")], "a")
     assert found == {"a", "b", "c"}
     assert len(edges) == 3
 
 
 def test_negative_depth_is_a_user_error():
     with pytest.raises(UserError, match="depth"):
-        trace(TABLE4, "23", -1)
+        reach(TABLE4, "23", -1)
 
 
 def test_json_shape_follows_cli_spec():

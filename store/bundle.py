@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -329,9 +328,5 @@ def _from_folder(spark, p: Path) -> Bundle:
     return bundle
 
 
-def empty_sections(spark) -> dict[str, DataFrame]:
-    return {s: spark.createDataFrame([], SECTION_SCHEMAS[s]) for s in SECTIONS}
-
-
 __all__ = ["Bundle", "FORMAT", "SECTION_SCHEMAS", "from_dict", "from_path", "from_dataframe",
-           "normalize", "F"]
+           "normalize"]

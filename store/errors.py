@@ -54,10 +54,6 @@ class ConcurrentWriteError(UserError):
     """Another writer committed first; this commit was abandoned and nothing was written."""
 
 
-class StoreNotFoundError(UserError):
-    """Reading a store that does not exist yet."""
-
-
 # ---- rendering (pure) ---------------------------------------------------------------------------
 def source_line(source: str, line: int) -> str:
     """Line `line` (1-based) of `source`, or '' when out of range."""

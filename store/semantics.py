@@ -1,4 +1,4 @@
-"""The Ibis inference predicates as set-at-a-time Spark operations (Section 5, bundle.md).
+"""The Ibis inference predicates as set-at-a-time Spark operations (Ibis Section 5; docs/model.md).
 
 Each function relates two sides; a side is either unbound (`None`) or a DataFrame with a column
 `id` restricting it. Joins start from the bound side, so work grows with what the bound side

@@ -1,4 +1,4 @@
-"""Validate a loaded bundle against the catalog and the committed store (bundle.md rule 7).
+"""Validate a loaded bundle against the catalog and the committed store (docs/bundle-format.md, "Rules").
 
 Every check is a DataFrame that yields error rows `(section, idx, id, reason)`; they are unioned
 and the first error in section order (elements, vertices, edges) and record order is reported,

@@ -20,7 +20,7 @@ from store.index.sets import partition_sets, set_dependencies
 from store.index.splits import UNKNOWN_TABLE, Split, plan_splits, split_rows
 from store.schema import ANCESTOR, ANCESTORS, DEPTH, DST, EDGES, ID, PROCESS, SRC
 
-DEFAULT_THETA = 25_000  # the paper's θ (nodes)
+DEFAULT_THETA = 25_000  # CSProv's θ (nodes)
 DEFAULT_BUCKETS = 16
 
 

@@ -90,7 +90,7 @@ def partition_sets(
 
 
 def set_dependencies(indexed: DataFrame) -> DataFrame:
-    """Distinct (ccid, src_csid, dst_csid) over triples that cross sets (Table 8 of the paper)."""
+    """Distinct (ccid, src_csid, dst_csid) over triples that cross sets (CSProv Table 8)."""
     return (
         indexed.where(F.col(SRC_CSID) != F.col(DST_CSID))
         .select(CCID, SRC_CSID, DST_CSID)

@@ -11,7 +11,7 @@ weight (values per table), and break each band into its weakly connected pieces:
 top-level splits. A split's sub-splits bisect its rank range the same way; a split of one rank
 falls apart into single tables; a single table is a leaf (cannot be split further).
 Cutting by rank keeps a value's close ancestors in the same or the next band, so a set-lineage
-crosses few bands (criterion C2 of the paper), and weakly connected splits mean the sets of one
+crosses few bands (CSProv criterion C2), and weakly connected splits mean the sets of one
 split never depend on each other (criterion C1).
 """
 

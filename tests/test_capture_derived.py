@@ -1,6 +1,6 @@
 """Derived ids (capture/ids.py): flatten, join and union ids are not carried into aggregations
 nor stored, but computed again when read. Reference: the eager annotated result, in which every
-aggregation collects every hidden column (as Strata did before), over random small tweet sets."""
+aggregation collects every hidden column, over random small tweet sets."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pyspark.sql import functions as F
 from test_capture_helpers import USERS, USERS_SCHEMA
 from test_capture_identity import PIPELINES, SCHEMA, _tweet, double_flatten
 
-from capture import Tracker, grouping
+from capture import Tracker
 from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate, hydrate_rows
 from capture.storing.runs import load_run
+from capture.tracking import grouping
 from store import Store
 
 

@@ -8,6 +8,7 @@ from test_capture_helpers import TWEETS
 
 import iql
 from capture import Tracker
+from capture.tracing import item_element_id
 from iql.errors import IqlSyntaxError
 from store import Store
 from store.errors import UserError
@@ -36,7 +37,7 @@ def test_trace_statement_returns_contributing_and_influencing_rows(traced_store)
         mine = {r[3]: r[4] for r in rows if r[2] == item}
         assert mine == {"text": "contributing", "user": "contributing", "user.id_str": "contributing",
                         "user.name": "influencing", "retweet_cnt": "influencing"}
-    assert all(r[1] == f"dataset:tweets#{r[2] & 0xFFFFFFFFFFFFFFFF:016x}" for r in rows)
+    assert all(r[1] == item_element_id("tweets", r[2]) for r in rows)
     (rt,) = {tuple(r[5]) for r in rows if r[3] == "retweet_cnt"}
     assert rt == (2,)  # the upper branch's filter
 

@@ -15,7 +15,6 @@ from strata.repl_complete import (
     suggest,
 )
 
-
 COLUMNS = tuple(name for name, _ in TRACE_COLUMNS)
 
 

@@ -88,7 +88,7 @@ def format_csv(columns, rows) -> str:
 
 
 def format_json(columns, rows, warnings=()) -> str:
-    """`{"columns": [...], "rows": [[...], ...], "warnings": [...]}` (spec/cli.md)."""
+    """`{"columns": [...], "rows": [[...], ...], "warnings": [...]}` (docs/cli.md, "Output")."""
 
     def plain(v: Any) -> Any:
         if v is None or isinstance(v, (bool, int, float, str)):

@@ -1,6 +1,6 @@
-"""A deliberately naive, pure-Python oracle for the Ibis semantics (seeds/004_…, Section 5).
+"""A deliberately naive, pure-Python oracle for the Ibis semantics (Ibis, Section 5).
 
-``Reference`` reads one or more ``strata-bundle/1`` dicts (spec/bundle.md) and answers
+``Reference`` reads one or more ``strata-bundle/1`` dicts (docs/bundle-format.md) and answers
 containment, under, feeds, emits and influences(k) by following the definitions word for
 word: every "for all" is an ``all(...)`` and every "there exists" an ``any(...)`` over the
 registered vertices, elements and edges. Nothing is indexed or clever, so it is slow but

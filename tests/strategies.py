@@ -1,4 +1,4 @@
-"""Hypothesis strategies for small, valid ``strata-bundle/1`` documents (spec/bundle.md).
+"""Hypothesis strategies for small, valid ``strata-bundle/1`` documents (docs/bundle-format.md).
 
 ``bundles()`` draws one self-contained bundle; ``bundle_pairs()`` draws one and splits it
 into two consecutive bundles, the second referring to elements and vertices of the first

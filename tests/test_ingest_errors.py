@@ -1,4 +1,4 @@
-"""Every error of bundle.md rule 7: a one-paragraph message naming section, record, id and
+"""Every error docs/bundle-format.md lists ("Errors"): a one-paragraph message naming section, record, id and
 reason — and nothing committed."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def movies() -> Reference:
 
 
 def assert_valid(bundles: list[dict]) -> None:
-    """The rules of spec/bundle.md that a generator can get wrong, checked independently."""
+    """The rules of docs/bundle-format.md that a generator can get wrong, checked independently."""
     kind_of, up = {}, {}
     for b in bundles:
         for kind in (DATA, PROCESS):

@@ -1,5 +1,5 @@
-"""Every error docs/bundle-format.md lists ("Errors"): a one-paragraph message naming section, record, id and
-reason — and nothing committed."""
+"""Every error docs/bundle-format.md lists ("Errors"): a one-paragraph message naming section,
+record, id and reason — and nothing committed."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from prompt_toolkit.completion import Completer, Completion
 
-from iql.ast import AggFunc, Wildcard
 from iql.ast import TRACE_COLUMNS as _TRACE_COLUMNS
+from iql.ast import AggFunc, Wildcard
 
 # ------------------------------------------------------------------------------ tokens
 

@@ -13,7 +13,7 @@ help:
 	@echo "make test       create .venv, install dev dependencies, run the whole suite"
 	@echo "make test-fast  the suite without the JVM-heavy cluster tests"
 	@echo "make bench      list the benchmark commands (slow runs; see benchmarks/RESULTS.md)"
-	@echo "make style      ruff check"
+	@echo "make style      ruff check (also run by make test)"
 
 java-check:
 	@command -v java >/dev/null 2>&1 || { \
@@ -38,7 +38,7 @@ venv: $(STAMP)
 jvm: $(STAMP)
 	@$(BIN)/python -m capture.jvm
 
-test: java-check jvm
+test: java-check jvm style
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-fast: java-check jvm
@@ -57,7 +57,7 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --help"
 
 style: $(STAMP)
-	$(BIN)/ruff check store iql capture strata tests
+	$(BIN)/ruff check store iql capture grammar strata tests benchmarks
 
 clean:
 	rm -rf $(VENV) .strata-demo .pytest_cache build *.egg-info

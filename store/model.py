@@ -253,7 +253,8 @@ class Catalog:
                 if kinds.get(name, kind) != kind:
                     raise _err(
                         section, i, name,
-                        f"granularity '{name}' is already a {kinds[name]} granularity; names are unique across both gsets",
+                        f"granularity '{name}' is already a {kinds[name]} granularity; "
+                        "names are unique across both gsets",
                     )
                 kinds[name] = kind
         _check_acyclic(pairs)
@@ -296,14 +297,17 @@ class Catalog:
             if len(grans) == 1 and name != key:
                 raise _err(
                     "types", i, name,
-                    f"the set ({key}) is already named '{key}' (every granularity is its own type); two names for one set are an error",
+                    f"the set ({key}) is already named '{key}' (every granularity is its own type); "
+                    "two names for one set are an error",
                 )
             if len(grans) > 1:
                 other = [n for n, k in named.items() if k == key and n != name]
                 if other:
-                    raise _err("types", i, name, f"the set ({', '.join(sorted(set(grans)))}) is already named '{other[0]}'")
+                    raise _err("types", i, name,
+                               f"the set ({', '.join(sorted(set(grans)))}) is already named '{other[0]}'")
                 if named.get(name, key) != key:
-                    raise _err("types", i, name, f"type '{name}' is already defined as ({named[name].replace('+', ', ')})")
+                    raise _err("types", i, name,
+                               f"type '{name}' is already defined as ({named[name].replace('+', ', ')})")
                 named[name] = key
             attrs = spec.get("attributes")
             if attrs is not None:
@@ -322,7 +326,8 @@ class Catalog:
                 old = dict(schemas.get(key, ()))
                 for attr, t in schema:
                     if attr in old and old[attr] != t and key in declared:
-                        raise _err("types", i, name, f"attribute '{attr}' was declared {old[attr].value} before, now {t.value}")
+                        raise _err("types", i, name,
+                                   f"attribute '{attr}' was declared {old[attr].value} before, now {t.value}")
                     old[attr] = t
                 schemas[key] = tuple(sorted(old.items()))
                 declared.add(key)

@@ -4,7 +4,8 @@
 may come next: a keyword, a type name (after FROM or a comma in the FROM list), an attribute
 of an alias (after `alias.`), an alias in scope, an aggregate function, a backslash command,
 MATCH inside a TRACE, or nothing (an alias being named, inside a string). Right after FROM,
-`TRACE(` is offered next to the types; a `FROM TRACE(...) t` alias completes the trace columns. `complete(...)` matches those suggestions
+`TRACE(` is offered next to the types; a `FROM TRACE(...) t` alias completes the trace columns.
+`complete(...)` matches those suggestions
 against a `Vocabulary`, a snapshot of the store's catalog, and yields `Candidate`s. The
 prompt_toolkit adapter (`IqlCompleter`) is the only part that knows about prompt_toolkit.
 """

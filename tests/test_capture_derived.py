@@ -122,8 +122,8 @@ def test_a_stored_run_keeps_only_what_cannot_be_derived(spark, tmp_path):
     assert info.split
     stored = run.hidden.columns
     assert not any(c.startswith("__strata_id_") and c != "__strata_id_1" for c in stored), stored
-    assert {d.col for d in run.derived} == {cap.id_col, *(c for c in cap.annotated.columns if c.startswith("__strata_id_")
-                                                          and c != "__strata_id_1")}
+    assert {d.col for d in run.derived} == {
+        cap.id_col, *(c for c in cap.annotated.columns if c.startswith("__strata_id_") and c != "__strata_id_1")}
     assert rows_of(run.result) == rows_of(cap.annotated.select(*run.result.columns))
     traced = sorted(trace(st_, info.run, parse_pattern("/who")).rows())
     assert traced and traced == sorted(trace_captured(tracker, out, "/who").rows())
@@ -138,7 +138,8 @@ def test_run_rows_keep_slots_and_derived_ids_and_read_older_runs():
     from capture.storing.runs import slots_from_json, slots_json
 
     slots = (Slot(2, "__strata_id_2", InRef("__strata_id_1"), pos_col="__strata_pos_2"),
-             Slot(3, "__strata_id_3", InRef("__strata_id_2"), nest=("__strata_agg_3",), when=((1, "__strata_side_4", 0),)))
+             Slot(3, "__strata_id_3", InRef("__strata_id_2"), nest=("__strata_agg_3",),
+                  when=((1, "__strata_side_4", 0),)))
     derived = (Derived("__strata_id_2", FLATTEN, 2, ("__strata_id_1", "__strata_pos_2"), ("__strata_agg_3",),
                        (("__strata_side_4", 1),)),)
     assert slots_from_json(slots_json(slots, derived)) == (slots, derived)

@@ -81,7 +81,8 @@ def double_flatten(t, users):
 
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(rows=st.lists(_tweet, min_size=0, max_size=6), keep=st.lists(st.booleans(), min_size=12, max_size=12))
-@pytest.mark.parametrize("pipeline", [*PIPELINES, double_flatten], ids=[p.__name__ for p in [*PIPELINES, double_flatten]])
+@pytest.mark.parametrize("pipeline", [*PIPELINES, double_flatten],
+                         ids=[p.__name__ for p in [*PIPELINES, double_flatten]])
 def test_first_copy_filter_stores_what_distinct_would(spark, pipeline, rows, keep):
     """Rows repeated by later flattens are kept by their first copy instead of a shuffle: the
     stored associations are exactly the de-duplicated ones (same rows, none twice).

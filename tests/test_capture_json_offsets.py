@@ -43,7 +43,8 @@ def _ids(tdf):
     return sorted((((r.asDict().get("k"), r.asDict().get("v")), r._pid) for r in rows), key=repr)
 
 
-@pytest.mark.parametrize("options", [{}, {"mode": "DROPMALFORMED"}, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "bad"}])
+@pytest.mark.parametrize("options", [{}, {"mode": "DROPMALFORMED"},
+                                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "bad"}])
 def test_records_are_spark_s_own_and_ids_unique(spark, lines, options):
     plain = spark.read.options(**options).json(lines)
     tracked = Tracker(spark, None).read.json(lines, name="rows", **options)

@@ -88,7 +88,8 @@ def test_every_string_column_of_a_result_counts_as_ids(store, spark):
 
 
 def test_browser_limits_warn():
-    nodes = tuple(Node(f"n{i}", "data", "Row", "Row", (("id", f"n{i}"),)) for i in range(BROWSER_INITIAL_NODE_DISPLAY + 1))
+    nodes = tuple(Node(f"n{i}", "data", "Row", "Row", (("id", f"n{i}"),))
+                  for i in range(BROWSER_INITIAL_NODE_DISPLAY + 1))
     hub = tuple(Rel(RelType.UNDER, f"n{i}", "n0") for i in range(1, 102))
     text = " ".join(browser_warnings(Subgraph(nodes, hub)))
     assert "initialNodeDisplay" in text and "maxNeighbours" in text and "'n0' with 101" in text
@@ -180,7 +181,8 @@ def test_push_to_a_closed_port_is_a_clear_error_without_the_password(whole, capl
     assert "pw-secret-123" not in str(err.value) and "pw-secret-123" not in caplog.text
 
 
-@pytest.mark.skipif(not os.environ.get("STRATA_NEO4J_URI"), reason="STRATA_NEO4J_URI is not set: no Neo4j server to push to")
+@pytest.mark.skipif(not os.environ.get("STRATA_NEO4J_URI"),
+                    reason="STRATA_NEO4J_URI is not set: no Neo4j server to push to")
 def test_live_push_is_idempotent_and_round_trips(whole):
     from neo4j import GraphDatabase
 

@@ -27,7 +27,9 @@ CLASS = "io.strata.capture.OffsetJsonFileFormat"
 SPLIT = "io.strata.capture.SplitParquetFileFormat"
 OFFSET = "__strata_offset"  # the reader's extra column (OffsetJsonFileFormat.OFFSET)
 # SplitParquetFileFormat's write options: the store folder of the hidden columns, their row groups' limits
-SPLIT_FOLDER, SPLIT_ROWS, SPLIT_BYTES = "strata.hidden.folder", "strata.hidden.rowGroupRows", "strata.hidden.rowGroupBytes"
+SPLIT_FOLDER = "strata.hidden.folder"
+SPLIT_ROWS = "strata.hidden.rowGroupRows"
+SPLIT_BYTES = "strata.hidden.rowGroupBytes"
 SOURCES = tuple(sorted((Path(__file__).resolve().parent / "io" / "strata" / "capture").glob("*.java")))
 BUILD = Path(__file__).resolve().parents[2] / "build" / "jvm"
 
@@ -62,7 +64,8 @@ def build() -> Path:
     out = jar_path()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as classes:
-        subprocess.run([javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, *map(str, SOURCES)], check=True)
+        subprocess.run([javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, *map(str, SOURCES)],
+                       check=True)
         tmp = out.with_suffix(".tmp")
         subprocess.run([jar_tool, "cf", str(tmp), "-C", classes, "."], check=True)
         os.replace(tmp, out)  # a half-written jar is never found

@@ -200,7 +200,8 @@ def assoc_rows(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
             if out_id is None:
                 continue
             if slot.array is not None:
-                out += [(slot.oid, out_id, k, e[slot.in_ref.id_col], p) for p, e in enumerate(r.get(slot.array) or (), 1)
+                out += [(slot.oid, out_id, k, e[slot.in_ref.id_col], p)
+                        for p, e in enumerate(r.get(slot.array) or (), 1)
                         if e is not None and e.get(slot.in_ref.id_col) is not None]
             elif (in_id := r.get(slot.in_ref.id_col)) is not None:
                 pos = r.get(slot.pos_col) if slot.pos_col else None

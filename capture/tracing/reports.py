@@ -158,7 +158,8 @@ def heatmap_png(hm: Heatmap, path: str, max_items: int = 200) -> str:
                     ax.text(x, y, f"{c.contributed}/{c.influenced}/{c.unused}", ha="center", va="center", fontsize=7)
         more = f" (first {max_items} of {len(hm.items)} items)" if len(hm.items) > max_items else ""
         ax.set_title(f"Data usage of {hm.dataset} over {hm.traces} traces{more}\n"
-                     "cells: contributed/influenced/unused\n(green: contributed, yellow: only influenced, grey: unused)",
+                     "cells: contributed/influenced/unused\n"
+                     "(green: contributed, yellow: only influenced, grey: unused)",
                      fontsize=8)
         fig.tight_layout()
         fig.savefig(path, format="png")

@@ -111,7 +111,8 @@ def _generator_sources(gnode, attrs) -> tuple[list[tuple[int, str]], dict[int, l
     g = gnode.generator()
     kind = cls(g)
     if kind not in _GENERATORS:
-        raise UnsupportedOperation.named(f"generator {kind}", "only explode, posexplode and inline (and their _outer forms) are tracked")
+        raise UnsupportedOperation.named(
+            f"generator {kind}", "only explode, posexplode and inline (and their _outer forms) are tracked")
     child = g.child()
     if cls(child.dataType()) != "ArrayType":
         raise UnsupportedOperation.named(f"{_GENERATORS[kind]} over a map", "flatten is tracked over arrays only")

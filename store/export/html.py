@@ -226,7 +226,8 @@ ul.warn { color: #8a4b00; font-size: 13px; }
 text.id { font-size: 12px; font-weight: 600; } text.type { font-size: 10.5px; fill: #555; }
 g.node { cursor: pointer; } path.rel.hot { stroke-width: 3.5; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
-.legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -2px; border: 1.5px solid; }
+.legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px;
+            vertical-align: -2px; border: 1.5px solid; }
 """
 
 

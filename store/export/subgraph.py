@@ -93,8 +93,9 @@ def extract(
     max_nodes: int = DEFAULT_MAX_NODES,
     max_rels: int | None = None,
 ) -> Subgraph:
-    """The subgraph induced by the vertex ids in the DataFrame `ids` (see `vertex_ids`), at most `max_nodes` nodes: the given vertices (smallest ids first when there are
-    more), then the processes of the provenance edges among them while the budget lasts."""
+    """The subgraph induced by the vertex ids in the DataFrame `ids` (see `vertex_ids`), at most
+    `max_nodes` nodes: the given vertices (smallest ids first when there are more), then the
+    processes of the provenance edges among them while the budget lasts."""
     if max_nodes < 1:
         raise UserError(f"the node budget must be at least 1, got {max_nodes}", hint="--max-nodes 1000")
     from pyspark.sql import functions as F

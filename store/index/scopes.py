@@ -129,7 +129,8 @@ def compute_scopes(st, buckets: int, engine: CCEngine = CCEngine.AUTO) -> tuple[
 
     def scoped(df: DataFrame, root_col: str = "root") -> DataFrame:
         lab = labels.withColumnRenamed("root", root_col)
-        return df.join(lab, root_col, "left").withColumn(SCOPE, F.coalesce(F.col(SCOPE), F.col(root_col))).drop(root_col)
+        joined = df.join(lab, root_col, "left")
+        return joined.withColumn(SCOPE, F.coalesce(F.col(SCOPE), F.col(root_col))).drop(root_col)
 
     v_scope = checkpoint(scoped(vmin).select(S.VERTEX, SCOPE))
     e_scope = scoped(elem_root.groupBy(S.ID).agg(F.min("root").alias("root")))

@@ -48,13 +48,18 @@ demo: java-check jvm
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
 bench: java-check jvm
-	@echo "Benchmarks are long runs; each prints ratios measured side by side (see benchmarks/RESULTS.md):"
-	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out /tmp/strata-bench-iql"
-	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 0.05 0.1 --work /tmp/strata-bench-lineage"
-	@echo "  $(BIN)/python benchmarks/gen_nested.py --tweets 300000 --papers 300000 --out /tmp/strata-bench"
-	@echo "  $(BIN)/python benchmarks/bench_capture.py --data /tmp/strata-bench --work /tmp/strata-bench-work"
-	@echo "  $(BIN)/python benchmarks/bench_tee.py --data /tmp/strata-bench --only T2,D2,D3,D4"
-	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --help"
+	@echo "The commands of benchmarks/RESULTS.md, section by section; long runs, each printing ratios"
+	@echo "measured side by side. Data and stores go to benchmarks/out/ (git ignores it)."
+	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --work benchmarks/out/lineage"
+	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --reuse --work benchmarks/out/lineage"
+	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out benchmarks/out/iql"
+	@echo "  $(BIN)/python -c \"from strata.spark import get_session; from store import Store; from store.index import build_index; \\"
+	@echo "    build_index(Store.open('benchmarks/out/iql/store', spark=get_session('local[2]')))\""
+	@echo "  $(BIN)/python benchmarks/bench_iql.py --skip-ingest --repeat 3 --compare-spark"
+	@echo "  $(BIN)/python benchmarks/gen_nested.py --tweets 1000000 --papers 1000000 --out benchmarks/out/nested-1m"
+	@echo "  $(BIN)/python benchmarks/bench_capture.py --data benchmarks/out/nested-1m --work benchmarks/out/capture-1m --reps 3"
+	@echo "  $(BIN)/python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3"
+	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
 
 style: $(STAMP)
 	$(BIN)/ruff check store iql capture grammar strata tests benchmarks

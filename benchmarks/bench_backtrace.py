@@ -1,7 +1,7 @@
 """Backtracing benchmark: trace time for up to N result items vs the pipeline's runtime.
 
-    python benchmarks/gen_nested.py --tweets 30000 --papers 30000 --out /tmp/strata-bt
-    python benchmarks/bench_backtrace.py --data /tmp/strata-bt --items 100 --only T1,T3,D1
+    python benchmarks/gen_nested.py --tweets 30000 --papers 30000 --out benchmarks/out/nested-30k
+    python benchmarks/bench_backtrace.py --data benchmarks/out/nested-30k --items 100 --only T1,T3,D1
 
 Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeline's runtime
 (read JSON, write Parquet; after one warm-up); then a captured run (``model=False``); then
@@ -23,6 +23,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")  # scratch space (gitignored)
 
 
 def timed_trace(store, run: str, pattern: str, items: int, compiled: bool = True) -> dict[str, float]:
@@ -39,8 +40,8 @@ def main() -> None:
     from bench_capture import PIPELINES, run_plain
 
     ap = argparse.ArgumentParser(description="backtracing benchmark")
-    ap.add_argument("--data", default="/tmp/strata-bench")
-    ap.add_argument("--work", default="/tmp/strata-bt-work")
+    ap.add_argument("--data", default=os.path.join(OUT, "nested"), help="gen_nested.py's --out")
+    ap.add_argument("--work", default=os.path.join(OUT, "backtrace"))
     ap.add_argument("--items", type=int, default=100)
     ap.add_argument("--only", default="", help="comma-separated pipeline names, e.g. T1,D3")
     ap.add_argument("--pattern", default="", help="tree pattern (default: /<first result column>)")
@@ -54,6 +55,7 @@ def main() -> None:
 
     spark = get_session(master=args.master, conf={"spark.driver.memory": "4g"})
     shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
     print(f"load average: {os.getloadavg()}", flush=True)

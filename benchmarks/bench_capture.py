@@ -1,8 +1,8 @@
 """Capture overhead benchmark: ten nested pipelines (Pebble's T1-T5, D1-D5 in spirit), each
 run with and without capture in one process; runtime ratio and provenance size.
 
-    python benchmarks/gen_nested.py --tweets 200000 --papers 200000 --out /tmp/strata-bench
-    python benchmarks/bench_capture.py --data /tmp/strata-bench --reps 2
+    python benchmarks/gen_nested.py --tweets 200000 --papers 200000 --out benchmarks/out/nested
+    python benchmarks/bench_capture.py --data benchmarks/out/nested --reps 2
 
 Each run reads the JSON input and writes the result as Parquet (so Spark computes it all).
 ``--format parquet`` reads the same data converted to Parquet once (``<data>-parquet``).
@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pyspark.sql import functions as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")  # scratch space (gitignored)
 
 Read = Callable[[str], object]
 
@@ -179,8 +180,8 @@ def run_captured(spark, store, data: str, fn, out: str, model: bool, fmt: str = 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="capture overhead benchmark")
-    ap.add_argument("--data", default="/tmp/strata-bench")
-    ap.add_argument("--work", default="/tmp/strata-bench-work")
+    ap.add_argument("--data", default=os.path.join(OUT, "nested"), help="gen_nested.py's --out")
+    ap.add_argument("--work", default=os.path.join(OUT, "capture"))
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated pipeline names, e.g. T1,D3")
     ap.add_argument("--model", action="store_true", help="also ingest items/edges into the core tables")
@@ -193,6 +194,7 @@ def main() -> None:
 
     spark = get_session(master=args.master, conf={"spark.driver.memory": "6g"})
     shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
     store = Store.open(os.path.join(args.work, "store"), spark=spark)
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
     data, fmt = (to_parquet(spark, args.data), "parquet") if args.format == "parquet" else (args.data, "json")

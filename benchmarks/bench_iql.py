@@ -1,6 +1,6 @@
 """IQL performance: bound influences(2) and influences(*) queries on a generated store.
 
-    python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out /tmp/strata-bench-iql
+    python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out benchmarks/out/iql
 
 The generated store is a multi-granularity warehouse (data: Version ⪯ Cell ⪯ Row, Column ⪯
 Table; process: Task ⪯ Job). Each table i has `rows` rows, `cols` columns, rows*cols cells and
@@ -26,6 +26,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+OUT = Path(__file__).resolve().parent / "out"  # scratch space (gitignored)
 
 GSETS = {
     "data": {"contains": [["Row", "Table"], ["Column", "Table"], ["Cell", "Row"], ["Cell", "Column"],
@@ -108,7 +109,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=100)
     ap.add_argument("--cols", type=int, default=9)
     ap.add_argument("--chain", type=int, default=5)
-    ap.add_argument("--out", default="/tmp/strata-bench-iql")
+    ap.add_argument("--out", default=str(OUT / "iql"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-ingest", action="store_true")
     ap.add_argument("--compare-spark", action="store_true",
@@ -122,6 +123,7 @@ def main(argv=None) -> None:
 
     spark = get_session(master=args.master, conf={"spark.driver.memory": "3g"})
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     st = Store.open(str(out / "store"), spark=spark)
     if not args.skip_ingest:
         t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Scale benchmark for lineage: index build time, then RQ / CC / CS / DuckDB per query class.
 
-    python benchmarks/bench_lineage.py --scale 0.05 --work /tmp/strata-bench [--rq-limit 3]
+    python benchmarks/bench_lineage.py --scale 0.05 --work benchmarks/out/lineage [--rq-limit 3]
 
 For each scale: generate the trace (benchmarks/gen_trace.py), load it into a fresh store,
 build the component index (θ = 25,000 values as in the paper), then time 10 queries of each
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+OUT = Path(__file__).resolve().parent / "out"  # scratch space (gitignored)
 
 import gen_trace  # noqa: E402
 
@@ -163,13 +164,14 @@ def markdown(results: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, nargs="+", default=[0.25, 1.0])
-    ap.add_argument("--work", type=Path, default=Path("/tmp/strata-bench"))
+    ap.add_argument("--work", type=Path, default=OUT / "lineage")
     ap.add_argument("--theta", type=int, default=25_000)
     ap.add_argument("--rq-limit", type=int, default=None, help="time RQ on the first N queries only")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--reuse", action="store_true",
                     help="queries only, on the stores a previous run left in --work")
     args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
     from strata.spark import get_session
 
     spark = get_session("local[2]", {"spark.driver.memory": args.driver_memory,

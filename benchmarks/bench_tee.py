@@ -1,6 +1,6 @@
 """How the store copy of a captured result could be written: the one-pass tee, a sidecar, the JVM writer.
 
-    python benchmarks/bench_tee.py --data /tmp/strata-bench-1m --only T2,D2,D3,D4 --reps 3
+    python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3
 
 For each pipeline, side by side in one process (reads given their schema, so inference drops
 out; the user's output is Parquet):
@@ -33,6 +33,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")  # scratch space (gitignored)
 
 from bench_capture import INPUTS, PIPELINES, to_parquet  # noqa: E402
 
@@ -65,12 +66,13 @@ def hidden_writer(folder: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="store-copy variants of a captured write")
-    ap.add_argument("--data", default="/tmp/strata-bench")
-    ap.add_argument("--work", default="/tmp/strata-bench-tee")
+    ap.add_argument("--data", default=os.path.join(OUT, "nested"), help="gen_nested.py's --out")
+    ap.add_argument("--work", default=os.path.join(OUT, "tee"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="T2,D2,D3,D4", help="comma-separated pipeline names")
     ap.add_argument("--format", choices=("json", "parquet"), default="json")
     args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
     from pyspark.sql import functions as F
 
     from capture import Tracker, jvm

@@ -3,7 +3,7 @@
 Data is produced by Spark itself from ``spark.range`` with hash-based pseudo-random values, so
 a size of millions of rows takes seconds and the same arguments give the same files.
 
-    python benchmarks/gen_nested.py --tweets 1000000 --papers 500000 --out /tmp/strata-bench
+    python benchmarks/gen_nested.py --tweets 1000000 --papers 500000 --out benchmarks/out/nested
 
 Twitter-like (``tweets/``): id_str, text, lang, created_at, retweet_cnt, user{id_str, name,
 screen_name, followers_count, location}, user_mentions[{id_str, name, screen_name}],
@@ -19,6 +19,8 @@ import os
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")  # scratch space (gitignored)
 
 WORDS = ["good", "bad", "Hello", "World", "spark", "data", "BTS", "music", "news", "today",
          "provenance", "nested", "great", "love", "new", "big", "fast", "paper", "vote", "game"]
@@ -130,8 +132,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tweets", type=int, default=1_000_000)
     ap.add_argument("--papers", type=int, default=500_000)
-    ap.add_argument("--out", default="/tmp/strata-bench")
+    ap.add_argument("--out", default=os.path.join(OUT, "nested"))
     args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
     from strata.spark import get_session
 
     spark = get_session()

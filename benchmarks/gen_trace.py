@@ -14,7 +14,7 @@ A large component is built the way a curation workflow connects everything:
 Each layer band alone falls apart into many small pieces, so the workflow splits cut the large
 component into many small connected sets, as in Table 9 of the paper.
 
-    python benchmarks/gen_trace.py --scale 0.1 --out /tmp/trace   # writes triples.parquet, queries.json
+    python benchmarks/gen_trace.py --scale 0.1 --out benchmarks/out/trace   # writes triples.parquet, queries.json
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Strata's provenance store: multi-granularity model, Parquet storage, semantics.
 
-Import `Store` from here; submodules are loaded lazily so that pure modules (errors, model)
-do not start the JVM or import pyspark.
+Import `Store` from here; it is loaded on first use, so importing `store` (or `store.errors`)
+imports no pyspark and starts no JVM. Importing `Store` or `store.model` imports pyspark (the
+table schemas in `store.schema` are pyspark types) but starts no JVM until a session is needed.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import click
 
 import iql
 from store.errors import UserError
-from store.export.model import DEFAULT_MAX_NODES
+from store.export.property_graph import DEFAULT_MAX_NODES
 from store.export.selection import Selection, subgraph
 from strata.cli import store_of
 

@@ -303,8 +303,8 @@ _EXPORT_SPEC = {"--query": str, "--last": None, "--component": str, "--forward":
 
 def export_selection(args: Sequence[str], last_query: str | None, syntax: str):
     """(path, Selection, max_nodes) of an `\\export`/`\\show` line (pure)."""
-    from store.export.model import DEFAULT_MAX_NODES
-    from strata.cli_export import Selection
+    from store.export.property_graph import DEFAULT_MAX_NODES
+    from store.export.selection import Selection
 
     pos, opts = parse_options(args, _EXPORT_SPEC, syntax)
     if not pos:

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from store.errors import UserError
 from store.export import RelType, extract
-from store.export.model import BROWSER_INITIAL_NODE_DISPLAY, Node, Rel, Subgraph, browser_warnings
 from store.export.neo4j import (
     Credentials,
     cypher_literal,
@@ -23,6 +22,7 @@ from store.export.neo4j import (
     statements,
     write_csv,
 )
+from store.export.property_graph import BROWSER_INITIAL_NODE_DISPLAY, Node, Rel, Subgraph, browser_warnings
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +208,7 @@ def test_live_push_is_idempotent_and_round_trips(whole):
     ids=lambda v: repr(v),
 )
 def test_attributes_are_typed_by_the_catalog_or_kept_as_text(value, declared, expected):
-    from store.export.model import convert_attr
+    from store.export.property_graph import convert_attr
 
     assert convert_attr(value, declared) == expected
     assert type(convert_attr(value, declared)) is type(expected)

@@ -19,7 +19,7 @@ import math
 import unicodedata
 from dataclasses import dataclass
 
-from store.export.model import Node, Rel, RelType, Subgraph
+from store.export.property_graph import Node, Rel, RelType, Subgraph
 
 NODE_W, NODE_H = 190, 42
 PAD, HEADER, GAP, COL_GAP = 10, 42, 10, 90

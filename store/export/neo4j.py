@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from store.errors import StrataError, UserError
-from store.export.model import ROOT_LABEL, Node, Rel, RelType, Subgraph
+from store.export.property_graph import ROOT_LABEL, Node, Rel, RelType, Subgraph
 
 CONSTRAINT_NAME = "strata_node_id"
 PUSH_BATCH = 1000

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from store.errors import UserError
-from store.export.model import (
+from store.export.property_graph import (
     DEFAULT_MAX_NODES,
     Node,
     Rel,

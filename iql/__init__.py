@@ -2,11 +2,12 @@
 
     import iql
     result = iql.run(store, "select p.id from WebPage p, Version v where p influences(2) v")
-    result.columns, result.rows(), result.warnings, result.df
+    result.columns, result.rows(), result.warnings, result.engine
 
 Stages (each a module with one entry function): `parser.parse` (text -> AST),
-`binder.bind` (AST + catalog -> bound AST), `planner.plan` (-> logical plan),
-`executor.execute` (plan -> Spark DataFrame).
+`binder.bind` (AST + catalog -> bound AST), `planner.plan` (-> logical plan), then
+`engines.execute` runs the plan on the engine `engines.choose` picks: `local_executor` (DuckDB in
+this process) or `executor` (Spark).
 """
 
 from __future__ import annotations
@@ -33,14 +34,17 @@ def run(store, text: str) -> Result:
     """Run one IQL statement against a `store.Store`.
 
     The plan is made once, with the store's statistics, and is the one EXPLAIN shows and the
-    executor runs."""
-    from iql import executor
+    chosen engine runs (`iql.engines`: DuckDB in this process or Spark; EXPLAIN names it)."""
+    from iql import engines
     from iql.explain import explain_lines
 
-    bound, logical = compile_query(text, store.catalog, executor.stats(store))
+    stats = engines.stats(store)
+    bound, logical = compile_query(text, store.catalog, stats)
+    choice = engines.choose(store, logical, stats)
     if bound.explain:
-        lines = explain_lines(logical, bound.warnings,
-                              lambda scan: executor.describe_trace(store, scan))
-        return Result(executor.explain_frame(store, lines), ("plan",), bound.warnings, True)
-    return Result(executor.execute(store, logical), logical.columns, bound.warnings,
-                  form=bound.form)
+        lines = [choice.line(), *explain_lines(logical, bound.warnings,
+                                               lambda scan: engines.describe_trace(store, scan))]
+        return Result([(line,) for line in lines], ("plan",), bound.warnings, True, engine=choice,
+                      spark=lambda: store.spark)
+    return Result(engines.execute(store, logical, choice), logical.columns, bound.warnings,
+                  form=bound.form, engine=choice, spark=lambda: store.spark)

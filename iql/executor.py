@@ -1,4 +1,4 @@
-"""Logical plan -> Spark DataFrame. The only module of `iql` that imports pyspark.
+"""Logical plan -> Spark DataFrame: the Spark engine's physical layer (iql/engines.py chooses).
 
 Every value the user wrote reaches Spark as a `F.lit(...)` Column, never as SQL text.
 Provenance predicates are evaluated by `store.semantics` from the bound side(s): a bound side is
@@ -10,7 +10,6 @@ renames the outputs (`DataFrame.toDF`) so user-chosen names never need parsing.
 from __future__ import annotations
 
 import itertools
-import weakref
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -19,9 +18,9 @@ from iql import ast as A
 from iql import plan as P
 from iql.binder import same
 from iql.errors import IqlRuntimeError
+from iql.plan import cname, out_name
 from store import schema as S
 from store import semantics as SEM
-from store.index.scopes import current as scopes_current
 
 _CAST = {
     A.ValueType.STRING: "string",
@@ -39,16 +38,6 @@ _COMPARE = {
     A.CompOp.GT: lambda a, b: a > b,
     A.CompOp.GE: lambda a, b: a >= b,
 }
-
-
-def cname(uid: str, name: str) -> str:
-    """Internal column of a binding: `s3__id`, `s3__authScore` (odd attribute names hashed)."""
-    safe = name if name.isidentifier() else f"x{abs(hash(name)) % 10**8}"
-    return f"{uid}__{safe}"
-
-
-def out_name(i: int) -> str:
-    return f"__o{i}"
 
 
 def pairs(st, pred: A.ProvPredicate, left: DataFrame | None, right: DataFrame | None) -> DataFrame:
@@ -321,46 +310,3 @@ def _top(rel):
 def execute(st, plan: P.QueryPlan) -> DataFrame:
     """Run a top-level plan; the result has the query's column names."""
     return Executor(st).query(plan).toDF(*plan.columns)
-
-
-def describe_trace(st, scan: P.TraceScan) -> list[str]:
-    """How a TRACE scan runs on this store (for EXPLAIN): reads the run's operators."""
-    from capture.tracing import describe
-
-    t = scan.trace
-    return describe(st, t.run, t.pattern, t.limit)
-
-
-def explain_frame(st, lines: list[str]) -> DataFrame:
-    """EXPLAIN output as a one-column DataFrame `plan`."""
-    spark = st.spark
-    return spark.createDataFrame([(line,) for line in lines], "plan string")
-
-
-_STATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def stats(st):
-    """Vertex counts per type and kind, and whether a component index exists and is current:
-    what the planner orders scans by. One small job per store version, then remembered."""
-    key = (st.root, st.version)
-    cached = _STATS.get(st)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    found = _stats(st)
-    _STATS[st] = (key, found)
-    return found
-
-
-def _stats(st):
-    from iql.planner import Stats
-
-    rows = st.table(S.VERTICES).groupBy(S.TYPE, S.KIND).count().collect()
-    types: dict[str, int] = {}
-    kinds: dict[str, int] = {}
-    for r in rows:
-        types[r[S.TYPE]] = types.get(r[S.TYPE], 0) + r["count"]
-        kinds[r[S.KIND]] = kinds.get(r[S.KIND], 0) + r["count"]
-    has_index = bool(st.meta("index")) if hasattr(st, "meta") else False
-    pruning = has_index and scopes_current(st)
-    return Stats(types, kinds, has_index, pruning)

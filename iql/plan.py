@@ -15,6 +15,16 @@ from dataclasses import dataclass
 from iql import ast as A
 
 
+def cname(uid: str, name: str) -> str:
+    """Internal column of a binding: `s3__id`, `s3__authScore` (odd attribute names hashed)."""
+    safe = name if name.isidentifier() else f"x{abs(hash(name)) % 10**8}"
+    return f"{uid}__{safe}"
+
+
+def out_name(i: int) -> str:
+    return f"__o{i}"
+
+
 @dataclass(frozen=True, slots=True)
 class Scan:
     """Elements of one FROM entry, with the single-alias filters pushed down.

@@ -5,31 +5,77 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from iql.ast import Form
 
 
-@dataclass(frozen=True)
 class Result:
-    """Rows of a query: `.df` (a Spark DataFrame, lazy), `.columns`, `.rows()`, `.warnings`.
+    """Rows of a query: `.columns`, `.rows()`, `.warnings`, `.engine` (what answered and why).
 
+    The local engine has the rows already; Spark's are a lazy DataFrame, collected by `rows()`.
+    `.df` is the rows as a Spark DataFrame (for callers that go on in Spark; for a local answer
+    it is made from the rows on first use, which starts Spark).
     `warnings` are the open-world caveats of Ibis Section 4 (NOT EXISTS, negated provenance,
     aggregates over provenance): the rows are returned, but they are not certain answers.
     `form` says how the statement was written: the rows of a `TRACE ...` statement
     (`Form.TRACE`) are TRACE rows, which front ends may draw as trees (`trace_tree`).
     """
 
-    df: Any
-    columns: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
-    explain: bool = False
-    form: Form = Form.SELECT
+    def __init__(self, data: Any, columns: tuple[str, ...], warnings: tuple[str, ...] = (),
+                 explain: bool = False, form: Form = Form.SELECT, engine: Any = None,
+                 spark: Any = None) -> None:
+        self.columns = tuple(columns)
+        self.warnings = tuple(warnings)
+        self.explain = explain
+        self.form = form
+        self.engine = engine
+        self._rows: list[tuple] | None = None
+        self._df = None
+        self._spark = spark
+        if isinstance(data, list):
+            self._rows = data
+        else:
+            self._df = data
 
     def rows(self) -> list[tuple]:
-        """Collect the rows (a Spark action) as plain tuples, in the query's column order."""
-        return [tuple(row) for row in self.df.collect()]
+        """The rows as plain tuples, in the query's column order (collected once)."""
+        if self._rows is None:
+            self._rows = [tuple(row) for row in self._df.collect()]
+        return self._rows
+
+    @property
+    def df(self):
+        """The rows as a Spark DataFrame."""
+        if self._df is None:
+            spark = self._spark() if callable(self._spark) else self._spark
+            if spark is None:
+                raise RuntimeError("this result has no Spark session to make a DataFrame with")
+            import pyspark.sql.types as T
+
+            rows = self._rows or []
+            fields = [T.StructField(c, _spark_type([r[i] for r in rows])) for i, c in enumerate(self.columns)]
+            self._df = spark.createDataFrame(rows, T.StructType(fields))
+        return self._df
+
+
+def _spark_type(values: list[Any]):
+    """The Spark type of a result column from its Python values (strings when all are null)."""
+    import pyspark.sql.types as T
+
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            return T.BooleanType()
+        if isinstance(v, int):
+            return T.LongType()
+        if isinstance(v, float):
+            return T.DoubleType()
+        if isinstance(v, (list, tuple)):
+            return T.ArrayType(T.IntegerType())
+        return T.StringType()
+    return T.StringType()
 
 
 def cell_text(value: Any) -> str:

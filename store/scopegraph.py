@@ -31,6 +31,7 @@ class ScopeGraph:
         self.above: dict[str, list[str]] = defaultdict(list)  # id -> ancestors (reflexive)
         self.out: dict[str, set[str]] = defaultdict(set)
         self.inn: dict[str, set[str]] = defaultdict(set)
+        self.edges: list[tuple[str, str, str]] = []  # (src, process, dst)
         for rel, a, b, c, d in rows:
             if rel == REL_COMPLEX:
                 self.ces[a][b].add(c)
@@ -42,6 +43,7 @@ class ScopeGraph:
             elif rel == REL_EDGE:
                 self.out[a].add(b)
                 self.inn[b].add(a)
+                self.edges.append((a, c, b))
         self._down: dict[str, frozenset[str]] = {}
         self._up: dict[str, frozenset[str]] = {}
 
@@ -122,3 +124,64 @@ def under(g: ScopeGraph, lower: Iterable[str] | None, upper: Iterable[str] | Non
     if lower is None:
         raise ValueError("under needs at least one bound side")
     return [(v, u) for v in lower for u in g.up(v)]
+
+
+def _edges_by(g: ScopeGraph, key: int) -> dict[str, list[tuple[str, str, str]]]:
+    """The graph's edges (src, process, dst) grouped by position `key` (0 src, 1 process, 2 dst)."""
+    cache = g.__dict__.setdefault("_edge_index", {})
+    hit = cache.get(key)
+    if hit is None:
+        hit = defaultdict(list)
+        for e in g.edges:
+            hit[e[key]].append(e)
+        cache[key] = hit
+    return hit
+
+
+def feeds(g: ScopeGraph, data: Iterable[str] | None, process: Iterable[str] | None) -> list[tuple[str, str]]:
+    """(data, process) pairs: some edge (d', p', d2) has d' under data and p' under process."""
+    out: set[tuple[str, str]] = set()
+    procs = None if process is None else set(process)
+    if data is not None:
+        by_src = _edges_by(g, 0)
+        for d in set(data):
+            for d1 in g.down(d):
+                for _, p1, _ in by_src.get(d1, ()):
+                    out.update((d, p) for p in g.up(p1) if procs is None or p in procs)
+    elif procs is not None:
+        by_process = _edges_by(g, 1)
+        for p in procs:
+            for p1 in g.down(p):
+                for s, _, _ in by_process.get(p1, ()):
+                    out.update((d, p) for d in g.up(s))
+    else:
+        for s, p1, _ in g.edges:
+            out.update((d, p) for d in g.up(s) for p in g.up(p1))
+    return sorted(out)
+
+
+def emits(g: ScopeGraph, process: Iterable[str] | None, data: Iterable[str] | None) -> list[tuple[str, str]]:
+    """(process, data) pairs: some edge (d1, p', d') has p' under process and data under d'."""
+    out: set[tuple[str, str]] = set()
+    datas = None if data is None else set(data)
+    if process is not None:
+        by_process = _edges_by(g, 1)
+        for p in set(process):
+            for p1 in g.down(p):
+                for _, _, d1 in by_process.get(p1, ()):
+                    out.update((p, d) for d in g.down(d1) if datas is None or d in datas)
+    elif datas is not None:
+        by_dst = _edges_by(g, 2)
+        for d in datas:
+            for d1 in g.up(d):
+                for _, p1, _ in by_dst.get(d1, ()):
+                    out.update((p, d) for p in g.up(p1))
+    else:
+        for _, p1, d1 in g.edges:
+            out.update((p, d) for p in g.up(p1) for d in g.down(d1))
+    return sorted(out)
+
+
+def vertices(g: ScopeGraph) -> list[str]:
+    """Every vertex of the graph (those with complex elements), sorted."""
+    return sorted(g.ces)

@@ -142,9 +142,9 @@ class _HadoopFS:
         self._fs.delete(self._path(rel), True)
 
 
-def _filesystem(root: str, spark):
+def _filesystem(root: str, storage: Storage):
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) and not root.startswith("file://"):
-        return _HadoopFS(root, spark)
+        return _HadoopFS(root, storage.spark)
     return _LocalFS(root[len("file://"):] if root.startswith("file://") else root)
 
 
@@ -214,16 +214,32 @@ class Manifest:
 
 
 class Storage:
-    """Reads and writes one store's manifests and segments."""
+    """Reads and writes one store's manifests and segments.
+
+    `spark` is a SparkSession or a function that returns one: a local store reads its manifests
+    with plain file I/O and calls it only when a table is read or written through Spark; a
+    Hadoop URI needs the JVM's FileSystem, so opening one starts Spark at once.
+    """
 
     def __init__(self, root: str, spark) -> None:
         self.root = str(root)
-        self.spark = spark
-        self.fs = _filesystem(self.root, spark)
+        self._spark = spark
+        self.fs = _filesystem(self.root, self)
+
+    @property
+    def spark(self):
+        if callable(self._spark):
+            self._spark = self._spark()
+        return self._spark
+
+    @property
+    def is_local(self) -> bool:
+        """True when the store is a folder on this machine's file system."""
+        return isinstance(self.fs, _LocalFS)
 
     def local_path(self, rel: str) -> str | None:
         """The local file-system path of `rel`, or None when the store is not a local folder."""
-        return self.fs.join(rel) if isinstance(self.fs, _LocalFS) else None
+        return self.fs.join(rel) if self.is_local else None
 
     def versions(self) -> list[int]:
         return [int(m.group(1)) for n in self.fs.listdir(MANIFEST_DIR) if (m := _MANIFEST_RE.match(n))]

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 
 from store import schema as S
 from store.bundle import Bundle, from_dict, from_path
+from store.engine import Choice, Engine, choose, local_rows_setting
 from store.errors import StoreError, UserError
 from store.ingest import IngestCounts, table_rows
 from store.model import Catalog
@@ -101,26 +102,39 @@ class StoreTransaction:
 
 
 class Store:
-    """A provenance store: a folder (or Hadoop URI) of Parquet tables and manifests."""
+    """A provenance store: a folder (or Hadoop URI) of Parquet tables and manifests.
 
-    def __init__(self, root: str, spark) -> None:
+    Opening a store reads its newest manifest and nothing else: no JVM starts until a step
+    needs Spark (`store.spark` is created on first use). `engine` is the setting questions are
+    answered with (`store.engine`: auto, local or spark; `choose()` decides per question).
+    """
+
+    def __init__(self, root: str, spark, *, engine: str | Engine | None = None, master: str | None = None,
+                 local_rows: int | None = None) -> None:
         self.root = root
-        self.spark = spark
         self.storage = Storage(root, spark)
+        self.engine = Engine.parse(engine)
+        self.local_rows = local_rows_setting(local_rows)
+        self._master = master
+        self._local = None
         self._manifest: Manifest = self.storage.manifest()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, spark=None, master: str | None = None,
-             conf: Mapping[str, str] | None = None) -> Store:
+             conf: Mapping[str, str] | None = None, engine: str | Engine | None = None,
+             local_rows: int | None = None) -> Store:
         """Open (lazily create) the store at `path` ($STRATA_STORE, else ./.strata).
 
-        spark=None: the active SparkSession, else one started with the store's defaults
-        (`store.session.get_session(master, conf)`).
+        spark: a SparkSession, or a function that starts one; None: the active SparkSession, else
+        one started with the store's defaults (`store.session.get_session(master, conf)`), in
+        both cases only when a step first needs Spark. engine: auto (default, or
+        $STRATA_ENGINE), local or spark (store/engine.py); local_rows: `auto`'s threshold.
         """
         if spark is None:
             from store.session import get_session
 
-            spark = get_session(master, conf)
+            def spark():
+                return get_session(master, conf)
         root = str(path or os.environ.get("STRATA_STORE") or DEFAULT_STORE)
         if "://" not in root:
             p = Path(root).expanduser()
@@ -128,7 +142,43 @@ class Store:
                 raise UserError(f"store path {root} exists and is not a folder",
                                 hint="pass --store with a folder path")
             root = str(p.resolve())
-        return cls(root, spark)
+        return cls(root, spark, engine=engine, master=master, local_rows=local_rows)
+
+    # ---------------------------------------------------------------- engines
+    @property
+    def spark(self):
+        """The SparkSession (started on first use)."""
+        return self.storage.spark
+
+    @property
+    def spark_started(self) -> bool:
+        """True once this store holds a SparkSession (it was given one, or a step needed Spark)."""
+        return not callable(self.storage._spark)
+
+    def cluster(self) -> str | None:
+        """Why Spark was asked for (a master other than `local[...]`), or None."""
+        if self._master is not None:
+            master = self._master
+        elif self.spark_started:
+            master = self.storage.spark.sparkContext.master
+        else:
+            master = os.environ.get("STRATA_SPARK_MASTER")
+        if not master or master == "local" or master.startswith("local["):
+            return None
+        return f"master {master}"
+
+    def choose(self, reads: int | None = None) -> Choice:
+        """The engine for a question that reads `reads` rows (store/engine.py)."""
+        return choose(self.engine, local_store=self.storage.is_local, cluster=self.cluster(),
+                      reads=reads, local_rows=self.local_rows)
+
+    def local(self):
+        """DuckDB relations over this store's committed version (store/local/tables.py)."""
+        if self._local is None or self._local.version != self.version:
+            from store.local.tables import LocalTables
+
+            self._local = LocalTables(self)
+        return self._local
 
     # ---------------------------------------------------------------- reading
     def refresh(self) -> Store:

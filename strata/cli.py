@@ -39,6 +39,7 @@ class App:
     master: str | None = None
     conf: tuple[str, ...] = ()
     debug: bool = False
+    engine: str | None = None
     _store: Any = field(default=None, repr=False)
 
     def spark(self):
@@ -58,7 +59,8 @@ class App:
         if self._store is None:
             from store import Store
 
-            self._store = Store.open(self.store_path, spark=self.spark())
+            self._store = Store.open(self.store_path, spark=self.spark, master=self.master,
+                                     engine=self.engine)
         return self._store
 
 
@@ -115,16 +117,19 @@ class StrataGroup(click.Group):
               help="Store folder or Hadoop URI [default: $STRATA_STORE, else ./.strata].")
 @click.option("--master", metavar="URL", help="Spark master [default: $STRATA_SPARK_MASTER, else local[*]].")
 @click.option("--conf", multiple=True, metavar="KEY=VALUE", help="Spark configuration (repeatable).")
+@click.option("--engine", type=click.Choice(["auto", "local", "spark"]), envvar="STRATA_ENGINE",
+              help="Who answers: DuckDB in this process (local), Spark, or per question (auto) "
+                   "[default: $STRATA_ENGINE, else auto].")
 @click.option("--debug", is_flag=True, help="Show tracebacks and Spark's logs.")
 @click.version_option(package_name="strata-prov", prog_name="strata")
 @click.pass_context
 def main(ctx: click.Context, store_path: str | None, master: str | None, conf: tuple[str, ...],
-         debug: bool) -> None:
+         engine: str | None, debug: bool) -> None:
     """Strata: multi-granularity provenance on Apache Spark."""
     if isinstance(ctx.obj, App):  # embedded around an open store (App.of): keep it
         ctx.obj.debug = ctx.obj.debug or debug
     else:
-        ctx.obj = App(store_path, master, conf, debug)
+        ctx.obj = App(store_path, master, conf, debug, engine)
 
 
 @main.command()

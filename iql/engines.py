@@ -1,0 +1,146 @@
+"""Where one IQL plan runs: the local engine (DuckDB, iql/local_executor.py) or Spark
+(iql/executor.py), chosen per plan by store/engine.py from what the plan reads.
+
+`reads(plan, stats, store_rows)` estimates the rows a plan reads after pruning:
+
+- each scan reads the vertices of its type (the planner's estimate; all vertices if unknown);
+- a provenance predicate whose bound side is small (at most `SCOPED_IDS` ids) reads only its
+  scopes when the store has current influence scopes and the predicate is `under` or
+  `influences`: counted as nothing beyond the scans;
+- any other predicate reads the containment, complex-element and edge tables whole
+  (`store_rows`), counted once however many such predicates there are;
+- a TRACE scan reads one captured run's tables, counted as nothing (runs are small next to
+  what a threshold is about).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from iql import ast as A
+from iql import plan as P
+from store import schema as S
+from store.engine import Choice, Engine
+from store.local.semantics import SCOPED_IDS
+
+_STATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def stats(st):
+    """Vertex counts per type and kind, and whether a component index exists and is current:
+    what the planner orders scans by. Read once per store version (DuckDB on a local store, one
+    small Spark job otherwise), then remembered."""
+    key = (st.root, st.version)
+    cached = _STATS.get(st)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    found = _stats(st)
+    _STATS[st] = (key, found)
+    return found
+
+
+def _stats(st):
+    from iql.planner import Stats
+    from store.index.scopes import current as scopes_current
+
+    if st.storage.is_local:
+        counts = st.local().relation(S.VERTICES).aggregate(
+            f"{S.TYPE}, {S.KIND}, count(*) AS n", f"{S.TYPE}, {S.KIND}").fetchall()
+    else:
+        rows = st.table(S.VERTICES).groupBy(S.TYPE, S.KIND).count().collect()
+        counts = [(r[S.TYPE], r[S.KIND], r["count"]) for r in rows]
+    types: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    for type_key, kind, n in counts:
+        types[type_key] = types.get(type_key, 0) + n
+        kinds[kind] = kinds.get(kind, 0) + n
+    has_index = bool(st.meta("index"))
+    pruning = has_index and scopes_current(st)
+    return Stats(types, kinds, has_index, pruning)
+
+
+def _nodes(plan: P.QueryPlan):
+    """Every relation node of a plan, subqueries' plans included."""
+    stack = [plan.root]
+    while stack:
+        rel = stack.pop()
+        yield rel
+        for name in ("input", "left", "right", "new"):
+            child = getattr(rel, name, None)
+            if child is not None and not isinstance(child, A.BoundAlias):
+                stack.append(child)
+        exprs = [getattr(rel, "predicate", None), getattr(rel, "having", None)]
+        exprs += [o.expr for o in getattr(rel, "outputs", ())]
+        exprs += list(getattr(rel, "filters", ()))
+        for expr in exprs:
+            for node in A.walk(expr) if expr is not None else ():
+                if isinstance(node, (P.SubqueryExists, P.SubqueryValue)):
+                    stack.append(node.plan.root)
+                elif isinstance(node, A.ProvPredicate):
+                    yield node
+
+
+def reads(plan: P.QueryPlan, stats, store_rows) -> int:
+    """Rows `plan` reads after pruning (module docstring). `store_rows()` is called only when a
+    predicate cannot be pruned."""
+    total = 0
+    unpruned = False
+    for node in _nodes(plan):
+        if isinstance(node, P.Scan):
+            n = stats.count(node.source)
+            total += n if n is not None else sum(stats.kind_counts.values())
+        elif isinstance(node, P.ProvJoin):
+            unpruned |= not _pruned(node.pred, stats, _bound_size(node))
+        elif isinstance(node, A.ProvPredicate):  # a predicate between two bound aliases
+            unpruned |= not _pruned(node, stats, None)
+    return total + (store_rows() if unpruned else 0)
+
+
+def _bound_size(join: P.ProvJoin) -> int | None:
+    """The estimated ids of the side a join's pairs are computed from: -1 when neither side
+    is bound (the predicate runs over the whole store), None when unknown."""
+    if join.new is None:
+        return getattr(join.input, "estimate", None)
+    new_is_right = join.new.source.uid == join.pred.right.uid
+    input_bound, new_bound = ((join.bound_left, join.bound_right) if new_is_right
+                              else (join.bound_right, join.bound_left))
+    if input_bound:
+        return getattr(join.input, "estimate", None)
+    if new_bound:
+        return join.new.estimate
+    return -1
+
+
+def _pruned(pred: A.ProvPredicate, stats, bound: int | None) -> bool:
+    """True when the predicate reads only its bound side's scopes."""
+    if not stats.pruning or pred.kind not in (A.ProvKind.UNDER, A.ProvKind.INFLUENCES) or bound == -1:
+        return False
+    return bound is None or bound <= SCOPED_IDS
+
+
+def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
+    """The engine for `plan` on `st` (store/engine.py); `plan` None: a statement that reads nothing."""
+    if st.engine is not Engine.AUTO or not st.storage.is_local or st.cluster() or plan is None:
+        return st.choose(None)
+    from store.local.semantics import store_rows
+
+    return st.choose(reads(plan, stats, lambda: store_rows(st)))
+
+
+def execute(st, plan: P.QueryPlan, choice: Choice):
+    """Rows (local engine: a list of tuples) or a Spark DataFrame (spark), with the query's names."""
+    if choice.engine is Engine.LOCAL:
+        from iql.local_executor import execute as run_local
+
+        return run_local(st, plan)
+    from iql.executor import execute as run_spark
+
+    return run_spark(st, plan)
+
+
+def describe_trace(st, scan: P.TraceScan) -> list[str]:
+    """How a TRACE scan runs on this store (for EXPLAIN): reads the run's operators."""
+    from capture.tracing import describe
+
+    t = scan.trace
+    return describe(st, t.run, t.pattern, t.limit)

@@ -1,0 +1,343 @@
+"""Logical plan -> DuckDB relations: the local engine's physical layer (store/engine.py).
+
+The same plans as iql/executor.py (Spark), the same internal names (`<uid>__<name>` for binding
+columns, `__o<i>` for outputs), the same semantics; only the physical operators differ. Tables
+are DuckDB relations over the store's committed Parquet files (store/local/tables.py); every value
+the user wrote reaches DuckDB as a `ConstantExpression`, never as SQL text. Provenance predicates
+are answered on the driver by store/local/semantics.py from the ids of the bound side(s), and
+their pairs joined back as a relation.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+from duckdb import CoalesceOperator, ColumnExpression, ConstantExpression, FunctionExpression
+
+from iql import ast as A
+from iql import plan as P
+from iql.binder import same
+from iql.errors import IqlRuntimeError
+from iql.plan import cname, out_name
+from store import schema as S
+from store.local import semantics as LS
+
+_TYPES = {
+    A.ValueType.STRING: "VARCHAR",
+    A.ValueType.INT: "BIGINT",
+    A.ValueType.FLOAT: "DOUBLE",
+    A.ValueType.BOOL: "BOOLEAN",
+    A.ValueType.INT_ARRAY: "INTEGER[]",
+}
+
+_COMPARE = {
+    A.CompOp.EQ: lambda a, b: a == b,
+    A.CompOp.NE: lambda a, b: a != b,
+    A.CompOp.LT: lambda a, b: a < b,
+    A.CompOp.LE: lambda a, b: a <= b,
+    A.CompOp.GT: lambda a, b: a > b,
+    A.CompOp.GE: lambda a, b: a >= b,
+}
+
+_AGG = {A.AggFunc.COUNT: "count", A.AggFunc.SUM: "sum", A.AggFunc.AVG: "avg",
+        A.AggFunc.MIN: "min", A.AggFunc.MAX: "max"}
+
+_KIND = {A.ProvKind.UNDER: LS.UNDER, A.ProvKind.FEEDS: LS.FEEDS, A.ProvKind.EMITS: LS.EMITS,
+         A.ProvKind.INFLUENCES: LS.INFLUENCES}
+
+
+def col(name: str):
+    return ColumnExpression(name)
+
+
+def lit(value):
+    return ConstantExpression(value)
+
+
+def _arrow_type(vtype: A.ValueType):
+    import pyarrow as pa
+
+    return {A.ValueType.STRING: pa.string(), A.ValueType.INT: pa.int64(), A.ValueType.FLOAT: pa.float64(),
+            A.ValueType.BOOL: pa.bool_(), A.ValueType.INT_ARRAY: pa.list_(pa.int32())}[vtype]
+
+
+class LocalExecutor:
+    """Runs plans against one store's committed version with DuckDB."""
+
+    def __init__(self, st) -> None:
+        self.st = st
+        self.tables = st.local()
+        self.con = self.tables.con
+        self._names = itertools.count()
+
+    def fresh(self, prefix: str = "__m") -> str:
+        return f"{prefix}{next(self._names)}"
+
+    def frame(self, columns: dict[str, list], types: dict[str, object]):
+        """A relation of Python values (columns of equal length, pyarrow types)."""
+        import pyarrow as pa
+
+        schema = pa.schema([(name, types[name]) for name in columns])
+        return self.con.from_arrow(pa.table(columns, schema=schema))
+
+    # ------------------------------------------------------------------ queries
+    def query(self, plan: P.QueryPlan, domains=None):
+        """The plan's relation with internal output names `__o0..` (keys first for subqueries)."""
+        return self.relation(plan.root, domains or {})
+
+    def relation(self, rel, domains):
+        method = getattr(self, f"visit_{type(rel).__name__}", None)
+        if method is None:
+            raise TypeError(f"local executor: unhandled plan node {type(rel).__name__}")
+        return method(rel, domains)
+
+    def visit_Scan(self, scan: P.Scan, domains):
+        src = scan.source
+        v = self.tables.relation(S.VERTICES)
+        if src.type_key is not None:
+            v = v.filter(col(S.TYPE) == lit(src.type_key))
+        elif src.kind is not None:
+            v = v.filter(col(S.KIND) == lit(src.kind))
+        if scan.ids is not None:
+            v = v.filter(col(S.ID).isin(*[lit(i) for i in scan.ids]))
+        if scan.outer:
+            v = v.join(domains[src.uid], S.ID, how="semi")
+        cols = [col(S.ID).alias(cname(src.uid, "id"))]
+        for attr in scan.attributes:
+            value = FunctionExpression("map_extract_value", col(S.ATTRS), lit(attr))
+            cols.append(value.cast(duckdb.sqltype(_TYPES[src.attribute(attr)])).alias(cname(src.uid, attr)))
+        df = v.project(*cols)
+        for f in scan.filters:
+            df = df.filter(self.column(f, []))
+        return df
+
+    def visit_TraceScan(self, scan: P.TraceScan, domains):
+        from capture.tracing import item_element_id, trace
+
+        t = scan.trace
+        rows = [(d, item_element_id(d, i), i, p, r, a, m)
+                for d, i, p, r, a, m in trace(self.st, t.run, t.pattern, t.limit).rows()]
+        names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
+        types = {n: _arrow_type(vtype) for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
+        df = self.frame({n: [r[i] for r in rows] for i, n in enumerate(names)}, types)
+        for f in scan.filters:
+            df = df.filter(self.column(f, []))
+        return df
+
+    def visit_CrossJoin(self, rel: P.CrossJoin, domains):
+        return self.relation(rel.left, domains).cross(self.relation(rel.right, domains))
+
+    def visit_ProvJoin(self, rel: P.ProvJoin, domains):
+        df = self.relation(rel.input, domains)
+        if not isinstance(rel.input, P.Scan):
+            df = df.materialize()
+        pred = rel.pred
+        lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
+        if rel.new is None:
+            found = self._pairs_for(df, pred, None)
+            if lcol == rcol:
+                same_id = [a for a, b in found if a == b]
+                return df.join(self.frame({lcol: same_id}, {lcol: _arrow_type(A.ValueType.STRING)}), lcol)
+            return df.join(self._pair_frame(found, lcol, rcol), [lcol, rcol])
+        new_df = self.relation(rel.new, domains).materialize()
+        bound_new = rel.bound_right if rel.new.source.uid == pred.right.uid else rel.bound_left
+        found = self._pair_frame(self._pairs_for(df, pred, new_df if bound_new else None), lcol, rcol)
+        joined_col = lcol if rel.new.source.uid == pred.right.uid else rcol
+        new_col = rcol if joined_col == lcol else lcol
+        return df.join(found, joined_col).join(new_df, new_col)
+
+    def _pair_frame(self, found, lcol: str, rcol: str):
+        string = _arrow_type(A.ValueType.STRING)
+        return self.frame({lcol: [a for a, _ in found], rcol: [b for _, b in found]}, {lcol: string, rcol: string})
+
+    def _pairs_for(self, df, pred: A.ProvPredicate, new_df) -> list[tuple[str, str]]:
+        """Pairs of `pred` with each side bound to the ids in `df` (or `new_df` for a new side)."""
+
+        def ids(uid: str):
+            name = cname(uid, "id")
+            for frame in (df, new_df):
+                if frame is not None and name in frame.columns:
+                    return [r[0] for r in frame.project(col(name)).distinct().fetchall()]
+            return None
+
+        depth = pred.depth if pred.kind is A.ProvKind.INFLUENCES else None
+        return LS.pairs(self.st, _KIND[pred.kind], depth, ids(pred.left.uid), ids(pred.right.uid))
+
+    def visit_Filter(self, rel: P.Filter, domains):
+        df = self.relation(rel.input, domains)
+        df, subst = self.prepare(df, rel.predicate, domains)
+        keep = [c for c in df.columns if not c.startswith("__m")]
+        return df.filter(self.column(rel.predicate, subst)).project(*[col(c) for c in keep])
+
+    def visit_Project(self, rel: P.Project, domains):
+        df = self.relation(rel.input, domains)
+        subst: list = []
+        for o in rel.outputs:
+            df, more = self.prepare(df, o.expr, domains)
+            subst += more
+        df = df.project(*[self.column(o.expr, subst).alias(out_name(i)) for i, o in enumerate(rel.outputs)])
+        return df.distinct() if rel.distinct else df
+
+    def visit_Aggregate(self, rel: P.Aggregate, domains):
+        df = self.relation(rel.input, domains)
+        subst: list = []
+        for expr in [*rel.keys, *(o.expr for o in rel.outputs), rel.having]:
+            if expr is not None:
+                df, more = self.prepare(df, expr, domains)
+                subst += more
+        calls: list[A.BoundCall] = []
+        for expr in [*(o.expr for o in rel.outputs), rel.having]:
+            for node in A.walk(expr) if expr is not None else ():
+                if isinstance(node, A.BoundCall) and not any(same(node, c) for c in calls):
+                    calls.append(node)
+        # Keys and aggregate arguments become internal columns first, so the aggregate list
+        # names only those (a list of our own identifiers, no value of the user's).
+        pre = [self.column(k, subst).alias(f"__g{i}") for i, k in enumerate(rel.keys)]
+        pre += [self.column(c.arg, subst).alias(f"__x{i}") for i, c in enumerate(calls) if c.arg is not None]
+        if not pre:
+            pre = [lit(1).alias("__one")]
+        inner = df.project(*pre)
+        keys = [f"__g{i}" for i in range(len(rel.keys))]
+        aggs = [_aggregate_text(c, i) for i, c in enumerate(calls)]
+        out = inner.aggregate(", ".join(keys + aggs) if aggs or keys else "count(*) AS __count", ", ".join(keys))
+        post = [(k, col(f"__g{i}")) for i, k in enumerate(rel.keys)]
+        post += [(c, col(f"__a{i}")) for i, c in enumerate(calls)]
+        if rel.having is not None:
+            out = out.filter(self.column(rel.having, post))
+        return out.project(*[self.column(o.expr, post).alias(out_name(i)) for i, o in enumerate(rel.outputs)])
+
+    def visit_Sort(self, rel: P.Sort, domains):
+        df = self.relation(rel.input, domains)
+        keys = []
+        for key in rel.keys:
+            e = col(out_name(key.position)) if key.position is not None else self.column(key.expr, [])
+            keys.append(e.desc().nulls_last() if key.descending else e.asc().nulls_first())
+        return df.sort(*keys)
+
+    def visit_Limit(self, rel: P.Limit, domains):
+        return self.relation(rel.input, domains).limit(rel.count)
+
+    # ------------------------------------------------------------------ expressions
+    def prepare(self, df, expr, domains):
+        """Add a column for each provenance predicate and subquery inside `expr`.
+
+        Returns the widened relation and (node, expression) substitutions for `column()`.
+        """
+        subst: list = []
+        if any(isinstance(n, (A.ProvPredicate, P.SubqueryExists, P.SubqueryValue)) for n in A.walk(expr)):
+            df = df.materialize()
+        for node in A.walk(expr):
+            if isinstance(node, A.ProvPredicate):
+                df, e = self._mark_pred(df, node)
+            elif isinstance(node, P.SubqueryExists):
+                df, e = self._mark_exists(df, node, domains)
+            elif isinstance(node, P.SubqueryValue):
+                df, e = self._mark_value(df, node, domains)
+            else:
+                continue
+            subst.append((node, e))
+        return df, subst
+
+    def _marked(self, df, marks, names: list[str], m: str):
+        """`df` left-joined with `marks` (columns `names` + `m`); the mark is false when absent."""
+        joined = df.join(marks, names if names else lit(True), how="left")
+        return joined, CoalesceOperator(col(m), lit(False))
+
+    def _mark_pred(self, df, pred: A.ProvPredicate):
+        m = self.fresh()
+        lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
+        found = self._pairs_for(df, pred, None)
+        string, boolean = _arrow_type(A.ValueType.STRING), _arrow_type(A.ValueType.BOOL)
+        if lcol == rcol:
+            hits = [a for a, b in found if a == b]
+            marks = self.frame({lcol: hits, m: [True] * len(hits)}, {lcol: string, m: boolean})
+            return self._marked(df, marks, [lcol], m)
+        marks = self.frame({lcol: [a for a, _ in found], rcol: [b for _, b in found], m: [True] * len(found)},
+                           {lcol: string, rcol: string, m: boolean})
+        return self._marked(df, marks, [lcol, rcol], m)
+
+    def _sub_frame(self, df, keys, plan: P.QueryPlan, domains):
+        sub_domains = dict(domains)
+        for key in keys:
+            sub_domains[key.uid] = df.project(col(cname(key.uid, "id")).alias(S.ID)).distinct()
+        sub = self.query(plan, sub_domains)
+        names = [cname(k.uid, "id") for k in keys]
+        return sub, names
+
+    def _mark_exists(self, df, node: P.SubqueryExists, domains):
+        m = self.fresh()
+        sub, names = self._sub_frame(df, node.keys, node.plan, domains)
+        if not names:
+            marks = sub.limit(1).project(lit(True).alias(m))
+            return self._marked(df, marks, [], m)
+        renamed = [col(c).alias(n) for c, n in zip(sub.columns, names, strict=True)]
+        marks = sub.project(*renamed, lit(True).alias(m)).distinct()
+        return self._marked(df, marks, names, m)
+
+    def _mark_value(self, df, node: P.SubqueryValue, domains):
+        m = self.fresh()
+        sub, names = self._sub_frame(df, node.keys, node.plan, domains)
+        sub = sub.project(*[col(c).alias(n) for c, n in zip(sub.columns, [*names, m], strict=True)]).materialize()
+        if not isinstance(_top(node.plan.root), P.Aggregate):
+            if names:
+                dupes = sub.aggregate("count(*) AS n", ", ".join(names)).filter(col("n") > lit(1)).limit(1)
+                many = bool(dupes.fetchall())
+            else:
+                many = len(sub.limit(2).fetchall()) > 1
+            if many:
+                raise IqlRuntimeError.at(
+                    "a subquery used as a value returned more than one row", node.span, None,
+                    "aggregate it (max, min, ...) or make its WHERE pick one element",
+                )
+        value = CoalesceOperator(col(m), lit(0)) if node.is_count else col(m)
+        joined = df.join(sub.limit(1) if not names else sub, names if names else lit(True), how="left")
+        return joined, value
+
+    def column(self, node, subst):
+        """Compile a bound expression to a DuckDB expression (values become constants)."""
+        for target, e in subst:
+            if target is node or (not isinstance(node, A.Literal) and same(target, node)):
+                return e
+        if isinstance(node, A.Literal):
+            return lit(node.value)
+        if isinstance(node, A.BoundColumn):
+            return col(cname(node.uid, node.name))
+        if isinstance(node, A.Compare):
+            return _COMPARE[node.op](self.column(node.left, subst), self.column(node.right, subst))
+        if isinstance(node, A.And):
+            return self.column(node.left, subst) & self.column(node.right, subst)
+        if isinstance(node, A.Or):
+            return self.column(node.left, subst) | self.column(node.right, subst)
+        if isinstance(node, A.Not):
+            return ~self.column(node.operand, subst)
+        if isinstance(node, A.IsNull):
+            e = self.column(node.operand, subst)
+            return e.isnotnull() if node.negated else e.isnull()
+        if isinstance(node, A.InList):
+            e = self.column(node.operand, subst)
+            items = [self.column(i, subst) for i in node.items]
+            return e.isnotin(*items) if node.negated else e.isin(*items)
+        raise TypeError(f"local executor: cannot compile {type(node).__name__} here")
+
+
+def _aggregate_text(call: A.BoundCall, i: int) -> str:
+    """One aggregate over internal columns, e.g. `count(DISTINCT __x2) AS __a2` (identifiers only)."""
+    if call.arg is None:
+        return f"count(*) AS __a{i}"
+    distinct = "DISTINCT " if call.distinct and call.func in (A.AggFunc.COUNT, A.AggFunc.SUM) else ""
+    text = f"{_AGG[call.func]}({distinct}__x{i})"
+    if call.func is A.AggFunc.SUM:
+        text = f"CAST({text} AS {'DOUBLE' if call.vtype is A.ValueType.FLOAT else 'BIGINT'})"
+    return f"{text} AS __a{i}"
+
+
+def _top(rel):
+    while isinstance(rel, (P.Sort, P.Limit)):
+        rel = rel.input
+    return rel
+
+
+def execute(st, plan: P.QueryPlan) -> list[tuple]:
+    """Run a top-level plan; the rows in the query's column order."""
+    return LocalExecutor(st).query(plan).fetchall()

@@ -1,0 +1,98 @@
+"""Which engine answers a question: DuckDB in this process (`local`) or Spark (`spark`).
+
+Both engines compute the same answers from the same committed Parquet files; they differ in
+what they cost. The local engine answers in milliseconds and starts no JVM, but works on one
+machine's memory; Spark pays seconds of fixed cost (a JVM, then scheduling per job) and scales
+out. `auto`, the default, applies the Component-index rule of CSProv to the whole query path:
+small volumes on the driver, the cluster for the rest. It picks Spark when
+
+- the store is not a folder on this machine (a Hadoop URI: hdfs://, s3a://, ...),
+- the user asked for a cluster (`--master`, `Store.open(master=...)`, or a SparkSession whose
+  master is not `local[...]`), or
+- what the question reads, after component/scope pruning, is more than `local_rows` rows
+  (`$STRATA_LOCAL_ROWS`, default `DEFAULT_LOCAL_ROWS`),
+
+and the local engine otherwise. `local` and `spark` force one engine (`--engine`,
+`$STRATA_ENGINE`, `Store.open(engine=...)`, the REPL's `\\engine`).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+
+from store.errors import UserError
+
+# Rows a question may read for `auto` to answer it locally: a few million rows of the store's
+# tables fit in a few hundred MB of this process's memory and scan in well under a second.
+DEFAULT_LOCAL_ROWS = 5_000_000
+
+
+class Engine(str, enum.Enum):
+    AUTO = "auto"
+    LOCAL = "local"
+    SPARK = "spark"
+
+    @classmethod
+    def parse(cls, value: str | Engine | None) -> Engine:
+        """`value`, else `$STRATA_ENGINE`, else auto; anything else is a user error."""
+        if isinstance(value, Engine):
+            return value
+        text = value if value is not None else os.environ.get("STRATA_ENGINE") or cls.AUTO.value
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            where = "STRATA_ENGINE" if value is None else "engine"
+            raise UserError(f"{where} must be auto, local or spark, got {text!r}",
+                            hint="--engine auto picks per question; local forces DuckDB, spark forces Spark") from None
+
+
+def local_rows_setting(value: int | None = None) -> int:
+    """The `auto` threshold: `value`, else `$STRATA_LOCAL_ROWS`, else DEFAULT_LOCAL_ROWS."""
+    if value is not None:
+        return int(value)
+    text = os.environ.get("STRATA_LOCAL_ROWS")
+    if not text:
+        return DEFAULT_LOCAL_ROWS
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise UserError(f"STRATA_LOCAL_ROWS must be a number of rows, got {text!r}",
+                        hint="for example STRATA_LOCAL_ROWS=5000000") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The engine that runs a question, and why (EXPLAIN prints both)."""
+
+    engine: Engine
+    reason: str
+
+    def line(self) -> str:
+        return f"engine: {self.engine.value} ({self.reason})"
+
+
+def choose(setting: Engine, *, local_store: bool, cluster: str | None, reads: int | None,
+           local_rows: int) -> Choice:
+    """The engine for one question.
+
+    local_store: the store is a folder on this machine; cluster: why Spark was asked for
+    (e.g. "--master spark://h:7077"), or None; reads: rows the question reads after pruning
+    (None when unknown, which counts as small: the local engine reads only what it needs).
+    """
+    if setting is Engine.LOCAL:
+        if not local_store:
+            raise UserError("the local engine reads stores on this machine's file system only",
+                            hint="use --engine spark (or auto) for a store on a Hadoop URI")
+        return Choice(Engine.LOCAL, "forced by --engine local")
+    if setting is Engine.SPARK:
+        return Choice(Engine.SPARK, "forced by --engine spark")
+    if not local_store:
+        return Choice(Engine.SPARK, "the store is not on this machine's file system")
+    if cluster:
+        return Choice(Engine.SPARK, f"a cluster was asked for ({cluster})")
+    if reads is not None and reads > local_rows:
+        return Choice(Engine.SPARK, f"reads {reads:,} rows, more than the local limit of {local_rows:,}")
+    size = "" if reads is None else f"reads {reads:,} rows, "
+    return Choice(Engine.LOCAL, f"{size}within the local limit of {local_rows:,} rows")

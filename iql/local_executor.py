@@ -176,7 +176,9 @@ class LocalExecutor:
         for o in rel.outputs:
             df, more = self.prepare(df, o.expr, domains)
             subst += more
-        df = df.project(*[self.column(o.expr, subst).alias(out_name(i)) for i, o in enumerate(rel.outputs)])
+        outputs = [self.column(o.expr, subst).alias(out_name(i)) for i, o in enumerate(rel.outputs)]
+        # An uncorrelated EXISTS subquery outputs nothing; DuckDB needs a column to count rows by.
+        df = df.project(*outputs) if outputs else df.project(lit(True).alias("__rows"))
         return df.distinct() if rel.distinct else df
 
     def visit_Aggregate(self, rel: P.Aggregate, domains):

@@ -241,17 +241,18 @@ class _Planner:
                 text += "; semi-naive expansion to a fixpoint (influences(*))"
             else:
                 text += f"; expansion depth {pred.depth}"
+        whole = "reads the whole store's containment and edges"
         if pred.kind in (A.ProvKind.INFLUENCES, A.ProvKind.UNDER):
             if not (left_bound or right_bound):
-                text += "; no bound side: set-at-a-time joins over the store tables"
+                text += f"; no bound side: {whole}"
             elif self.stats.index and self.stats.pruning:
-                text += ("; component index: reads only the influence scopes of the bound side "
-                         "(on the driver when small, else Spark joins)")
+                text += "; component index: reads only the influence scopes of the bound side"
             elif self.stats.index:
-                text += ("; component index is older than the data (run `strata index`): "
-                         "set-at-a-time joins over the store tables")
+                text += f"; component index is older than the data (run `strata index`): {whole}"
             else:
-                text += "; no component index: set-at-a-time joins over the store tables"
+                text += f"; no component index: {whole}"
+        else:
+            text += f"; {whole}"
         return text
 
     # ---------------------------------------------------------------- expressions

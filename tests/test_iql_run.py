@@ -1,4 +1,8 @@
-"""IQL end to end on Spark: Table 1 of the Ibis paper on examples/movies.json, and the CLI."""
+"""IQL end to end on both engines: Table 1 of the Ibis paper on examples/movies.json, and the CLI.
+
+Every test here runs twice, once with the local engine (DuckDB in this process) and once with
+Spark forced, on the same committed store.
+"""
 
 from __future__ import annotations
 
@@ -42,12 +46,19 @@ TABLE1 = [
 
 
 @pytest.fixture(scope="module")
-def movies(spark, tmp_path_factory):
+def movies_root(spark, tmp_path_factory):
     from store import Store
 
     st = Store.open(str(tmp_path_factory.mktemp("iql") / "store"), spark=spark)
     st.ingest(str(ROOT / "examples" / "movies.json"))
-    return st
+    return st.root
+
+
+@pytest.fixture(scope="module", params=["local", "spark"])
+def movies(request, spark, movies_root):
+    from store import Store
+
+    return Store.open(movies_root, spark=spark, engine=request.param)
 
 
 @pytest.mark.parametrize("qid, text, expected, warnings", TABLE1, ids=[t[0] for t in TABLE1])
@@ -55,6 +66,33 @@ def test_table1(movies, qid, text, expected, warnings):
     result = iql.run(movies, text)
     assert set(result.rows()) == expected
     assert result.warnings == warnings
+    assert result.engine.engine is movies.engine
+
+
+def test_auto_answers_small_questions_locally_without_starting_spark(movies_root):
+    from store import Store
+
+    def no_spark():
+        raise AssertionError("a small question started Spark")
+
+    st = Store.open(movies_root, spark=no_spark, engine="auto")
+    result = iql.run(st, TABLE1[2][1])
+    assert set(result.rows()) == TABLE1[2][2]
+    assert result.engine.engine.value == "local"
+    assert "within the local limit" in result.engine.reason
+    assert not st.spark_started
+
+
+def test_auto_takes_spark_past_the_threshold_and_for_a_cluster(movies_root, spark):
+    from store import Store
+
+    small = Store.open(movies_root, spark=spark, engine="auto", local_rows=10)
+    over = iql.run(small, TABLE1[0][1])
+    assert over.engine.engine.value == "spark" and "more than the local limit of 10" in over.engine.reason
+    assert set(over.rows()) == TABLE1[0][2]
+    cluster = Store.open(movies_root, spark=spark, engine="auto", master="spark://nowhere:7077")
+    assert iql.run(cluster, "explain " + TABLE1[0][1]).rows()[0] == (
+        "engine: spark (a cluster was asked for (master spark://nowhere:7077))",)
 
 
 def test_table1_matches_docs_movies_md():
@@ -69,6 +107,7 @@ def test_results_have_columns_rows_and_a_dataframe(movies):
     assert result.columns == ("id", "lic", "authScore")
     assert result.rows() == [("ymovies_page", "yahoo", 5), ("imdb_page", "imdb", 3)]
     assert result.df.columns == ["id", "lic", "authScore"]
+    assert result.df.collect() == [tuple(r) for r in result.rows()]
 
 
 def test_select_is_a_bag_and_distinct_a_set(movies):
@@ -119,6 +158,7 @@ def test_explain_shows_plan_and_strategy(movies):
     result = iql.run(movies, "explain " + TABLE1[0][1])
     text = "\n".join(r[0] for r in result.rows())
     assert result.columns == ("plan",)
+    assert text.startswith(f"engine: {movies.engine.value} (forced by --engine {movies.engine.value})")
     assert "ProvJoin p influences(2) v" in text
     assert "ids=['avatar_lead_actor_v1']" in text
     assert "expansion depth 2" in text and "est. rows" in text
@@ -161,12 +201,15 @@ def test_cli_query_error_exits_2_with_position(movies):
     assert result.stdout == ""
 
 
-def test_docs_explain_example_is_current(movies):
+def test_docs_explain_example_is_current(movies_root, spark):
     from test_iql_docs import BLOCKS
 
+    from store import Store
+
     query = next(b for info, b in BLOCKS if info == "iql" and b.startswith("explain"))
-    shown = next(b for info, b in BLOCKS if info == "" and b.startswith("plan:"))
-    assert "\n".join(r[0] for r in iql.run(movies, query).rows()) == shown
+    shown = next(b for info, b in BLOCKS if info == "" and b.startswith("engine:"))
+    auto = Store.open(movies_root, spark=spark, engine="auto")
+    assert "\n".join(r[0] for r in iql.run(auto, query).rows()) == shown
 
 
 def test_cli_and_repl_tables_show_values_alike():

@@ -1,9 +1,9 @@
-"""Differential test: random IQL queries over random bundles, Spark vs the naive reference.
+"""Differential test: random IQL queries over random bundles, both engines vs the naive reference.
 
-Each example ingests one small bundle (tests/strategies.py) into a fresh store and checks a
-few random queries (pairs under a provenance predicate, [NOT] EXISTS with a correlated
-subquery, a negated predicate, count(*)) against tests/reference.py evaluated by brute force.
-Few examples: each one needs Spark.
+Each example ingests one small bundle (tests/strategies.py) into a fresh store and checks
+random queries (pairs under a provenance predicate, [NOT] EXISTS with a correlated subquery, a
+negated predicate, count(*)) against tests/reference.py evaluated by brute force: every query
+on the local engine, the first few also on Spark. Few examples: each ingest needs Spark.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ KINDS = {  # what the left/right operand may range over
     "emits": ("process", "data"),
 }
 _counter = itertools.count()
+# Queries per example: on the local engine (milliseconds each), and the first few on Spark too.
+LOCAL_QUERIES, SPARK_QUERIES = 12, 3
 
 
 def _kind_of_gran(bundle: dict) -> dict[str, str]:
@@ -120,7 +122,9 @@ def test_random_queries_match_the_reference(spark, tmp_path_factory, bundle, dat
     ref = Reference([bundle])
     n_attr_types = {name for name in st_.catalog.type_names()
                     if (info := st_.catalog.type_by_name(name)) and info.attribute("n") is not None}
-    for _ in range(3):
+    engines = {name: Store.open(st_.root, spark=spark, engine=name) for name in ("local", "spark")}
+    for i in range(LOCAL_QUERIES):
         text, expected = data.draw(query_cases(bundle, ref, n_attr_types), label="query")
-        got = Counter(iql.run(st_, text).rows())
-        assert got == expected, f"{text}\n  got {sorted(got.items())}\n  want {sorted(expected.items())}"
+        for name in ("local", "spark") if i < SPARK_QUERIES else ("local",):
+            got = Counter(iql.run(engines[name], text).rows())
+            assert got == expected, f"{name}: {text}\n  got {sorted(got.items())}\n  want {sorted(expected.items())}"

@@ -1,5 +1,6 @@
-"""Bound predicates answered from influence scopes on the driver (store/scopegraph.py,
-store/index/scopes.py) agree with the naive reference and with the Spark joins."""
+"""Predicates answered on the driver (store/scopegraph.py: from influence scopes,
+store/index/scopes.py, or the whole store's graph, store/local/semantics.py) agree with the
+naive reference and with the Spark joins."""
 
 from __future__ import annotations
 
@@ -43,6 +44,16 @@ def test_driver_predicates_match_the_reference(bundle, k, data):
     inf = ref.influences_pairs(k)
     assert set(SG.influences(g, [v], k, forward=True)) == {p for p in inf if p[0] == v}
     assert set(SG.influences(g, [v], k, forward=False)) == {p for p in inf if p[1] == v}
+    feeds, emits = ref.feeds_pairs(), ref.emits_pairs()
+    assert set(SG.feeds(g, None, None)) == feeds
+    assert set(SG.feeds(g, [v], None)) == {p for p in feeds if p[0] == v}
+    assert set(SG.feeds(g, None, [v])) == {p for p in feeds if p[1] == v}
+    assert set(SG.emits(g, None, None)) == emits
+    assert set(SG.emits(g, [v], None)) == {p for p in emits if p[0] == v}
+    assert set(SG.emits(g, None, [v])) == {p for p in emits if p[1] == v}
+    w = data.draw(hst.sampled_from(vs))
+    assert set(SG.feeds(g, [v], [w])) == {p for p in feeds if p == (v, w)}
+    assert set(SG.emits(g, [v], [w])) == {p for p in emits if p == (v, w)}
 
 
 def _answers(st, ids_df, v: str) -> dict[str, set]:

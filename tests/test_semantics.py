@@ -1,4 +1,5 @@
-"""under / feeds / emits / influences(k) on Spark, against the paper and the naive reference."""
+"""under / feeds / emits / influences(k) on Spark and on the local engine (store/local/semantics.py),
+against the paper and the naive reference."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from strategies import SPARK_EXAMPLES, bundle_pairs, bundles
 
 from store import Store
 from store import semantics as sem
+from store.local import semantics as local
 
 ROOT_MOVIES = "examples/movies.json"
 
@@ -82,7 +84,29 @@ def test_negative_k_is_rejected(movies_store):
         sem.influences(movies_store, -1)
 
 
+def _check_local(st: Store, ref: Reference) -> None:
+    """The local engine's predicates, unbound and bound on each vertex, against the reference."""
+    assert set(local.pairs(st, "under", None, None, None)) == ref.under_pairs()
+    assert set(local.pairs(st, "feeds", None, None, None)) == ref.feeds_pairs()
+    assert set(local.pairs(st, "emits", None, None, None)) == ref.emits_pairs()
+    for k in (0, 1, 2, None):
+        assert set(local.pairs(st, "influences", k, None, None)) == ref.influences_pairs(k), k
+    for v in sorted(ref.vertices()):
+        assert set(local.pairs(st, "under", None, None, [v])) == {p for p in ref.under_pairs() if p[1] == v}
+        assert set(local.pairs(st, "feeds", None, [v], None)) == {p for p in ref.feeds_pairs() if p[0] == v}
+        assert set(local.pairs(st, "emits", None, None, [v])) == {p for p in ref.emits_pairs() if p[1] == v}
+        for k in (1, None):
+            want = ref.influences_pairs(k)
+            assert set(local.pairs(st, "influences", k, [v], None)) == {p for p in want if p[0] == v}
+            assert set(local.pairs(st, "influences", k, None, [v])) == {p for p in want if p[1] == v}
+
+
+def test_local_engine_answers_like_the_reference_on_movies(movies_store, movies_ref):
+    _check_local(movies_store, movies_ref)
+
+
 def _check_store(st: Store, ref: Reference, spark) -> None:
+    _check_local(st, ref)
     assert pairs(sem.under(st), "lower", "upper") == ref.under_pairs()
     assert pairs(sem.feeds(st), "data", "process") == ref.feeds_pairs()
     assert pairs(sem.emits(st), "process", "data") == ref.emits_pairs()

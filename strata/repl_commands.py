@@ -2,8 +2,9 @@
 
 Backslash commands live in one table (`COMMANDS`) with their syntax and help; `\\?` lists it.
 `parse_command` and `parse_options` are pure; handlers get a `Session` (the store, the two
-consoles, settings) and run their Spark work through `session.run`, which the REPL sets to a
-runner that Ctrl-C can cancel. Errors a user can cause are `UserError`s; the loop prints them.
+consoles, settings) and run their work through `session.run`, which the REPL sets to a runner
+that Ctrl-C can cancel (the local engine's DuckDB query, or the statement's Spark jobs). Errors a
+user can cause are `UserError`s; the loop prints them.
 """
 
 from __future__ import annotations
@@ -157,9 +158,11 @@ def emit(session: Session, renderable) -> None:
         out.print(renderable)
 
 
-def _timed(session: Session, started: float) -> None:
+def _timed(session: Session, started: float, engine=None) -> None:
+    """The timing line (with `\\timing on`); `engine`: the Choice that answered, if one did."""
     if session.timing:
-        session.out.print(Text(f"Time: {time.perf_counter() - started:.3f} s", style="dim"))
+        which = f" ({engine.engine.value} engine)" if engine is not None else ""
+        session.out.print(Text(f"Time: {time.perf_counter() - started:.3f} s{which}", style="dim"))
 
 
 def run_query(session: Session, text: str) -> None:
@@ -184,7 +187,7 @@ def run_query(session: Session, text: str) -> None:
         session.last_query = text
     for w in result.warnings:
         session.err.print(Text(f"warning: {w}", style="yellow"))
-    _timed(session, started)
+    _timed(session, started, result.engine)
 
 
 # ------------------------------------------------------------------------------ commands
@@ -209,6 +212,26 @@ def _timing(session: Session, inv: Invocation) -> None:
         raise UserError(f"\\timing takes on or off, not '{inv.args[0]}'", hint="usage: \\timing [on|off]")
     session.timing = (inv.args[0].lower() == "on") if inv.args else not session.timing
     session.out.print(f"Timing is {'on' if session.timing else 'off'}.")
+
+
+def _engine(session: Session, inv: Invocation) -> None:
+    """`\\engine`: show the store's engine setting; `\\engine auto|local|spark`: set it."""
+    from store.engine import Engine
+
+    st = session.store
+    if len(inv.args) > 1 or (inv.args and inv.args[0].lower() not in ("auto", "local", "spark")):
+        raise UserError(f"\\engine takes auto, local or spark, not '{' '.join(inv.args)}'",
+                        hint="usage: \\engine [auto|local|spark]")
+    if inv.args:
+        engine = Engine.parse(inv.args[0])
+        if engine is Engine.LOCAL and not st.storage.is_local:
+            raise UserError("the local engine reads stores on this machine's file system only",
+                            hint="use \\engine spark (or auto) for a store on a Hadoop URI")
+        st.engine = engine
+    why = {Engine.AUTO: f"per statement: local when it reads at most {st.local_rows:,} rows of a store on this "
+                        "machine, else Spark",
+           Engine.LOCAL: "DuckDB in this process", Engine.SPARK: "Spark"}[st.engine]
+    session.out.print(Text(f"Engine is {st.engine.value} ({why})."))
 
 
 def _explain(session: Session, inv: Invocation) -> None:
@@ -372,6 +395,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("\\?", "\\?", "list these commands", _help, ("\\help", "\\h")),
     Command("\\q", "\\q", "quit (or Ctrl-D)", _quit, ("\\quit",)),
     Command("\\timing", "\\timing [on|off]", "show how long each statement took", _timing),
+    Command("\\engine", "\\engine [auto|local|spark]",
+            "show or set who answers what follows: DuckDB in this process (local), Spark, or per statement (auto)",
+            _engine),
     Command("\\explain", "\\explain QUERY", "show the plan and strategy of an IQL query", _explain),
     Command("\\d", "\\d [TYPE]", "list types with granularities, attributes and counts, or describe one",
             _describe, ("\\describe",)),

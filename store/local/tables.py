@@ -68,11 +68,15 @@ def parquet_files(folder: str) -> list[str]:
     return out
 
 
+# Tables of at most this many rows are held in memory once read (see `LocalTables.relation`).
+MEMORY_ROWS = 100_000
+
+
 class LocalTables:
     """The committed tables of one version of a local store, as DuckDB relations.
 
-    One in-memory DuckDB connection per instance; relations are lazy (each run reads the files
-    again, with DuckDB's Parquet pushdown), and `arrow()` results are remembered per table.
+    One in-memory DuckDB connection per instance; small tables are held in memory after their
+    first read, larger ones are read from their files by each query (see `relation`).
     """
 
     def __init__(self, st) -> None:
@@ -87,6 +91,7 @@ class LocalTables:
         self.con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
         self._lock = threading.Lock()
         self._files: dict[str, list[str]] = {}
+        self._memory: dict[str, Any] = {}  # table -> pyarrow Table (None: too large to hold)
 
     def files(self, name: str) -> list[str]:
         """The Parquet files of table `name` in this version ([] when it has no rows)."""
@@ -120,7 +125,18 @@ class LocalTables:
         return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
     def relation(self, name: str):
-        """Table `name` as a DuckDB relation with the columns (and types) of its stored schema."""
+        """Table `name` as a DuckDB relation with the columns (and types) of its stored schema.
+
+        A table of at most `MEMORY_ROWS` rows is read once into memory and scanned from there
+        (a small store's every question then reads no file); a larger one is scanned from its
+        Parquet files each time, with DuckDB's projection and filter pushdown."""
+        held = self._memory.get(name)
+        if held is None and name not in self._memory:
+            held = self._memory[name] = self._parquet(name).to_arrow_table() if self.rows(name) <= MEMORY_ROWS \
+                else None
+        return self.con.from_arrow(held) if held is not None else self._parquet(name)
+
+    def _parquet(self, name: str):
         import duckdb
 
         schema = arrow_schema(self.schema_json(name))
@@ -139,7 +155,8 @@ class LocalTables:
 
     def arrow(self, name: str):
         """Table `name` read whole into a pyarrow Table."""
-        return self.relation(name).to_arrow_table()
+        held = self._memory.get(name)
+        return held if held is not None else self.relation(name).to_arrow_table()
 
 
 def _duck_type(arrow):

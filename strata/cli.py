@@ -58,7 +58,9 @@ class App:
     def store(self):
         if self._store is None:
             from store import Store
+            from store.session import parse_conf
 
+            parse_conf(self.conf)  # a bad --conf is an error even when no step starts Spark
             self._store = Store.open(self.store_path, spark=self.spark, master=self.master,
                                      engine=self.engine)
         return self._store

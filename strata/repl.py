@@ -3,8 +3,10 @@
 Statements span lines and end with `;`; backslash commands (`\\?` lists them) end at the line
 end. The prompt session is built in one function (`build_prompt`); key bindings live in
 strata/repl_keys.py, completion in strata/repl_complete.py, commands in strata/repl_commands.py.
-Each statement runs in a worker thread under its own Spark job group: Ctrl-C cancels that group
-and the REPL goes on. Ctrl-C at the prompt clears the input; Ctrl-D (or `\\q`) leaves.
+Starting the REPL, `\\d`, completion and statements the local engine answers start no JVM: Spark
+starts the first time a statement needs it. Each statement runs in a worker thread: Ctrl-C
+interrupts its DuckDB query and, once Spark runs, cancels its Spark jobs (its own job group), and
+the REPL goes on. Ctrl-C at the prompt clears the input; Ctrl-D (or `\\q`) leaves.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import itertools
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +66,9 @@ def make_lexer(keywords, functions) -> type[RegexLexer]:
     return IqlLexer
 
 
-def toolbar_text(store_root: str, version: Any, timing: bool) -> str:
-    return (f" store {store_root} · version {version} · timing {'on' if timing else 'off'}"
+def toolbar_text(store_root: str, version: Any, timing: bool, engine: str | None = None) -> str:
+    which = f" · engine {engine}" if engine else ""
+    return (f" store {store_root} · version {version}{which} · timing {'on' if timing else 'off'}"
             f" · end statements with ; · \\? help · Ctrl-D quits ")
 
 
@@ -91,7 +95,7 @@ def build_prompt(session: C.Session, history: Path):
         lexer=PygmentsLexer(make_lexer(keywords(), [f.value for f in AggFunc])),
         completer=ThreadedCompleter(IqlCompleter(vocab, catalog)),
         complete_while_typing=False,
-        bottom_toolbar=lambda: toolbar_text(st.root, st.version, session.timing),
+        bottom_toolbar=lambda: toolbar_text(st.root, st.version, session.timing, st.engine.value),
         key_bindings=key_bindings(),
         multiline=multiline_filter(),
         enable_history_search=True,
@@ -102,25 +106,48 @@ class Cancelled(Exception):  # noqa: N818 - a control-flow signal
     """The user pressed Ctrl-C while a statement ran."""
 
 
-def cancellable(spark):
-    """A runner for `Session.run`: fn runs in a thread under a fresh Spark job group;
-    Ctrl-C (SIGINT) in the main thread cancels that group and raises `Cancelled`."""
-    from pyspark import InheritableThread
+def cancellable(store):
+    """A runner for `Session.run`: fn runs in a worker thread; Ctrl-C (SIGINT) in the main thread
+    cancels what it started and raises `Cancelled`.
 
-    sc = spark.sparkContext
+    What is cancelled depends on what runs, decided per statement so no JVM starts for it: the
+    local engine's DuckDB query (interrupted); and, when Spark runs, the statement's jobs. If
+    Spark was already running when the statement began, the statement runs under its own job
+    group and that group is cancelled; if the statement itself started Spark, every job of the
+    context is (the REPL runs one statement at a time). Cancelling repeats every half second
+    until the statement ends, for queries and jobs it starts after the first Ctrl-C.
+    """
 
     def run(fn):
+        spark_running = store.spark_started
         group = f"strata-repl-{os.getpid()}-{next(_job_ids)}"
+        local = store.local() if store.storage.is_local else None
         box: dict[str, Any] = {}
 
         def work() -> None:
-            sc.setJobGroup(group, "strata repl statement", interruptOnCancel=True)
+            if spark_running:
+                store.spark.sparkContext.setJobGroup(group, "strata repl statement", interruptOnCancel=True)
             try:
                 box["value"] = fn()
             except BaseException as e:  # noqa: BLE001 - handed to the main thread as is
                 box["error"] = e
 
-        thread = InheritableThread(target=work, daemon=True)
+        def cancel() -> None:
+            if local is not None:
+                local.con.interrupt()
+            if store.spark_started:
+                sc = store.spark.sparkContext
+                if spark_running:
+                    sc.cancelJobGroup(group)
+                else:
+                    sc.cancelAllJobs()
+
+        if spark_running:
+            from pyspark import InheritableThread
+
+            thread = InheritableThread(target=work, daemon=True)
+        else:
+            thread = threading.Thread(target=work, daemon=True)
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         cancelled = False
         try:
@@ -131,10 +158,10 @@ def cancellable(spark):
                     thread.join(0.1)
                     waited += 1
                     if cancelled and waited % 5 == 0:
-                        sc.cancelJobGroup(group)  # jobs the statement started after the first cancel
+                        cancel()  # queries and jobs the statement started after the first cancel
                 except KeyboardInterrupt:
                     cancelled = True
-                    sc.cancelJobGroup(group)
+                    cancel()
         finally:
             signal.signal(signal.SIGINT, previous)
         if cancelled:
@@ -203,7 +230,7 @@ def repl(app) -> None:
 
     store = app.store()
     session = C.Session(store, console(), console(err=True))
-    session.run = cancellable(store.spark)
+    session.run = cancellable(store)
     prompt = build_prompt(session, history_path())
     click.echo(f"strata repl on {store.root} (version {store.version}). "
                "End statements with ;  \\? for help, Ctrl-D to quit.", err=True)

@@ -268,6 +268,7 @@ def test_history_path(tmp_path):
 def test_toolbar_names_store_and_version():
     text = toolbar_text("/data/store", 3, True)
     assert "/data/store" in text and "version 3" in text and "timing on" in text
+    assert "engine local" in toolbar_text("/data/store", 3, False, "local")
 
 
 # ------------------------------------------------------------------ commands against a store (Spark)
@@ -328,3 +329,119 @@ def test_command_errors_are_user_errors(live):
 def test_values_are_not_read_as_rich_markup():
     text = _render(C.result_renderable(["[b]col"], [("[bold]x[/bold]",), ("a[red]",)]))
     assert "[b]col" in text and "[bold]x[/bold]" in text and "a[red]" in text
+
+
+# ------------------------------------------------------------------ engines: \engine, Ctrl-C, no JVM
+
+def _fake_store(is_local=True):
+    from types import SimpleNamespace
+
+    from store.engine import Engine
+
+    return SimpleNamespace(engine=Engine.AUTO, local_rows=1000, storage=SimpleNamespace(is_local=is_local))
+
+
+def test_engine_command_shows_and_sets_the_setting():
+    from store.engine import Engine
+
+    out = Console(file=io.StringIO(), width=200, color_system=None)
+    session = C.Session(store=_fake_store(), out=out, err=out)
+    C.dispatch(session, "\\engine")
+    assert "Engine is auto (per statement: local when it reads at most 1,000 rows" in out.file.getvalue()
+    C.dispatch(session, "\\engine spark")
+    assert session.store.engine is Engine.SPARK and "Engine is spark (Spark)." in out.file.getvalue()
+    C.dispatch(session, "\\engine LOCAL")
+    assert session.store.engine is Engine.LOCAL and "Engine is local (DuckDB in this process)." in out.file.getvalue()
+    with pytest.raises(UserError, match="auto, local or spark"):
+        C.dispatch(session, "\\engine duck")
+    with pytest.raises(UserError, match="auto, local or spark"):
+        C.dispatch(session, "\\engine local spark")
+    assert session.store.engine is Engine.LOCAL
+    remote = C.Session(store=_fake_store(is_local=False), out=out, err=out)
+    with pytest.raises(UserError, match="this machine's file system only"):
+        C.dispatch(remote, "\\engine local")
+    assert remote.store.engine is Engine.AUTO
+    assert "\\engine" in C.command_help()
+
+
+def test_ctrl_c_interrupts_a_local_statement_and_starts_no_spark():
+    """The runner of a statement on a store whose Spark has not started: Ctrl-C interrupts the
+    DuckDB connection (the fake statement waits for that) and never touches Spark."""
+    import os
+    import signal
+    import threading
+    from types import SimpleNamespace
+
+    from strata.repl import Cancelled, cancellable
+
+    interrupted = threading.Event()
+    con = SimpleNamespace(interrupt=interrupted.set)
+
+    class Store:
+        storage = SimpleNamespace(is_local=True)
+        spark_started = False
+
+        def local(self):
+            return SimpleNamespace(con=con)
+
+        @property
+        def spark(self):
+            raise AssertionError("the runner started Spark")
+
+    run = cancellable(Store())
+    assert run(lambda: 42) == 42
+    with pytest.raises(ValueError, match="boom"):
+        run(lambda: (_ for _ in ()).throw(ValueError("boom")))
+
+    def statement():
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        if not interrupted.wait(30):
+            raise AssertionError("Ctrl-C did not interrupt the query")
+        raise RuntimeError("INTERRUPT Error: Interrupted!")
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(Cancelled):
+        run(statement)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_repl_start_describe_and_completion_start_no_jvm(movies_store, tmp_path):
+    """What the REPL does before a statement needs Spark -- the prompt, `\\d`, `\\d TYPE`, Tab
+    completion, a small query, EXPLAIN -- on a store whose Spark would fail to start."""
+    from prompt_toolkit.document import Document
+
+    from store import Store
+    from strata.repl import build_prompt, cancellable
+
+    def no_spark():
+        raise AssertionError("the REPL started Spark")
+
+    st = Store.open(movies_store.root, spark=no_spark)
+    out = Console(file=io.StringIO(), width=160, color_system=None)
+    session = C.Session(st, out, out)
+    session.run = cancellable(st)
+    prompt = build_prompt(session, tmp_path / "history")
+    got = [c.text for c in prompt.completer.completer.get_completions(
+        Document("select p.auth from WebPage p", len("select p.auth")), None)]
+    assert "authScore" in got
+    for text in ("\\timing on", "\\d", "\\d WebPage", "select v.id from Version v order by v.id",
+                 "\\explain select p.id from WebPage p", "\\engine"):
+        C.dispatch(session, text)
+    text = out.file.getvalue()
+    assert "avatar_lead_actor_v2" in text and "(local engine)" in text and "engine: local" in text
+    assert "authScore: int" in text and not st.spark_started
+
+
+def test_engine_spark_answers_the_next_statement_on_spark(live):
+    s = live()
+    C.dispatch(s, "\\timing on")
+    C.dispatch(s, "select v.id from Version v order by v.id")
+    assert "(local engine)" in s.out.file.getvalue()
+    before = s.store.engine
+    try:
+        C.dispatch(s, "\\engine spark")
+        C.dispatch(s, "select v.id from Version v order by v.id")
+        text = s.out.file.getvalue()
+        assert "(spark engine)" in text and text.count("avatar_lead_actor_v2") == 2
+    finally:
+        s.store.engine = before

@@ -95,12 +95,15 @@ class LocalExecutor:
     def visit_Scan(self, scan: P.Scan, domains):
         src = scan.source
         v = self.tables.relation(S.VERTICES)
+        keep = []  # one filter of every condition on the vertices (each relational step costs a bind)
         if src.type_key is not None:
-            v = v.filter(col(S.TYPE) == lit(src.type_key))
+            keep.append(col(S.TYPE) == lit(src.type_key))
         elif src.kind is not None:
-            v = v.filter(col(S.KIND) == lit(src.kind))
+            keep.append(col(S.KIND) == lit(src.kind))
         if scan.ids is not None:
-            v = v.filter(col(S.ID).isin(*[lit(i) for i in scan.ids]))
+            keep.append(col(S.ID).isin(*[lit(i) for i in scan.ids]))
+        if keep:
+            v = v.filter(_all(keep))
         if scan.outer:
             v = v.join(domains[src.uid], S.ID, how="semi")
         cols = [col(S.ID).alias(cname(src.uid, "id"))]
@@ -108,8 +111,8 @@ class LocalExecutor:
             value = FunctionExpression("map_extract_value", col(S.ATTRS), lit(attr))
             cols.append(value.cast(duckdb.sqltype(_TYPES[src.attribute(attr)])).alias(cname(src.uid, attr)))
         df = v.project(*cols)
-        for f in scan.filters:
-            df = df.filter(self.column(f, []))
+        if scan.filters:
+            df = df.filter(_all([self.column(f, []) for f in scan.filters]))
         return df
 
     def visit_TraceScan(self, scan: P.TraceScan, domains):
@@ -121,8 +124,8 @@ class LocalExecutor:
         names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
         types = {n: _arrow_type(vtype) for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
         df = self.frame({n: [r[i] for r in rows] for i, n in enumerate(names)}, types)
-        for f in scan.filters:
-            df = df.filter(self.column(f, []))
+        if scan.filters:
+            df = df.filter(_all([self.column(f, []) for f in scan.filters]))
         return df
 
     def visit_CrossJoin(self, rel: P.CrossJoin, domains):
@@ -321,6 +324,13 @@ class LocalExecutor:
             items = [self.column(i, subst) for i in node.items]
             return e.isnotin(*items) if node.negated else e.isin(*items)
         raise TypeError(f"local executor: cannot compile {type(node).__name__} here")
+
+
+def _all(conditions):
+    out = conditions[0]
+    for c in conditions[1:]:
+        out = out & c
+    return out
 
 
 def _aggregate_text(call: A.BoundCall, i: int) -> str:

@@ -1,12 +1,28 @@
-"""Lineage of one item: RQ, CCProv and CSProv (CSProv, Section 2; docs/references.md), and `auto`.
+"""Lineage of one item: RQ, CCProv and CSProv (CSProv, Section 2; docs/references.md), and `auto`,
+on either engine (store/engine.py).
 
-- RQ: recursive querying on Spark over every derivation triple: one lookup per level.
+- RQ: recursive querying over every derivation triple: one lookup per level.
 - CC (Algorithm 1): find the item's component, read only that component's triples.
 - CS (Algorithm 2): find the item's connected set, its set-lineage through the set
   dependencies, read only the triples whose derived value lies in those sets.
-CC and CS collect their triples to the driver and search there (`reach`) when there are at
-most τ of them; otherwise they run RQ on Spark restricted to those triples. `triples_read` is the
-size of the triple volume the recursive step ran over (all triples for RQ), so pruning is visible.
+
+`lineage(st, ...)` asks `st.choose(reads)` for an engine, `reads` being the triples the method
+reads: every edge for RQ; for CC and CS the item's component or set-lineage, counted from the
+index before anything else is read (pyarrow point reads on a local store).
+
+- local (no JVM): RQ reads the edges (src, dst, process AS op) with DuckDB into an Arrow table
+  and searches it with `reach_table`. CC and CS locate the item, walk the set dependencies and
+  read the scope with pyarrow point reads of the index's bucket files (store/index/local.py);
+  a scope of at most τ triples is searched in memory with `reach_table`, a larger one with
+  DuckDB, one semi-join of the scope per level. Unknown items are looked up with DuckDB.
+- spark: the same reads as Spark jobs (`IndexView`). CC and CS collect a scope of at most τ
+  triples to the driver and search it there (`reach`); a larger one runs RQ on Spark
+  restricted to those triples.
+
+τ defaults to DEFAULT_LOCAL_TAU on the local engine and DEFAULT_TAU through Spark. Both engines
+give the same `Lineage`: nodes, edges, method, and `triples_read`, the size of the triple volume
+the recursive step ran over (all triples for RQ, the component for CC, the set-lineage's sets for
+CS), so pruning is visible. `Lineage.engine` says which engine answered and why.
 
 The lineage of q (backward) is every value with a path to q and every triple on such a path;
 with depth k, the values within k steps and the triples whose derived value is fewer than k
@@ -22,12 +38,13 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from store.errors import UserError
+from store.engine import Choice, Engine
+from store.errors import StoreError, UserError
 from store.index import layout as L
 from store.schema import DST, EDGES, ID, PROCESS, SRC, VERTICES
 
-DEFAULT_TAU = 200_000  # triples collected to the driver at most (CSProv's τ)
-# On a local store the scope is read by pyarrow straight into an Arrow table and searched
+DEFAULT_TAU = 200_000  # triples collected to the driver through Spark at most (CSProv's τ)
+# On the local engine the scope is read by pyarrow straight into an Arrow table and searched
 # vectorized (no Spark collect), so the driver can take ten times as many by default.
 DEFAULT_LOCAL_TAU = 2_000_000
 _ISIN_MAX = 2_000  # larger frontiers are joined as a DataFrame instead of an IN list
@@ -49,7 +66,7 @@ class Direction(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Lineage:
-    """The answer to one lineage query."""
+    """The answer to one lineage query (`engine`: which engine answered and why; not compared)."""
 
     item: str
     direction: Direction
@@ -58,6 +75,7 @@ class Lineage:
     method: Method
     triples_read: int
     warnings: tuple[str, ...] = field(default=())
+    engine: Choice | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         key = "ancestors" if self.direction is Direction.BACKWARD else "descendants"
@@ -130,10 +148,57 @@ def _rq_spark(scope: DataFrame, item: str, depth: int | None, forward: bool) -> 
     return _walk(expand, item, depth, forward)
 
 
-# ---------------------------------------------------------------------------- index access
+def _rq_duckdb(con, scope, item: str, depth: int | None, forward: bool) -> tuple[set[str], set[Triple]]:
+    """RQ with DuckDB: one semi-join of the relation `scope` (src, dst, op) per level with the
+    frontier (an Arrow table, so no value becomes SQL text)."""
+    import pyarrow as pa
+
+    key = SRC if forward else DST
+
+    def expand(frontier: list[str]) -> list[Triple]:
+        keys = con.from_arrow(pa.table({key: pa.array(frontier, pa.string())}))
+        return scope.join(keys, key, how="semi").project(SRC, DST, L.OP).fetchall()
+
+    return _walk(expand, item, depth, forward)
+
+
+# ---------------------------------------------------------------------------- index state
+def index_warning(st) -> str | None:
+    """None when the component index covers every committed edge, else why it cannot be used
+    (read from the manifest: no Spark, no file)."""
+    meta = st.meta(L.META_KEY)
+    if not meta:
+        return "no component index yet: run `strata index`"
+    from store.index.build import _edge_segments
+
+    if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
+        return "the component index is older than the last ingest: run `strata index` to update it"
+    return None
+
+
+def _local_index(st):
+    """The index's bucket folders for pyarrow point reads (store/index/local.py)."""
+    from store.index.local import LocalIndex
+
+    found = LocalIndex.of(st)
+    if found is None:
+        raise StoreError(f"the component index of store {st.root} is not laid out as the local engine reads it",
+                         hint="run `strata index --rebuild`, or use --engine spark")
+    return found
+
+
+def _choose(st, reads: Callable[[], int | None]) -> Choice:
+    """`st.choose` with `reads()` counted only when it can matter (the engine may be local)."""
+    first = st.choose(None)
+    if first.engine is Engine.SPARK:
+        return first
+    return st.choose(reads())
+
+
+# ---------------------------------------------------------------------------- Spark: index access
 @dataclass(frozen=True)
 class IndexView:
-    """What the lineage methods read: raw triples for RQ and, if built, the index tables."""
+    """What the lineage methods read on Spark: raw triples for RQ and, if built, the index tables."""
 
     # Each table is a DataFrame or a zero-argument function returning one (see `df`).
     raw: DataFrame | Callable[[], DataFrame]  # src, dst, op
@@ -143,7 +208,6 @@ class IndexView:
     buckets: int | None = None  # None: tables are not bucketed (built in memory)
     warnings: tuple[str, ...] = ()
     known: DataFrame | Callable[[], DataFrame] | None = None  # DataFrame[id] of every vertex, for "unknown item" errors
-    local: object | None = None  # store.index.local.LocalIndex: driver-side point reads
 
     @property
     def indexed(self) -> bool:
@@ -162,56 +226,149 @@ class IndexView:
 
 
 def view_of(st) -> IndexView:
-    """The store's lineage view; the index is used only if it covers every committed edge."""
+    """The store's lineage view on Spark; the index is used only if it covers every committed edge."""
     def raw():
         return st.table(EDGES).select(SRC, DST, F.col(PROCESS).alias(L.OP))
 
     def known():
         return st.table(VERTICES).select(ID)
 
-    meta = st.meta(L.META_KEY)
-    if not meta:
-        return IndexView(raw, known=known, warnings=("no component index yet: run `strata index`",))
-    from store.index.build import _edge_segments
-
-    if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
-        return IndexView(raw, known=known, warnings=(
-            "the component index is older than the last ingest: run `strata index` to update it",))
-    from store.index.local import LocalIndex
+    warning = index_warning(st)
+    if warning is not None:
+        return IndexView(raw, known=known, warnings=(warning,))
 
     def table(name):
         return lambda: st.table(name)
 
     return IndexView(raw, table(L.NODES), table(L.TRIPLES), table(L.SETDEPS),
-                     int(meta["buckets"]), known=known, local=LocalIndex.of(st))
+                     int(st.meta(L.META_KEY)["buckets"]), known=known)
 
 
 # ---------------------------------------------------------------------------- methods
 def lineage(source, item: str, depth: int | None = None, forward: bool = False,
             method: Method = Method.AUTO, tau: int | None = None) -> Lineage:
-    """Lineage of `item` in a store (or an IndexView). Raises UserError for unknown items.
+    """Lineage of `item` in a store (or, on Spark, an IndexView). Raises UserError for unknown items.
 
-    `tau`: the most triples CC/CS search on the driver; None means DEFAULT_TAU for a scope
-    collected through Spark and DEFAULT_LOCAL_TAU for one read locally with pyarrow."""
-    view = source if isinstance(source, IndexView) else view_of(source)
+    The engine is `source.choose(reads)` (module docstring). `tau`: the most triples CC/CS
+    search in memory; None means DEFAULT_LOCAL_TAU on the local engine, DEFAULT_TAU on Spark."""
     method = Method(method)
     direction = Direction.FORWARD if forward else Direction.BACKWARD
     if depth is not None and depth < 0:
         raise UserError(f"--depth must be 0 or more, got {depth}")
-    if method in (Method.CC, Method.CS) and not view.indexed:
+    if isinstance(source, IndexView):
+        indexed, warnings = source.indexed, source.warnings
+    else:
+        warning = index_warning(source)
+        indexed, warnings = warning is None, () if warning is None else (warning,)
+    if method in (Method.CC, Method.CS) and not indexed:
         raise UserError(f"method '{method.value}' needs the component index: "
-                        + (view.warnings[0] if view.warnings else "it is missing"),
+                        + (warnings[0] if warnings else "it is missing"),
                         hint="run `strata index` first, or use --method rq")
-    chosen = method if method is not Method.AUTO else (Method.CS if view.indexed else Method.RQ)
-    if chosen is Method.RQ:
+    chosen = method if method is not Method.AUTO else (Method.CS if indexed else Method.RQ)
+    if isinstance(source, IndexView):
+        choice = Choice(Engine.SPARK, "an IndexView of Spark DataFrames")
+        found, edges, read = _on_spark(source, item, depth, forward, chosen, tau)
+    else:
+        local = _LocalLineage(source, item, chosen, forward)
+        choice = _choose(source, local.reads)
+        if choice.engine is Engine.LOCAL:
+            found, edges, read = local.run(depth, DEFAULT_LOCAL_TAU if tau is None else tau)
+        else:
+            found, edges, read = _on_spark(view_of(source), item, depth, forward, chosen, tau)
+    return Lineage(item, direction, tuple(sorted(found)), tuple(sorted(edges)), chosen, read,
+                   warnings if method is Method.AUTO else (), choice)
+
+
+def _unknown(item: str) -> UserError:
+    return UserError(f"unknown item '{item}': it is in no triple and no vertex of the store",
+                     hint="item ids are case-sensitive; `strata query` can list them")
+
+
+# ---------------------------------------------------------------------------- the local engine
+class _LocalLineage:
+    """One lineage on the local engine: `reads()` counts what the method reads (and keeps the
+    point reads it made for that), `run()` answers."""
+
+    def __init__(self, st, item: str, method: Method, forward: bool) -> None:
+        self.st, self.item, self.method, self.forward = st, item, method, forward
+        self.index = None
+        self.located: tuple[str, str] | None = None
+        self.sets: list[str] | None = None
+        self.count: int | None = None
+
+    def reads(self) -> int:
+        if self.count is not None:
+            return self.count
+        if self.method is Method.RQ:
+            self.count = self.st.local().rows(EDGES)
+            return self.count
+        self.index = _local_index(self.st)
+        self.located = self.index.locate(self.item)
+        if self.located is None:
+            self.count = 0
+            return 0
+        ccid, csid = self.located
+        if self.method is Method.CS and csid != ccid:
+            self.sets = sorted(self.index.set_lineage(ccid, csid, self.forward))
+        self.count = self.index.scope_rows(ccid, self.sets)
+        return self.count
+
+    def run(self, depth: int | None, tau: int) -> tuple[set[str], set[Triple], int]:
+        read = self.reads()
+        tables = self.st.local()
+        if self.method is Method.RQ:
+            scope = _edges_relation(tables)
+            if read <= tau:
+                found, hops = reach_table(scope.to_arrow_table(), self.item, depth, self.forward)
+            else:
+                found, hops = _rq_duckdb(tables.con, scope, self.item, depth, self.forward)
+            if not found and not hops:
+                check_known_local(self.st, self.item)
+            return found, hops, read
+        if self.located is None:
+            check_known_local(self.st, self.item)
+            return set(), set(), 0
+        ccid, _ = self.located
+        if read <= tau:
+            found, hops = reach_table(self.index.scope(ccid, self.sets), self.item, depth, self.forward)
+        else:
+            scope = self.index.scope_relation(tables.con, ccid, self.sets)
+            found, hops = _rq_duckdb(tables.con, scope, self.item, depth, self.forward)
+        return found, hops, read
+
+
+def _edges_relation(tables):
+    """The edges as triples (src, dst, op), a DuckDB relation."""
+    import duckdb
+
+    col = duckdb.ColumnExpression
+    return tables.relation(EDGES).project(col(SRC), col(DST), col(PROCESS).alias(L.OP))
+
+
+def check_known_local(st, item: str) -> None:
+    """UserError unless `item` is in an edge or is a vertex (DuckDB over the committed tables)."""
+    import duckdb
+
+    tables = st.local()
+    value = duckdb.ConstantExpression(item)
+    src, dst = duckdb.ColumnExpression(SRC), duckdb.ColumnExpression(DST)
+    if tables.relation(EDGES).filter((src == value) | (dst == value)).limit(1).fetchall():
+        return
+    if tables.relation(VERTICES).filter(duckdb.ColumnExpression(ID) == value).limit(1).fetchall():
+        return
+    raise _unknown(item)
+
+
+# ---------------------------------------------------------------------------- Spark
+def _on_spark(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
+              tau: int | None) -> tuple[set[str], set[Triple], int]:
+    if method is Method.RQ:
         found, edges = _rq_spark(view.df('raw'), item, depth, forward)
         read = view.df('raw').count()
         if not found and not edges:
             _check_known(view, item)
-    else:
-        found, edges, read = _pruned(view, item, depth, forward, chosen, tau)
-    return Lineage(item, direction, tuple(sorted(found)), tuple(sorted(edges)), chosen, read,
-                   view.warnings if method is Method.AUTO else ())
+        return found, edges, read
+    return _pruned(view, item, depth, forward, method, DEFAULT_TAU if tau is None else tau)
 
 
 def _check_known(view: IndexView, item: str) -> None:
@@ -220,18 +377,12 @@ def _check_known(view: IndexView, item: str) -> None:
         return
     if view.known is not None and view.df('known').where(F.col(ID) == item).limit(1).count():
         return
-    raise UserError(f"unknown item '{item}': it is in no triple and no vertex of the store",
-                    hint="item ids are case-sensitive; `strata query` can list them")
+    raise _unknown(item)
 
 
 def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
-            tau: int | None) -> tuple[set[str], set[Triple], int]:
-    """CCProv / CSProv: locate the item, read only its component / set-lineage, search it."""
-    if view.local is not None:
-        done = _pruned_local(view, item, depth, forward, method, DEFAULT_LOCAL_TAU if tau is None else tau)
-        if done is not None:
-            return done
-    tau = DEFAULT_TAU if tau is None else tau
+            tau: int) -> tuple[set[str], set[Triple], int]:
+    """CCProv / CSProv on Spark: locate the item, read only its component / set-lineage, search it."""
     row = view.df('nodes').where(view.key(ID, item)).select(L.CCID, L.CSID).first()
     if row is None:
         _check_known(view, item)
@@ -255,25 +406,6 @@ def _pruned(view: IndexView, item: str, depth: int | None, forward: bool, method
     return found, edges, read
 
 
-def _pruned_local(view: IndexView, item: str, depth: int | None, forward: bool, method: Method,
-                  tau: int) -> tuple[set[str], set[Triple], int] | None:
-    """The same as `_pruned` with driver-side reads; None when the scope exceeds τ."""
-    local = view.local
-    row = local.locate(item)
-    if row is None:
-        _check_known(view, item)
-        return set(), set(), 0
-    ccid, csid = row
-    sets = None
-    if method is Method.CS and csid != ccid:
-        sets = sorted(local.set_lineage(ccid, csid, forward))
-    rows = local.scope(ccid, sets, tau)
-    if rows is None:
-        return None
-    found, edges = reach_table(rows, item, depth, forward)
-    return found, edges, rows.num_rows
-
-
 def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[str]:
     """The set and every set it derives from (or, forward, that derive from it)."""
     deps = view.df('setdeps').where(view.key(L.CCID, ccid))
@@ -291,23 +423,50 @@ def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[st
     return seen
 
 
-def component_members(st, item: str) -> DataFrame:
-    """Every value and process of the connected component (component index) holding `item`:
-    DataFrame[id]. Reads only the index's node and triple tables of that component."""
-    from store.index.build import _edge_segments
-
-    meta = st.meta(L.META_KEY)
-    if not meta:
+# ---------------------------------------------------------------------------- components
+def component_members(st, item: str, limit: int | None = None) -> list[str]:
+    """Every value and process of the connected component (component index) holding `item`,
+    sorted; with `limit`, the first `limit` of them. Reads only that component's index rows:
+    with pyarrow on the local engine, as Spark jobs otherwise."""
+    warning = index_warning(st)
+    if warning is not None:
+        if st.meta(L.META_KEY):
+            raise UserError("exporting a component needs the component index, and it is older than the last ingest",
+                            hint="run `strata index` to update it")
         raise UserError("exporting a component needs the component index, and there is none yet",
                         hint="run `strata index` first")
-    if list(_edge_segments(st)) != list(meta.get("edges_segments", [])):
-        raise UserError("exporting a component needs the component index, and it is older than the last ingest",
-                        hint="run `strata index` to update it")
-    view = IndexView(st.table(EDGES), st.table(L.NODES), st.table(L.TRIPLES), None, int(meta["buckets"]))
-    row = view.nodes.where(view.key(ID, item)).select(L.CCID).first()
-    if row is None:
+    state: dict = {}
+
+    def reads() -> int:
+        index = state["index"] = _local_index(st)
+        row = state["row"] = index.locate(item)
+        return 0 if row is None else index.scope_rows(row[0], None)
+
+    choice = _choose(st, reads)
+    if choice.engine is Engine.LOCAL:
+        if "index" not in state:
+            reads()
+        row = state["row"]
+        ccid = None if row is None else row[0]
+    else:
+        view = view_of(st)
+        found = view.df('nodes').where(view.key(ID, item)).select(L.CCID).first()
+        ccid = None if found is None else found[0]
+    if ccid is None:
         raise UserError(f"'{item}' is in no component of the index: it takes part in no edge",
                         hint="ids are case-sensitive; give its id with --id to export it alone")
-    members = view.nodes.where(view.key(L.CCID, row[0])).select(ID)
-    ops = view.triples.where(view.key(L.CCID, row[0])).select(F.col(L.OP).alias(ID))
-    return members.unionByName(ops)
+    if choice.engine is Engine.LOCAL:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        scope = state["index"].scope(ccid, None, None)
+        ids = pc.unique(pa.chunked_array([c for name in (SRC, DST, L.OP) for c in scope.column(name).chunks],
+                                         pa.string()))
+        members = sorted(ids.to_pylist())
+        return members if limit is None else members[:limit]
+    scope = view.df('triples').where(view.key(L.CCID, ccid))
+    ids = (scope.select(F.col(SRC).alias(ID)).unionByName(scope.select(F.col(DST).alias(ID)))
+           .unionByName(scope.select(F.col(L.OP).alias(ID))).distinct().orderBy(ID))
+    if limit is not None:
+        ids = ids.limit(limit)
+    return [r[0] for r in ids.collect()]

@@ -24,8 +24,9 @@ from strata.cli import store_of
 
 
 def subgraph_for(st, sel: Selection, max_nodes: int):
-    """The bounded subgraph of a selection; a query selection runs its IQL statement here."""
-    return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text).df)
+    """The bounded subgraph of a selection; a query selection runs its IQL statement here (on
+    the engine iql chooses; a local answer's rows are used as they are, without Spark)."""
+    return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text))
 
 
 def _selection_options(fn):

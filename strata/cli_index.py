@@ -78,7 +78,7 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
 @click.option("--method", type=click.Choice(["auto", "rq", "cc", "cs"]), default="auto",
               help="rq: recursive querying; cc: component-pruned; cs: set-pruned [auto: cs if indexed].")
 @click.option("--tau", type=click.IntRange(min=0), default=None,
-              help="Trace at most this many triples on the driver [2000000 read locally, 200000 through Spark].")
+              help="Trace at most this many triples in memory [2000000 on the local engine, 200000 on Spark].")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.pass_context
 def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
@@ -99,4 +99,4 @@ def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
     out.print(result_table(["src", "op", "dst"], [(s, o, d) for s, d, o in result.edges],
                            title=f"lineage of {item} ({result.direction.value})"))
     click.echo(f"{len(result.nodes)} {key}, {len(result.edges)} triples; method {result.method.value}, "
-               f"{result.triples_read} triples read", err=True)
+               f"{result.triples_read} triples read; {result.engine.line()}", err=True)

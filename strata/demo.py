@@ -100,8 +100,9 @@ def _pictures(st, path: Path, out) -> None:
     from store.export import extract
     from store.export.html import write_html
     from store.export.neo4j import Target, export
+    from store.export.selection import result_ids
 
-    sg = extract(st, iql.run(st, PICTURE_QUERY).df)
+    sg = extract(st, result_ids(iql.run(st, PICTURE_QUERY)))
     html = path / "lineage-v1.html"
     cypher = path / "movies.cypher"
     write_html(sg, html, title="What made V1 of the Avatar lead actor (influences(2))")

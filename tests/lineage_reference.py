@@ -85,3 +85,24 @@ def shared_index(spark):
         frames = compute_index(tdf, tab, IndexParams(theta=THETA, engine=CCEngine.STARS))
         _CACHE["frames"] = (triples, tables, frames, tdf)
     return _CACHE["frames"]
+
+
+def shared_store(spark, root):
+    """A store at `root` (created once per test session) holding batch_triples(), ingested as a
+    triples file with each value's table (the Table 4 values have none), and the index of
+    shared_index() written for it: what the lineage tests run against on either engine."""
+    if "store" not in _CACHE:
+        from store.index import CCEngine, IndexParams
+        from store.index.build import write_index
+        from store.store import Store
+
+        triples, tables, frames, _ = shared_index(spark)
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / "batch.csv"
+        path.write_text("src,dst,op,src_table,dst_table\n" + "".join(
+            f"{s},{d},{o},{tables.get(s, '')},{tables.get(d, '')}\n" for s, d, o in triples))
+        st = Store.open(root / "store", spark=spark)
+        st.ingest(str(path))
+        write_index(st, frames, IndexParams(theta=THETA, engine=CCEngine.STARS), "index: shared test index")
+        _CACHE["store"] = st.root
+    return _CACHE["store"]

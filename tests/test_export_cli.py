@@ -106,3 +106,64 @@ def test_component_selection_needs_the_index_then_exports_the_component(store, t
     drawn = set(re.findall(r'data-id="([^"]*)"', out.read_text(encoding="utf-8")))
     assert {"out_row", NASTY["cell"]} <= {html.unescape(d) for d in drawn}
     assert "lonely" not in drawn  # in no edge: not in this component
+
+
+SELECTIONS = [
+    ("item", "out_row"), ("forward", NASTY["cell"]), ("ids", (NASTY["row"], NASTY["table"], "nope")),
+    ("query", "select t.id from Table t"), ("query", "select d.id, p.id from AnyData d, Job p where d feeds p"),
+]
+
+
+def _selection(kind, value):
+    from store.export.selection import Selection
+
+    if kind == "item":
+        return Selection(item=value)
+    if kind == "forward":
+        return Selection(item=value, forward=True)
+    if kind == "ids":
+        return Selection(ids=value)
+    return Selection(query=value)
+
+
+def test_both_engines_select_and_extract_the_same_subgraphs(store, spark):
+    """`--engine local` (DuckDB, ids as lists) and `--engine spark` (Spark jobs, a Spark query's
+    DataFrame): the same nodes, relationships and warnings for every kind of selection."""
+    from store import Store
+    from store.engine import Engine
+    from store.export.selection import select_ids
+    from store.export.subgraph import engine_for
+    from strata.cli_export import subgraph_for
+
+    local, on_spark = (Store.open(store.root, spark=spark, engine=e) for e in ("local", "spark"))
+    assert engine_for(local).engine is Engine.LOCAL and engine_for(on_spark).engine is Engine.SPARK
+    for kind, value in SELECTIONS:
+        sel = _selection(kind, value)
+        for budget in (1000, 2) if kind != "query" else (2,):
+            a, b = subgraph_for(local, sel, budget), subgraph_for(on_spark, sel, budget)
+            assert a == b, (kind, value, budget)
+            assert a.nodes, (kind, value)
+    import iql
+
+    query = _selection("query", "select t.id from Table t")
+    assert isinstance(select_ids(local, query, lambda text: iql.run(local, text)), list)
+    assert hasattr(select_ids(on_spark, query, lambda text: iql.run(on_spark, text)), "sparkSession")
+    nasty = subgraph_for(local, _selection("ids", tuple(NASTY.values())), 1000)
+    assert {n.id for n in nasty.nodes} == set(NASTY.values())  # awkward ids reach DuckDB as data
+
+
+def test_export_on_a_local_store_starts_no_spark(store, tmp_path):
+    """With engine auto, `show` and `export` of a lineage, ids or a query read with DuckDB only."""
+    from store import Store
+
+    def no_spark():
+        raise AssertionError("export on a local store started Spark")
+
+    st = Store.open(store.root, spark=no_spark, engine="auto")
+    res = run(st, "show", "out_row", "-o", str(tmp_path / "a.html"))
+    assert res.exit_code == 0, res.output
+    res = run(st, "export", "neo4j", "--query", "select t.id from Table t", "-o", str(tmp_path / "b.cypher"))
+    assert res.exit_code == 0, res.output
+    res = run(st, "show", "--id", NASTY["cell"], "--id", "nope", "-o", str(tmp_path / "c.html"))
+    assert res.exit_code == 0 and "'nope'" in res.stderr
+    assert not st.spark_started

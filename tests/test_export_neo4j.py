@@ -87,6 +87,28 @@ def test_every_string_column_of_a_result_counts_as_ids(store, spark):
         extract(store, spark.createDataFrame([(1, 2)], "n int, m int"))
 
 
+def test_ids_as_a_list_or_a_dataframe_on_either_engine_give_the_same_subgraph(store, spark):
+    from store import Store
+
+    ids = [NASTY["cell"], "out_row", "nope", None, NASTY["job"]]
+    frame = spark.createDataFrame([(i,) for i in ids], "id string")
+    want = extract(store, frame)
+    for engine in ("local", "spark"):
+        st = Store.open(store.root, spark=spark, engine=engine)
+        assert extract(st, ids) == want == extract(st, frame, max_nodes=1000)
+        assert extract(st, ids, max_nodes=2, max_rels=1) == extract(store, frame, max_nodes=2, max_rels=1)
+
+
+def test_rows_of_a_local_result_count_as_ids_like_a_dataframe():
+    from store.export.subgraph import row_ids
+
+    assert row_ids(("a", "b", "n"), [("out_row", "lonely", 1), (None, "x", 2)]) == ["out_row", "lonely", "x"]
+    assert row_ids(("n",), [(1,), (None,), (True,)]) == ["1", "true"]
+    assert row_ids(("id", "b"), [("a", "b")]) == ["a"]
+    with pytest.raises(UserError, match=r"columns are \['n', 'm'\]"):
+        row_ids(("n", "m"), [(1, 2)])
+
+
 def test_browser_limits_warn():
     nodes = tuple(Node(f"n{i}", "data", "Row", "Row", (("id", f"n{i}"),))
                   for i in range(BROWSER_INITIAL_NODE_DISPLAY + 1))

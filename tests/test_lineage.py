@@ -1,27 +1,44 @@
-"""RQ = CC = CS = the reference on random graphs; the paper's Tables 4-8 as fixed cases."""
+"""RQ = CC = CS = the reference on random graphs, on both engines; the paper's Tables 4-8 as fixed
+cases. The store holds the triples and the index of lineage_reference.shared_index; each test
+runs with `--engine local` (DuckDB and pyarrow, no JVM) and `--engine spark`."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from lineage_reference import TABLE6, THETA, reference_lineage, shared_index
+from lineage_reference import TABLE6, THETA, reference_lineage, shared_index, shared_store
 
+from store.engine import Engine
 from store.errors import UserError
-from store.lineage import IndexView, Method, lineage
+from store.lineage import IndexView, Method, component_members, lineage
+from store.store import Store
+
+ENGINES = ("local", "spark")
 
 
 @pytest.fixture(scope="module")
-def index(spark):
-    triples, tables, frames, tdf = shared_index(spark)
-    nodes = frames.nodes.cache()
-    known = spark.createDataFrame([(v,) for v in sorted(tables)], ["id"])  # incl. isolated values
-    view = IndexView(tdf.cache(), nodes, frames.triples.cache(), frames.setdeps.cache(), known=known)
-    return triples, tables, frames, view
+def root(spark, tmp_path_factory):
+    return shared_store(spark, tmp_path_factory.mktemp("lineage"))
 
 
-def test_table6_sets_and_set_dependencies(index):
-    _, _, frames, _ = index
+@pytest.fixture(params=ENGINES)
+def store(request, spark, root):
+    return Store.open(root, spark=spark, engine=request.param)
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    return shared_index(spark)
+
+
+def _random_values(triples) -> list[str]:
+    """The values of the random graphs that take part in a triple (the store knows no others)."""
+    return sorted({v for s, d, _ in triples for v in (s, d) if v.startswith("g")})
+
+
+def test_table6_sets_and_set_dependencies(frames):
+    _, _, frames, _ = frames
     rows = {r["id"]: (r["ccid"], r["csid"]) for r in frames.nodes.where("id rlike '^[0-9]+$'").collect()}
     assert {v for v, _ in rows.values()} == {"1"}  # one component
     sets = {}
@@ -33,45 +50,8 @@ def test_table6_sets_and_set_dependencies(index):
     assert deps == {("1", "4"), ("4", "7"), ("4", "10")}  # Table 8: S1->S2, S2->S3, S2->S4
 
 
-def test_table6_cs_reads_only_the_set_lineage(index):
-    *_, view = index
-    cs = lineage(view, "8", method=Method.CS)
-    cc = lineage(view, "8", method=Method.CC)
-    assert set(cs.nodes) == {"1", "2", "3", "4", "5", "7"} == set(cc.nodes)
-    assert cs.edges == cc.edges
-    assert (cc.triples_read, cs.triples_read) == (len(TABLE6), 9)  # 3 triples of S4 skipped
-
-
-def test_table4_components_prune_to_four_triples(index):
-    *_, view = index
-    out = lineage(view, "p23", method=Method.CC)
-    assert set(out.nodes) == {"p15", "p18", "p3", "p6"}
-    assert ("p15", "p23", "R2") in out.edges and len(out.edges) == 4
-    assert out.triples_read == 4  # Table 4: component 6 holds 4 triples
-
-
-def test_rq_cc_cs_agree_with_the_reference_on_random_graphs(index):
-    triples, tables, _, view = index
-    rng = random.Random(3)
-    items = rng.sample(sorted(v for v in tables if v.startswith("g")), 5)
-    for item in items:
-        depth = rng.choice([None, None, 1, 2])
-        forward = rng.random() < 0.5
-        want = reference_lineage(triples, item, depth, forward)
-        for method in (Method.RQ, Method.CC, Method.CS):
-            got = lineage(view, item, depth, forward, method)
-            assert (set(got.nodes), set(got.edges)) == want, (item, depth, forward, method)
-
-
-def test_above_tau_cs_runs_rq_on_spark_with_the_same_answer(index):
-    triples, _, _, view = index
-    small = lineage(view, "8", method=Method.CS, tau=1)
-    assert set(small.nodes) == reference_lineage(triples, "8")[0]
-    assert small.triples_read == 9
-
-
-def test_sets_respect_theta_where_the_split_allows(index):
-    _, tables, frames, _ = index
+def test_sets_respect_theta_where_the_split_allows(frames):
+    _, _, frames, _ = frames
     leaves = {s.name for top in frames.splits for s in top.walk() if s.leaf}
     rows = frames.sets.collect()
     for r in rows:
@@ -82,7 +62,123 @@ def test_sets_respect_theta_where_the_split_allows(index):
     assert any(r["level"] > 0 for r in rows)
 
 
-def test_unknown_item_is_a_user_error(index):
-    *_, view = index
+def test_table6_cs_reads_only_the_set_lineage(store):
+    cs = lineage(store, "8", method=Method.CS)
+    cc = lineage(store, "8", method=Method.CC)
+    assert set(cs.nodes) == {"1", "2", "3", "4", "5", "7"} == set(cc.nodes)
+    assert cs.edges == cc.edges
+    assert (cc.triples_read, cs.triples_read) == (len(TABLE6), 9)  # 3 triples of S4 skipped
+    assert cs.engine.engine is cc.engine.engine is Engine(store.engine.value)
+
+
+def test_table4_components_prune_to_four_triples(store):
+    out = lineage(store, "p23", method=Method.CC)
+    assert set(out.nodes) == {"p15", "p18", "p3", "p6"}
+    assert ("p15", "p23", "R2") in out.edges and len(out.edges) == 4
+    assert out.triples_read == 4  # Table 4: component 6 holds 4 triples
+
+
+def test_rq_cc_cs_agree_with_the_reference_on_random_graphs(store, frames):
+    triples = frames[0]
+    rng = random.Random(3)
+    items = rng.sample(_random_values(triples), 5)
+    for item in items:
+        depth = rng.choice([None, None, 1, 2])
+        forward = rng.random() < 0.5
+        want = reference_lineage(triples, item, depth, forward)
+        for method in (Method.RQ, Method.CC, Method.CS):
+            got = lineage(store, item, depth, forward, method)
+            assert (set(got.nodes), set(got.edges)) == want, (item, depth, forward, method)
+            assert got.engine.engine is Engine(store.engine.value)
+
+
+def test_above_tau_the_scope_is_searched_by_the_engine_with_the_same_answer(store, frames):
+    """τ = 1: the 9-triple set-lineage runs RQ restricted to those triples (Spark, or DuckDB)."""
+    triples = frames[0]
+    small = lineage(store, "8", method=Method.CS, tau=1)
+    assert set(small.nodes) == reference_lineage(triples, "8")[0]
+    assert small.triples_read == 9
+    assert small == lineage(store, "8", method=Method.CS)
+
+
+def test_both_engines_give_the_same_lineage(spark, root, frames):
+    """Nodes, edges, method, triples_read and warnings, item by item (`engine` is not compared)."""
+    local, on_spark = (Store.open(root, spark=spark, engine=e) for e in ENGINES)
+    rng = random.Random(8)
+    items = ["8", "4", "p23", "Ta", *rng.sample(_random_values(frames[0]), 3)]
+    for n, item in enumerate(items):
+        for method in Method:
+            forward = (n + list(Method).index(method)) % 2 == 1
+            a = lineage(local, item, forward=forward, method=method)
+            b = lineage(on_spark, item, forward=forward, method=method)
+            assert a == b, (item, method, forward)
+            assert (a.engine.engine, b.engine.engine) == (Engine.LOCAL, Engine.SPARK)
+
+
+def test_an_index_view_of_dataframes_answers_like_the_store(spark, root, frames):
+    """The in-memory IndexView (unbucketed DataFrames) takes the Spark path."""
+    triples, tables, fr, tdf = frames
+    known = spark.createDataFrame([(v,) for v in sorted(tables)], ["id"])
+    view = IndexView(tdf, fr.nodes, fr.triples, fr.setdeps, known=known)
+    st = Store.open(root, spark=spark, engine="local")
+    for item, method in (("8", Method.CS), ("p23", Method.CC), ("4", Method.RQ)):
+        a, b = lineage(view, item, method=method), lineage(st, item, method=method)
+        assert (a.nodes, a.edges, a.method) == (b.nodes, b.edges, b.method)
+        assert a.engine.engine is Engine.SPARK
     with pytest.raises(UserError, match="unknown item 'nope'"):
         lineage(view, "nope", method=Method.CS)
+
+
+@pytest.mark.parametrize("method", [Method.RQ, Method.CC, Method.CS])
+def test_unknown_item_is_a_user_error_and_a_vertex_in_no_triple_has_no_lineage(store, method):
+    with pytest.raises(UserError, match="unknown item 'nope'") as e:
+        lineage(store, "nope", method=method)
+    assert "case-sensitive" in e.value.render()
+    alone = lineage(store, "Ta", method=method)  # a Table element: a vertex, in no triple
+    assert (alone.nodes, alone.edges) == ((), ())
+    assert alone.triples_read == (0 if method is not Method.RQ else lineage(store, "8", method=method).triples_read)
+
+
+def test_component_members_are_the_values_and_ops_of_the_component(store):
+    assert component_members(store, "p23") == ["R1", "R2", "p15", "p18", "p23", "p3", "p6"]
+    assert component_members(store, "p23", limit=3) == ["R1", "R2", "p15"]
+    assert component_members(store, "8") == ["-", *sorted(str(i) for i in range(1, 13))]
+    with pytest.raises(UserError, match="'nope' is in no component"):
+        component_members(store, "nope")
+
+
+def test_a_component_selection_exports_the_whole_component(store):
+    from store.export.selection import Selection, subgraph
+
+    sg = subgraph(store, Selection(component="p23"), 1000)
+    assert {n.id for n in sg.nodes} == {"R1", "R2", "p15", "p18", "p23", "p3", "p6"}
+    assert len([r for r in sg.rels if r.type.value == "DERIVED"]) == 4
+    small = subgraph(store, Selection(component="p23"), 3)
+    assert [n.id for n in small.nodes] == ["R1", "R2", "p15"] and small.truncated
+
+
+def test_auto_on_a_local_store_starts_no_spark(root):
+    """Opened with a session factory that fails: lineage, unknown items and components must not
+    ask for Spark."""
+
+    def no_spark():
+        raise AssertionError("lineage on a local store started Spark")
+
+    st = Store.open(root, spark=no_spark, engine="auto")
+    for method in Method:
+        out = lineage(st, "8", method=method)
+        assert out.engine.engine is Engine.LOCAL and set(out.nodes) == {"1", "2", "3", "4", "5", "7"}
+        with pytest.raises(UserError, match="unknown item"):
+            lineage(st, "nope", method=method)
+    assert component_members(st, "p3")[-1] == "p6"
+    assert not st.spark_started
+
+
+def test_auto_counts_what_the_method_reads(spark, root):
+    """The threshold applies to what the method reads: every edge for RQ, the set-lineage for CS."""
+    st = Store.open(root, spark=spark, engine="auto", local_rows=8)
+    rq = lineage(st, "8", method=Method.RQ)
+    assert rq.engine.engine is Engine.SPARK and "more than the local limit of 8" in rq.engine.reason
+    cs = lineage(st, "p23", method=Method.CS)
+    assert cs.engine.engine is Engine.LOCAL and "reads 4 rows" in cs.engine.reason
+    assert lineage(st, "8", method=Method.CS).engine.engine is Engine.SPARK  # 9 triples > 8

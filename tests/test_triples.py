@@ -124,17 +124,13 @@ def test_cli_index_on_an_empty_store_says_what_to_do(spark, tmp_path):
     assert "nothing to index" in out.stderr and "strata ingest" in out.stderr
 
 
-def test_driver_side_reads_answer_like_the_spark_path(store):
-    import dataclasses
-
-    from store.lineage import view_of
-
+def test_the_local_engine_answers_like_the_spark_engine(store, spark):
+    """CC/CS with pyarrow point reads of the bucketed index (local) and as Spark jobs: the same
+    Lineage, triples_read included."""
     st, _ = store
-    view = view_of(st.refresh())
-    assert view.local is not None  # a local store: point reads go through pyarrow
-    spark_only = dataclasses.replace(view, local=None)
+    local, on_spark = (Store.open(st.root, spark=spark, engine=e) for e in ("local", "spark"))
     for item, forward in (("23", False), ("3", True), ("22", False)):
         for method in (Method.CC, Method.CS):
-            a = lineage(view, item, forward=forward, method=method)
-            b = lineage(spark_only, item, forward=forward, method=method)
-            assert (a.nodes, a.edges, a.triples_read) == (b.nodes, b.edges, b.triples_read)
+            a = lineage(local, item, forward=forward, method=method)
+            b = lineage(on_spark, item, forward=forward, method=method)
+            assert a == b and (a.engine.engine.value, b.engine.engine.value) == ("local", "spark")

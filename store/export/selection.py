@@ -3,16 +3,20 @@
 The lineage of an item (its ancestors, or descendants with `forward`), the vertex ids an IQL
 statement returns, ids given one by one, or the connected component of an item (component
 index). The store does not run IQL: for a query selection the caller passes `run_query`, a
-function from the statement's text to its result DataFrame (strata passes `iql.run(st, text).df`).
+function from the statement's text to its result (strata passes `iql.run(st, text)`).
+
+Ids come back as a plain list, read with the engine the store chooses (lineage, components)
+or the one the query ran on; only a query answered by Spark gives a Spark DataFrame, which
+`store.export.subgraph.extract` narrows to the node budget on Spark before collecting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql import DataFrame
-
+from store.engine import Engine
 from store.errors import UserError
 
 
@@ -49,33 +53,46 @@ class Selection:
         return f"{len(self.ids)} vertices"
 
 
-def select_ids(st, sel: Selection, run_query: Callable[[str], DataFrame] | None = None) -> DataFrame:
-    """A DataFrame of the selection's vertex ids (Spark; nothing collected but a lineage).
+def select_ids(st, sel: Selection, run_query: Callable[[str], Any] | None = None,
+               limit: int | None = None):
+    """The selection's vertex ids: a list of strings, or, for a query Spark answered, its
+    result DataFrame (read as vertex ids by `store.export.subgraph.vertex_ids`).
 
-    run_query: runs a query selection's IQL statement and returns its result DataFrame (read
-    as vertex ids by `store.export.subgraph.vertex_ids`).
+    run_query: runs a query selection's IQL statement and returns its result: an object with
+    `columns`, `rows()`, `engine` (a store.engine.Choice) and `df` (iql.Result), or a Spark
+    DataFrame. limit: a component selection returns at most its `limit` smallest ids.
     """
     if sel.query is not None:
         if run_query is None:
             raise ValueError("a query selection needs run_query (the store does not run IQL)")
-        return run_query(sel.query)
+        return result_ids(run_query(sel.query))
     if sel.component is not None:
         from store.lineage import component_members
 
-        return component_members(st, sel.component)
+        return component_members(st, sel.component, limit)
     if sel.item is not None:
         from store.lineage import lineage
 
         result = lineage(st, sel.item, depth=sel.depth, forward=sel.forward, method=sel.method)
-        ids = [sel.item, *result.nodes, *sorted({op for _, _, op in result.edges})]
-    else:
-        ids = list(sel.ids)
-    return st.spark.createDataFrame([(i,) for i in ids], "id string")
+        return [sel.item, *result.nodes, *sorted({op for _, _, op in result.edges})]
+    return list(sel.ids)
 
 
-def subgraph(st, sel: Selection, max_nodes: int,
-             run_query: Callable[[str], DataFrame] | None = None):
+def result_ids(result):
+    """The vertex ids of a query result: a list when the local engine answered (its rows are
+    here already), else the result's Spark DataFrame."""
+    if not callable(getattr(type(result), "rows", None)):  # a Spark DataFrame
+        return result
+    choice = getattr(result, "engine", None)
+    if choice is not None and choice.engine is Engine.SPARK:
+        return result.df
+    from store.export.subgraph import row_ids
+
+    return row_ids(result.columns, result.rows())
+
+
+def subgraph(st, sel: Selection, max_nodes: int, run_query: Callable[[str], Any] | None = None):
     """The bounded subgraph (`store.export.Subgraph`) of the selection's vertices."""
     from store.export.subgraph import extract
 
-    return extract(st, select_ids(st, sel, run_query), max_nodes=max_nodes)
+    return extract(st, select_ids(st, sel, run_query, limit=max_nodes + 1), max_nodes=max_nodes)

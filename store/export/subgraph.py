@@ -1,16 +1,20 @@
-"""Collect one bounded subgraph of the store for export (the only Spark in `store.export`).
+"""Collect one bounded subgraph of the store for export.
 
-Input: a DataFrame of vertex ids (an IQL result, a lineage, a component) and a node budget.
-Only rows touching those ids are read back to the driver: at most `max_nodes` vertices, the
-provenance edges among them (at most `max_rels`), and the containment pairs among them.
-Everything else (labels, relationship rules, containment reduction) is pure, in `model.py`.
+Input: vertex ids (a list; or a Spark DataFrame, such as the result of a query Spark answered)
+and a node budget. Only rows touching those ids are read back: at most `max_nodes` vertices, the
+provenance edges among them (at most `max_rels`), and the containment pairs among them. The
+reads run on the engine the store chooses (`Store.choose`, with the rows of the edges, vertices,
+ancestors and complex tables they scan): DuckDB in this process on the local engine, Spark jobs
+otherwise. Everything else (labels, relationship rules, containment reduction) is pure, in
+`property_graph.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from store.engine import Choice, Engine
 from store.errors import UserError
 from store.export.property_graph import (
     DEFAULT_MAX_NODES,
@@ -44,9 +48,12 @@ from store.schema import (
     VERTICES,
 )
 
+_SCANNED = (EDGES, VERTICES, ANCESTORS, COMPLEX)  # the tables extraction reads
+
 
 class TableSource(Protocol):
-    """What extraction needs of a store: `Store` has both."""
+    """What extraction needs of a store: `Store` has it all (a source without `choose` and
+    `local` is read with Spark, through `table` and `spark`)."""
 
     catalog: Any
 
@@ -54,25 +61,58 @@ class TableSource(Protocol):
 
 
 def vertex_ids(df):
-    """One column `id` of vertex ids from a result: its `id` column, its only column, or every
-    string column together (an IQL result such as `select d.id, p.id ...`)."""
+    """One column `id` of vertex ids from a Spark result: its `id` column, its only column, or
+    every string column together (an IQL result such as `select d.id, p.id ...`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
+    def col(name: str):  # IQL names columns `d.id`: quoted, not a struct field
+        return F.col("`" + name.replace("`", "``") + "`")
+
     cols = df.columns
     if ID in cols or len(cols) == 1:
-        return df.select(F.col(ID if ID in cols else cols[0]).cast("string").alias(ID))
+        return df.select(col(ID if ID in cols else cols[0]).cast("string").alias(ID))
     strings = [f.name for f in df.schema.fields if isinstance(f.dataType, StringType)]
     if not strings:
-        raise UserError(
-            f"no column of vertex ids in the result: its columns are {cols} and none holds strings",
-            hint="select vertex ids, e.g. `select d.id from Row d ...`",
-        )
-    frames = [df.select(F.col(c).alias(ID)) for c in strings]
+        raise _no_ids(cols)
+    frames = [df.select(col(c).alias(ID)) for c in strings]
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
+
+
+def row_ids(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """`vertex_ids` for rows already in this process (a local engine's result): the `id`
+    column, the only column, or every column of strings (a column with no value but nulls
+    counts as strings, as in `iql.Result.df`). Nulls are dropped."""
+    cols = list(columns)
+    if ID in cols or len(cols) == 1:
+        i = cols.index(ID) if ID in cols else 0
+        return [_text(r[i]) for r in rows if r[i] is not None]
+    strings = [i for i in range(len(cols)) if _strings(r[i] for r in rows)]
+    if not strings:
+        raise _no_ids(cols)
+    return [r[i] for i in strings for r in rows if r[i] is not None]
+
+
+def _strings(values: Iterable[Any]) -> bool:
+    """True when the first non-null value is a string (or there is none)."""
+    return next((isinstance(v, str) for v in values if v is not None), True)
+
+
+def _text(value: Any) -> str:
+    """A value as Spark's cast to string writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
+def _no_ids(cols) -> UserError:
+    return UserError(
+        f"no column of vertex ids in the result: its columns are {cols} and none holds strings",
+        hint="select vertex ids, e.g. `select d.id from Row d ...`",
+    )
 
 
 def _type_info(catalog, key: str) -> tuple[str, dict[str, str]]:
@@ -86,6 +126,18 @@ def _type_info(catalog, key: str) -> tuple[str, dict[str, str]]:
     return sanitize_label(info.name), schema
 
 
+def engine_for(source) -> Choice:
+    """The engine extraction reads `source` with: the store's choice for the rows of the tables
+    it scans (counted from Parquet footers, only when the local engine is possible)."""
+    if not hasattr(source, "choose") or not hasattr(source, "local"):
+        return Choice(Engine.SPARK, "the source has no local tables")
+    first = source.choose(None)
+    if first.engine is Engine.SPARK:
+        return first
+    tables = source.local()
+    return source.choose(sum(tables.rows(name) for name in _SCANNED))
+
+
 def extract(
     source: TableSource,
     ids,
@@ -93,23 +145,29 @@ def extract(
     max_nodes: int = DEFAULT_MAX_NODES,
     max_rels: int | None = None,
 ) -> Subgraph:
-    """The subgraph induced by the vertex ids in the DataFrame `ids` (see `vertex_ids`), at most
-    `max_nodes` nodes: the given vertices (smallest ids first when there are more), then the
-    processes of the provenance edges among them while the budget lasts."""
+    """The subgraph induced by the vertex ids `ids` (a sequence of ids, or a Spark DataFrame read
+    by `vertex_ids`), at most `max_nodes` nodes: the given vertices (smallest ids first when
+    there are more), then the processes of the provenance edges among them while the budget
+    lasts. Reads with DuckDB or Spark as `engine_for(source)` chooses; the answer is the same."""
     if max_nodes < 1:
         raise UserError(f"the node budget must be at least 1, got {max_nodes}", hint="--max-nodes 1000")
-    from pyspark.sql import functions as F
-
     max_rels = max_rels if max_rels is not None else 20 * max_nodes
-    wanted = [
-        r[0]
-        for r in vertex_ids(ids)
-        .where(F.col(ID).isNotNull())
-        .distinct()
-        .orderBy(ID)
-        .limit(max_nodes + 1)
-        .collect()
-    ]
+    spark = None
+    if _is_frame(ids):
+        from pyspark.sql import functions as F
+
+        spark = ids.sparkSession
+        wanted = [
+            r[0]
+            for r in vertex_ids(ids)
+            .where(F.col(ID).isNotNull())
+            .distinct()
+            .orderBy(ID)
+            .limit(max_nodes + 1)
+            .collect()
+        ]
+    else:
+        wanted = sorted({_text(i) for i in ids if i is not None})[: max_nodes + 1]
     warnings: list[str] = []
     truncated = len(wanted) > max_nodes
     if truncated:
@@ -118,14 +176,12 @@ def extract(
             f"more than {max_nodes} vertices were asked for; exporting the first {max_nodes} by id "
             "(raise the budget with --max-nodes, or narrow the query)"
         )
-    spark = ids.sparkSession
-    chosen = _ids_frame(spark, wanted)
+    if engine_for(source).engine is Engine.LOCAL:
+        reader = _LocalReader(source)
+    else:
+        reader = _SparkReader(source, spark if spark is not None else source.spark)
 
-    edges = source.table(EDGES)
-    e_both = _semi(_semi(edges, SRC, chosen), DST, chosen)
-    e_proc = _semi(edges, PROCESS, chosen)
-    e_proc = _semi(e_proc, SRC, chosen).unionByName(_semi(e_proc, DST, chosen))
-    edge_rows = e_both.unionByName(e_proc).distinct().orderBy(SRC, DST, PROCESS).limit(max_rels + 1).collect()
+    edge_rows = reader.edges(wanted, max_rels + 1)
     if len(edge_rows) > max_rels:
         edge_rows = edge_rows[:max_rels]
         truncated = True
@@ -141,48 +197,119 @@ def extract(
             "are exported as DERIVED only (raise --max-nodes to see FEEDS/EMITS)"
         )
         extra = extra[: max(room, 0)]
-    all_ids = sorted(node_set | set(extra))
-    every = _ids_frame(spark, all_ids)
+    every = sorted(node_set | set(extra))
 
-    vertex_rows = _semi(source.table(VERTICES), ID, every).collect()
+    vertex_rows = reader.vertices(every)
     found = {r[ID] for r in vertex_rows}
     unknown = [i for i in wanted if i not in found]
     if unknown:
         shown = ", ".join(repr(i) for i in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         warnings.append(f"{len(unknown)} id(s) are not vertices of the store and were skipped: {shown}")
-    anc_rows = (
-        _semi(_semi(source.table(ANCESTORS), ID, every), ANCESTOR, every)
-        .where(F.col(DEPTH) > 0)
-        .select(ID, ANCESTOR)
-        .collect()
-    )
-    member_rows = (
-        _semi(_semi(source.table(COMPLEX), VERTEX, every), ELEM, every)
-        .where(F.col(VERTEX) != F.col(ELEM))
-        .select(VERTEX, CE, GRANULARITY, ELEM)
-        .collect()
-    )
     return build(
-        [r.asDict() for r in vertex_rows],
-        [r.asDict() for r in edge_rows],
-        [(r[ID], r[ANCESTOR]) for r in anc_rows],
-        [r.asDict() for r in member_rows],
+        vertex_rows,
+        edge_rows,
+        reader.ancestors(every),
+        reader.members(every),
         catalog=source.catalog,
         warnings=warnings,
         truncated=truncated,
     )
 
 
-def _ids_frame(spark, ids: Sequence[str]):
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
+def _is_frame(ids) -> bool:
+    from pyspark.sql import DataFrame
 
-    schema = StructType([StructField(ID, StringType(), False)])
-    return F.broadcast(spark.createDataFrame([(i,) for i in ids], schema))
+    return isinstance(ids, DataFrame)
 
 
-def _semi(df, column: str, ids):
-    return df.join(ids.withColumnRenamed(ID, column), on=column, how="left_semi")
+class _LocalReader:
+    """The rows touching a few ids, read with DuckDB (the ids join as an Arrow table)."""
+
+    def __init__(self, st) -> None:
+        self.tables = st.local()
+        self.con = self.tables.con
+
+    def _semi(self, rel, column: str, ids: Sequence[str]):
+        import pyarrow as pa
+
+        keys = self.con.from_arrow(pa.table({column: pa.array(list(ids), pa.string())}))
+        return rel.join(keys, column, how="semi")
+
+    @staticmethod
+    def _dicts(rel) -> list[dict]:
+        cols = rel.columns
+        return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
+
+    def edges(self, ids: Sequence[str], limit: int) -> list[dict]:
+        edges = self.tables.relation(EDGES)
+        both = self._semi(self._semi(edges, SRC, ids), DST, ids)
+        proc = self._semi(edges, PROCESS, ids)
+        rel = both.union(self._semi(proc, SRC, ids)).union(self._semi(proc, DST, ids)).distinct()
+        return self._dicts(rel.order(f"{SRC}, {DST}, {PROCESS}").limit(limit))
+
+    def vertices(self, ids: Sequence[str]) -> list[dict]:
+        return self._dicts(self._semi(self.tables.relation(VERTICES), ID, ids))
+
+    def ancestors(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        import duckdb
+
+        rel = self._semi(self._semi(self.tables.relation(ANCESTORS), ID, ids), ANCESTOR, ids)
+        rel = rel.filter(duckdb.ColumnExpression(DEPTH) > duckdb.ConstantExpression(0))
+        return [(i, a) for i, a in rel.project(ID, ANCESTOR).fetchall()]
+
+    def members(self, ids: Sequence[str]) -> list[dict]:
+        import duckdb
+
+        rel = self._semi(self._semi(self.tables.relation(COMPLEX), VERTEX, ids), ELEM, ids)
+        rel = rel.filter(duckdb.ColumnExpression(VERTEX) != duckdb.ColumnExpression(ELEM))
+        return self._dicts(rel.project(VERTEX, CE, GRANULARITY, ELEM))
+
+
+class _SparkReader:
+    """The same rows as Spark jobs (the ids join as a broadcast DataFrame)."""
+
+    def __init__(self, source, spark) -> None:
+        self.source = source
+        self.spark = spark
+
+    def _ids(self, ids: Sequence[str]):
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        schema = StructType([StructField(ID, StringType(), False)])
+        return F.broadcast(self.spark.createDataFrame([(i,) for i in ids], schema))
+
+    @staticmethod
+    def _semi(df, column: str, ids):
+        return df.join(ids.withColumnRenamed(ID, column), on=column, how="left_semi")
+
+    def edges(self, ids: Sequence[str], limit: int) -> list[dict]:
+        chosen = self._ids(ids)
+        edges = self.source.table(EDGES)
+        both = self._semi(self._semi(edges, SRC, chosen), DST, chosen)
+        proc = self._semi(edges, PROCESS, chosen)
+        proc = self._semi(proc, SRC, chosen).unionByName(self._semi(proc, DST, chosen))
+        rows = both.unionByName(proc).distinct().orderBy(SRC, DST, PROCESS).limit(limit).collect()
+        return [r.asDict() for r in rows]
+
+    def vertices(self, ids: Sequence[str]) -> list[dict]:
+        return [r.asDict() for r in self._semi(self.source.table(VERTICES), ID, self._ids(ids)).collect()]
+
+    def ancestors(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        from pyspark.sql import functions as F
+
+        every = self._ids(ids)
+        rows = (self._semi(self._semi(self.source.table(ANCESTORS), ID, every), ANCESTOR, every)
+                .where(F.col(DEPTH) > 0).select(ID, ANCESTOR).collect())
+        return [(r[ID], r[ANCESTOR]) for r in rows]
+
+    def members(self, ids: Sequence[str]) -> list[dict]:
+        from pyspark.sql import functions as F
+
+        every = self._ids(ids)
+        rows = (self._semi(self._semi(self.source.table(COMPLEX), VERTEX, every), ELEM, every)
+                .where(F.col(VERTEX) != F.col(ELEM)).select(VERTEX, CE, GRANULARITY, ELEM).collect())
+        return [r.asDict() for r in rows]
 
 
 def membership(vertex: str, elem: str, ces: set[int], n_ce: int, single_granularity: bool) -> Rel:
@@ -247,4 +374,4 @@ def build(
     return Subgraph(sg.nodes, sg.rels, tuple(warnings) + tuple(browser_warnings(sg)), truncated)
 
 
-__all__ = ["TableSource", "extract", "build", "vertex_ids", "membership"]
+__all__ = ["TableSource", "engine_for", "extract", "build", "vertex_ids", "row_ids", "membership"]

@@ -5,8 +5,9 @@ costs job scheduling (tenths of a second on a busy machine). When the store is o
 file system, the same bucket files are read here instead: the key's bucket is computed on the
 driver (Spark's xxhash64, `layout.bucket_of_value`), so pyarrow opens only that bucket's file,
 skips every row group whose min/max statistics exclude the key (the files are sorted by it),
-and returns the few matching rows. Semantics are those of the Spark path; anything larger
-than τ still goes to Spark (store/lineage.py).
+and returns the few matching rows. Semantics are those of the Spark path. These reads are the
+local engine's CC and CS (store/lineage.py): a scope larger than τ is searched with DuckDB
+over `scope_relation` instead of in memory.
 """
 
 from __future__ import annotations
@@ -102,13 +103,43 @@ class LocalIndex:
             frontier = sorted(nxt)
         return seen
 
-    def scope(self, ccid: str, sets: Sequence[str] | None, limit: int):
-        """Triples (src, dst, op) of the component (or of `sets` in it) as a pyarrow Table;
-        None when more than `limit`."""
+    def _scope_filter(self, ccid: str, sets: Sequence[str] | None):
         import pyarrow.dataset as ds
 
         flt = ds.field(L.CCID) == ccid
         if sets is not None:
             flt = flt & ds.field(L.DST_CSID).isin(list(sets))
-        table = self._table(L.TRIPLES, ccid, flt, ("src", "dst", L.OP))
-        return table if table.num_rows <= limit else None
+        return flt
+
+    def scope_rows(self, ccid: str, sets: Sequence[str] | None) -> int:
+        """How many triples `scope` holds: the filter columns of the matching row groups are
+        read, the triples themselves are not."""
+        import pyarrow.dataset as ds
+
+        files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
+        if not files:
+            return 0
+        return ds.dataset(files, format="parquet").count_rows(filter=self._scope_filter(ccid, sets))
+
+    def scope(self, ccid: str, sets: Sequence[str] | None, limit: int | None = None):
+        """Triples (src, dst, op) of the component (or of `sets` in it) as a pyarrow Table;
+        None when more than `limit`."""
+        table = self._table(L.TRIPLES, ccid, self._scope_filter(ccid, sets), ("src", "dst", L.OP))
+        return table if limit is None or table.num_rows <= limit else None
+
+    def scope_relation(self, con, ccid: str, sets: Sequence[str] | None):
+        """The same triples as a DuckDB relation on connection `con` (read lazily from the
+        component's bucket file; values reach DuckDB as constants and Arrow tables, never as
+        SQL text)."""
+        import duckdb
+        import pyarrow as pa
+
+        col = duckdb.ColumnExpression
+        files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
+        if not files:
+            return con.from_arrow(pa.table({c: pa.array([], pa.string()) for c in ("src", "dst", L.OP)}))
+        rel = con.read_parquet(files).filter(col(L.CCID) == duckdb.ConstantExpression(ccid))
+        if sets is not None:
+            rel = rel.join(con.from_arrow(pa.table({L.DST_CSID: pa.array(list(sets), pa.string())})),
+                           L.DST_CSID, how="semi")
+        return rel.project(col("src"), col("dst"), col(L.OP))

@@ -80,21 +80,31 @@ def test_mistakes_point_at_the_query(traced, query, what, column):
     assert what in str(err.value) and err.value.column == column and err.value.hint
 
 
-def test_explain_trace_shows_the_compiled_match_and_the_associations_read(traced):
-    store, run, _ = traced
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_explain_trace_shows_how_it_matches_and_the_associations_read(traced, spark, engine):
+    _, run, _ = traced
+    store = Store.open(traced[0].root, spark=spark, engine=engine)
     res = iql.run(store, q("EXPLAIN SELECT path FROM", f"TRACE(MATCH '{QUESTION}' LIMIT 5)",
                            "WHERE role = 'contributing'"))
     assert res.explain and res.columns == ("plan",)
     text = "\n".join(r[0] for r in res.rows())
+    assert text.startswith(f"engine: {engine} ")
     assert f"Trace run '{run}', the first 5 matching result items" in text
-    assert "compiled: Spark higher-order functions" in text and "NOT compiled" not in text
-    assert "over the stored result's columns (no JSON)" in text and "pre-filter" not in text
+    if engine == "spark":
+        assert "compiled: Spark higher-order functions" in text and "NOT compiled" not in text
+        assert "over the stored result's columns (no JSON)" in text and "pre-filter" not in text
+        assert "items' schema: the run's stored result (no job)" in text
+        assert "pyarrow reads their row groups on a local store, else a broadcast join" in text
+    else:
+        assert ("on the driver (no Spark job): the reference matcher over each item of the linked output files, "
+                "read with pyarrow file by file, as its JSON view") in text
+        assert "compiled:" not in text and "broadcast join" not in text
+        assert "(the run's stored copy is split): pyarrow reads their row groups\n" in text
     # the running example: aggregation and union need associations; selects and the filter keep ids
     assert "8 aggregation (groupBy.agg <- 7): associations of the traced items only" in text
     assert "6 union (union <- 3,5): associations of the traced items only" in text
     assert "2 filter (filter <- 1): keeps item ids: no associations read" in text
     assert "1 source (read.json): source tweets: traced items end here" in text
-    assert "items' schema: the run's stored result (no job)" in text
     assert "filter: trace.role = 'contributing'" in text
 
 

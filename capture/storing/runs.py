@@ -57,6 +57,12 @@ def hidden_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
         if where.scheme != "file" or part is None:
             return joined_rows(hidden, keys)
         files[part] = unquote(where.path)
+    return rows_by_key(files, keys)
+
+
+def rows_by_key(files: dict[int, str], keys: list[int]) -> list[dict]:
+    """The rows with the given ``ROW_KEY``s of a split copy's hidden files (part number -> local
+    Parquet file), each a dict with its key: pyarrow reads only the row groups that hold them."""
     wanted: dict[int, list[int]] = {}
     for k in keys:
         wanted.setdefault(k >> 40, []).append(k & ((1 << 40) - 1))
@@ -65,7 +71,7 @@ def hidden_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
         if part not in files:
             raise UserError(f"the run's stored hidden columns have no file for output part {part}",
                             hint="the store is damaged: capture the pipeline again")
-        out += [{**row, ROW_KEY: (part << 40) | r} for r, row in zip(rows, _take(files[part], rows), strict=True)]
+        out += [{**row, ROW_KEY: (part << 40) | r} for r, row in zip(rows, take(files[part], rows), strict=True)]
     return out
 
 
@@ -78,8 +84,9 @@ def joined_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
     return keyed(hidden).join(F.broadcast(keys_df), ROW_KEY).toArrow().to_pylist()
 
 
-def _take(path: str, rows: list[int]) -> list[dict]:
-    """Rows ``rows`` (indexes in the file) of a Parquet file, reading only their row groups."""
+def take(path: str, rows: list[int], columns: list[str] | None = None) -> list[dict]:
+    """Rows ``rows`` (indexes in the file) of a Parquet file (``columns`` only, if given), reading
+    only their row groups."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -90,7 +97,7 @@ def _take(path: str, rows: list[int]) -> list[dict]:
     groups = sorted(set(group_of))
     read_at = dict(zip(groups, accumulate((sizes[g] for g in groups), initial=0), strict=False))
     index = [read_at[g] + r - starts[g] for r, g in zip(rows, group_of, strict=True)]
-    return pf.read_row_groups(groups).take(pa.array(index, pa.int64())).to_pylist()
+    return pf.read_row_groups(groups, columns=columns).take(pa.array(index, pa.int64())).to_pylist()
 
 
 # ---- slots and derived ids as JSON (capture_runs.slots) ----------------------------------------
@@ -224,12 +231,40 @@ def _spark_rows(store, run: str) -> list[dict]:
     return [r.asDict(recursive=True) for r in store.table(OPERATORS).filter(this).join(head, "run").collect()]
 
 
-_HEAD = ("run", "result_oid", "output_path", "output_format", "finished", "id_column", "slots")
+_HEAD = ("run", "result_oid", "output_path", "output_format", "finished", "id_column", "slots", "items")
 
 
-def load_run(store, run: str | None = None) -> StoredRun:
-    """Read a committed run (default: the store's last capture run): its operators and run row --
-    with pyarrow on a local store, else in ONE Spark job; the result table is not read."""
+def _known_runs(store, n: int = 20) -> list[str]:
+    """Up to ``n`` run ids of the store (for a message): pyarrow on a local store, else one job."""
+    entry = store.manifest.tables.get(RUNS)
+    folders = [store.storage.local_path(seg) for seg in entry.segments] if entry is not None else []
+    if all(f is not None for f in folders):
+        import pyarrow.parquet as pq
+
+        files = [os.path.join(f, x) for f in folders for x in sorted(os.listdir(f)) if x.endswith(".parquet")]
+        return [r for f in files for r in pq.read_table(f, columns=["run"]).column("run").to_pylist()][:n]
+    return [r.run for r in store.table(RUNS).select("run").limit(n).collect()]
+
+
+@dataclass(frozen=True)
+class RunHead:
+    """A committed run as its ``capture_runs`` row and operators describe it; none of the run's
+    own tables is opened (``capture_result/<run>``, and ``capture_output/<run>`` when ``split``)."""
+
+    run: str
+    operators: tuple[OperatorProv, ...]
+    result_oid: int
+    id_col: str
+    slots: tuple[Slot, ...]
+    output: tuple[str, str, str]
+    derived: tuple[drv.Derived, ...]
+    items: int | None  # result items, as the run row counts them
+    split: bool  # the stored copy is split: the visible columns are the linked output files
+
+
+def read_head(store, run: str | None = None) -> RunHead:
+    """A committed run's operators and run row (default: the store's last capture run) -- with
+    pyarrow on a local store, else in ONE Spark job; the run's result tables are not read."""
     run = run_name(store, run)
     require_current_format(store)
     heads = _local_rows(store, RUNS, run)
@@ -237,11 +272,10 @@ def load_run(store, run: str | None = None) -> StoredRun:
         rows = _spark_rows(store, run)
     else:
         rows = _local_rows(store, OPERATORS, run) if heads else []
-        rows = [{**r, **{k: heads[0][k] for k in _HEAD}} for r in rows]
+        rows = [{**r, **{k: heads[0].get(k) for k in _HEAD}} for r in rows]
     if not rows or not store.has_table(result_table(run)):
-        known = [r.run for r in store.table(RUNS).select("run").limit(20).collect()]
         raise UserError(f"no captured run {run!r} in store {store.root}",
-                        hint=f"known runs: {', '.join(known) or 'none'}")
+                        hint=f"known runs: {', '.join(_known_runs(store)) or 'none'}")
     ops = []
     for r in rows:
         inputs = tuple(OpInput(i["pred"], tuple(i["accessed"]) if i["accessed"] is not None else None)
@@ -251,8 +285,21 @@ def load_run(store, run: str | None = None) -> StoredRun:
         ops.append(OperatorProv(r["oid"], OpType(r["type"]), r["method"], inputs, manip, r["detail"] or "",
                                 r["dataset"]))
     head = rows[0]
-    output = (head["output_path"], head["output_format"], head["finished"])
-    outputs = store.table(output_table(run)) if store.has_table(output_table(run)) else None
     slots, derived = slots_from_json(head["slots"])
-    return StoredRun(run, tuple(sorted(ops, key=lambda o: o.oid)), head["result_oid"],
-                     store.table(result_table(run)), head["id_column"], slots, output, outputs, derived)
+    return RunHead(run, tuple(sorted(ops, key=lambda o: o.oid)), head["result_oid"], head["id_column"], slots,
+                   (head["output_path"], head["output_format"], head["finished"]), derived, head.get("items"),
+                   store.has_table(output_table(run)))
+
+
+def load_run(store, run: str | None = None) -> StoredRun:
+    """Read a committed run (default: the store's last capture run): its operators and run row --
+    with pyarrow on a local store, else in ONE Spark job -- and its stored result as DataFrames
+    (no job runs; the SparkSession starts if it has not)."""
+    return opened(store, read_head(store, run))
+
+
+def opened(store, head: RunHead) -> StoredRun:
+    """The run ``head`` describes with its stored result as DataFrames (no job runs)."""
+    outputs = store.table(output_table(head.run)) if head.split else None
+    return StoredRun(head.run, head.operators, head.result_oid, store.table(result_table(head.run)), head.id_col,
+                     head.slots, head.output, outputs, head.derived)

@@ -12,7 +12,9 @@ edge (:func:`backtrace_run`; matching: capture/tracing/compile.py) matches the p
 run's annotated result and derives the associations of the matched rows alone from their hidden
 columns -- never the full provenance of an operator; operators that keep ids (filter, select,
 map, sort, limit: in id = out id) need no association at all. :func:`trace` and
-:func:`describe` are the entry points over a store (re-exported by ``capture.tracing``).
+:func:`describe` are the entry points over a store (re-exported by ``capture.tracing``); on a
+local store answered by the local engine they match and read on the driver instead, with no
+Spark job (capture/tracing/local.py), and backtrace the same way.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 
 from capture.ids import hydrate_rows, is_hidden, item_element_id
 from capture.operators import POS, OperatorProv, OpType
-from capture.storing.runs import ROW_KEY, StoredRun, hidden_rows, load_run
+from capture.storing.runs import ROW_KEY, StoredRun, hidden_rows, opened, read_head
 from capture.tracing.compile import matched_frame, prepare_items
 from capture.tracing.pattern import Pattern
 
@@ -405,32 +407,63 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     annotated result and backtrace at most ``limit`` matched result items to the input items and
     attributes that made or influenced them.
 
-    Reads the run's operators and row (pyarrow on a local store, else one job), then
+    Reads the run's operators and row (pyarrow on a local store, else one job). On a local store
+    answered by the local engine (capture/tracing/local.py ``on_driver``) the match and the
+    matched rows' hidden columns are read on the driver too (no Spark job, no JVM); otherwise
     :func:`backtrace_run`. ``compiled=False`` matches with the Python matcher instead of the
-    compiled Spark expression. ``timings`` (if given) receives the phases' seconds: ``run``,
-    ``match``, ``associations``, ``backtrace`` and ``total``."""
+    compiled Spark expression (on the driver: over the items' ``to_json`` values). ``timings``
+    (if given) receives the phases' seconds: ``run``, ``match``, ``associations``, ``backtrace``
+    and ``total``."""
+    from capture.storing.materialize import assoc_rows
+    from capture.tracing import local
+
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
-    stored = load_run(store, run)
+    head = read_head(store, run)
+    if not local.on_driver(store, head):
+        stored = opened(store, head)
+        t["run"] = time.perf_counter() - t0
+        out = backtrace_run(stored, pattern, limit, compiled=compiled, timings=t)
+        t["total"] = time.perf_counter() - t0
+        return out
     t["run"] = time.perf_counter() - t0
-    out = backtrace_run(stored, pattern, limit, compiled=compiled, timings=t)
+    t1 = time.perf_counter()
+    rows = local.matched_rows(store, head, pattern, limit, compiled)
+    t["match"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    matched = {r["id"]: list(r["_paths"]) for r in rows}
+    fetch = _rows_fetcher(assoc_rows(rows, head.slots))
+    t["associations"] = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    out = backtrace(head.operators, head.result_oid, matched, fetch)
+    t["backtrace"] = time.perf_counter() - t3
     t["total"] = time.perf_counter() - t0
     return out
 
 
 def describe(store, run: str | None, pattern: Pattern, limit: int | None = None) -> list[str]:
-    """How :func:`trace` would trace: the run, how the pattern is matched (compiled to Spark
-    expressions or not, and why), the operators the backtrace walks and which associations it
-    reads. Reads the run's operators (no job on a local store); matches nothing."""
-    stored = load_run(store, run)
-    prep = prepare_items(*stored.match_source(), stored.visible, pattern)
-    lines = [f"Trace run {stored.run!r}" + (f", the first {limit} matching result items" if limit else "")]
-    lines += ["  " + line for line in prep.plan.describe()]
-    if stored.outputs is not None:
-        lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
-                     "pyarrow reads their row groups on a local store, else a broadcast join")
+    """How :func:`trace` would trace: the run, how the pattern is matched (on the driver, or
+    compiled to Spark expressions or not, and why), the operators the backtrace walks and which
+    associations it reads. Reads the run's operators (no job on a local store; no JVM either when
+    the local engine answers); matches nothing."""
+    from capture.tracing import local
+
+    head = read_head(store, run)
+    lines = [f"Trace run {head.run!r}" + (f", the first {limit} matching result items" if limit else "")]
+    if local.on_driver(store, head):
+        lines += ["  " + line for line in local.plan_lines(store, head, pattern)]
+        if head.split:
+            lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
+                         "pyarrow reads their row groups")
+    else:
+        stored = opened(store, head)
+        prep = prepare_items(*stored.match_source(), stored.visible, pattern)
+        lines += ["  " + line for line in prep.plan.describe()]
+        if stored.outputs is not None:
+            lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
+                         "pyarrow reads their row groups on a local store, else a broadcast join")
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")
-    for op, how in walk(stored.operators, stored.result_oid):
+    for op, how in walk(head.operators, head.result_oid):
         preds = ",".join(str(i.pred) for i in op.inputs)
         lines.append(f"    {op.oid} {op.type.value} ({op.method}{' <- ' + preds if preds else ''}): {how}")
     return lines

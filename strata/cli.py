@@ -176,5 +176,7 @@ def demo(app: App, fresh: bool) -> None:
     run_demo(app, fresh=fresh)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
+if __name__ == "__main__":  # pragma: no cover - `python -m strata.cli`
+    from strata.cli import main as imported  # the module subcommands import, so they share its App class
+
+    imported()

@@ -1,0 +1,102 @@
+"""`strata` in a new process starts no JVM unless a step needs Spark (docs/cli.md, "Engines").
+
+Every command here runs in a child process whose JAVA_HOME points nowhere: starting Spark there
+fails at once (the first test shows it does), so a command that succeeds with the right output
+started no JVM. The stores are built once, with the session's Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_iql_run import TABLE1
+
+from store import Store
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STRATA = Path(sys.executable).parent / "strata"  # the console script, as a user runs it
+Q3 = next(text for qid, text, _, _ in TABLE1 if qid == "q3")
+
+
+@pytest.fixture(scope="module")
+def movies_root(spark, tmp_path_factory):
+    st = Store.open(str(tmp_path_factory.mktemp("no-jvm") / "movies"), spark=spark)
+    st.ingest(os.path.join(ROOT, "examples", "movies.json"))
+    return st.root
+
+
+@pytest.fixture(scope="module")
+def traced_root(spark, tmp_path_factory):
+    from test_capture_example import running_example
+    from test_capture_helpers import TWEETS
+
+    from capture import Tracker
+
+    base = tmp_path_factory.mktemp("no-jvm-trace")
+    tracker = Tracker(spark, Store.open(str(base / "store"), spark=spark), pipeline="running-example", model=False)
+    tracker.write(running_example(tracker.read.json(TWEETS, name="tweets")), str(base / "out"), format="parquet")
+    return str(base / "store")
+
+
+def strata(root: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`strata --store root args...` in a new process that cannot start a JVM."""
+    child = {k: v for k, v in os.environ.items() if k not in ("STRATA_STORE", "STRATA_ENGINE", "STRATA_LOCAL_ROWS")}
+    child.update(JAVA_HOME="/nonexistent", **(env or {}))
+    command = [str(STRATA)] if STRATA.exists() else [sys.executable, "-m", "strata.cli"]
+    return subprocess.run([*command, "--store", root, *args], env=child, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def test_starting_spark_fails_in_these_processes(movies_root):
+    """The guard works: where a step needs Spark (forced here), the command fails for want of Java."""
+    for args, env in ((("--engine", "spark", "info"), None), (("info",), {"STRATA_ENGINE": "spark"})):
+        r = strata(movies_root, *args, env=env)
+        assert r.returncode == 1 and "JAVA_GATEWAY_EXITED" in r.stderr, r.stderr
+
+
+def test_info_starts_no_jvm_and_says_what_spark_says(spark, movies_root):
+    r = strata(movies_root, "info", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == json.loads(json.dumps(Store.open(movies_root, spark=spark, engine="spark").info()))
+    r = strata(movies_root, "info")
+    assert r.returncode == 0 and "vertices per type" in r.stdout and "WebPage" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize(("qid", "text", "expected", "warnings"), TABLE1, ids=[t[0] for t in TABLE1])
+def test_table1_queries_start_no_jvm(movies_root, qid, text, expected, warnings):
+    r = strata(movies_root, "query", text, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {tuple(row) for row in out["rows"]} == expected and tuple(out["warnings"]) == warnings
+
+
+def test_query_table_and_explain_start_no_jvm(movies_root):
+    r = strata(movies_root, "query", Q3)
+    assert r.returncode == 0 and "ymovies_table" in r.stdout and "(1 row)" in r.stdout, r.stderr
+    r = strata(movies_root, "query", "explain " + Q3)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("engine: local (") and "ProvJoin t feeds a" in r.stdout
+    r = strata(movies_root, "--engine", "local", "query", "--show-plan", Q3)
+    assert r.returncode == 0 and r.stdout.startswith("engine: local (forced by --engine local)"), r.stderr
+
+
+def test_user_errors_keep_their_exit_code_without_a_jvm(movies_root):
+    r = strata(movies_root, "query", "select p.idd from WebPage p")
+    assert r.returncode == 2 and "has no attribute 'idd'" in r.stderr and "JAVA" not in r.stderr
+    r = strata(movies_root, "--conf", "oops", "info")
+    assert r.returncode == 2 and "--conf expects KEY=VALUE" in r.stderr
+
+
+def test_trace_and_select_from_trace_start_no_jvm(traced_root):
+    r = strata(traced_root, "query", "TRACE MATCH '/user/id_str = ''lp'''")
+    assert r.returncode == 0 and "tweets  dataset:tweets#" in r.stdout, r.stderr
+    r = strata(traced_root, "query", "SELECT path, count(*) AS n FROM TRACE(MATCH '//text') t GROUP BY path "
+                                     "ORDER BY path", "--format", "csv")
+    assert r.returncode == 0 and "text,5" in r.stdout.splitlines(), r.stderr
+    r = strata(traced_root, "query", "EXPLAIN TRACE MATCH '/user'")
+    assert r.returncode == 0 and "on the driver (no Spark job)" in r.stdout, r.stderr

@@ -123,14 +123,17 @@ def cancellable(store):
         group = f"strata-repl-{os.getpid()}-{next(_job_ids)}"
         local = store.local() if store.storage.is_local else None
         box: dict[str, Any] = {}
+        done = threading.Event()  # not Thread.join: a join that Ctrl-C interrupts may take a live thread for ended
 
         def work() -> None:
-            if spark_running:
-                store.spark.sparkContext.setJobGroup(group, "strata repl statement", interruptOnCancel=True)
             try:
+                if spark_running:
+                    store.spark.sparkContext.setJobGroup(group, "strata repl statement", interruptOnCancel=True)
                 box["value"] = fn()
             except BaseException as e:  # noqa: BLE001 - handed to the main thread as is
                 box["error"] = e
+            finally:
+                done.set()
 
         def cancel() -> None:
             if local is not None:
@@ -153,9 +156,9 @@ def cancellable(store):
         try:
             thread.start()
             waited = 0
-            while thread.is_alive():
+            while not done.is_set():
                 try:
-                    thread.join(0.1)
+                    done.wait(0.1)
                     waited += 1
                     if cancelled and waited % 5 == 0:
                         cancel()  # queries and jobs the statement started after the first cancel

@@ -1,9 +1,10 @@
 """`strata repl` driven through a real pseudo-terminal (pexpect), as a user would type.
 
-One session does everything, because each one starts a JVM: a multi-line query, Tab
-completion of an attribute, a wrong one
+One session does everything: a multi-line query, Tab completion of an attribute, a wrong one
 (caret message, the loop goes on), `\\timing`, `\\d WebPage`, `\\export`, Ctrl-C at the prompt
-(clears the input), Ctrl-C during a long query (cancels it, the REPL lives on), `\\q` (exit 0).
+(clears the input), Ctrl-C during a long query on the local engine (interrupts DuckDB, the REPL
+lives on) -- all of it without a JVM (no child process) --, then `\\engine spark` and Ctrl-C
+during a long query on Spark (cancels its jobs), `\\q` (exit 0).
 """
 
 from __future__ import annotations
@@ -19,8 +20,26 @@ pexpect = pytest.importorskip("pexpect")
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATA = Path(sys.executable).parent / "strata"
-START = 240  # seconds: the REPL starts a JVM, slow on a loaded machine
-STEP = 180
+START = 60  # seconds: the REPL starts no JVM, but the machine may be loaded
+STEP = 180  # a step that starts Spark may take minutes on a loaded machine
+
+
+def _children(pid: int) -> list[int]:
+    """Processes below ``pid`` (Linux /proc), e.g. the JVM that Spark's start launches."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, parent in parents.items() if parent == p]
+        out += kids
+        todo += kids
+    return out
 
 
 @pytest.fixture()
@@ -111,15 +130,39 @@ def test_repl_session_in_a_terminal(movies_path, tmp_path):
         child.expect("Timing is off.")
         _prompt(child)
 
-        # Ctrl-C while a long query runs cancels its Spark job, not the REPL. An 8-way cross join
-        # (~1.4e12 rows) runs for minutes even on a quiet machine; 6-way finished in under 6 s.
-        child.send("select count(*) from Any a, Any b, Any c, Any d, Any e, Any f, Any g, Any h;\r")
+        # Ctrl-C while a long query runs cancels it, not the REPL. An 8-way cross join (~1.4e12
+        # rows) runs for minutes even on a quiet machine. It reads a few hundred rows: the local
+        # engine runs it, and Ctrl-C interrupts DuckDB.
+        cross = "select count(*) from Any a, Any b, Any c, Any d, Any e, Any f, Any g, Any h;\r"
+        child.send(cross)
         time.sleep(6)
         child.send("\x03")
         child.expect("cancelled")
         _prompt(child)
         child.send("select count(*) as n from Version v;\r")
         child.expect(r"\(1 row\)")
+        _prompt(child)
+        if Path("/proc").is_dir():
+            assert _children(child.pid) == [], "the REPL started a process (a JVM) for local work"
+
+        # On Spark (started by this statement) Ctrl-C cancels the statement's jobs.
+        child.send("\\engine spark\r")
+        child.expect(r"Engine is spark")
+        _prompt(child)
+        child.send(cross)
+        time.sleep(6)
+        child.send("\x03")
+        child.expect("cancelled", timeout=STEP)
+        _prompt(child)
+        child.send("\\timing on\r")
+        child.expect("Timing is on.")
+        _prompt(child)
+        child.send("select count(*) as n from Version v;\r")
+        child.expect(r"\(1 row\)")
+        child.expect(r"Time: \d+\.\d+ s \(spark engine\)")
+        _prompt(child)
+        child.send("\\engine auto\r")
+        child.expect(r"Engine is auto")
         _prompt(child)
 
         child.send("\\q\r")

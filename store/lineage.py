@@ -330,11 +330,12 @@ class _LocalLineage:
             return set(), set(), 0
         ccid, _ = self.located
         if read <= tau:
-            found, hops = reach_table(self.index.scope(ccid, self.sets), self.item, depth, self.forward)
-        else:
-            scope = self.index.scope_relation(tables.con, ccid, self.sets)
-            found, hops = _rq_duckdb(tables.con, scope, self.item, depth, self.forward)
-        return found, hops, read
+            scope = self.index.scope(ccid, self.sets)
+            found, hops = reach_table(scope, self.item, depth, self.forward)
+            return found, hops, scope.num_rows
+        scope = self.index.scope_relation(tables.con, ccid, self.sets)
+        found, hops = _rq_duckdb(tables.con, scope, self.item, depth, self.forward)
+        return found, hops, scope.aggregate("count(*)").fetchall()[0][0]
 
 
 def _edges_relation(tables):

@@ -54,9 +54,11 @@ class LocalIndex:
         if "buckets" not in meta:
             return None
         folders = {}
-        for name in (L.NODES, L.TRIPLES, L.SETDEPS):
+        for name in (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS):
             entry = st.manifest.tables.get(name)
             if entry is None or len(entry.segments) != 1:
+                if name == L.SETS:  # optional: only for counting a scope without reading it
+                    continue
                 return None
             path = st.storage.local_path(entry.segments[0])
             if path is None:
@@ -112,10 +114,18 @@ class LocalIndex:
         return flt
 
     def scope_rows(self, ccid: str, sets: Sequence[str] | None) -> int:
-        """How many triples `scope` holds: the filter columns of the matching row groups are
-        read, the triples themselves are not."""
+        """How many triples `scope` holds, from the component's rows of index_sets (each set's
+        `n_triples` counts the triples whose dst_csid it is); without that table, the filter
+        columns of the matching row groups of index_triples are read and counted."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.dataset as ds
 
+        if L.SETS in self.folders:
+            table = self._table(L.SETS, ccid, ds.field(L.CCID) == ccid, (L.CSID, L.N_TRIPLES))
+            if sets is not None:
+                table = table.filter(pc.is_in(table.column(L.CSID), value_set=pa.array(list(sets), pa.string())))
+            return int(pc.sum(table.column(L.N_TRIPLES)).as_py() or 0) if table.num_rows else 0
         files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
         if not files:
             return 0

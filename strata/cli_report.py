@@ -132,12 +132,12 @@ def run_jobs(store, jobs: Sequence[TraceJob]) -> list:
 
 
 def _source_datasets(store, runs: set[str | None]) -> list[str]:
-    """The input datasets of the runs (their source operators)."""
-    from capture.storing import load_run
+    """The input datasets of the runs (their source operators; no Spark job on a local store)."""
+    from capture.storing import read_head
 
     names: dict[str, None] = {}
     for run in runs:
-        for op in load_run(store, run).operators:
+        for op in read_head(store, run).operators:
             if getattr(op, "dataset", None):
                 names.setdefault(op.dataset, None)
     return sorted(names)

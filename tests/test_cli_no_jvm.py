@@ -100,3 +100,10 @@ def test_trace_and_select_from_trace_start_no_jvm(traced_root):
     assert r.returncode == 0 and "text,5" in r.stdout.splitlines(), r.stderr
     r = strata(traced_root, "query", "EXPLAIN TRACE MATCH '/user'")
     assert r.returncode == 0 and "on the driver (no Spark job)" in r.stdout, r.stderr
+
+
+def test_usage_and_audit_reports_start_no_jvm(traced_root):
+    r = strata(traced_root, "report", "audit", "/user/id_str = 'lp'", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout), r.stderr
+    r = strata(traced_root, "report", "usage", "//text = 'Hello World'", "/user/id_str", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout), r.stderr

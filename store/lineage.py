@@ -436,36 +436,35 @@ def component_members(st, item: str, limit: int | None = None) -> list[str]:
                             hint="run `strata index` to update it")
         raise UserError("exporting a component needs the component index, and there is none yet",
                         hint="run `strata index` first")
-    state: dict = {}
-
-    def reads() -> int:
-        index = state["index"] = _local_index(st)
-        row = state["row"] = index.locate(item)
-        return 0 if row is None else index.scope_rows(row[0], None)
-
-    choice = _choose(st, reads)
-    if choice.engine is Engine.LOCAL:
-        if "index" not in state:
-            reads()
-        row = state["row"]
-        ccid = None if row is None else row[0]
+    local = _LocalLineage(st, item, Method.CC, False)  # CC's reads: locate, count the component
+    if _choose(st, local.reads).engine is Engine.LOCAL:
+        local.reads()
+        members = None if local.located is None else _members_local(local.index, local.located[0])
     else:
-        view = view_of(st)
-        found = view.df('nodes').where(view.key(ID, item)).select(L.CCID).first()
-        ccid = None if found is None else found[0]
-    if ccid is None:
+        members = _members_spark(view_of(st), item, limit)
+    if members is None:
         raise UserError(f"'{item}' is in no component of the index: it takes part in no edge",
                         hint="ids are case-sensitive; give its id with --id to export it alone")
-    if choice.engine is Engine.LOCAL:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    return members if limit is None else members[:limit]
 
-        scope = state["index"].scope(ccid, None, None)
-        ids = pc.unique(pa.chunked_array([c for name in (SRC, DST, L.OP) for c in scope.column(name).chunks],
-                                         pa.string()))
-        members = sorted(ids.to_pylist())
-        return members if limit is None else members[:limit]
-    scope = view.df('triples').where(view.key(L.CCID, ccid))
+
+def _members_local(index, ccid: str) -> list[str]:
+    """The sorted src, dst and op ids of the component's triples (one bucket file, pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    scope = index.scope(ccid, None)
+    ids = pc.unique(pa.chunked_array([c for name in (SRC, DST, L.OP) for c in scope.column(name).chunks],
+                                     pa.string()))
+    return sorted(ids.to_pylist())
+
+
+def _members_spark(view: IndexView, item: str, limit: int | None) -> list[str] | None:
+    """The same on Spark (None: the item is in no component); sorted and cut there."""
+    found = view.df('nodes').where(view.key(ID, item)).select(L.CCID).first()
+    if found is None:
+        return None
+    scope = view.df('triples').where(view.key(L.CCID, found[0]))
     ids = (scope.select(F.col(SRC).alias(ID)).unionByName(scope.select(F.col(DST).alias(ID)))
            .unionByName(scope.select(F.col(L.OP).alias(ID))).distinct().orderBy(ID))
     if limit is not None:

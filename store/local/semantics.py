@@ -85,35 +85,39 @@ def pairs(st, kind: str, depth: int | None, left: Collection[str] | None,
         raise ValueError(f"influences(k) needs k >= 0, got {depth}")
     left = None if left is None else set(left)
     right = None if right is None else set(right)
+    # Work from the smaller bound side (the other one only filters the answer).
+    from_left = left is not None and (right is None or len(left) <= len(right))
     g = None
     if kind in (UNDER, INFLUENCES) and (left is not None or right is not None):
-        g = _scoped(st, left if left is not None else right)
+        g = _scoped(st, left if from_left else right)
     if g is None:
         g = store_graph(st)
     if kind == UNDER:
-        return _under(g, left, right)
+        return _under(g, left, right, from_left)
     if kind == FEEDS:
         return SG.feeds(g, left, right)
     if kind == EMITS:
         return SG.emits(g, left, right)
     if kind == INFLUENCES:
-        return _influences(g, depth, left, right)
+        return _influences(g, depth, left, right, from_left)
     raise ValueError(f"unknown predicate {kind!r}")
 
 
-def _under(g: SG.ScopeGraph, lower: set[str] | None, upper: set[str] | None) -> list[tuple[str, str]]:
+def _under(g: SG.ScopeGraph, lower: set[str] | None, upper: set[str] | None,
+           from_lower: bool) -> list[tuple[str, str]]:
     if lower is None and upper is None:
         upper = set(SG.vertices(g))
-    if lower is not None and (upper is None or len(lower) <= len(upper)):
+    if from_lower:
         found = SG.under(g, sorted(lower), None)
         return sorted(p for p in found if upper is None or p[1] in upper)
     return sorted(SG.under(g, lower, sorted(upper)))
 
 
 def _influences(g: SG.ScopeGraph, depth: int | None, src: set[str] | None,
-                dst: set[str] | None) -> list[tuple[str, str]]:
-    if src is not None or dst is None:
+                dst: set[str] | None, from_src: bool) -> list[tuple[str, str]]:
+    if from_src or (src is None and dst is None):
         starts = sorted(src) if src is not None else [v for v in SG.vertices(g) if g.is_data(v)]
         found = SG.influences(g, starts, depth, True)
         return sorted(p for p in found if dst is None or p[1] in dst)
-    return sorted(SG.influences(g, sorted(dst), depth, False))
+    found = SG.influences(g, sorted(dst), depth, False)
+    return sorted(p for p in found if src is None or p[0] in src)

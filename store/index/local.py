@@ -1,11 +1,11 @@
-"""Driver-side point reads of the index tables with pyarrow (local stores only).
+"""Driver-side point reads of the index tables with DuckDB (local stores only).
 
 A CS/CC query reads a handful of small, key-selected slices of the index; as Spark jobs each
 costs job scheduling (tenths of a second on a busy machine). When the store is on the local
 file system, the same bucket files are read here instead: the key's bucket is computed on the
-driver (Spark's xxhash64, `layout.bucket_of_value`), so pyarrow opens only that bucket's file,
+driver (Spark's xxhash64, `layout.bucket_of_value`), so DuckDB opens only that bucket's file,
 skips every row group whose min/max statistics exclude the key (the files are sorted by it),
-and returns the few matching rows. Semantics are those of the Spark path. These reads are the
+and returns the few matching rows as a pyarrow Table. Semantics are those of the Spark path. These reads are the
 local engine's CC and CS (store/lineage.py): a scope larger than τ is searched with DuckDB
 over `scope_relation` instead of in memory.
 """
@@ -29,15 +29,44 @@ def bucket_files(folder: str, buckets: Iterable[int]) -> list[str]:
     return files
 
 
-def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], flt):
-    """The rows matching `flt` in the given buckets' files (a pyarrow Table; row groups whose
-    statistics exclude `flt` are skipped), or None when those buckets have no file."""
-    import pyarrow.dataset as ds
+_CON = None
 
+
+def _con():
+    """The DuckDB connection of these point reads (one per process, in memory)."""
+    global _CON
+    if _CON is None:
+        import duckdb
+
+        _CON = duckdb.connect()
+    return _CON
+
+
+def condition(where: Sequence[tuple[str, object]]):
+    """A DuckDB condition from (column, value) pairs: equality, or membership when the value
+    is a list, tuple or set (values become constants, never SQL text)."""
+    import duckdb
+
+    out = None
+    for column, value in where:
+        c = duckdb.ColumnExpression(column)
+        if isinstance(value, (list, tuple, set, frozenset)):
+            test = c.isin(*[duckdb.ConstantExpression(v) for v in sorted(value)]) if value \
+                else duckdb.ConstantExpression(False)
+        else:
+            test = c == duckdb.ConstantExpression(value)
+        out = test if out is None else out & test
+    return out
+
+
+def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], where: Sequence[tuple[str, object]]):
+    """The rows matching `where` (see `condition`) in the given buckets' files (a pyarrow Table;
+    row groups whose statistics exclude it are skipped), or None when those buckets have no file."""
     files = bucket_files(folder, buckets)
     if not files:
         return None
-    return ds.dataset(files, format="parquet").to_table(columns=list(columns), filter=flt)
+    rel = _con().read_parquet(files).filter(condition(where))
+    return rel.project(*columns).to_arrow_table() if columns else rel.to_arrow_table()
 
 
 @dataclass(frozen=True)
@@ -66,25 +95,23 @@ class LocalIndex:
             folders[name] = path
         return cls(folders, int(meta["buckets"]))
 
-    def _table(self, name: str, key: str, flt, columns: Sequence[str]):
-        """The rows (a pyarrow Table) of the one bucket `key` hashes to that match `flt`."""
-        table = read_buckets(self.folders[name], [L.bucket_of_value(key, self.buckets)], columns, flt)
+    def _table(self, name: str, key: str, where: Sequence[tuple[str, object]], columns: Sequence[str]):
+        """The rows (a pyarrow Table) of the one bucket `key` hashes to that match `where`."""
+        table = read_buckets(self.folders[name], [L.bucket_of_value(key, self.buckets)], columns, where)
         if table is None:
             import pyarrow as pa
 
             return pa.table({c: pa.array([], pa.string()) for c in columns})
         return table
 
-    def _read(self, name: str, key: str, flt, columns: Sequence[str]) -> list[tuple]:
+    def _read(self, name: str, key: str, where: Sequence[tuple[str, object]], columns: Sequence[str]) -> list[tuple]:
         """The same rows as tuples."""
-        table = self._table(name, key, flt, columns)
+        table = self._table(name, key, where, columns)
         cols = [table.column(c).to_pylist() for c in columns]
         return list(zip(*cols, strict=True))
 
     def locate(self, item: str) -> tuple[str, str] | None:
-        import pyarrow.dataset as ds
-
-        rows = self._read(L.NODES, item, ds.field("id") == item, (L.CCID, L.CSID))
+        rows = self._read(L.NODES, item, [("id", item)], (L.CCID, L.CSID))
         return rows[0] if rows else None
 
     def set_lineage(self, ccid: str, csid: str, forward: bool) -> set[str]:
@@ -92,9 +119,8 @@ class LocalIndex:
         component's set dependencies read once (one bucket, one key range)."""
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.dataset as ds
 
-        deps = self._table(L.SETDEPS, ccid, ds.field(L.CCID) == ccid, (L.SRC_CSID, L.DST_CSID))
+        deps = self._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (L.SRC_CSID, L.DST_CSID))
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
         key, other = deps.column(here), deps.column(there)
         seen, frontier = {csid}, [csid]
@@ -105,13 +131,11 @@ class LocalIndex:
             frontier = sorted(nxt)
         return seen
 
-    def _scope_filter(self, ccid: str, sets: Sequence[str] | None):
-        import pyarrow.dataset as ds
-
-        flt = ds.field(L.CCID) == ccid
+    def _scope_filter(self, ccid: str, sets: Sequence[str] | None) -> list[tuple[str, object]]:
+        where: list[tuple[str, object]] = [(L.CCID, ccid)]
         if sets is not None:
-            flt = flt & ds.field(L.DST_CSID).isin(list(sets))
-        return flt
+            where.append((L.DST_CSID, list(sets)))
+        return where
 
     def scope_rows(self, ccid: str, sets: Sequence[str] | None) -> int:
         """How many triples `scope` holds, from the component's rows of index_sets (each set's
@@ -119,17 +143,17 @@ class LocalIndex:
         columns of the matching row groups of index_triples are read and counted."""
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.dataset as ds
 
         if L.SETS in self.folders:
-            table = self._table(L.SETS, ccid, ds.field(L.CCID) == ccid, (L.CSID, L.N_TRIPLES))
+            table = self._table(L.SETS, ccid, [(L.CCID, ccid)], (L.CSID, L.N_TRIPLES))
             if sets is not None:
                 table = table.filter(pc.is_in(table.column(L.CSID), value_set=pa.array(list(sets), pa.string())))
             return int(pc.sum(table.column(L.N_TRIPLES)).as_py() or 0) if table.num_rows else 0
         files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
         if not files:
             return 0
-        return ds.dataset(files, format="parquet").count_rows(filter=self._scope_filter(ccid, sets))
+        rel = _con().read_parquet(files).filter(condition(self._scope_filter(ccid, sets)))
+        return int(rel.aggregate("count(*)").fetchall()[0][0])
 
     def scope(self, ccid: str, sets: Sequence[str] | None, limit: int | None = None):
         """Triples (src, dst, op) of the component (or of `sets` in it) as a pyarrow Table;

@@ -161,7 +161,7 @@ def write_scopes(tx, st, nodes: DataFrame, rows: DataFrame, buckets: int) -> dic
 
 
 class ScopeFiles:
-    """Driver-side reads of the scope tables with pyarrow (local stores only)."""
+    """Driver-side reads of the scope tables with DuckDB (local stores only)."""
 
     def __init__(self, nodes: str, rows: str, buckets: int) -> None:
         self.nodes, self.rows, self.buckets = nodes, rows, buckets
@@ -182,10 +182,8 @@ class ScopeFiles:
 
     def scopes_of(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         """Scope -> (rows in it, its bucket), for the scopes of the ids the index knows."""
-        import pyarrow.dataset as ds
-
         t = read_buckets(self.nodes, (L.bucket_of_value(i, self.buckets) for i in ids),
-                         (SCOPE, SCOPE_ROWS, SCOPE_BUCKET), ds.field(S.ID).isin(list(ids)))
+                         (SCOPE, SCOPE_ROWS, SCOPE_BUCKET), [(S.ID, list(ids))])
         if t is None:
             return {}
         return {s: (n, b) for s, n, b in zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True)}
@@ -193,10 +191,8 @@ class ScopeFiles:
     def rows_of(self, scopes: dict[str, tuple[int, int]]) -> list[tuple]:
         """(rel, a, b, c, d) rows of the given scopes (`scopes_of`'s answer): only their buckets'
         files are opened, and only row groups whose statistics admit the scopes are decoded."""
-        import pyarrow.dataset as ds
-
         t = read_buckets(self.rows, (b for _, b in scopes.values()), (REL, "a", "b", "c", "d"),
-                         ds.field(SCOPE).isin(sorted(scopes)))
+                         [(SCOPE, sorted(scopes))])
         if t is None:
             return []
         return list(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))

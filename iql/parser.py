@@ -73,8 +73,11 @@ _AGGREGATES = {f.value: f for f in A.AggFunc}
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
+    # cache=True: Lark keeps the built LALR tables in a file of the temp folder, keyed by the
+    # grammar's hash, the options and Lark's version (about 5 ms to load instead of 60 ms to
+    # build, in every new process).
     return Lark(grammar.load("iql"), parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=True)
+                maybe_placeholders=True, cache=True)
 
 
 @lru_cache(maxsize=1)

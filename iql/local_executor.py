@@ -62,6 +62,18 @@ def _arrow_type(vtype: A.ValueType):
             A.ValueType.BOOL: pa.bool_(), A.ValueType.INT_ARRAY: pa.list_(pa.int32())}[vtype]
 
 
+class Held:
+    """A relation whose rows have been computed once, and those rows (a pyarrow Table)."""
+
+    def __init__(self, rel, table) -> None:
+        self.rel = rel
+        self.table = table
+
+    def ids(self, name: str) -> list[str]:
+        """The distinct non-null values of column `name`."""
+        return [v for v in set(self.table.column(name).to_pylist()) if v is not None]
+
+
 class LocalExecutor:
     """Runs plans against one store's committed version with DuckDB."""
 
@@ -132,36 +144,40 @@ class LocalExecutor:
         return self.relation(rel.left, domains).cross(self.relation(rel.right, domains))
 
     def visit_ProvJoin(self, rel: P.ProvJoin, domains):
-        df = self.relation(rel.input, domains)
-        if not isinstance(rel.input, P.Scan):
-            df = df.materialize()
+        held = self.hold(self.relation(rel.input, domains))
+        df = held.rel
         pred = rel.pred
         lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
         if rel.new is None:
-            found = self._pairs_for(df, pred, None)
+            found = self._pairs_for([held], pred)
             if lcol == rcol:
                 same_id = [a for a, b in found if a == b]
                 return df.join(self.frame({lcol: same_id}, {lcol: _arrow_type(A.ValueType.STRING)}), lcol)
             return df.join(self._pair_frame(found, lcol, rcol), [lcol, rcol])
-        new_df = self.relation(rel.new, domains).materialize()
+        new = self.hold(self.relation(rel.new, domains))
         bound_new = rel.bound_right if rel.new.source.uid == pred.right.uid else rel.bound_left
-        found = self._pair_frame(self._pairs_for(df, pred, new_df if bound_new else None), lcol, rcol)
+        found = self._pair_frame(self._pairs_for([held, new] if bound_new else [held], pred), lcol, rcol)
         joined_col = lcol if rel.new.source.uid == pred.right.uid else rcol
         new_col = rcol if joined_col == lcol else lcol
-        return df.join(found, joined_col).join(new_df, new_col)
+        return df.join(found, joined_col).join(new.rel, new_col)
 
     def _pair_frame(self, found, lcol: str, rcol: str):
         string = _arrow_type(A.ValueType.STRING)
         return self.frame({lcol: [a for a, _ in found], rcol: [b for _, b in found]}, {lcol: string, rcol: string})
 
-    def _pairs_for(self, df, pred: A.ProvPredicate, new_df) -> list[tuple[str, str]]:
-        """Pairs of `pred` with each side bound to the ids in `df` (or `new_df` for a new side)."""
+    def hold(self, df) -> Held:
+        """Run `df` once: a relation over its rows, and the rows (for the bound sides' ids)."""
+        table = df.to_arrow_table()
+        return Held(self.con.from_arrow(table), table)
+
+    def _pairs_for(self, held: list[Held], pred: A.ProvPredicate) -> list[tuple[str, str]]:
+        """Pairs of `pred` with each side bound to the ids of the first held rows that bind it."""
 
         def ids(uid: str):
             name = cname(uid, "id")
-            for frame in (df, new_df):
-                if frame is not None and name in frame.columns:
-                    return [r[0] for r in frame.project(col(name)).distinct().fetchall()]
+            for h in held:
+                if name in h.table.column_names:
+                    return h.ids(name)
             return None
 
         depth = pred.depth if pred.kind is A.ProvKind.INFLUENCES else None
@@ -230,15 +246,17 @@ class LocalExecutor:
         Returns the widened relation and (node, expression) substitutions for `column()`.
         """
         subst: list = []
-        if any(isinstance(n, (A.ProvPredicate, P.SubqueryExists, P.SubqueryValue)) for n in A.walk(expr)):
-            df = df.materialize()
+        if not any(isinstance(n, (A.ProvPredicate, P.SubqueryExists, P.SubqueryValue)) for n in A.walk(expr)):
+            return df, subst
+        held = self.hold(df)
+        df = held.rel
         for node in A.walk(expr):
             if isinstance(node, A.ProvPredicate):
-                df, e = self._mark_pred(df, node)
+                df, e = self._mark_pred(df, held, node)
             elif isinstance(node, P.SubqueryExists):
-                df, e = self._mark_exists(df, node, domains)
+                df, e = self._mark_exists(df, held, node, domains)
             elif isinstance(node, P.SubqueryValue):
-                df, e = self._mark_value(df, node, domains)
+                df, e = self._mark_value(df, held, node, domains)
             else:
                 continue
             subst.append((node, e))
@@ -249,10 +267,10 @@ class LocalExecutor:
         joined = df.join(marks, names if names else lit(True), how="left")
         return joined, CoalesceOperator(col(m), lit(False))
 
-    def _mark_pred(self, df, pred: A.ProvPredicate):
+    def _mark_pred(self, df, held: Held, pred: A.ProvPredicate):
         m = self.fresh()
         lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
-        found = self._pairs_for(df, pred, None)
+        found = self._pairs_for([held], pred)
         string, boolean = _arrow_type(A.ValueType.STRING), _arrow_type(A.ValueType.BOOL)
         if lcol == rcol:
             hits = [a for a, b in found if a == b]
@@ -262,17 +280,18 @@ class LocalExecutor:
                            {lcol: string, rcol: string, m: boolean})
         return self._marked(df, marks, [lcol, rcol], m)
 
-    def _sub_frame(self, df, keys, plan: P.QueryPlan, domains):
+    def _sub_frame(self, held: Held, keys, plan: P.QueryPlan, domains):
         sub_domains = dict(domains)
         for key in keys:
-            sub_domains[key.uid] = df.project(col(cname(key.uid, "id")).alias(S.ID)).distinct()
+            ids = held.ids(cname(key.uid, "id"))
+            sub_domains[key.uid] = self.frame({S.ID: ids}, {S.ID: _arrow_type(A.ValueType.STRING)})
         sub = self.query(plan, sub_domains)
         names = [cname(k.uid, "id") for k in keys]
         return sub, names
 
-    def _mark_exists(self, df, node: P.SubqueryExists, domains):
+    def _mark_exists(self, df, held: Held, node: P.SubqueryExists, domains):
         m = self.fresh()
-        sub, names = self._sub_frame(df, node.keys, node.plan, domains)
+        sub, names = self._sub_frame(held, node.keys, node.plan, domains)
         if not names:
             marks = sub.limit(1).project(lit(True).alias(m))
             return self._marked(df, marks, [], m)
@@ -280,9 +299,9 @@ class LocalExecutor:
         marks = sub.project(*renamed, lit(True).alias(m)).distinct()
         return self._marked(df, marks, names, m)
 
-    def _mark_value(self, df, node: P.SubqueryValue, domains):
+    def _mark_value(self, df, held: Held, node: P.SubqueryValue, domains):
         m = self.fresh()
-        sub, names = self._sub_frame(df, node.keys, node.plan, domains)
+        sub, names = self._sub_frame(held, node.keys, node.plan, domains)
         sub = sub.project(*[col(c).alias(n) for c, n in zip(sub.columns, [*names, m], strict=True)]).materialize()
         if not isinstance(_top(node.plan.root), P.Aggregate):
             if names:

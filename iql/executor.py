@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 
 from iql import ast as A
 from iql import plan as P
-from iql.binder import same
 from iql.errors import IqlRuntimeError
+from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
 from store import semantics as SEM
@@ -28,15 +28,6 @@ _CAST = {
     A.ValueType.FLOAT: "double",
     A.ValueType.BOOL: "boolean",
     A.ValueType.INT_ARRAY: "array<int>",
-}
-
-_COMPARE = {
-    A.CompOp.EQ: lambda a, b: a == b,
-    A.CompOp.NE: lambda a, b: a != b,
-    A.CompOp.LT: lambda a, b: a < b,
-    A.CompOp.LE: lambda a, b: a <= b,
-    A.CompOp.GT: lambda a, b: a > b,
-    A.CompOp.GE: lambda a, b: a >= b,
 }
 
 
@@ -53,7 +44,7 @@ def pairs(st, pred: A.ProvPredicate, left: DataFrame | None, right: DataFrame | 
     return df.toDF("l", "r")
 
 
-class Executor:
+class Executor(ExpressionCompiler):
     """Runs plans against one store; `domains` bind outer aliases of correlated subqueries."""
 
     def __init__(self, st) -> None:
@@ -67,12 +58,6 @@ class Executor:
     def query(self, plan: P.QueryPlan, domains: dict[str, DataFrame] | None = None) -> DataFrame:
         """The plan's rows with internal output names `__o0..` (keys first for subqueries)."""
         return self.relation(plan.root, domains or {})
-
-    def relation(self, rel, domains) -> DataFrame:
-        method = getattr(self, f"visit_{type(rel).__name__}", None)
-        if method is None:
-            raise TypeError(f"executor: unhandled plan node {type(rel).__name__}")
-        return method(rel, domains)
 
     def visit_Scan(self, scan: P.Scan, domains) -> DataFrame:
         src = scan.source
@@ -166,11 +151,7 @@ class Executor:
                 df, more = self.prepare(df, expr, domains)
                 subst += more
         keys = [(k, f"__g{i}") for i, k in enumerate(rel.keys)]
-        calls: list[A.BoundCall] = []
-        for expr in [*(o.expr for o in rel.outputs), rel.having]:
-            for node in A.walk(expr) if expr is not None else ():
-                if isinstance(node, A.BoundCall) and not any(same(node, c) for c in calls):
-                    calls.append(node)
+        calls = aggregate_calls(rel)
         aggs = [self.aggregate(c, subst).alias(f"__a{i}") for i, c in enumerate(calls)]
         grouped = df.groupBy(*[self.column(k, subst).alias(n) for k, n in keys])
         out = grouped.agg(*aggs) if aggs else grouped.agg(F.count(F.lit(1)).alias("__count"))
@@ -209,7 +190,7 @@ class Executor:
         Returns the widened DataFrame and (node, Column) substitutions for `column()`.
         """
         subst: list = []
-        if any(isinstance(n, (A.ProvPredicate, P.SubqueryExists, P.SubqueryValue)) for n in A.walk(expr)):
+        if marks_needed(expr):
             df = materialize(df)
         for node in A.walk(expr):
             if isinstance(node, A.ProvPredicate):
@@ -254,7 +235,7 @@ class Executor:
         m = self.fresh()
         sub, names = self._sub_frame(df, node.keys, node.plan, domains)
         sub = sub.toDF(*names, m)
-        if not isinstance(_top(node.plan.root), P.Aggregate):
+        if not isinstance(top(node.plan.root), P.Aggregate):
             dupes = sub.groupBy(*names).count().filter(F.col("count") > 1).limit(1).count() if names \
                 else max(0, sub.limit(2).count() - 1)
             if dupes:
@@ -267,31 +248,18 @@ class Executor:
             return df.join(sub.limit(1), F.lit(True), "left"), col
         return df.join(sub, names, "left"), col
 
-    def column(self, node, subst) -> Column:
-        """Compile a bound expression to a Spark Column (values become `F.lit`)."""
-        for target, col in subst:
-            if target is node or (not isinstance(node, A.Literal) and same(target, node)):
-                return col
-        if isinstance(node, A.Literal):
-            return F.lit(node.value)
-        if isinstance(node, A.BoundColumn):
-            return F.col(cname(node.uid, node.name))
-        if isinstance(node, A.Compare):
-            return _COMPARE[node.op](self.column(node.left, subst), self.column(node.right, subst))
-        if isinstance(node, A.And):
-            return self.column(node.left, subst) & self.column(node.right, subst)
-        if isinstance(node, A.Or):
-            return self.column(node.left, subst) | self.column(node.right, subst)
-        if isinstance(node, A.Not):
-            return ~self.column(node.operand, subst)
-        if isinstance(node, A.IsNull):
-            col = self.column(node.operand, subst)
-            return col.isNotNull() if node.negated else col.isNull()
-        if isinstance(node, A.InList):
-            col = self.column(node.operand, subst)
-            test = col.isin([self.column(i, subst) for i in node.items])
-            return ~test if node.negated else test
-        raise TypeError(f"executor: cannot compile {type(node).__name__} here")
+    def lit(self, value):
+        return F.lit(value)
+
+    def col(self, name: str):
+        return F.col(name)
+
+    def null_test(self, e, negated: bool):
+        return e.isNotNull() if negated else e.isNull()
+
+    def in_list(self, e, items, negated: bool):
+        test = e.isin(items)
+        return ~test if negated else test
 
 
 def materialize(df: DataFrame) -> DataFrame:
@@ -299,12 +267,6 @@ def materialize(df: DataFrame) -> DataFrame:
     predicate and the join with its pairs, and would otherwise be recomputed for each (and
     exponentially often along a chain of predicates). Local checkpoints need no cleanup."""
     return df.localCheckpoint(eager=True)
-
-
-def _top(rel):
-    while isinstance(rel, (P.Sort, P.Limit)):
-        rel = rel.input
-    return rel
 
 
 def execute(st, plan: P.QueryPlan) -> DataFrame:

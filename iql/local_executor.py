@@ -17,8 +17,8 @@ from duckdb import CoalesceOperator, ColumnExpression, ConstantExpression, Funct
 
 from iql import ast as A
 from iql import plan as P
-from iql.binder import same
 from iql.errors import IqlRuntimeError
+from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
 from store.local import semantics as LS
@@ -29,15 +29,6 @@ _TYPES = {
     A.ValueType.FLOAT: "DOUBLE",
     A.ValueType.BOOL: "BOOLEAN",
     A.ValueType.INT_ARRAY: "INTEGER[]",
-}
-
-_COMPARE = {
-    A.CompOp.EQ: lambda a, b: a == b,
-    A.CompOp.NE: lambda a, b: a != b,
-    A.CompOp.LT: lambda a, b: a < b,
-    A.CompOp.LE: lambda a, b: a <= b,
-    A.CompOp.GT: lambda a, b: a > b,
-    A.CompOp.GE: lambda a, b: a >= b,
 }
 
 _AGG = {A.AggFunc.COUNT: "count", A.AggFunc.SUM: "sum", A.AggFunc.AVG: "avg",
@@ -74,7 +65,9 @@ class Held:
         return [v for v in set(self.table.column(name).to_pylist()) if v is not None]
 
 
-class LocalExecutor:
+class LocalExecutor(ExpressionCompiler):
+    name = "local executor"
+
     """Runs plans against one store's committed version with DuckDB."""
 
     def __init__(self, st) -> None:
@@ -97,12 +90,6 @@ class LocalExecutor:
     def query(self, plan: P.QueryPlan, domains=None):
         """The plan's relation with internal output names `__o0..` (keys first for subqueries)."""
         return self.relation(plan.root, domains or {})
-
-    def relation(self, rel, domains):
-        method = getattr(self, f"visit_{type(rel).__name__}", None)
-        if method is None:
-            raise TypeError(f"local executor: unhandled plan node {type(rel).__name__}")
-        return method(rel, domains)
 
     def visit_Scan(self, scan: P.Scan, domains):
         src = scan.source
@@ -207,11 +194,7 @@ class LocalExecutor:
             if expr is not None:
                 df, more = self.prepare(df, expr, domains)
                 subst += more
-        calls: list[A.BoundCall] = []
-        for expr in [*(o.expr for o in rel.outputs), rel.having]:
-            for node in A.walk(expr) if expr is not None else ():
-                if isinstance(node, A.BoundCall) and not any(same(node, c) for c in calls):
-                    calls.append(node)
+        calls = aggregate_calls(rel)
         # Keys and aggregate arguments become internal columns first, so the aggregate list
         # names only those (a list of our own identifiers, no value of the user's).
         pre = [self.column(k, subst).alias(f"__g{i}") for i, k in enumerate(rel.keys)]
@@ -246,7 +229,7 @@ class LocalExecutor:
         Returns the widened relation and (node, expression) substitutions for `column()`.
         """
         subst: list = []
-        if not any(isinstance(n, (A.ProvPredicate, P.SubqueryExists, P.SubqueryValue)) for n in A.walk(expr)):
+        if not marks_needed(expr):
             return df, subst
         held = self.hold(df)
         df = held.rel
@@ -303,7 +286,7 @@ class LocalExecutor:
         m = self.fresh()
         sub, names = self._sub_frame(held, node.keys, node.plan, domains)
         sub = sub.project(*[col(c).alias(n) for c, n in zip(sub.columns, [*names, m], strict=True)]).materialize()
-        if not isinstance(_top(node.plan.root), P.Aggregate):
+        if not isinstance(top(node.plan.root), P.Aggregate):
             if names:
                 dupes = sub.aggregate("count(*) AS n", ", ".join(names)).filter(col("n") > lit(1)).limit(1)
                 many = bool(dupes.fetchall())
@@ -318,31 +301,17 @@ class LocalExecutor:
         joined = df.join(sub.limit(1) if not names else sub, names if names else lit(True), how="left")
         return joined, value
 
-    def column(self, node, subst):
-        """Compile a bound expression to a DuckDB expression (values become constants)."""
-        for target, e in subst:
-            if target is node or (not isinstance(node, A.Literal) and same(target, node)):
-                return e
-        if isinstance(node, A.Literal):
-            return lit(node.value)
-        if isinstance(node, A.BoundColumn):
-            return col(cname(node.uid, node.name))
-        if isinstance(node, A.Compare):
-            return _COMPARE[node.op](self.column(node.left, subst), self.column(node.right, subst))
-        if isinstance(node, A.And):
-            return self.column(node.left, subst) & self.column(node.right, subst)
-        if isinstance(node, A.Or):
-            return self.column(node.left, subst) | self.column(node.right, subst)
-        if isinstance(node, A.Not):
-            return ~self.column(node.operand, subst)
-        if isinstance(node, A.IsNull):
-            e = self.column(node.operand, subst)
-            return e.isnotnull() if node.negated else e.isnull()
-        if isinstance(node, A.InList):
-            e = self.column(node.operand, subst)
-            items = [self.column(i, subst) for i in node.items]
-            return e.isnotin(*items) if node.negated else e.isin(*items)
-        raise TypeError(f"local executor: cannot compile {type(node).__name__} here")
+    def lit(self, value):
+        return lit(value)
+
+    def col(self, name: str):
+        return col(name)
+
+    def null_test(self, e, negated: bool):
+        return e.isnotnull() if negated else e.isnull()
+
+    def in_list(self, e, items, negated: bool):
+        return e.isnotin(*items) if negated else e.isin(*items)
 
 
 def _all(conditions):
@@ -361,12 +330,6 @@ def _aggregate_text(call: A.BoundCall, i: int) -> str:
     if call.func is A.AggFunc.SUM:
         text = f"CAST({text} AS {'DOUBLE' if call.vtype is A.ValueType.FLOAT else 'BIGINT'})"
     return f"{text} AS __a{i}"
-
-
-def _top(rel):
-    while isinstance(rel, (P.Sort, P.Limit)):
-        rel = rel.input
-    return rel
 
 
 def execute(st, plan: P.QueryPlan) -> list[tuple]:

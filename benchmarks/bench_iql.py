@@ -165,10 +165,13 @@ def main(argv=None) -> None:
         if procs:
             line += f"; new process (strata query, no JVM) median {statistics.median(procs):.2f}s"
         if args.compare_spark:
-            t0 = time.perf_counter()
-            same = sorted(iql.run(on_spark, text).rows()) == answer
-            spark_s = time.perf_counter() - t0
-            line += (f"; Spark engine {spark_s:.2f}s ({spark_s / min(warm):.0f}x the local best), "
+            spark_runs, same = [], True
+            for _ in range(3):  # the first one warms the JVM up; the best of three is quoted
+                t0 = time.perf_counter()
+                same &= sorted(iql.run(on_spark, text).rows()) == answer
+                spark_runs.append(time.perf_counter() - t0)
+            spark_s = min(spark_runs)
+            line += (f"; Spark engine best of 3 {spark_s:.2f}s ({spark_s / min(warm):.0f}x the local best), "
                      f"{'same' if same else 'DIFFERENT'} answer")
         print(f"{line}  | {text}", flush=True)
 

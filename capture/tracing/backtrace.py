@@ -367,7 +367,6 @@ def backtrace_run(stored: StoredRun, pattern: Pattern | str, limit: int | None =
     alone and brings back each matched row's key, :func:`capture.storing.runs.hidden_rows` reads
     those rows' hidden columns, and the ids the copy does not store are computed from them
     (:func:`capture.ids.hydrate_rows`). ``timings`` (if given) receives the phases' seconds."""
-    from capture.storing.materialize import assoc_rows
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
@@ -379,12 +378,20 @@ def backtrace_run(stored: StoredRun, pattern: Pattern | str, limit: int | None =
     else:
         rows = _split_rows(stored, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t0
+    return _backtrace_matched(rows, stored.slots, stored.operators, stored.result_oid, t)
+
+
+def _backtrace_matched(rows: list[dict], slots, operators, result_oid, t: dict) -> Backtrace:
+    """Backtrace the matched rows (id, `_paths` and the hidden columns) of a run; records the
+    `associations` and `backtrace` phases' seconds in `t`."""
+    from capture.storing.materialize import assoc_rows
+
     t1 = time.perf_counter()
     matched = {r["id"]: list(r["_paths"]) for r in rows}
-    fetch = _rows_fetcher(assoc_rows(rows, stored.slots))
+    fetch = _rows_fetcher(assoc_rows(rows, slots))
     t["associations"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    out = backtrace(stored.operators, stored.result_oid, matched, fetch)
+    out = backtrace(operators, result_oid, matched, fetch)
     t["backtrace"] = time.perf_counter() - t2
     return out
 
@@ -414,7 +421,6 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     compiled Spark expression (on the driver: over the items' ``to_json`` values). ``timings``
     (if given) receives the phases' seconds: ``run``, ``match``, ``associations``, ``backtrace``
     and ``total``."""
-    from capture.storing.materialize import assoc_rows
     from capture.tracing import local
 
     t = timings if timings is not None else {}
@@ -430,13 +436,7 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     t1 = time.perf_counter()
     rows = local.matched_rows(store, head, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    matched = {r["id"]: list(r["_paths"]) for r in rows}
-    fetch = _rows_fetcher(assoc_rows(rows, head.slots))
-    t["associations"] = time.perf_counter() - t2
-    t3 = time.perf_counter()
-    out = backtrace(head.operators, head.result_oid, matched, fetch)
-    t["backtrace"] = time.perf_counter() - t3
+    out = _backtrace_matched(rows, head.slots, head.operators, head.result_oid, t)
     t["total"] = time.perf_counter() - t0
     return out
 

@@ -75,6 +75,7 @@ class LocalExecutor(ExpressionCompiler):
         self.tables = st.local()
         self.con = self.tables.con
         self._names = itertools.count()
+        self._tables: dict[int, tuple] = {}  # id(relation) -> (relation, its rows as Arrow)
 
     def fresh(self, prefix: str = "__m") -> str:
         return f"{prefix}{next(self._names)}"
@@ -92,6 +93,25 @@ class LocalExecutor(ExpressionCompiler):
         return self.relation(plan.root, domains or {})
 
     def visit_Scan(self, scan: P.Scan, domains):
+        key = None if scan.outer or not self.tables.held(S.VERTICES) else scan
+        cached = self.tables.scans.get(key) if key is not None else None
+        if cached is not None:
+            return self._known(cached)
+        df = self._scan(scan, domains)
+        if key is not None:
+            # A store held in memory keeps each scan's rows for its later questions (one bind to
+            # reuse them, instead of a filter and a projection over the vertices).
+            table = self.tables.scans[key] = df.to_arrow_table()
+            return self._known(table)
+        return df
+
+    def _known(self, table):
+        """A relation over rows already computed, remembered so that `hold` needs no run."""
+        rel = self.con.from_arrow(table)
+        self._tables[id(rel)] = (rel, table)
+        return rel
+
+    def _scan(self, scan: P.Scan, domains):
         src = scan.source
         v = self.tables.relation(S.VERTICES)
         keep = []  # one filter of every condition on the vertices (each relational step costs a bind)
@@ -154,8 +174,11 @@ class LocalExecutor(ExpressionCompiler):
 
     def hold(self, df) -> Held:
         """Run `df` once: a relation over its rows, and the rows (for the bound sides' ids)."""
+        known = self._tables.get(id(df))
+        if known is not None and known[0] is df:
+            return Held(df, known[1])
         table = df.to_arrow_table()
-        return Held(self.con.from_arrow(table), table)
+        return Held(self._known(table), table)
 
     def _pairs_for(self, held: list[Held], pred: A.ProvPredicate) -> list[tuple[str, str]]:
         """Pairs of `pred` with each side bound to the ids of the first held rows that bind it."""

@@ -92,6 +92,7 @@ class LocalTables:
         self._lock = threading.Lock()
         self._files: dict[str, list[str]] = {}
         self._memory: dict[str, Any] = {}  # table -> pyarrow Table (None: too large to hold)
+        self.scans: dict[Any, Any] = {}  # the local executor's scans of held tables, by plan node
 
     def files(self, name: str) -> list[str]:
         """The Parquet files of table `name` in this version ([] when it has no rows)."""
@@ -152,6 +153,12 @@ class LocalTables:
                                 if f.name in entry.partition_by else duckdb.ColumnExpression(f.name)
                                 for f in schema if f.name in cols])
         return rel
+
+    def held(self, name: str) -> bool:
+        """True when table `name` is (or will be, once read) held in memory."""
+        if name in self._memory:
+            return self._memory[name] is not None
+        return self.rows(name) <= MEMORY_ROWS
 
     def arrow(self, name: str):
         """Table `name` read whole into a pyarrow Table."""

@@ -91,6 +91,7 @@ class LocalTables:
         self.con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
         self._lock = threading.Lock()
         self._files: dict[str, list[str]] = {}
+        self._rows: dict[str, int] = {}
         self._memory: dict[str, Any] = {}  # table -> pyarrow Table (None: too large to hold)
         self.scans: dict[Any, Any] = {}  # the local executor's scans of held tables, by plan node
 
@@ -118,12 +119,12 @@ class LocalTables:
 
     def rows(self, name: str) -> int:
         """Rows in table `name`, from the Parquet footers (no data read)."""
-        files = self.files(name)
-        if not files:
-            return 0
-        import pyarrow.parquet as pq
+        hit = self._rows.get(name)
+        if hit is None:
+            import pyarrow.parquet as pq
 
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+            hit = self._rows[name] = sum(pq.ParquetFile(f).metadata.num_rows for f in self.files(name))
+        return hit
 
     def relation(self, name: str):
         """Table `name` as a DuckDB relation with the columns (and types) of its stored schema.

@@ -30,6 +30,7 @@ def bucket_files(folder: str, buckets: Iterable[int]) -> list[str]:
 
 
 _CON = None
+_IN_LIST = 64  # longer membership lists are joined, not written out as constants
 
 
 def _con():
@@ -65,7 +66,19 @@ def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], wh
     files = bucket_files(folder, buckets)
     if not files:
         return None
-    rel = _con().read_parquet(files).filter(condition(where))
+    con = _con()
+    rel = con.read_parquet(files)
+    # A long membership list is a semi-join with an Arrow table of its values: as constants it
+    # would be rendered, parsed and bound one by one (thousands of set ids for a large lineage).
+    small = [(c, v) for c, v in where if not (isinstance(v, (list, tuple, set, frozenset)) and len(v) > _IN_LIST)]
+    if small:
+        rel = rel.filter(condition(small))
+    for column, values in where:
+        if (column, values) not in small:
+            import pyarrow as pa
+
+            rel = rel.join(con.from_arrow(pa.table({column: pa.array(sorted(values), pa.string())})), column,
+                           how="semi")
     return rel.project(*columns).to_arrow_table() if columns else rel.to_arrow_table()
 
 

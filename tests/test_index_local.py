@@ -1,17 +1,42 @@
-"""Driver-side point reads find the bucket a key hashes to exactly as Spark's writer did."""
+"""Point reads of bucketed index files (store/index/local.py), with no Spark: short membership
+lists are constants, long ones a semi-join; both must return exactly the matching rows."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from hypothesis import given, settings
-from hypothesis import strategies as hst
-from pyspark.sql import functions as F
+from hypothesis import strategies as st
 
-from store.index import layout as L
+from store.index.local import _IN_LIST, read_buckets
+
+KEYS = [f"k{i:03d}" for i in range(300)]
 
 
-@settings(max_examples=5, deadline=None, derandomize=True)
-@given(keys=hst.lists(hst.text(max_size=40), min_size=1, max_size=200), buckets=hst.integers(1, 64))
-def test_driver_bucket_equals_spark_bucket(spark, keys, buckets):
-    rows = (spark.createDataFrame([(k,) for k in keys], "k string")
-            .select("k", L.bucket_of(F.col("k"), buckets).alias("b")).collect())
-    assert {(r["k"], r["b"]) for r in rows} == {(k, L.bucket_of_value(k, buckets)) for k in keys}
+def _folder(tmp_path):
+    folder = tmp_path / "table"
+    for b in range(2):
+        part = folder / f"bucket={b}"
+        part.mkdir(parents=True, exist_ok=True)
+        keys = KEYS[b::2]
+        table = pa.table({"ccid": ["c1" if i % 3 else "c2" for i in range(len(keys))], "key": keys,
+                          "v": list(range(len(keys)))})
+        pq.write_table(table, part / "part-0.parquet", row_group_size=16)
+    return str(folder)
+
+
+@settings(max_examples=30, deadline=None)
+@given(wanted=st.lists(st.sampled_from(KEYS + ["missing"]), max_size=3 * _IN_LIST, unique=True),
+       ccid=st.sampled_from(["c1", "c2"]))
+def test_membership_lists_of_any_length_read_exactly_the_matching_rows(tmp_path_factory, wanted, ccid):
+    folder = _folder(tmp_path_factory.mktemp("idx"))
+    got = read_buckets(folder, [0, 1], ("key", "v"), [("ccid", ccid), ("key", wanted)])
+    rows = sorted(zip(got.column("key").to_pylist(), got.column("v").to_pylist(), strict=True))
+    everything = read_buckets(folder, [0, 1], ("key", "v", "ccid"), [])
+    want = sorted((k, v) for k, v, c in zip(*(everything.column(n).to_pylist() for n in ("key", "v", "ccid")),
+                                            strict=True) if c == ccid and k in set(wanted))
+    assert rows == want
+
+
+def test_missing_buckets_read_nothing(tmp_path):
+    assert read_buckets(_folder(tmp_path), [7], ("key",), [("key", "k001")]) is None

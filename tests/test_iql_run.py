@@ -61,6 +61,14 @@ def movies(request, spark, movies_root):
     return Store.open(movies_root, spark=spark, engine=request.param)
 
 
+@pytest.fixture(scope="module")
+def movies_local(spark, movies_root):
+    """For what does not depend on the engine (errors before execution, the CLI's formatting)."""
+    from store import Store
+
+    return Store.open(movies_root, spark=spark, engine="local")
+
+
 @pytest.mark.parametrize("qid, text, expected, warnings", TABLE1, ids=[t[0] for t in TABLE1])
 def test_table1(movies, qid, text, expected, warnings):
     result = iql.run(movies, text)
@@ -164,7 +172,8 @@ def test_explain_shows_plan_and_strategy(movies):
     assert "expansion depth 2" in text and "est. rows" in text
 
 
-def test_query_errors_are_positioned(movies):
+def test_query_errors_are_positioned(movies_local):
+    movies = movies_local
     with pytest.raises(IqlSemanticError) as info:
         iql.run(movies, "select p.id from WebPag p")
     assert (info.value.line, info.value.column) == (1, 18)
@@ -175,7 +184,8 @@ def test_query_errors_are_positioned(movies):
 # ------------------------------------------------------------------------------------ CLI
 
 
-def test_cli_json_shape(movies):
+def test_cli_json_shape(movies_local):
+    movies = movies_local
     result = CliRunner().invoke(main, ["query", TABLE1[4][1], "--format", "json"], obj=App.of(movies))
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
@@ -183,7 +193,8 @@ def test_cli_json_shape(movies):
                        "warnings": [WARN_NOT_EXISTS]}
 
 
-def test_cli_table_and_csv(movies):
+def test_cli_table_and_csv(movies_local):
+    movies = movies_local
     q = "select p.id, p.authScore from WebPage p order by p.id"
     table = CliRunner().invoke(main, ["query", q], obj=App.of(movies))
     assert table.exit_code == 0
@@ -193,7 +204,8 @@ def test_cli_table_and_csv(movies):
     assert csv.stdout.splitlines() == ["id,authScore", "imdb_page,3", "ymovies_page,5"]
 
 
-def test_cli_query_error_exits_2_with_position(movies):
+def test_cli_query_error_exits_2_with_position(movies_local):
+    movies = movies_local
     result = CliRunner().invoke(main, ["query", "select p.id from WebPag p"], obj=App.of(movies))
     assert result.exit_code == 2
     assert result.stderr.startswith("iql: unknown type 'WebPag' (line 1, column 18)")

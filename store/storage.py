@@ -283,7 +283,10 @@ class Storage:
         if files is not None:
             df = df.repartition(files, *partition_by) if partition_by else df.coalesce(files)
         if sort_by:
-            df = df.sortWithinPartitions(*sort_by)
+            # Partition columns lead: the writer needs rows ordered by them, and a sort that does
+            # not start with them is replaced by one on them alone (Spark's planned writes drop
+            # the inner sort), which would leave the files unsorted by `sort_by`.
+            df = df.sortWithinPartitions(*partition_by, *sort_by)
         writer = df.write.mode("errorifexists").option("compression", "zstd")
         if partition_by:
             writer = writer.partitionBy(*partition_by)

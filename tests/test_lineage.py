@@ -182,3 +182,64 @@ def test_auto_counts_what_the_method_reads(spark, root):
     cs = lineage(st, "p23", method=Method.CS)
     assert cs.engine.engine is Engine.LOCAL and "reads 4 rows" in cs.engine.reason
     assert lineage(st, "8", method=Method.CS).engine.engine is Engine.SPARK  # 9 triples > 8
+
+
+def test_index_files_are_sorted_by_their_lookup_key(root):
+    """Each bucket file is ordered by its table's sort key (layout.LAYOUT), which is what lets a
+    point read skip the row groups of other keys."""
+    import glob
+    import os
+
+    import pyarrow.parquet as pq
+
+    from store.index import layout as L
+
+    st = Store.open(root, engine="local")
+    checked = 0
+    for table, (_, sort_by) in L.LAYOUT.items():
+        entry = st.manifest.tables.get(table)
+        if entry is None:
+            continue
+        folder = st.storage.local_path(entry.segments[0])
+        for path in glob.glob(os.path.join(folder, "bucket=*", "*.parquet")):
+            rows = pq.read_table(path, columns=list(sort_by)).to_pylist()
+            keys = [tuple("" if r[c] is None else str(r[c]) for c in sort_by) for r in rows]
+            assert keys == sorted(keys), (table, path)
+            checked += len(keys) > 1
+    assert checked >= 3  # the test read files with rows to order
+
+
+def test_a_component_held_in_memory_answers_like_the_files(root, frames, monkeypatch):
+    """The second lineage query on a component loads it into the process's cache (here every
+    component, whatever its size); answers, `triples_read` included, stay those of the files.
+    With the cache off ($STRATA_LINEAGE_CACHE=0) nothing is held."""
+    from store.index import local as LI
+
+    st = Store.open(root, engine="local")
+    items = ["8", "4", "p23", *random.Random(5).sample(_random_values(frames[0]), 6)]
+    monkeypatch.setattr(LI, "_CACHE_MIN_TRIPLES", 0)
+    for budget in ("0", ""):
+        monkeypatch.setenv(LI.CACHE_ENV, budget)
+        LI.CACHE.clear()
+        cold = {(i, f, m): lineage(st, i, forward=f, method=m) for i in items for f in (False, True)
+                for m in (Method.CC, Method.CS)}
+        for _ in range(2):
+            again = {key: lineage(st, key[0], forward=key[1], method=key[2]) for key in cold}
+            assert again == cold
+        assert (LI.CACHE.triples > 0) is (budget == "")
+        for (item, forward, _), got in cold.items():
+            assert (set(got.nodes), set(got.edges)) == reference_lineage(frames[0], item, None, forward)
+    LI.CACHE.clear()
+
+
+def test_a_bad_cache_budget_is_a_user_error(root, monkeypatch):
+    from store.index import local as LI
+
+    monkeypatch.setenv(LI.CACHE_ENV, "lots")
+    monkeypatch.setattr(LI, "_CACHE_MIN_TRIPLES", 0)
+    LI.CACHE.clear()
+    st = Store.open(root, engine="local")
+    lineage(st, "8", method=Method.CS)
+    with pytest.raises(UserError, match="STRATA_LINEAGE_CACHE must be a number of triples"):
+        lineage(st, "8", method=Method.CS)
+    LI.CACHE.clear()

@@ -8,13 +8,25 @@ skips every row group whose min/max statistics exclude the key (the files are so
 and returns the few matching rows as a pyarrow Table. Semantics are those of the Spark path. These reads are the
 local engine's CC and CS (store/lineage.py): a scope larger than τ is searched with DuckDB
 over `scope_relation` instead of in memory.
+
+A process that asks about the same large component again (the REPL, a notebook, a service)
+keeps that component in memory (`ComponentCache`): its triples sorted by derived set, with
+each set's row range, and its set dependencies as adjacency lists. A later CS query then
+slices the scope out of memory instead of decoding the component's rows from Parquet again,
+and walks the set dependencies without reading them. A component is admitted on its second
+lookup, so a one-query process (`strata lineage`) never pays for loading one; the budget is
+`$STRATA_LINEAGE_CACHE` triples (default 4,000,000, about 0.3 GB; 0 turns it off). Cache keys
+include the index's segment folders, which a commit never rewrites, so a newer version of the
+store never sees an older version's component.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from store.index import layout as L
 
@@ -82,6 +94,179 @@ def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], wh
     return rel.project(*columns).to_arrow_table() if columns else rel.to_arrow_table()
 
 
+CACHE_ENV = "STRATA_LINEAGE_CACHE"
+DEFAULT_CACHE_TRIPLES = 4_000_000
+_CACHE_MIN_TRIPLES = 50_000  # a smaller component is read from Parquet in a few milliseconds
+
+
+def cache_budget() -> int:
+    """The most triples the process keeps in memory for repeated lineage (`$STRATA_LINEAGE_CACHE`)."""
+    raw = os.environ.get(CACHE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_TRIPLES
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        from store.errors import UserError
+
+        raise UserError(f"${CACHE_ENV} must be a number of triples (0 turns the cache off), got {raw!r}")
+    return value
+
+
+def _groups(codes, size: int):
+    """(order, starts, counts) grouping row numbers by integer code: the rows of code c are
+    order[starts[c]:starts[c] + counts[c]] (an integer sort, no string comparisons)."""
+    import numpy as np
+
+    counts = np.bincount(codes, minlength=size)
+    order = np.argsort(codes, kind="stable")
+    starts = np.cumsum(counts) - counts
+    return order, starts, counts
+
+
+def _gather(groups, codes):
+    """The row numbers of every code in `codes` (numpy), concatenated."""
+    import numpy as np
+
+    order, starts, counts = groups
+    lens = counts[codes]
+    offsets = np.repeat(starts[codes] - (np.cumsum(lens) - lens), lens)
+    return order[np.arange(int(lens.sum())) + offsets]
+
+
+def _codes(dictionary, values):
+    """The codes of `values` in a dictionary array (values it lacks are left out). One pass
+    over the dictionary with a hash set of `values`: hashing the dictionary instead would cost
+    as much as the whole lookup again on every call."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    hit = pc.is_in(dictionary, value_set=pa.array(list(values), pa.string()))
+    return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+
+
+def _encode(column):
+    """(dictionary, codes) of a string column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    encoded = pc.dictionary_encode(column)
+    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
+
+
+@dataclass
+class Component:
+    """One component in memory: its triples (src, dst, op), grouped by derived set (`rows`,
+    `scope`), and its set dependencies grouped by set per direction (read on first use), all
+    as integer codes so a lookup is a few vectorized gathers."""
+
+    triples: object  # pyarrow Table[src, dst, op], in file order
+    sets: object  # pyarrow StringArray: the component's dst_csid values, one per code
+    by_set: tuple  # _groups of the triples by dst_csid code
+    deps: dict[bool, tuple] = field(default_factory=dict)  # forward -> (ids, groups, next codes)
+
+    @classmethod
+    def load(cls, index: LocalIndex, ccid: str) -> Component:
+        table = index._table(L.TRIPLES, ccid, [(L.CCID, ccid)], ("src", "dst", L.OP, L.DST_CSID))
+        sets, codes = _encode(table.column(L.DST_CSID))
+        return cls(table.select(["src", "dst", L.OP]).combine_chunks(), sets, _groups(codes, len(sets)))
+
+    def rows(self, sets: Sequence[str] | None) -> int:
+        if sets is None:
+            return self.triples.num_rows
+        return int(self.by_set[2][_codes(self.sets, sets)].sum())
+
+    def scope(self, sets: Sequence[str] | None):
+        if sets is None:
+            return self.triples
+        return self.triples.take(_gather(self.by_set, _codes(self.sets, sets)))
+
+    def set_lineage(self, index: LocalIndex, ccid: str, csid: str, forward: bool) -> set[str]:
+        import numpy as np
+        import pyarrow as pa
+
+        if forward not in self.deps:
+            here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
+            table = index._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (here, there))
+            ids, codes = _encode(pa.chunked_array(table.column(here).chunks + table.column(there).chunks,
+                                                  pa.string()))
+            n = table.num_rows
+            self.deps[forward] = (ids, _groups(codes[:n], len(ids)), codes[n:])
+        ids, groups, nxt = self.deps[forward]
+        start = _codes(ids, [csid])
+        if not len(start):
+            return {csid}
+        seen = np.zeros(len(ids), bool)
+        seen[start] = True
+        frontier = start
+        while len(frontier):
+            reached = np.unique(nxt[_gather(groups, frontier)])
+            frontier = reached[~seen[reached]]
+            seen[frontier] = True
+        return set(ids.take(pa.array(np.flatnonzero(seen))).to_pylist())
+
+
+class ComponentCache:
+    """Components kept in memory for repeated lineage, least recently used out first, at most
+    `cache_budget()` triples in all. A component is loaded on its second lookup (`touch`)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[tuple[str, str], Component] = OrderedDict()
+        self._lookups: dict[tuple[str, str], int] = {}
+        self._triples = 0
+        self._lock = threading.Lock()
+
+    def touch(self, index: LocalIndex, ccid: str) -> None:
+        """Count one lookup of `ccid` (one lineage query)."""
+        key = (index.folders[L.TRIPLES], ccid)
+        with self._lock:
+            if len(self._lookups) > 100_000:
+                self._lookups.clear()
+            self._lookups[key] = self._lookups.get(key, 0) + 1
+
+    def get(self, index: LocalIndex, ccid: str) -> Component | None:
+        """The component in memory: cached, loaded now (second lookup, size within budget), or None."""
+        key = (index.folders[L.TRIPLES], ccid)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit
+            if self._lookups.get(key, 0) < 2:
+                return None
+        budget = cache_budget()
+        size = index.component_triples(ccid)
+        if size < _CACHE_MIN_TRIPLES or size > budget:
+            return None
+        loaded = Component.load(index, ccid)
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = loaded
+                self._triples += loaded.triples.num_rows
+            while self._triples > budget and self._items:
+                _, old = self._items.popitem(last=False)
+                self._triples -= old.triples.num_rows
+        return loaded
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._lookups.clear()
+            self._triples = 0
+
+    @property
+    def triples(self) -> int:
+        return self._triples
+
+
+CACHE = ComponentCache()
+
+
 @dataclass(frozen=True)
 class LocalIndex:
     """Segment folders (hive-partitioned by bucket) of the index tables."""
@@ -96,10 +281,10 @@ class LocalIndex:
         if "buckets" not in meta:
             return None
         folders = {}
-        for name in (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS):
+        for name in (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS):
             entry = st.manifest.tables.get(name)
             if entry is None or len(entry.segments) != 1:
-                if name == L.SETS:  # optional: only for counting a scope without reading it
+                if name in (L.SETS, L.COMPONENTS):  # optional: only for counting without reading
                     continue
                 return None
             path = st.storage.local_path(entry.segments[0])
@@ -124,8 +309,19 @@ class LocalIndex:
         return list(zip(*cols, strict=True))
 
     def locate(self, item: str) -> tuple[str, str] | None:
+        """(ccid, csid) of `item`, or None; counts one lookup of its component (ComponentCache)."""
         rows = self._read(L.NODES, item, [("id", item)], (L.CCID, L.CSID))
+        if rows:
+            CACHE.touch(self, rows[0][0])
         return rows[0] if rows else None
+
+    def component_triples(self, ccid: str) -> int:
+        """How many triples component `ccid` has (index_components, else index_sets / the triples)."""
+        if L.COMPONENTS in self.folders:
+            rows = self._read(L.COMPONENTS, ccid, [(L.CCID, ccid)], (L.N_TRIPLES,))
+            if rows:
+                return int(rows[0][0])
+        return self.scope_rows(ccid, None)
 
     def set_lineage(self, ccid: str, csid: str, forward: bool) -> set[str]:
         """`csid` and every set it derives from (forward: that derive from it), walked over the
@@ -133,6 +329,9 @@ class LocalIndex:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        cached = CACHE.get(self, ccid)
+        if cached is not None:
+            return cached.set_lineage(self, ccid, csid, forward)
         deps = self._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (L.SRC_CSID, L.DST_CSID))
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
         key, other = deps.column(here), deps.column(there)
@@ -157,6 +356,9 @@ class LocalIndex:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        cached = CACHE.get(self, ccid)
+        if cached is not None:
+            return cached.rows(sets)
         if L.SETS in self.folders:
             table = self._table(L.SETS, ccid, [(L.CCID, ccid)], (L.CSID, L.N_TRIPLES))
             if sets is not None:
@@ -171,6 +373,10 @@ class LocalIndex:
     def scope(self, ccid: str, sets: Sequence[str] | None, limit: int | None = None):
         """Triples (src, dst, op) of the component (or of `sets` in it) as a pyarrow Table;
         None when more than `limit`."""
+        cached = CACHE.get(self, ccid)
+        if cached is not None:
+            table = cached.scope(sets)
+            return table if limit is None or table.num_rows <= limit else None
         table = self._table(L.TRIPLES, ccid, self._scope_filter(ccid, sets), ("src", "dst", L.OP))
         return table if limit is None or table.num_rows <= limit else None
 
@@ -182,6 +388,9 @@ class LocalIndex:
         import pyarrow as pa
 
         col = duckdb.ColumnExpression
+        cached = CACHE.get(self, ccid)
+        if cached is not None:
+            return con.from_arrow(cached.scope(sets))
         files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
         if not files:
             return con.from_arrow(pa.table({c: pa.array([], pa.string()) for c in ("src", "dst", L.OP)}))

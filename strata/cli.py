@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from store.errors import StrataError, UserError
+from strata import progress
 
 # name -> "module:attribute" of commands that live next to their subsystem.
 LAZY_COMMANDS = {
@@ -139,6 +140,7 @@ def main(ctx: click.Context, store_path: str | None, master: str | None, conf: t
 @click.option("--format", "fmt", type=click.Choice(["bundle", "triples"]),
               help="How to read FILES when the extension is ambiguous.")
 @click.pass_obj
+@progress.around
 def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
     """Ingest bundles (.json, .jsonl, folders of sections) and triples (.csv, .parquet) in one commit."""
     from pathlib import Path

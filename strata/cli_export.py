@@ -20,6 +20,7 @@ import iql
 from store.errors import UserError
 from store.export.property_graph import DEFAULT_MAX_NODES
 from store.export.selection import Selection, subgraph
+from strata import progress
 from strata.cli import store_of
 
 
@@ -73,6 +74,7 @@ def export() -> None:
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="rows per UNWIND batch")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
+@progress.around
 def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, target, output, uri, user,
           password, database, batch_size, fmt) -> None:
     """Export the lineage of ITEM (or --query / --id / --component) to Neo4j: live, as a script, or as CSV."""
@@ -100,6 +102,7 @@ def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, t
               show_default=True, help="the HTML file to write")
 @click.option("--title", default=None, help="title of the picture")
 @click.pass_context
+@progress.around
 def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, output, title) -> None:
     """Draw the lineage of ITEM (or --query / --id / --component) as a self-contained HTML page."""
     from store.export.html import write_html

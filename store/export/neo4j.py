@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from store import progress
 from store.errors import StrataError, UserError
 from store.export.property_graph import ROOT_LABEL, Node, Rel, RelType, Subgraph
 
@@ -316,10 +317,12 @@ def push(sg: Subgraph, creds: Credentials, database: str | None = None,
 
     stmts = statements(sg, batch_size)
     try:
-        with GraphDatabase.driver(creds.uri, auth=(creds.user, creds.password)) as driver:
+        with GraphDatabase.driver(creds.uri, auth=(creds.user, creds.password)) as driver, \
+                progress.step("push to Neo4j (batches)", total=len(stmts)) as step:
             driver.verify_connectivity()
             for st in stmts:
                 driver.execute_query(st.text, parameters_=st.parameters, database_=database)
+                step.advance()
     except AuthError as e:
         raise UserError(
             f"Neo4j at {creds.uri} refused user {creds.user!r}: wrong user or password",

@@ -93,6 +93,14 @@ def result_ids(result):
 
 def subgraph(st, sel: Selection, max_nodes: int, run_query: Callable[[str], Any] | None = None):
     """The bounded subgraph (`store.export.Subgraph`) of the selection's vertices."""
+    from store import progress
     from store.export.subgraph import extract
 
-    return extract(st, select_ids(st, sel, run_query, limit=max_nodes + 1), max_nodes=max_nodes)
+    with progress.step("select ids") as step:
+        ids = select_ids(st, sel, run_query, limit=max_nodes + 1)
+        known = len(ids) if isinstance(ids, list) else None  # a Spark result is counted by extract
+        step.advance(known or 0)
+    with progress.step("read their rows", total=known) as step:
+        out = extract(st, ids, max_nodes=max_nodes)
+        step.advance(len(out.nodes))
+    return out

@@ -1,7 +1,9 @@
 """Full build of the component index: components, splits, sets, set dependencies (Alg. 1 + 3).
 
 `compute_index` is the DataFrame pipeline (no store); `build_index` reads a store's derivation
-edges, runs it and commits the five index tables and the parameters in one transaction.
+edges, runs it and commits the index tables and the parameters in one transaction. A store
+whose edges fit in memory is built in this process instead (inmemory.py, same tables);
+`build_index` chooses (`inmemory.choose_builder`).
 """
 
 from __future__ import annotations
@@ -176,13 +178,20 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
 
 
 def refresh_scopes(st, meta: dict) -> dict:
-    """Recompute only the influence scopes (the derivation edges did not change)."""
+    """Recompute only the influence scopes (the derivation edges did not change), in this
+    process or on Spark as `inmemory.choose_builder` decides."""
+    from store.engine import Engine
+    from store.index import inmemory
+
+    choice = inmemory.choose_builder(st)
+    if choice.engine is Engine.LOCAL:
+        return inmemory.refresh_scopes(st, {**meta, "builder_reason": choice.reason})
     t0 = time.perf_counter()
     buckets = int(meta.get("buckets", DEFAULT_BUCKETS))
     nodes, rows = compute_scopes(st, buckets, CCEngine(meta.get("engine", CCEngine.AUTO.value)))
     with st.transaction("index: refresh scopes") as tx:
-        meta = {**meta, **write_scopes(tx, st, nodes, rows, buckets), "mode": "scopes",
-                "scopes_s": round(time.perf_counter() - t0, 3)}
+        meta = {**meta, **write_scopes(tx, st, nodes, rows, buckets), "mode": "scopes", "builder": "spark",
+                "builder_reason": choice.reason, "scopes_s": round(time.perf_counter() - t0, 3)}
         tx.set_meta(L.META_KEY, meta)
     return meta
 
@@ -194,7 +203,15 @@ def _edge_segments(st) -> tuple[str, ...]:
 
 
 def build_index(st, params: IndexParams = IndexParams()) -> dict:
-    """Build the index from scratch over every derivation edge of the store."""
+    """Build the index from scratch over every derivation edge of the store: in this process
+    (inmemory.py) when `inmemory.choose_builder` picks the local engine, else on Spark.
+    The meta records which (`builder`) and why (`builder_reason`)."""
+    from store.engine import Engine
+    from store.index import inmemory
+
+    choice = inmemory.choose_builder(st)
+    if choice.engine is Engine.LOCAL:
+        return inmemory.build_index(st, params, extra_meta={"builder_reason": choice.reason})
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
     if triples.limit(1).count() == 0:
@@ -202,4 +219,5 @@ def build_index(st, params: IndexParams = IndexParams()) -> dict:
                         hint="ingest a bundle or a triples file first (strata ingest FILE)")
     frames = compute_index(triples, tables, params)
     return write_index(st, frames, params, "index: full build",
-                       {"mode": "full", "build_s": round(time.perf_counter() - t0, 3)})
+                       {"mode": "full", "builder": "spark", "builder_reason": choice.reason,
+                        "build_s": round(time.perf_counter() - t0, 3)})

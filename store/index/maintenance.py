@@ -8,9 +8,13 @@ New triples can only merge components, never split them. So:
 2. Sets: recomputed (Algorithm 3) only inside the affected components — new or merged ones.
    If the workflow dependency graph gained an edge or a table, the split plan may change, so
    every split component is affected too.
-3. Everything else is kept as it is; the five index tables are committed in one transaction.
+3. Everything else is kept as it is; the index tables are committed in one transaction.
 
-`update_index` equals `build_index` on the same edges (tests/test_index_maintenance.py).
+That is the Spark path. When `inmemory.choose_builder` builds in this process, `update_index`
+recomputes the whole index there instead: reading the old index would cost as much as reading
+the edges, and writing every table again is the larger part of either (docs/index.md).
+`update_index` equals `build_index` on the same edges on both paths
+(tests/test_index_maintenance.py, tests/test_index_inmemory.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import time
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from store.engine import Engine
+from store.index import inmemory
 from store.index import layout as L
 from store.index.build import (
     IndexFrames,
@@ -126,6 +132,10 @@ def update_index(st, params: IndexParams | None = None) -> dict:
         if not scopes_current(st):  # new elements or vertices without new edges
             return refresh_scopes(st, meta)
         return {**meta, "mode": "unchanged"}
+    choice = inmemory.choose_builder(st)
+    if choice.engine is Engine.LOCAL:  # recomputing in-process costs less than merging
+        return inmemory.build_index(st, params, "index: update (recomputed in-process)",
+                                    {"builder_reason": choice.reason, "update": "recomputed"})
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
     old_nodes = st.table(L.NODES).drop(L.BUCKET)
@@ -134,5 +144,6 @@ def update_index(st, params: IndexParams | None = None) -> dict:
         old_nodes, old_triples, st.table(L.SETS), triples, tables, params,
         tuple(map(tuple, meta.get("workflow", []))))
     return write_index(st, frames, params, "index: incremental update",
-                       {"mode": "incremental", "affected_components": int(n_affected),
+                       {"mode": "incremental", "builder": "spark", "builder_reason": choice.reason,
+                        "affected_components": int(n_affected),
                         "build_s": round(time.perf_counter() - t0, 3)})

@@ -1,0 +1,118 @@
+"""Spark's `xxhash64` of many strings at once, in numpy: the buckets of the in-process index build.
+
+Spark hashes a string column with XXH64 (seed 42) over its UTF-8 bytes and reads the result as
+a signed long; an index table's bucket is `pmod(hash, buckets)` (layout.py). `bucket_of_value`
+computes that for one key with the `xxhash` package; `buckets_of` does the same for a whole
+Arrow string array with array arithmetic, one pass per 8-byte word of the longest key rather
+than one Python call per key (tests/test_index_inmemory.py compares both on random strings).
+
+The algorithm is XXH64 as its specification gives it: 32-byte stripes through four
+accumulators for keys of at least 32 bytes, then 8-byte words, one 4-byte word and single
+bytes, then the avalanche. numpy's uint64 arithmetic wraps modulo 2**64, as XXH64 needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+P1 = np.uint64(0x9E3779B185EBCA87)
+P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+P3 = np.uint64(0x165667B19E3779F9)
+P4 = np.uint64(0x85EBCA77C2B2AE63)
+P5 = np.uint64(0x27D4EB2F165667C5)
+SEED = 42  # Spark's seed for xxhash64
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _round(acc: np.ndarray, lane: np.ndarray) -> np.ndarray:
+    acc = acc + lane * P2
+    return _rotl(acc, 31) * P1
+
+
+def _words(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """Little-endian words of `width` (8 or 4) bytes starting at each position: a gather from
+    an overlapping view with a stride of one byte (data is zero-padded past the last key)."""
+    view = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    words = view[pos]
+    return words if width == 8 else words & np.uint64(0xFFFFFFFF)
+
+
+def hashes(array) -> np.ndarray:
+    """XXH64 (seed 42) of every string of a pyarrow string array without nulls, as int64."""
+    import pyarrow as pa
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_string(array.type):
+        array = array.cast(pa.large_string())
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    _, offsets_buf, data_buf = array.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int64, n + 1, array.offset * 8)
+    start = offsets[:-1].copy()
+    length = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    raw = np.frombuffer(data_buf, np.uint8, int(offsets[-1])) if data_buf is not None and offsets[-1] \
+        else np.zeros(0, np.uint8)
+    data = np.concatenate([raw, np.zeros(40, np.uint8)])  # reads past a key's end stay in bounds
+    seed = np.uint64(SEED)
+    with np.errstate(over="ignore"):
+        h = np.full(n, seed + P5, np.uint64)
+        long_rows = np.flatnonzero(length >= 32)
+        pos = start.copy()
+        if len(long_rows):
+            v1 = np.full(len(long_rows), seed + P1 + P2, np.uint64)
+            v2 = np.full(len(long_rows), seed + P2, np.uint64)
+            v3 = np.full(len(long_rows), seed, np.uint64)
+            v4 = np.full(len(long_rows), seed - P1, np.uint64)
+            stripes = length[long_rows] // 32
+            p = start[long_rows].copy()
+            for s in range(int(stripes.max())):
+                live = np.flatnonzero(stripes > s)
+                q = p[live]
+                v1[live] = _round(v1[live], _words(data, q, 8))
+                v2[live] = _round(v2[live], _words(data, q + 8, 8))
+                v3[live] = _round(v3[live], _words(data, q + 16, 8))
+                v4[live] = _round(v4[live], _words(data, q + 24, 8))
+                p[live] = q + 32
+            acc = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+            for v in (v1, v2, v3, v4):
+                acc = (acc ^ _round(np.zeros_like(v), v)) * P1 + P4
+            h[long_rows] = acc
+            pos[long_rows] = p
+        h = h + length.astype(np.uint64)
+        end = start + length
+        # The tail, on every row at once: a row without another word keeps its hash (np.where),
+        # cheaper than gathering the rows that have one when most keys have similar lengths.
+        zero = np.zeros(n, np.uint64)
+        for _ in range(3):  # 8-byte words: at most 3 after the stripes
+            live = pos + 8 <= end
+            if not live.any():
+                break
+            k1 = _round(zero, _words(data, pos, 8))
+            h = np.where(live, _rotl(h ^ k1, 27) * P1 + P4, h)
+            pos = pos + 8 * live
+        live = pos + 4 <= end
+        if live.any():
+            h = np.where(live, _rotl(h ^ (_words(data, pos, 4) * P1), 23) * P2 + P3, h)
+            pos = pos + 4 * live
+        for _ in range(3):  # single bytes: at most 3
+            live = pos < end
+            if not live.any():
+                break
+            h = np.where(live, _rotl(h ^ (data[pos].astype(np.uint64) * P5), 11) * P1, h)
+            pos = pos + live
+        h ^= h >> np.uint64(33)
+        h *= P2
+        h ^= h >> np.uint64(29)
+        h *= P3
+        h ^= h >> np.uint64(32)
+    return h.view(np.int64)
+
+
+def buckets_of(array, buckets: int) -> np.ndarray:
+    """`pmod(xxhash64(key), buckets)` of every key (as Spark computes a bucket), as int32."""
+    return np.mod(hashes(array), buckets).astype(np.int32)

@@ -126,7 +126,7 @@ def _walk(expand, item: str, depth: int | None, forward: bool) -> tuple[set[str]
         edges.update(hop)
         reached = {t[1] if forward else t[0] for t in hop}
         found |= reached
-        frontier = sorted(reached - seen)
+        frontier = list(reached - seen)  # order is irrelevant to every expand
         seen |= reached
         level += 1
     return found, edges
@@ -309,7 +309,7 @@ class _LocalLineage:
             return 0
         ccid, csid = self.located
         if self.method is Method.CS and csid != ccid:
-            self.sets = sorted(self.index.set_lineage(ccid, csid, self.forward))
+            self.sets = list(self.index.set_lineage(ccid, csid, self.forward))
         self.count = self.index.scope_rows(ccid, self.sets)
         return self.count
 

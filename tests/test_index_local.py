@@ -41,3 +41,27 @@ def test_membership_lists_of_any_length_read_exactly_the_matching_rows(tmp_path_
 
 def test_missing_buckets_read_nothing(tmp_path):
     assert read_buckets(_folder(tmp_path), [7], ("key",), [("key", "k001")]) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.sampled_from(["s1", "s2", "s3", "s10", "t"]), max_size=40), data=st.data())
+def test_rows_of_each_set_are_the_same_whether_grouped_by_runs_or_by_codes(values, data):
+    """A held component groups its triples by set: by runs when the file is in set order, by
+    dictionary codes otherwise; both must give each set exactly its rows."""
+    from store.index.local import _encode, _gather, _groups, _sorted_runs
+
+    ordered = pa.array(sorted(values), pa.string())
+    runs = _sorted_runs(ordered)
+    assert runs is not None
+    shuffled = pa.array(data.draw(st.permutations(values)), pa.string())
+    dictionary, codes = _encode(shuffled)
+    assert _sorted_runs(shuffled) is None or shuffled.to_pylist() == sorted(values)
+    by_codes = (dictionary, _groups(codes, len(dictionary)))
+    for column, (sets, groups) in ((ordered, runs), (shuffled, by_codes)):
+        names = sets.to_pylist()
+        for wanted in ({"s1"}, {"s2", "t"}, {"s10", "missing"}, set(values)):
+            codes_of = [i for i, name in enumerate(names) if name in wanted]
+            import numpy as np
+
+            rows = _gather(groups, np.array(codes_of, np.int64))
+            assert sorted(rows.tolist()) == [i for i, v in enumerate(column.to_pylist()) if v in wanted]

@@ -148,6 +148,27 @@ def _codes(dictionary, values):
     return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
 
 
+def _sorted_runs(column):
+    """(values, groups) of a column already in order (index_triples is sorted by dst_csid within
+    a component): each value's rows are one run, found by comparing neighbours; None when the
+    column is not in order."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    if n == 0:
+        return pa.array([], pa.string()), (np.array([], np.int64),) * 3
+    head, tail = column.slice(0, n - 1), column.slice(1)
+    if not pc.all(pc.less_equal(head, tail), min_count=0).as_py():
+        return None
+    starts = np.concatenate(([0], np.flatnonzero(pc.not_equal(head, tail).to_numpy(zero_copy_only=False)) + 1))
+    counts = np.diff(np.append(starts, n))
+    return column.take(pa.array(starts)), (np.arange(n), starts, counts)
+
+
 def _encode(column):
     """(dictionary, codes) of a string column."""
     import pyarrow as pa
@@ -173,8 +194,11 @@ class Component:
     @classmethod
     def load(cls, index: LocalIndex, ccid: str) -> Component:
         table = index._table(L.TRIPLES, ccid, [(L.CCID, ccid)], ("src", "dst", L.OP, L.DST_CSID))
-        sets, codes = _encode(table.column(L.DST_CSID))
-        return cls(table.select(["src", "dst", L.OP]).combine_chunks(), sets, _groups(codes, len(sets)))
+        runs = _sorted_runs(table.column(L.DST_CSID))
+        if runs is None:  # files not ordered by set: group by codes instead
+            sets, codes = _encode(table.column(L.DST_CSID))
+            runs = sets, _groups(codes, len(sets))
+        return cls(table.select(["src", "dst", L.OP]).combine_chunks(), *runs)
 
     def rows(self, sets: Sequence[str] | None) -> int:
         if sets is None:

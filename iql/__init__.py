@@ -12,6 +12,8 @@ this process) or `executor` (Spark).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from iql.ast import TRACE_COLUMNS, Form
 from iql.errors import IqlError, IqlRuntimeError, IqlSemanticError, IqlSyntaxError
 from iql.result import Result
@@ -30,6 +32,27 @@ def compile_query(text: str, catalog, stats=None):
     return bound, plan(bound, stats)
 
 
+# (store root, version, text) -> (bound, logical): a statement asked again of the same version
+# (the REPL's history, a dashboard's refresh) is not parsed, bound and planned again. Plans
+# are immutable and depend only on the text, the catalog and the statistics, both of which
+# are fixed per committed version.
+_PLANS: OrderedDict[tuple[str, int, str], tuple] = OrderedDict()
+_PLANS_KEPT = 256
+
+
+def _compiled(store, text: str, stats):
+    key = (store.root, store.version, text)
+    found = _PLANS.get(key)
+    if found is None:
+        found = compile_query(text, store.catalog, stats)
+        _PLANS[key] = found
+        if len(_PLANS) > _PLANS_KEPT:
+            _PLANS.popitem(last=False)
+    else:
+        _PLANS.move_to_end(key)
+    return found
+
+
 def run(store, text: str) -> Result:
     """Run one IQL statement against a `store.Store`.
 
@@ -39,7 +62,7 @@ def run(store, text: str) -> Result:
     from iql.explain import explain_lines
 
     stats = engines.stats(store)
-    bound, logical = compile_query(text, store.catalog, stats)
+    bound, logical = _compiled(store, text, stats)
     choice = engines.choose(store, logical, stats)
     if bound.explain:
         lines = [choice.line(), *explain_lines(logical, bound.warnings,

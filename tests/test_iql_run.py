@@ -238,3 +238,26 @@ def test_cli_and_repl_tables_show_values_alike():
     rich_text = console.export_text()
     for text in (plain, rich_text):
         assert "NULL" in text and "true" in text and '["a", 1]' in text
+
+
+def test_a_statement_asked_again_is_planned_again_after_a_commit(spark, tmp_path):
+    """Plans are kept per store version: asked again, a statement answers from the kept plan;
+    after a commit it is planned against the new catalog (a type added by the commit)."""
+    from store import Store
+
+    st = Store.open(str(tmp_path / "store"), spark=spark, engine="local")
+    st.ingest({"format": "strata-bundle/1", "gsets": {"data": {"granularities": ["Page"]}},
+               "types": [{"name": "Page", "granularities": ["Page"], "attributes": {"score": "int"}}],
+               "elements": [{"id": "p1", "granularity": "Page", "attrs": {"score": 1}}]})
+    query = "select p.id from Page p where p.score >= 1;"
+    assert iql.run(st, query).rows() == [("p1",)]
+    first = iql._PLANS[(st.root, st.version, query)]
+    assert iql.run(st, query).rows() == [("p1",)] and iql._PLANS[(st.root, st.version, query)] is first
+    with pytest.raises(iql.IqlSemanticError, match="Note"):
+        iql.run(st, "select n.id from Note n;")
+    st.ingest({"format": "strata-bundle/1", "gsets": {"data": {"granularities": ["Note"]}},
+               "types": [{"name": "Note", "granularities": ["Note"]}],
+               "elements": [{"id": "n1", "granularity": "Note"},
+                            {"id": "p2", "granularity": "Page", "attrs": {"score": 7}}]})
+    assert iql.run(st, "select n.id from Note n;").rows() == [("n1",)]
+    assert sorted(iql.run(st, query).rows()) == [("p1",), ("p2",)]

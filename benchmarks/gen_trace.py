@@ -15,6 +15,8 @@ Each layer band alone falls apart into many small pieces, so the workflow splits
 component into many small connected sets, as in Table 9 of the paper.
 
     python benchmarks/gen_trace.py --scale 0.1 --out benchmarks/out/trace   # writes triples.parquet, queries.json
+
+The command streams (`generate_to`): memory follows the largest component, not the trace.
 """
 
 from __future__ import annotations
@@ -40,14 +42,39 @@ def workflow_parents(layer: int, i: int) -> list[str]:
     return sorted({prev[j] for j in range(lo, min(hi + 1, len(prev)))})
 
 
+CHUNK = 1_000_000  # triples per Parquet row group when streaming
+
+
 class Trace:
-    def __init__(self, seed: int) -> None:
+    """The triples generated so far. With a `sink`, finished components are handed to it in
+    chunks and forgotten (a value is only ever referenced inside its own component), so memory
+    stays bounded by the largest component; without one, everything is kept."""
+
+    def __init__(self, seed: int, sink=None) -> None:
         self.rng = random.Random(seed)
+        self.sink = sink
         self.src: list[str] = []
         self.dst: list[str] = []
         self.op: list[str] = []
+        self.src_table: list[str] = []
+        self.dst_table: list[str] = []
         self.table: dict[str, str] = {}
+        self.workflow: set[tuple[str, str]] = set()
         self.n = 0
+        self.triples = 0
+
+    def end_component(self) -> None:
+        if self.sink is None:
+            return
+        self.table = {}
+        if len(self.src) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.sink is not None and self.src:
+            self.sink({"src": self.src, "dst": self.dst, "op": self.op,
+                       "src_table": self.src_table, "dst_table": self.dst_table})
+            self.src, self.dst, self.op, self.src_table, self.dst_table = [], [], [], [], []
 
     def lane(self) -> list[str]:
         """A random path of tables through the workflow, one table per layer."""
@@ -64,9 +91,14 @@ class Trace:
         return vid
 
     def derive(self, parent: str, child: str) -> None:
+        pt, ct = self.table[parent], self.table[child]
         self.src.append(parent)
         self.dst.append(child)
-        self.op.append(f"R{self.table[parent]}_{self.table[child]}")
+        self.op.append(f"R{pt}_{ct}")
+        self.src_table.append(pt)
+        self.dst_table.append(ct)
+        self.workflow.add((pt, ct))
+        self.triples += 1
 
     def child(self, parents: list[str], table: str) -> str:
         v = self.value(table)
@@ -110,6 +142,7 @@ def large_component(tr: Trace, n_values: int, extra: float, queries: dict, key: 
     for _ in range(12 if key == "LC1" else 2):
         k = min(len(bs), rng.randint(380, 450))
         queries.setdefault(f"{key}-LL", []).append(tr.child(sorted(rng.sample(bs, k)), lane[6]))
+    tr.end_component()
 
 
 def small_component(tr: Trace) -> None:
@@ -121,10 +154,11 @@ def small_component(tr: Trace) -> None:
     while len(nodes) < size and layer < len(LAYERS) - 1:
         layer += 1
         nodes.append(tr.child([nodes[-1]], lane[layer]))
+    tr.end_component()
 
 
-def generate(scale: float, seed: int = 1) -> tuple[Trace, dict]:
-    tr = Trace(seed)
+def generate(scale: float, seed: int = 1, sink=None) -> tuple[Trace, dict]:
+    tr = Trace(seed, sink)
     queries: dict[str, list[str]] = {}
     for n, extra, key in ((1_200_000, 0.9, "LC1"), (900_000, 0.3, "LC2"), (700_000, 0.45, "LC3")):
         large_component(tr, int(n * scale), extra, queries, key)
@@ -138,15 +172,41 @@ def generate(scale: float, seed: int = 1) -> tuple[Trace, dict]:
 
 
 def write(tr: Trace, queries: dict, out: Path, per_class: int = 10) -> dict:
+    """Write a trace generated without a sink: triples.parquet and queries.json in `out`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     out.mkdir(parents=True, exist_ok=True)
-    t = pa.table({
-        "src": tr.src, "dst": tr.dst, "op": tr.op,
-        "src_table": [tr.table[s] for s in tr.src], "dst_table": [tr.table[d] for d in tr.dst],
-    })
-    pq.write_table(t, out / "triples.parquet")
+    pq.write_table(pa.table({"src": tr.src, "dst": tr.dst, "op": tr.op, "src_table": tr.src_table,
+                             "dst_table": tr.dst_table}), out / "triples.parquet")
+    return _queries(tr, queries, out, per_class)
+
+
+def generate_to(scale: float, out: Path, seed: int = 1, per_class: int = 10) -> dict:
+    """`generate` + `write` streaming: the triples go to Parquet a chunk at a time, so a scale-10
+    trace (about 59M triples) needs memory for its largest component only. Same triples, same
+    order, same queries as generate + write for the same scale and seed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    writer = None
+
+    def sink(columns: dict) -> None:
+        nonlocal writer
+        table = pa.table(columns)
+        if writer is None:
+            writer = pq.ParquetWriter(out / "triples.parquet", table.schema)
+        writer.write_table(table)
+
+    tr, queries = generate(scale, seed, sink)
+    tr.flush()
+    if writer is not None:
+        writer.close()
+    return _queries(tr, queries, out, per_class)
+
+
+def _queries(tr: Trace, queries: dict, out: Path, per_class: int) -> dict:
     rng = random.Random(7)
 
     def pick(key: str) -> list[str]:
@@ -156,9 +216,7 @@ def write(tr: Trace, queries: dict, out: Path, per_class: int = 10) -> dict:
     classes = {"SC-SL": pick("MID0-SL"), "LC-SL": pick("LC1-SL"), "LC-LL": pick("LC1-LL")}
     if len(classes["LC-LL"]) < per_class:  # small scales: top up from the other large components
         classes["LC-LL"] += pick("LC3-LL")[: per_class - len(classes["LC-LL"])]
-    stats = {"values": len(tr.table), "triples": len(tr.src), "tables": sum(LAYERS),
-             "workflow_edges": sorted({(tr.table[s], tr.table[d]) for s, d in zip(tr.src, tr.dst, strict=True)})}
-    stats["workflow_edges"] = len(stats["workflow_edges"])
+    stats = {"values": tr.n, "triples": tr.triples, "tables": sum(LAYERS), "workflow_edges": len(tr.workflow)}
     (out / "queries.json").write_text(json.dumps({"classes": classes, "stats": stats}, indent=1))
     return {"classes": classes, "stats": stats}
 
@@ -169,8 +227,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    tr, queries = generate(args.scale, args.seed)
-    info = write(tr, queries, args.out)
+    info = generate_to(args.scale, args.out, args.seed)
     print(json.dumps(info["stats"]), {k: len(v) for k, v in info["classes"].items()})
 
 

@@ -1,6 +1,7 @@
 """`strata index` and `strata lineage` (docs/cli.md): thin wrappers over the library.
 
-`index` builds the component index, or merges edges ingested since the last build into it.
+`index` builds the component index, or merges edges ingested since the last build into it
+(in this process or on Spark: store/index/inmemory.py `choose_builder`).
 `lineage ITEM` prints the lineage of one item; `--format json` prints the object docs/cli.md
 describes.
 Data goes to stdout; warnings and progress to stderr.
@@ -41,13 +42,18 @@ def _splits(path: str | None) -> tuple[tuple[str, ...], ...] | None:
               help="JSON file with top-level splits of the workflow graph (lists of tables).")
 @click.option("--bands", type=int, default=None, help="Number of automatic top-level rank bands [3].")
 @click.option("--engine", type=click.Choice(["auto", "graphframes", "stars"]), default=None,
-              help="Connected-components engine [auto: GraphFrames when on the classpath].")
+              help="Connected components of a build on Spark [auto: GraphFrames when on the classpath]; "
+                   "where the build runs is the global --engine.")
 @click.option("--buckets", type=int, default=None, help="Parquet buckets of the index tables [16].")
 @click.option("--rebuild", is_flag=True, help="Rebuild from scratch instead of merging new edges.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.pass_context
 def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None:
-    """Build or update the component index (components, connected sets, set dependencies)."""
+    """Build or update the component index (components, connected sets, set dependencies).
+
+    It is built in this process when the store is a local folder whose edges fit in memory
+    (at most $STRATA_INDEX_LOCAL_TRIPLES rows), else on Spark; the global --engine local|spark
+    forces either (docs/index.md)."""
     from store.index import CCEngine, IndexParams, build_index, update_index
     from store.index.layout import META_KEY
     from store.index.maintenance import params_from_meta
@@ -64,8 +70,9 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
     if fmt == "json":
         click.echo(json.dumps({k: v for k, v in meta.items() if k != "edges_segments"}, indent=2))
         return
+    where = {"local": ", in-process", "spark": ", on Spark"}.get(meta.get("builder", ""), "")
     click.echo(
-        f"index ({meta.get('mode')}): {meta['components']} components, {meta['sets']} connected sets "
+        f"index ({meta.get('mode')}{where}): {meta['components']} components, {meta['sets']} connected sets "
         f"({meta['split_components']} components split, θ={meta['theta']}), "
         f"{meta['set_dependencies']} set dependencies over {meta['triples']} triples"
         + (f" in {meta['build_s']} s" if "build_s" in meta else ""))

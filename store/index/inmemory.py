@@ -87,7 +87,8 @@ def choose_builder(st) -> Choice:
 
 # ---------------------------------------------------------------------------- encoding
 def encode(*arrays) -> tuple[object, list[np.ndarray]]:
-    """One sorted dictionary of the strings of all `arrays` and each array's codes (int64).
+    """One sorted dictionary of the strings of all `arrays` and each array's codes (int32, or
+    int64 past 2**31 distinct strings).
 
     Codes follow the dictionary's UTF-8 byte order, the order Spark compares strings in."""
     import pyarrow as pa
@@ -96,39 +97,54 @@ def encode(*arrays) -> tuple[object, list[np.ndarray]]:
     chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
     chunks = [c.cast(pa.string()) if not pa.types.is_string(c.type) else c for c in chunks]
     if not chunks or sum(len(c) for c in chunks) == 0:
-        return pa.array([], pa.string()), [np.zeros(len(a), np.int64) for a in arrays]
+        return pa.array([], pa.string()), [np.zeros(len(a), np.int32) for a in arrays]
     encoded = pc.dictionary_encode(pa.chunked_array(chunks, pa.string()))
     dictionary = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], pa.string())
     order = pc.sort_indices(dictionary).to_numpy()
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
+    rank = np.empty(len(order), np.int32 if len(order) < 2**31 else np.int64)
+    rank[order] = np.arange(len(order), dtype=rank.dtype)
     codes = [rank[c.indices.to_numpy(zero_copy_only=False)] for c in encoded.chunks]
     out, at = [], 0
     for a in arrays:
         n = len(a.chunks) if isinstance(a, pa.ChunkedArray) else 1
         part = codes[at:at + n]
-        out.append(np.concatenate(part) if part else np.zeros(0, np.int64))
+        out.append(np.concatenate(part) if part else np.zeros(0, rank.dtype))
         at += n
     return dictionary.take(pa.array(order)), out
 
 
-def first_of_label(labels: np.ndarray) -> np.ndarray:
-    """For each element, the smallest index with its label (labels of elements in code order:
-    the smallest member of its component)."""
-    _, first = np.unique(labels, return_index=True)
+def first_of_label(labels: np.ndarray, k: int) -> np.ndarray:
+    """For each element, the smallest index with its label (labels 0..k-1 of elements in code
+    order: the smallest member of its component)."""
+    first = np.full(k, len(labels), np.int64)
+    np.minimum.at(first, labels, np.arange(len(labels), dtype=np.int64))
     return first[labels]
 
 
+def unique(a: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer array (a sort: numpy's hashing `unique` is
+    several times slower on millions of int64 keys)."""
+    s = np.sort(a)
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Weakly connected components of nodes 0..n-1: each node's smallest member (a code)."""
+    """Weakly connected components of nodes 0..n-1: each node's smallest member (a code, of
+    the dtype of `src`)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     if n == 0:
         return np.zeros(0, np.int64)
     graph = csr_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n, n))
-    _, labels = connected_components(graph, directed=True, connection="weak")
-    return first_of_label(labels).astype(np.int64)
+    k, labels = connected_components(graph, directed=True, connection="weak")
+    del graph
+    return first_of_label(labels, k).astype(src.dtype if len(src) else np.int64)
 
 
 def join_index(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,12 +179,30 @@ class Graph:
         return len(self.ids)
 
 
-def _arrow(st, name: str, columns: Sequence[str]):
-    """Columns of a committed table as a pyarrow Table (DuckDB over the version's files)."""
+def _relation(st, con, name: str):
+    """A committed core table as a relation on DuckDB connection `con`, read from exactly the
+    files of the store's version (store/local/tables.py lists them)."""
+    from store.local.tables import arrow_schema
+
+    tables = st.local()
+    files = tables.files(name)
+    if not files:
+        return con.from_arrow(arrow_schema(tables.schema_json(name)).empty_table())
+    return con.read_parquet(files)
+
+
+def _arrow(st, name: str, columns: Sequence[str], aggregate=None):
+    """Columns of a committed table (or `aggregate(relation)`) as a pyarrow Table, read on a
+    DuckDB connection of its own, closed after: its buffers do not outlive the read."""
     import duckdb
 
-    rel = st.local().relation(name)
-    return rel.project(*[duckdb.ColumnExpression(c) for c in columns]).to_arrow_table()
+    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    try:
+        rel = _relation(st, con, name)
+        rel = aggregate(rel) if aggregate else rel.project(*[duckdb.ColumnExpression(c) for c in columns])
+        return rel.to_arrow_table()
+    finally:
+        con.close()
 
 
 def read_graph(st) -> Graph:
@@ -189,19 +223,19 @@ def read_graph(st) -> Graph:
         n, n_ops = len(ids), max(len(ops), 1)
         # distinct triples: one integer key per (src, dst, op) when it fits, else a row sort
         if n * n * n_ops < 2**62:
-            keys = np.unique((raw_src * n + raw_dst) * n_ops + raw_op)
-            op = keys % n_ops
+            keys = unique((raw_src.astype(np.int64) * n + raw_dst) * n_ops + raw_op)
+            op = (keys % n_ops).astype(raw_op.dtype)
             pair = keys // n_ops
-            src, dst = pair // n, pair % n
+            src, dst = (pair // n).astype(raw_src.dtype), (pair % n).astype(raw_src.dtype)
         else:
             stacked = np.unique(np.stack([raw_src, raw_dst, raw_op], axis=1), axis=0)
             src, dst, op = stacked[:, 0], stacked[:, 1], stacked[:, 2]
         step.advance(edges.num_rows)
     with progress.step("read tables", total=None) as step:
         col = duckdb.ColumnExpression
-        top = st.local().relation(S.ANCESTORS).aggregate(
+        top = _arrow(st, S.ANCESTORS, (), lambda rel: rel.aggregate(
             [col(S.ID), duckdb.FunctionExpression("arg_max", col(S.ANCESTOR), col(S.DEPTH)).alias(L.TABLE)],
-            col(S.ID)).to_arrow_table()
+            col(S.ID)))
         step.advance(top.num_rows)
         where = pc.index_in(top.column(S.ID), value_set=ids)
         known = pc.is_valid(where)
@@ -210,7 +244,7 @@ def read_graph(st) -> Graph:
         names = pc.fill_null(names, UNKNOWN_TABLE)
         tables, (tcodes,) = encode(pa.chunked_array([pa.array([UNKNOWN_TABLE], pa.string()),
                                                     *names.cast(pa.string()).chunks]))
-        table = np.full(n, tcodes[0], np.int64)
+        table = np.full(n, tcodes[0], np.int32)
         table[nodes_at] = tcodes[1:]
     return Graph(ids, raw_src, raw_dst, edges.column(S.PROCESS), src, dst, op, ops, table, tables)
 
@@ -234,9 +268,9 @@ class Index:
 def workflow(graph: Graph) -> tuple[list[str], list[tuple[str, str]]]:
     """Tables and the distinct (src_table, dst_table) pairs of the triples."""
     nt = len(graph.tables)
-    pairs = np.unique(graph.table[graph.src] * nt + graph.table[graph.dst])
+    pairs = unique(graph.table[graph.src].astype(np.int64) * nt + graph.table[graph.dst])
     names = graph.tables.to_pylist()
-    used = np.unique(graph.table)
+    used = unique(graph.table)
     return sorted(names[t] for t in used), sorted((names[p // nt], names[p % nt]) for p in pairs.tolist())
 
 
@@ -269,7 +303,7 @@ def connected_sets(graph: Graph, ccid: np.ndarray, rows, theta: int):
             sp = split_of[lv][graph.table[active]]
             if (sp < 0).any():  # split_rows gives every table a split at every level
                 raise RuntimeError(f"split plan has no split at level {lv} for some tables")
-            key = group * len(names) + sp
+            key = group.astype(np.int64) * len(names) + sp
             pos[:] = -1
             pos[active] = np.arange(len(active))
             ls, ld = pos[src], pos[dst]
@@ -362,7 +396,7 @@ def write_bucketed(tx, name: str, n_rows: int, bucket: np.ndarray, order: np.nda
 
     folder = stage(tx, name)
     ordered = bucket[order]
-    present = np.unique(ordered)
+    present = unique(ordered)
     bounds = np.searchsorted(ordered, present, "left"), np.searchsorted(ordered, present, "right")
     tag = uuid.uuid4()
 
@@ -403,13 +437,13 @@ def write_index_tables(tx, ix: Index, buckets: int) -> dict:
     # index_triples: bucket of ccid, sorted by ccid, dst_csid, dst
     t_cc, t_src_cs, t_dst_cs = ix.ccid[g.dst], ix.csid[g.src], ix.csid[g.dst]
     write_bucketed(tx, L.TRIPLES, len(g.src), bucket_of[t_cc],
-                   sort_order(bucket_of[t_cc], [t_cc, t_dst_cs * n + g.dst]), lambda r: pa.table({
+                   sort_order(bucket_of[t_cc], [t_cc, t_dst_cs.astype(np.int64) * n + g.dst]), lambda r: pa.table({
                        "src": _take(ids, g.src[r]), "dst": _take(ids, g.dst[r]), L.OP: _take(g.ops, g.op[r]),
                        L.CCID: _take(ids, t_cc[r]), L.SRC_CSID: _take(ids, t_src_cs[r]),
                        L.DST_CSID: _take(ids, t_dst_cs[r])}))
     # index_setdeps: distinct (src_csid, dst_csid) across sets (ccid follows from the set)
     cross = t_src_cs != t_dst_cs
-    pairs = np.unique(t_src_cs[cross] * n + t_dst_cs[cross])
+    pairs = unique(t_src_cs[cross].astype(np.int64) * n + t_dst_cs[cross])
     d_src, d_dst = pairs // n, pairs % n
     d_cc = ix.ccid[d_dst]
     write_bucketed(tx, L.SETDEPS, len(pairs), bucket_of[d_cc], sort_order(bucket_of[d_cc], [d_cc, d_dst]),
@@ -420,7 +454,8 @@ def write_index_tables(tx, ix: Index, buckets: int) -> dict:
     n_nodes = np.bincount(ix.csid, minlength=n)[sets].astype(np.int64)
     n_triples = np.bincount(t_dst_cs, minlength=n)[sets].astype(np.int64)
     s_cc = ix.ccid[sets]
-    write_bucketed(tx, L.SETS, len(sets), bucket_of[s_cc], sort_order(bucket_of[s_cc], [s_cc * n + sets]),
+    s_key = s_cc.astype(np.int64) * n + sets
+    write_bucketed(tx, L.SETS, len(sets), bucket_of[s_cc], sort_order(bucket_of[s_cc], [s_key]),
                    lambda r: pa.table({
                        L.CSID: _take(ids, sets[r]), L.CCID: _take(ids, s_cc[r]),
                        L.LEVEL: pa.array(ix.level[sets[r]], pa.int32()),
@@ -440,24 +475,42 @@ def write_index_tables(tx, ix: Index, buckets: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- influence scopes
-def write_scopes(tx, st, buckets: int, graph: Graph | None = None) -> dict:
+def _has_roots(st) -> bool:
+    """True when some element has no parent (its only ancestors row is itself, depth 0)."""
+    import duckdb
+
+    col = duckdb.ColumnExpression
+    roots = _arrow(st, S.ANCESTORS, (), lambda rel: rel.aggregate(
+        [col(S.ID), duckdb.FunctionExpression("max", col(S.DEPTH)).alias("d")], col(S.ID))
+        .filter(col("d") == duckdb.ConstantExpression(0)).limit(1))
+    return roots.num_rows > 0
+
+
+def write_scopes(tx, st, buckets: int, edges: tuple | None = None) -> dict:
     """Influence scopes (scopes.py's definitions) computed with arrays and written inside `tx`;
-    returns the meta entries recording their sources. `graph`: the edges already read."""
+    returns the meta entries recording their sources. `edges`: (ids, src codes, dst codes,
+    process) of the rows of `edges`, when already read."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ROWS_ROW_GROUP_BYTES, source_segments
 
+    if not _has_roots(st):  # no scopes at all: both tables are empty
+        none = np.zeros(0, np.int32)
+        for name in (L.SCOPE_NODES, L.SCOPE_ROWS_TABLE):
+            write_bucketed(tx, name, 0, none, none, lambda r: None)
+        return {"scope_segments": source_segments(st)}
     with progress.step("read scope sources", total=None) as step:
         anc = _arrow(st, S.ANCESTORS, (S.ID, S.ANCESTOR, S.DEPTH))
         cx = _arrow(st, S.COMPLEX, (S.VERTEX, S.CE, S.ELEM))
         vx = _arrow(st, S.VERTICES, (S.ID, S.KIND))
-        if graph is None:
-            edges = _arrow(st, S.EDGES, (S.SRC, S.DST, S.PROCESS))
-            e_ids, (e_src, e_dst) = encode(edges.column(S.SRC), edges.column(S.DST))
-            process = edges.column(S.PROCESS)
+        if edges is None:
+            table = _arrow(st, S.EDGES, (S.SRC, S.DST, S.PROCESS))
+            e_ids, (e_src, e_dst) = encode(table.column(S.SRC), table.column(S.DST))
+            process = table.column(S.PROCESS)
+            del table
         else:
-            e_ids, e_src, e_dst, process = graph.ids, graph.raw_src, graph.raw_dst, graph.process
+            e_ids, e_src, e_dst, process = edges
         step.advance(anc.num_rows + cx.num_rows + vx.num_rows + len(e_src))
     with progress.step("influence scopes", total=anc.num_rows + cx.num_rows + len(e_src)) as step:
         elems, (a_id, a_anc, c_elem) = encode(anc.column(S.ID), anc.column(S.ANCESTOR), cx.column(S.ELEM))
@@ -475,7 +528,7 @@ def write_scopes(tx, st, buckets: int, graph: Graph | None = None) -> dict:
         src, dst = v_e[e_src], v_e[e_dst]
         # vert_root: distinct (vertex, root) over complex rows whose element lies under a root
         li, ri = join_index(c_elem, er_id)
-        vr = np.unique(c_vertex[li] * max(ne, 1) + er_root[ri])
+        vr = unique(c_vertex[li].astype(np.int64) * max(ne, 1) + er_root[ri])
         vr_v, vr_r = vr // max(ne, 1), vr % max(ne, 1)
         e_min = np.full(ne, _NO, np.int64)
         np.minimum.at(e_min, er_id, er_root)
@@ -503,7 +556,7 @@ def write_scopes(tx, st, buckets: int, graph: Graph | None = None) -> dict:
         which = np.concatenate([ai, np.arange(len(ci)), ei])  # complex: position in (ci, vi)
         sizes = np.bincount(scope, minlength=ne).astype(np.int64)
         step.advance(anc.num_rows + cx.num_rows + len(e_src))
-    scope_keys = np.unique(scope)
+    scope_keys = unique(scope)
     scope_bucket = np.zeros(ne, np.int32)
     scope_bucket[scope_keys] = buckets_of(_take(elems, scope_keys), buckets)
     # index_scope_nodes: the vertices with a scope that has rows
@@ -548,7 +601,7 @@ def write_scopes(tx, st, buckets: int, graph: Graph | None = None) -> dict:
         return table.take(pa.array(back))
 
     write_bucketed(tx, L.SCOPE_ROWS_TABLE, len(scope), scope_bucket[scope],
-                   sort_order(scope_bucket[scope], [scope * 3 + rel]), rows_of, ROWS_ROW_GROUP_BYTES)
+                   sort_order(scope_bucket[scope], [scope.astype(np.int64) * 3 + rel]), rows_of, ROWS_ROW_GROUP_BYTES)
     return {"scope_segments": source_segments(st)}
 
 
@@ -577,8 +630,11 @@ def build_index(st, params, message: str = "index: full build", extra_meta: dict
         meta.update(write_index_tables(tx, ix, params.buckets))
         meta.update({"mode": "full", "builder": "local", **(extra_meta or {})})
         meta.update({k: round(v, 3) for k, v in ix.stats.items()})
+        # the scopes need only the rows of `edges`: free the rest of the graph first
+        edges = (graph.ids, graph.raw_src, graph.raw_dst, graph.process)
+        del ix, graph
         t1 = time.perf_counter()
-        meta.update(write_scopes(tx, st, params.buckets, graph))
+        meta.update(write_scopes(tx, st, params.buckets, edges))
         meta["scopes_s"] = round(time.perf_counter() - t1, 3)
         meta["build_s"] = round(time.perf_counter() - t0, 3)
         tx.set_meta(L.META_KEY, meta)

@@ -8,6 +8,14 @@ class (SC-SL, LC-SL, LC-LL) with every method, and the same lineage with DuckDB'
 `WITH RECURSIVE` over the same triples (in memory, 2 threads). Prints one JSON line per scale
 and a Markdown table for benchmarks/RESULTS.md.
 
+The index build runs where `strata index` would run it (`--index-engine auto`: in this process
+for a local store whose edges fit, store/index/inmemory.py; `spark` forces the Spark build).
+An in-process build runs in a child process, so its peak memory (`index_peak_rss_mb`) is the
+build's own. Beside it, in another child, the floor: a bare in-memory connected-components
+pass over the same edges — read `edges` with DuckDB, encode the ids, one
+`scipy.sparse.csgraph.connected_components` — timed whole (`floor_s`), the scipy call alone
+(`floor_cc_s`), with its peak memory.
+
 Loading writes the generated triples straight into the store's `edges` and `ancestors`
 tables (what lineage and the index read), in one commit; bundle validation is not what this
 benchmark measures.
@@ -71,11 +79,81 @@ def duckdb_lineage(con, item: str) -> tuple[int, int]:
     return int(rows[0]), int(rows[1])
 
 
+def _child(*args: str) -> dict:
+    """Run `bench_lineage.py --child ARGS` in a new process; its last stdout line is JSON."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, __file__, "--child", *args], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def child_build(store: str, theta: int) -> dict:
+    """(in a child) The index build `auto` chooses, timed, with this process's peak memory."""
+    from store.index import IndexParams, build_index
+    from store.store import Store
+
+    st = Store.open(store, spark=lambda: sys.exit("the in-process build asked for Spark"))
+    t0 = time.perf_counter()
+    meta = build_index(st, IndexParams(theta=theta, buckets=16))
+    return {"index_s": round(time.perf_counter() - t0, 2), "index_peak_rss_mb": _peak_rss_mb(), "meta": meta}
+
+
+def child_floor(store: str) -> dict:
+    """(in a child) The floor: read the edges, encode the ids, one scipy connected-components pass."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from store.store import Store
+
+    t0 = time.perf_counter()
+    st = Store.open(store, spark=lambda: sys.exit("the floor asked for Spark"))
+    edges = st.local().relation("edges").project(duckdb.ColumnExpression("src"),
+                                                 duckdb.ColumnExpression("dst")).to_arrow_table()
+    n_rows = edges.num_rows
+    codes = pc.dictionary_encode(pa.chunked_array(edges.column("src").chunks + edges.column("dst").chunks))
+    ids = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in codes.chunks])
+    n = len(codes.chunks[-1].dictionary)
+    del edges, codes
+    t1 = time.perf_counter()
+    graph = csr_matrix((np.ones(n_rows, np.int8), (ids[:n_rows], ids[n_rows:])), shape=(n, n))
+    k, _ = connected_components(graph, directed=True, connection="weak")
+    t2 = time.perf_counter()
+    return {"floor_s": round(t2 - t0, 2), "floor_cc_s": round(t2 - t1, 2), "floor_components": int(k),
+            "floor_peak_rss_mb": _peak_rss_mb()}
+
+
+def timed_build(spark, root: Path, theta: int, index_engine: str) -> tuple[dict, float, dict]:
+    """(meta, seconds, measurements) of one index build of the store at `root`."""
+    from store.index import IndexParams, build_index
+    from store.index.inmemory import choose_builder
+    from store.store import Store
+
+    st = Store.open(str(root), spark=spark, engine=index_engine)
+    extra = {"index_builder": choose_builder(st).engine.value}
+    extra.update(_child("floor", str(root)))
+    if extra["index_builder"] == "local":
+        built = _child("build", str(root), str(theta))
+        extra["index_peak_rss_mb"] = built["index_peak_rss_mb"]
+        return built["meta"], built["index_s"], extra
+    t0 = time.perf_counter()
+    meta = build_index(st, IndexParams(theta=theta, buckets=16))
+    return meta, time.perf_counter() - t0, extra
+
+
 def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
-              reuse: bool = False, reindex: bool = False) -> dict:
+              reuse: bool = False, reindex: bool = False, index_engine: str = "auto") -> dict:
     import duckdb
 
-    from store.index import IndexParams, build_index
     from store.index.layout import META_KEY
     from store.index.local import CACHE, CACHE_ENV
     from store.lineage import Method, lineage
@@ -87,12 +165,11 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
         st = Store.open(str(out / "store"), spark=spark)
         gen_s = load_s = 0.0
         if reindex:
-            t0 = time.perf_counter()
-            meta = build_index(st, IndexParams(theta=theta, buckets=16))
-            index_s = time.perf_counter() - t0
+            meta, index_s, extra = timed_build(spark, out / "store", theta, index_engine)
+            st.refresh()
         else:
             meta = st.meta(META_KEY)
-            index_s = meta["build_s"]
+            index_s, extra = meta["build_s"], {}
     else:
         t0 = time.perf_counter()
         tr, queries = gen_trace.generate(scale)
@@ -105,15 +182,15 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
         t0 = time.perf_counter()
         st = load_store(spark, out / "triples.parquet", out / "store")
         load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        meta = build_index(st, IndexParams(theta=theta, buckets=16))
-        index_s = time.perf_counter() - t0
+        meta, index_s, extra = timed_build(spark, out / "store", theta, index_engine)
+        st.refresh()
     from pyspark.sql import functions as F
 
     sizes = st.table("index_components").orderBy(F.desc("n_nodes")).limit(4).collect()
     result = {
         "scale": scale, "values": info["stats"]["values"], "triples": info["stats"]["triples"],
         "generate_s": round(gen_s, 1), "load_s": round(load_s, 1), "index_s": round(index_s, 1),
+        **extra,
         "components": meta["components"], "sets": meta["sets"],
         "set_dependencies": meta["set_dependencies"],
         "largest_components": [(r["n_nodes"], r["n_triples"], r["n_sets"]) for r in sizes],
@@ -157,10 +234,13 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
 
 
 def markdown(results: list[dict]) -> str:
-    lines = ["| scale | values | triples | index build (s) | components | sets | set deps |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| scale | values | triples | index build (s) | built | peak MB | floor s (CC alone) | floor peak MB "
+             "| components | sets | set deps |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r['scale']} | {r['values']:,} | {r['triples']:,} | {r['index_s']} | "
+                     f"{r.get('index_builder', '')} | {r.get('index_peak_rss_mb', '')} | "
+                     f"{r.get('floor_s', '')} ({r.get('floor_cc_s', '')}) | {r.get('floor_peak_rss_mb', '')} | "
                      f"{r['components']:,} | {r['sets']:,} | {r['set_dependencies']:,} |")
     lines += ["", "| scale | class | ancestors | RQ s (read) | CC s (read) | CS, no cache s (read) | CS s (read) "
                   "| DuckDB s |",
@@ -184,7 +264,15 @@ def main() -> None:
                     help="with --reuse: build the component index again (timed) before the queries")
     ap.add_argument("--reuse", action="store_true",
                     help="queries only, on the stores a previous run left in --work")
+    ap.add_argument("--index-engine", choices=("auto", "local", "spark"), default="auto",
+                    help="where the index is built: as `strata index` chooses, in this process, or on Spark")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:  # a measurement in its own process (see the module docstring)
+        kind, *rest = args.child
+        res = child_build(rest[0], int(rest[1])) if kind == "build" else child_floor(rest[0])
+        print(json.dumps(res))
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     from strata.spark import get_session
 
@@ -192,7 +280,8 @@ def main() -> None:
                                      "spark.sql.shuffle.partitions": "8"})
     results = []
     for scale in args.scale:
-        results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit, args.reuse, args.reindex))
+        results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit, args.reuse, args.reindex,
+                                 args.index_engine))
         print(json.dumps(results[-1]), flush=True)
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}")

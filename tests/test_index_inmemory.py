@@ -50,7 +50,8 @@ def _no_spark():
 def write_graph(root: Path, edges, table_of: dict, second_root: dict, cells: dict, more=()) -> str:
     """A store holding `edges` (src, dst, process) and the containment a triples ingest makes:
     every value v an element under its table (depth 1; none: v is a root itself), under a
-    second root at depth 2 when `second_root` names one, a data vertex with one complex element
+    second root when `second_root` gives one as (root, depth) — at depth 1 it ties with the table,
+    and both builds must pick the same (the larger id) — a data vertex with one complex element
     (itself); `cells` adds vertices made of two values' elements; `more`: values to hold
     without edges yet."""
     st = Store.open(str(root), spark=_no_spark)
@@ -62,8 +63,9 @@ def write_graph(root: Path, edges, table_of: dict, second_root: dict, cells: dic
             anc.add((v, table_of[v], 1))
             anc.add((table_of[v], table_of[v], 0))
         if second_root.get(v):
-            anc.add((v, second_root[v], 2))
-            anc.add((second_root[v], second_root[v], 0))
+            other, depth = second_root[v]
+            anc.add((v, other, depth))
+            anc.add((other, other, 0))
         cx.append((v, 0, "Value", v))
         vx.append((v, "data", "Value", 1, 1, None, False))
     for c, (a, b) in cells.items():
@@ -122,7 +124,8 @@ def graphs(draw):
     values = [f"v{s}" for s in names]
     tables = [f"T{i}" for i in range(draw(hst.integers(1, 5)))]
     table_of = {v: draw(hst.sampled_from([*tables, None, tables[0]])) for v in values}
-    second_root = {v: "R" for v in values if draw(hst.integers(0, 9)) == 0}
+    second_root = {v: (draw(hst.sampled_from(["A", "R", "Z"])), draw(hst.sampled_from([1, 2])))
+                   for v in values if draw(hst.integers(0, 5)) == 0}
     cells = {f"x{i}": tuple(draw(hst.lists(hst.sampled_from(values), min_size=2, max_size=2)))
              for i in range(draw(hst.integers(0, 2)))}
     ends = values + sorted(cells)
@@ -137,13 +140,33 @@ def graphs(draw):
     return edges, table_of, second_root, cells, theta
 
 
-_SPARK = settings(max_examples=SPARK_EXAMPLES, deadline=None, derandomize=True,
+@hst.composite
+def unions(draw, parts: int = 3):
+    """Several random graphs side by side in one store (ids suffixed per graph): one Spark
+    build checks them all, where each Spark build costs tens of seconds."""
+    edges, table_of, second_root, cells = [], {}, {}, {}
+    theta = None
+    for k in range(parts):
+        e, t, r, c, th = draw(graphs())
+        theta = theta or th
+
+        def ren(v, k=k):
+            return f"{v}.{k}"
+
+        edges += [(ren(a), ren(b), op) for a, b, op in e]
+        table_of.update({ren(v): x for v, x in t.items()})
+        second_root.update({ren(v): x for v, x in r.items()})
+        cells.update({ren(x): (ren(a), ren(b)) for x, (a, b) in c.items()})
+    return edges, table_of, second_root, cells, theta
+
+
+_SPARK = settings(max_examples=max(1, SPARK_EXAMPLES // 2), deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                          HealthCheck.data_too_large])
 
 
 @_SPARK
-@given(case=graphs(), data=hst.data())
+@given(case=unions(), data=hst.data())
 def test_in_process_and_spark_builds_write_the_same_index(spark, tmp_path_factory, case, data):
     edges, table_of, second_root, cells, theta = case
     base = tmp_path_factory.getbasetemp() / f"inmem-{uuid.uuid4().hex}"

@@ -63,7 +63,9 @@ def source_triples(st) -> tuple[DataFrame, DataFrame]:
     """A store's derivation triples (src, dst, op) and each vertex's table (its root container)."""
     edges = st.table(EDGES).select(SRC, DST, F.col(PROCESS).alias(L.OP)).distinct()
     anc = st.table(ANCESTORS)
-    top = anc.groupBy(ID).agg(F.max_by(ANCESTOR, DEPTH).alias(L.TABLE))
+    # A value's table: its ancestor at the largest depth; between ancestors at the same depth
+    # (an element under two roots) the largest id, so every build picks the same one.
+    top = anc.groupBy(ID).agg(F.max_by(ANCESTOR, F.struct(DEPTH, ANCESTOR)).alias(L.TABLE))
     return edges, top
 
 

@@ -234,7 +234,10 @@ def read_graph(st) -> Graph:
     with progress.step("read tables", total=None) as step:
         col = duckdb.ColumnExpression
         top = _arrow(st, S.ANCESTORS, (), lambda rel: rel.aggregate(
-            [col(S.ID), duckdb.FunctionExpression("arg_max", col(S.ANCESTOR), col(S.DEPTH)).alias(L.TABLE)],
+            # largest depth; between ancestors at the same depth the largest id (build.py's rule)
+            [col(S.ID), duckdb.FunctionExpression(
+                "arg_max", col(S.ANCESTOR), duckdb.FunctionExpression("row", col(S.DEPTH), col(S.ANCESTOR)),
+            ).alias(L.TABLE)],
             col(S.ID)))
         step.advance(top.num_rows)
         where = pc.index_in(top.column(S.ID), value_set=ids)

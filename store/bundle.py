@@ -261,16 +261,20 @@ def from_path(spark, path: str | os.PathLike[str], fmt: str | None = None) -> Bu
         return _from_folder(spark, p)
     if p.suffix == ".jsonl":
         return _from_jsonl(spark, p)
+    return from_dict(spark, read_json(p, where), where)
+
+
+def read_json(p: Path, where: str) -> Any:
+    """A JSON document; errors name the line and column."""
     try:
         with open(p, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            return json.load(fh)
     except json.JSONDecodeError as e:
         raise BundleError(
             f"invalid bundle {where}: not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
         ) from e
     except UnicodeDecodeError as e:
         raise BundleError(f"invalid bundle {where}: not UTF-8 text ({e.reason})") from e
-    return from_dict(spark, doc, where)
 
 
 def _from_jsonl(spark, p: Path) -> Bundle:
@@ -302,13 +306,12 @@ def _from_jsonl(spark, p: Path) -> Bundle:
 def _from_folder(spark, p: Path) -> Bundle:
     where = str(p)
     header_file = p / "bundle.json"
-    doc: dict[str, Any] = {"format": FORMAT}
-    if header_file.exists():
-        with open(header_file, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    else:
+    if not header_file.exists():
         raise BundleError(f"invalid bundle folder {where}: missing bundle.json (the header with "
                           "format, gsets and types)")
+    doc = read_json(header_file, str(header_file))
+    if not isinstance(doc, dict):
+        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
     for s in SECTIONS:
         jsonl, parquet = p / f"{s}.jsonl", p / f"{s}.parquet"
         if jsonl.exists() and parquet.exists():

@@ -403,3 +403,111 @@ def _gran_hint(catalog: Catalog, grans: list[str]) -> str | None:
                 return f"did you mean '{close[0]}'?"
             return "declare it in gsets.data or gsets.process first"
     return None
+
+
+# ---------------------------------------------------------------------------- bundle rule checks
+# What the two validators (store/validate.py on Spark, store/local/validate.py on the driver)
+# share: the reasons they report, how a record's error becomes a message, which error of many is
+# reported, how a vertex's type is resolved and how attribute types are inferred.
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A part of a reason template that names a value (the other parts are literal text)."""
+
+    name: str
+
+
+REASONS: dict[str, tuple[str | Ref, ...]] = {
+    "unknown_granularity": ("unknown granularity '", Ref("granularity"), "'"),
+    "duplicate": ("duplicate id '", Ref("id"), "' (it appears earlier in ", Ref("section"), ")"),
+    "in_store": ("duplicate id '", Ref("id"), "': a vertex with this id is already in the store"),
+    "element_same_id": ("duplicate id '", Ref("id"), "': an element of this bundle has the same id"),
+    "unknown_parent": ("unknown parent element '", Ref("parent"), "'"),
+    "parent_not_coarser": ("parent '", Ref("parent"), "' has granularity ", Ref("pg"),
+                           ", which is not coarser than ", Ref("granularity"),
+                           " (a parent's granularity must contain the child's in the gset)"),
+    "attr_invalid": ("attribute '", Ref("attr"), "' must be a string, int, float or bool (not a list or object)"),
+    "attr_type": ("attribute '", Ref("attr"), "' must be ", Ref("want"), ", got ", Ref("got")),
+    "attr_undeclared": ("attribute '", Ref("attr"), "' is not in the declared schema of type ", Ref("key")),
+    "ce_misses": ("complex element ", Ref("ce"), " misses granularity ", Ref("missing"), " of type (",
+                  Ref("want"), ")"),
+    "ce_adds": ("complex element ", Ref("ce"), " adds granularity ", Ref("extra"), " which is not in type (",
+                Ref("want"), ")"),
+    "unknown_element": ("unknown element '", Ref("elem"), "' in complex element ", Ref("ce")),
+    "element_granularity": ("element '", Ref("elem"), "' has granularity ", Ref("eg"), ", but complex element ",
+                            Ref("ce"), " uses it as ", Ref("g")),
+    "unknown_vertex": ("unknown ", Ref("what"), " vertex '", Ref("vertex"), "' in '", Ref("col"), "'"),
+    "vertex_kind": ("'", Ref("col"), "' must be a ", Ref("want"), " vertex, but '", Ref("vertex"), "' is a ",
+                    Ref("kind"), " vertex"),
+}
+
+# The checks in the order that breaks ties between errors of one record: the first error by
+# (section, record, check, position, sub-position, id, reason) is reported. A record's own checks
+# (shape, granularity, ids) come before its parents', attributes' and complex elements'.
+CHECKS = {name: i for i, name in enumerate((
+    "elements", "parents", "element_attrs", "vertices", "types", "complex", "members", "vertex_attrs",
+    "edges"))}
+SECTION_ORDER = {"elements": 0, "vertices": 1, "edges": 2}
+
+
+def render(template: tuple[str | Ref, ...], values: Mapping[str, Any]) -> str | None:
+    """A reason's text; None when a value it names is None (as SQL's concat of a NULL)."""
+    out = []
+    for part in template:
+        if isinstance(part, Ref):
+            value = values[part.name]
+            if value is None:
+                return None
+            out.append(str(value))
+        else:
+            out.append(part)
+    return "".join(out)
+
+
+def record_error(source: str, section: str, index: int | None, ident: str | None, reason: str) -> BundleError:
+    """The error for one bad record of a loaded bundle (index None: a record Strata made, e.g.
+    from triples, which has no position the user would know)."""
+    record = f", record {index}" if index is not None else ""
+    shown = f" (id '{ident}')" if ident is not None else ""
+    return BundleError(f"invalid bundle {source}: section '{section}'{record}{shown}: {reason}. "
+                       "Nothing was committed.", hint="fix the record and ingest the bundle again")
+
+
+def resolve_type(catalog: Catalog, names: list[str], is_list: bool) -> tuple[TypeInfo | None, str | None]:
+    """A vertex record's type (a name, or a list of granularities) -> (type, None) or (None, reason)."""
+    import difflib
+
+    if is_list:
+        problem = catalog.type_problem(names)
+        if problem:
+            return None, f"type ({', '.join(names)}) is not a valid type: {problem}"
+        return catalog.type_by_granularities(names), None
+    info = catalog.type_by_name(names[0])
+    if info is not None:
+        return info, None
+    close = difflib.get_close_matches(names[0], catalog.type_names(), n=1)
+    return None, f"unknown type '{names[0]}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+
+
+def infer_attribute(catalog: Catalog, key: str, attr: str, seen: set[str]) -> tuple[AttrType | None, str]:
+    """The inferred type of attribute `attr` of type `key` (no declared schema) from the value types
+    `seen` in a bundle and what the catalog inferred before: (type, "") or, when they conflict,
+    (None, the type the conflicting records are reported against)."""
+    prior = dict(catalog.schemas.get(key, ())).get(attr)
+    merged = set(seen) | ({prior.value} if prior else set())
+    if merged == {"int", "float"}:
+        merged = {"float"}
+    if len(merged) > 1:
+        return None, prior.value if prior else sorted(seen)[0]
+    return AttrType(merged.pop()), ""
+
+
+def conflict_error(source: str, section: str, index: int | None, ident: str, attr: str, key: str, got: str,
+                   first_type: str) -> BundleError:
+    record = f", record {index}" if index is not None else ""
+    return BundleError(
+        f"invalid bundle {source}: section '{section}'{record} (id '{ident}'): attribute '{attr}' of type {key} "
+        f"is {got} here but {first_type} elsewhere (conflicting value types). Nothing was committed.",
+        hint="declare the attribute's type in the bundle's 'types' section, or make the values agree",
+    )

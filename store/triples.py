@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, MapType, StringType
+from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructField, StructType
 
 from store.bundle import SECTION_SCHEMAS, Bundle
 from store.errors import BundleError
@@ -76,8 +76,9 @@ def _first_bad_row(df: DataFrame, bad, where: str, reason: str) -> None:
     if df.where(bad).limit(1).count() == 0:
         return
     cols = df.columns
+    schema = StructType([StructField("_row", LongType(), False), *df.schema.fields])
     numbered = df.sparkSession.createDataFrame(  # only on this error path
-        df.rdd.zipWithIndex().map(lambda p: (p[1], *p[0])), ["_row", *cols])
+        df.rdd.zipWithIndex().map(lambda p: (p[1], *p[0])), schema)
     row = numbered.where(bad).orderBy("_row").first()
     shown = ", ".join(f"{c}={row[c]!r}" for c in cols)
     raise BundleError(f"{where}: row {row['_row'] + 1}: {reason} ({shown}). Nothing was committed.",
@@ -118,7 +119,7 @@ def load_triples(spark, path: str | os.PathLike[str], tables: str | os.PathLike[
         mapping = mapping.unionByName(m)
     mapping = mapping.distinct()
     clash = mapping.groupBy(ITEM).agg(F.count(F.lit(1)).alias("n"), F.collect_set(TABLE).alias("ts"))
-    bad = clash.where(F.col("n") > 1).limit(1).collect()
+    bad = clash.where(F.col("n") > 1).orderBy(ITEM).limit(1).collect()
     if bad:
         raise BundleError(
             f"{where}: value {bad[0][ITEM]!r} is given two tables ({', '.join(sorted(bad[0]['ts']))})",
@@ -135,13 +136,13 @@ def triples_bundle(spark, triples: DataFrame, mapping: DataFrame, existing: Data
         .union(mapping.select(F.col(ITEM).alias(ID))).distinct()
     )
     ops = triples.select(F.col("op").alias(ID)).distinct()
-    clash = values.join(ops, ID, "inner").limit(1).collect()
+    clash = values.join(ops, ID, "inner").orderBy(ID).limit(1).collect()
     if clash:
         raise BundleError(
             f"{source}: {clash[0][ID]!r} is both a value and an op; ids are shared by values, "
             "tables and ops", hint="rename the op (e.g. prefix it) or the value")
     tables = mapping.select(F.col(TABLE).alias(ID)).distinct()
-    tclash = tables.join(values.unionByName(ops), ID, "inner").limit(1).collect()
+    tclash = tables.join(values.unionByName(ops), ID, "inner").orderBy(ID).limit(1).collect()
     if tclash:
         raise BundleError(f"{source}: {tclash[0][ID]!r} names both a table and a value or op",
                           hint="table names share the id space with values and ops")
@@ -156,13 +157,15 @@ def triples_bundle(spark, triples: DataFrame, mapping: DataFrame, existing: Data
         .join(existing, ID, "left_anti")
     )
     smap = MapType(StringType(), StringType(), True)
+    # The records are Strata's, not the user's: they have no index (errors name their ids).
+    no_idx = F.lit(None).cast("long")
     elements = elements.select(
-        F.monotonically_increasing_id().alias("idx"), ID, "granularity", "parents",
+        no_idx.alias("idx"), ID, "granularity", "parents",
         F.lit(None).cast(smap).alias("attrs"), F.lit(None).cast(smap).alias("attr_types"),
         F.lit(None).cast("string").alias("problem"),
     )
     edges = triples.select(
-        F.monotonically_increasing_id().alias("idx"), F.col("src"), F.col("op").alias("process"),
+        no_idx.alias("idx"), F.col("src"), F.col("op").alias("process"),
         F.col("dst"), F.lit(None).cast("string").alias("problem"),
     )
     vertices = spark.createDataFrame([], SECTION_SCHEMAS["vertices"])

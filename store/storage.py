@@ -372,6 +372,18 @@ class Transaction:
         self._set_segment(name, rel, TableEntry((rel,), schema_json))
         return folder
 
+    def append_local(self, name: str, schema_json: str) -> str | None:
+        """A new, empty segment folder appended to table ``name`` (like ``append``), for a writer
+        other than Spark's: the caller fills it with Parquet files of the table's schema before the
+        commit; an abort deletes it. None when the store is not a local folder."""
+        rel = self.storage._new_segment(name, self.version)
+        folder = self.storage.local_path(rel)
+        if folder is None:
+            return None
+        os.makedirs(folder)
+        self._add_segment(name, rel, schema_json)
+        return folder
+
     def replace(self, name: str, df, partition_by: Sequence[str] = (), sort_by: Sequence[str] = (),
                 files: int | None = None) -> None:
         rel = self.storage.write_segment(name, self.version, df, partition_by, sort_by, files)

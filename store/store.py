@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from store import progress
 from store import schema as S
 from store.bundle import Bundle, from_dict, from_path
 from store.engine import Choice, Engine, choose, local_rows_setting
@@ -28,6 +29,7 @@ class CommitInfo:
     version: int
     message: str
     counts: IngestCounts | None = None
+    engine: str | None = None  # the ingest's engine and why (`Choice.line()`)
 
 
 class StoreTransaction:
@@ -74,8 +76,41 @@ class StoreTransaction:
         self.catalog = catalog
         self._tx.catalog = catalog.to_json()
 
-    def ingest(self, source: Bundle | Mapping[str, Any] | str | os.PathLike[str]) -> IngestCounts:
-        """Validate a bundle against everything committed or staged so far, then stage its rows."""
+    def append_arrow(self, name: str, rows, schema_json: str) -> None:
+        """Append a pyarrow Table to table ``name`` as one Parquet file written on the driver (a
+        local store only; ``schema_json`` is recorded when the table is new)."""
+        import pyarrow.parquet as pq
+
+        folder = self._tx.append_local(name, schema_json)
+        if folder is None:
+            raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
+        pq.write_table(rows, os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
+
+    def ingest(self, source: Bundle | Mapping[str, Any] | str | os.PathLike[str], *, triples: bool = False,
+               engine: Engine | None = None) -> IngestCounts:
+        """Validate a bundle (or, with ``triples``, a triples file) against everything committed or
+        staged so far, then stage its rows. engine: where it runs; None: the store's choice for
+        this source (`Store.ingest_choice`)."""
+        from store.local.ingest import Planned, ingest_planned, plan
+
+        item = source if isinstance(source, Planned) else plan(source, triples)
+        if engine is None:
+            engine = self.store.ingest_choice([item]).engine
+        if engine is Engine.LOCAL:
+            counts = ingest_planned(self, item)
+        elif item.triples:
+            from store.triples import ingest_triples
+
+            return ingest_triples(self, item.source)  # its bundle comes back here, and is counted then
+        else:
+            counts = self._ingest_spark(item.source if item.loaded is None
+                                        else from_dict(self.store.spark, item.loaded, str(item.source)))
+        self.counts = IngestCounts(self.counts.elements + counts.elements,
+                                   self.counts.vertices + counts.vertices,
+                                   self.counts.edges + counts.edges)
+        return counts
+
+    def _ingest_spark(self, source: Bundle | Mapping[str, Any] | str | os.PathLike[str]) -> IngestCounts:
         spark = self.store.spark
         bundle = source if isinstance(source, Bundle) else (
             from_dict(spark, source) if isinstance(source, Mapping) else from_path(spark, source))
@@ -88,16 +123,15 @@ class StoreTransaction:
             rows = table_rows(bundle, resolved, self.table(S.ANCESTORS))
             counts = IngestCounts(*(bundle.sizes or [f.count() for f in frames]))
             files = 1 if max(counts.elements, counts.vertices, counts.edges) < 500_000 else None
-            for name in S.CORE_TABLES:
-                self.append(name, rows[name], files=files)
+            with progress.step(f"write {bundle.source}", total=len(S.CORE_TABLES)) as step:
+                for name in S.CORE_TABLES:
+                    self.append(name, rows[name], files=files)
+                    step.advance()
             self.set_catalog(resolved.catalog)
         finally:
             if bundle.sizes is None:
                 for f in frames:
                     f.unpersist()
-        self.counts = IngestCounts(self.counts.elements + counts.elements,
-                                   self.counts.vertices + counts.vertices,
-                                   self.counts.edges + counts.edges)
         return counts
 
 
@@ -236,25 +270,37 @@ class Store:
             tx.abort()
             raise
 
+    def ingest_choice(self, planned) -> Choice:
+        """Where an ingest of these sources (`store.local.ingest.plan`) runs: the local path when
+        the store is a local folder and they hold at most the local limit of records (or
+        `engine="local"` forces it), Spark otherwise (docs/engines.md, "Ingest")."""
+        if any(p.records is None for p in planned):
+            if self.engine is Engine.LOCAL:
+                raise UserError("a bundle whose sections are Spark DataFrames is ingested with Spark",
+                                hint="pass the sections as lists, files or folders, or use --engine spark/auto")
+            return Choice(Engine.SPARK, "a bundle section is a Spark DataFrame")
+        return self.choose(sum(p.records for p in planned))
+
     def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],
                fmt: str | None = None, message: str | None = None) -> CommitInfo:
         """Ingest bundles and triples files in ONE commit (all or nothing).
 
-        fmt: "bundle" or "triples" when a path's extension is ambiguous.
+        fmt: "bundle" or "triples" when a path's extension is ambiguous. The sources are counted
+        first (`store.local.ingest.plan`) and all of them are ingested on the engine
+        `ingest_choice` picks for their total.
         """
+        from store.local.ingest import plan
+
         if not sources:
             raise UserError("nothing to ingest", hint="name at least one bundle")
         names = [s if isinstance(s, (str, os.PathLike)) else "<bundle>" for s in sources]
         msg = message or "ingest " + ", ".join(str(n) for n in names)
+        planned = [plan(src, isinstance(src, (str, os.PathLike)) and is_triples(src, fmt)) for src in sources]
+        choice = self.ingest_choice(planned)
         with self.transaction(msg) as tx:
-            for src in sources:
-                if isinstance(src, (str, os.PathLike)) and is_triples(src, fmt):
-                    from store.triples import ingest_triples
-
-                    ingest_triples(tx, src)
-                else:
-                    tx.ingest(src)
-        return CommitInfo(self.version, msg, tx.counts)
+            for item in planned:
+                tx.ingest(item, engine=choice.engine)
+        return CommitInfo(self.version, msg, tx.counts, choice.line())
 
     # ---------------------------------------------------------------- facades
     def info(self) -> dict[str, Any]:

@@ -1,0 +1,243 @@
+"""Load `strata-bundle/1` bundles on the driver, without Spark (the local ingest path).
+
+Every source `store.bundle` accepts — a dict, a `.json` document, a `.jsonl` file, a folder of
+per-section JSON Lines / Parquet files — becomes a `LocalBundle`: the header as Python data and
+each section as a list of rows in the layout of `store.bundle.SECTION_SCHEMAS` (tuples made by
+the same `store.bundle.normalize`), numbered as Spark numbers them, so that validation reports
+the same record for the same input. Files are read with `json` and pyarrow.
+
+`count_records` counts a source's records cheaply (line counts of JSON Lines, Parquet footers),
+for the choice between this path and Spark's (`store.local.ingest`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store.bundle import FORMAT, SECTIONS, _check_header, normalize, read_json
+from store.errors import BundleError
+
+
+@dataclass
+class LocalBundle:
+    """A loaded bundle: the header as Python data, the sections as normalized row tuples."""
+
+    gsets: Mapping[str, Any]
+    types: list[Any]
+    elements: list[tuple] = field(default_factory=list)
+    vertices: list[tuple] = field(default_factory=list)
+    edges: list[tuple] = field(default_factory=list)
+    source: str = "<bundle>"
+
+    def sizes(self) -> tuple[int, int, int]:
+        return len(self.elements), len(self.vertices), len(self.edges)
+
+
+class NotLocal(Exception):
+    """The source cannot be read without Spark (a section is a Spark DataFrame)."""
+
+
+def is_dataframe(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pyspark")
+
+
+# ---------------------------------------------------------------------------- sources
+def from_dict(doc: Any, where: str = "<dict>") -> LocalBundle:
+    """A bundle given as Python data (`store.bundle.from_dict`'s checks, in the same order)."""
+    if not isinstance(doc, Mapping):
+        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
+    _check_header(doc, where)
+    types = doc.get("types") or []
+    if not isinstance(types, list):
+        raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
+    sections = {}
+    for s in SECTIONS:
+        records = doc.get(s)
+        if is_dataframe(records):
+            raise NotLocal(s)
+        if records is None:
+            records = []
+        if isinstance(records, _Rows):
+            sections[s] = records.rows
+            continue
+        if not isinstance(records, list):
+            raise BundleError(f"invalid bundle {where}: section '{s}' must be a list")
+        sections[s] = [normalize(s, i, r) for i, r in enumerate(records)]
+    return LocalBundle(doc.get("gsets") or {}, types, source=where, **sections)
+
+
+@dataclass
+class _Rows:
+    """A section read from a file, already normalized."""
+
+    rows: list[tuple]
+
+
+def from_path(path: str | os.PathLike[str]) -> LocalBundle:
+    """A bundle from a `.json` file, a `.jsonl` file or a folder of section files."""
+    p = Path(path)
+    where = str(path)
+    if not p.exists():
+        raise BundleError(f"no such bundle file or folder: {where}")
+    if p.is_dir():
+        return _from_folder(p)
+    if p.suffix == ".jsonl":
+        return _from_jsonl(p)
+    return from_dict(read_json(p, where), where)
+
+
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(p: Path) -> list[str]:
+    """The file's lines as Hadoop's text reader splits them (LF, CR or CR LF; no final empty line)."""
+    with open(p, "rb") as fh:
+        text = fh.read().decode("utf-8", errors="replace")
+    lines = _EOL.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _parsed(p: Path, skip_first: bool) -> list[tuple[int, Any, str | None]]:
+    """(line number from 0, record, error) for every non-blank line, as `store.bundle` parses them."""
+    out = []
+    for lineno, line in enumerate(_lines(p)):
+        if (skip_first and lineno == 0) or not line.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(line), None))
+        except ValueError as e:
+            out.append((lineno, None, f"line {lineno + 1} is not valid JSON ({e.msg})"))
+    return out
+
+
+def _from_jsonl(p: Path) -> LocalBundle:
+    where = str(p)
+    with open(p, encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        header = json.loads(first) if first.strip() else {}
+    except ValueError as e:
+        raise BundleError(f"invalid bundle {where}: line 1 is not valid JSON ({e})") from e
+    if not isinstance(header, dict) or "format" not in header:
+        raise BundleError(f"invalid bundle {where}: line 1 must be the header "
+                          '{"format": "strata-bundle/1", "gsets": ..., "types": ...}')
+    _check_header({k: v for k, v in header.items() if k not in SECTIONS}, where)
+    sections: dict[str, list[tuple]] = {s: [] for s in SECTIONS}
+    for lineno, rec, error in _parsed(p, skip_first=True):
+        tag = rec.get("section") if isinstance(rec, dict) else None
+        if error is not None or tag not in SECTIONS:
+            reason = error or f"record has section {tag!r}; use elements, vertices or edges"
+            raise BundleError(f"invalid bundle {where}: line {lineno + 1}: {reason}")
+        rows = sections[tag]
+        rows.append(normalize(tag, len(rows), {k: v for k, v in rec.items() if k != "section"}))
+    return LocalBundle(header.get("gsets") or {}, header.get("types") or [], source=where, **sections)
+
+
+def _from_folder(p: Path) -> LocalBundle:
+    where = str(p)
+    header_file = p / "bundle.json"
+    if not header_file.exists():
+        raise BundleError(f"invalid bundle folder {where}: missing bundle.json (the header with "
+                          "format, gsets and types)")
+    doc = read_json(header_file, str(header_file))
+    if not isinstance(doc, dict):
+        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
+    for s in SECTIONS:
+        jsonl, parquet = p / f"{s}.jsonl", p / f"{s}.parquet"
+        if jsonl.exists() and parquet.exists():
+            raise BundleError(f"invalid bundle folder {where}: both {s}.jsonl and {s}.parquet exist")
+        if jsonl.exists():
+            parsed = _parsed(jsonl, skip_first=False)
+            bad = [error for _, _, error in parsed if error is not None]
+            if bad:
+                raise BundleError(f"invalid bundle {jsonl}: {bad[0]}")
+            doc[s] = _Rows([normalize(s, i, rec) for i, (_, rec, _) in enumerate(parsed)])
+        elif parquet.exists():
+            doc[s] = _Rows([normalize(s, i, {k: v for k, v in rec.items() if v is not None})
+                            for i, rec in enumerate(parquet_records(parquet))])
+    return from_dict(doc, where)
+
+
+# ---------------------------------------------------------------------------- Parquet
+def parquet_paths(path: Path) -> list[Path]:
+    """The data files Spark reads for a Parquet path, in the order Spark numbers their rows: a
+    file, or a folder's files (not those starting with `_` or `.`), largest first."""
+    if path.is_file():
+        return [path]
+    files = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+        files += [Path(dirpath, f) for f in sorted(filenames) if not f.startswith(("_", "."))]
+    return sorted(files, key=lambda f: -f.stat().st_size)
+
+
+def parquet_records(path: Path) -> list[dict[str, Any]]:
+    """A Parquet file's (or folder's) rows as dicts of the values Spark's rows hold: maps as
+    dicts, structs as tuples (Spark's Row is a tuple, not a mapping), lists as lists."""
+    import pyarrow.parquet as pq
+
+    out: list[dict[str, Any]] = []
+    for f in parquet_paths(path):
+        table = pq.read_table(f)
+        names = table.column_names
+        cols = [[_spark_value(v, table.schema.field(n).type) for v in table.column(n).to_pylist()]
+                for n in names]
+        out += [dict(zip(names, vals, strict=True)) for vals in zip(*cols, strict=True)] if cols else []
+    return out
+
+
+def _spark_value(value: Any, arrow_type) -> Any:
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_map(arrow_type):
+        return {k: _spark_value(v, arrow_type.item_type) for k, v in value}
+    if pa.types.is_struct(arrow_type):
+        return tuple(_spark_value(value[arrow_type.field(i).name], arrow_type.field(i).type)
+                     for i in range(arrow_type.num_fields))
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return [_spark_value(v, arrow_type.value_type) for v in value]
+    return value
+
+
+def parquet_rows(path: Path) -> int:
+    """Rows of a Parquet file or folder, from the footers (no data read)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_paths(path))
+
+
+def line_count(path: Path) -> int:
+    """Lines of a text file (a last line without a newline counts), without parsing it."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def count_records(path: Path) -> int:
+    """Records of a bundle file or folder, counted without parsing the records."""
+    if path.is_dir():
+        n = 0
+        for s in SECTIONS:
+            if (path / f"{s}.jsonl").exists():
+                n += line_count(path / f"{s}.jsonl")
+            elif (path / f"{s}.parquet").exists():
+                n += parquet_rows(path / f"{s}.parquet")
+        return n
+    return line_count(path)
+
+
+__all__ = ["FORMAT", "LocalBundle", "NotLocal", "count_records", "from_dict", "from_path", "line_count",
+           "parquet_records", "parquet_rows"]

@@ -1,0 +1,256 @@
+"""Ingest on the driver, without Spark: bundles and triples files small enough for one process.
+
+`Store.ingest` sends a source here when the store is a local folder and the input holds at most
+the local limit of records (`store.engine`, `$STRATA_LOCAL_ROWS`; `plan_ingest` counts them
+cheaply), or when `--engine local` forces it. The source is loaded (`store.local.bundle`,
+`store.local.triples`), validated (`store.local.validate`: every check of `store.validate`, the
+same messages), turned into the rows `store.ingest.table_rows` would make for each core table
+(`table_rows` below), and each table's rows are written as one Parquet file with pyarrow into a
+new segment of the transaction (`StoreTransaction.append_arrow`), so the commit stays atomic.
+
+What the store already holds is read from the Parquet files of the transaction's tables —
+committed segments and those staged by earlier sources of the same commit — with DuckDB, for
+the ids the bundle mentions only (`TxTables`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from store import progress
+from store import schema as S
+from store.local.bundle import LocalBundle, NotLocal, count_records, from_dict, from_path, is_dataframe
+from store.local.tables import arrow_schema, parquet_files
+from store.local.validate import Existing, LocalResolved, validate
+
+
+# ---------------------------------------------------------------------------- the store's tables
+class TxTables:
+    """DuckDB lookups into the tables of a transaction (committed plus staged segments)."""
+
+    def __init__(self, stx) -> None:
+        import duckdb
+
+        self.stx = stx
+        self.con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+
+    def files(self, name: str) -> list[str]:
+        entry = self.stx._tx.tables.get(name)
+        out: list[str] = []
+        for seg in entry.segments if entry is not None else ():
+            out += parquet_files(self.stx.store.storage.local_path(seg))
+        return out
+
+    def relation(self, name: str):
+        files = self.files(name)
+        if not files:
+            return None
+        return self.con.read_parquet(files)
+
+    def matching(self, name: str, keys: Any, key: str = S.ID):
+        """Rows of table `name` whose column `key` is one of `keys` (a pyarrow array or an
+        iterable of strings), as a DuckDB relation (None: the table has no rows)."""
+        import pyarrow as pa
+
+        rel = self.relation(name)
+        if rel is None:
+            return None
+        if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
+            keys = pa.array(list(keys), pa.string())
+        probe = self.con.from_arrow(pa.table({key: keys}).group_by(key).aggregate([]))
+        return rel.join(probe, key, how="semi")
+
+    def lookup(self, name: str, value: str, ids: Iterable[str]) -> dict[str, Any]:
+        """id -> `value` of table `name`'s rows with those ids."""
+        rel = self.matching(name, ids)
+        return {} if rel is None else dict(rel.select(S.ID, value).fetchall())
+
+    def existing(self) -> Existing:
+        return Existing(vertex_kinds=lambda ids: self.lookup(S.VERTICES, S.KIND, ids),
+                        element_granularities=lambda ids: self.lookup(S.ELEMENTS, S.GRANULARITY, ids))
+
+    def ancestors(self, ids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
+        rel = self.matching(S.ANCESTORS, ids)
+        out: dict[str, list[tuple[str, int]]] = {}
+        for ident, anc, depth in ([] if rel is None else rel.select(S.ID, S.ANCESTOR, S.DEPTH).fetchall()):
+            out.setdefault(ident, []).append((anc, depth))
+        return out
+
+
+# ---------------------------------------------------------------------------- rows
+def stored_schema(name: str, triples: bool = False) -> str:
+    """The schema JSON Spark's writer records for core table `name` when an ingest creates it:
+    every column nullable but the ones Spark derives as never NULL (`store.ingest.table_rows`
+    builds them from literals and positions; from a triples file also the granularities)."""
+    from pyspark.sql.types import StructField, StructType
+
+    required = {(S.COMPLEX, S.CE), (S.VERTICES, S.IMPLICIT)}
+    if triples:
+        required |= {(S.ELEMENTS, S.GRANULARITY), (S.COMPLEX, S.GRANULARITY)}
+    return StructType([StructField(f.name, f.dataType, (name, f.name) not in required)
+                       for f in S.SCHEMAS[name].fields]).json()
+
+
+def closure(bundle: LocalBundle, old: TxTables) -> tuple[list[str], list[str], list[int]]:
+    """The reflexive-transitive ancestor rows (id, ancestor, depth: the shortest path) of the new
+    elements, reusing the committed closure of parents already in the store (as
+    `store.ingest.ancestors`)."""
+    parents = {r[1]: r[3] for r in bundle.elements}
+    old_rows = old.ancestors({p for ps in parents.values() for p in ps if p not in parents})
+    memo: dict[str, dict[str, int]] = {}
+
+    def up(x: str) -> dict[str, int]:
+        hit = memo.get(x)
+        if hit is None:
+            hit = {x: 0}
+            for p in parents[x]:
+                above = up(p).items() if p in parents else old_rows.get(p, ())
+                for a, d in above:
+                    if d + 1 < hit.get(a, d + 2):
+                        hit[a] = d + 1
+            memo[x] = hit
+        return hit
+
+    ids: list[str] = []
+    ancs: list[str] = []
+    depths: list[int] = []
+    for x in parents:
+        for a, d in up(x).items():
+            ids.append(x)
+            ancs.append(a)
+            depths.append(d)
+    return ids, ancs, depths
+
+
+def table_rows(bundle: LocalBundle, resolved: LocalResolved, old: TxTables, triples: bool = False
+               ) -> dict[str, Any]:
+    """The rows this bundle adds to each core table, as pyarrow Tables (`store.ingest.table_rows`)."""
+    import pyarrow as pa
+
+    E, V, D = bundle.elements, bundle.vertices, bundle.edges
+    kinds = resolved.kinds
+    cols: dict[str, dict[str, list]] = {name: {f.name: [] for f in S.SCHEMAS[name].fields} for name in S.CORE_TABLES}
+    el, par, vx, cx, ed = (cols[S.ELEMENTS], cols[S.PARENTS], cols[S.VERTICES], cols[S.COMPLEX], cols[S.EDGES])
+    for _idx, ident, gran, parents, attrs, _types, _problem in E:
+        kind = kinds.get(gran)
+        el[S.ID].append(ident)
+        el[S.GRANULARITY].append(gran)
+        el[S.KIND].append(kind)
+        for p in parents:
+            par[S.ID].append(ident)
+            par[S.PARENT].append(p)
+        for c, v in ((S.ID, ident), (S.KIND, kind), (S.TYPE, gran), (S.N_CE, 1), (S.CE_SIZE, 1),
+                     (S.ATTRS, attrs), (S.IMPLICIT, True)):
+            vx[c].append(v)
+        for c, v in ((S.VERTEX, ident), (S.CE, 0), (S.GRANULARITY, gran), (S.ELEM, ident)):
+            cx[c].append(v)
+    for r, (tkey, tkind, size) in zip(V, resolved.vertex_types, strict=True):
+        ident, ces, attrs = r[1], r[4], r[5]
+        for c, v in ((S.ID, ident), (S.KIND, tkind), (S.TYPE, tkey), (S.N_CE, len(ces)), (S.CE_SIZE, size),
+                     (S.ATTRS, attrs), (S.IMPLICIT, False)):
+            vx[c].append(v)
+        for ce, m in enumerate(ces):
+            for g, elem in m.items():
+                for c, v in ((S.VERTEX, ident), (S.CE, ce), (S.GRANULARITY, g), (S.ELEM, elem)):
+                    cx[c].append(v)
+    for _idx, src, proc, dst, _problem in D:
+        ed[S.SRC].append(src)
+        ed[S.DST].append(dst)
+        ed[S.PROCESS].append(proc)
+    ids, ancs, depths = closure(bundle, old)
+    cols[S.ANCESTORS] = {S.ID: ids, S.ANCESTOR: ancs, S.DEPTH: depths}
+    vx[S.ATTRS] = [None if a is None else list(a.items()) for a in vx[S.ATTRS]]
+    out = {}
+    for name in S.CORE_TABLES:
+        schema = arrow_schema(stored_schema(name, triples))
+        out[name] = pa.table({f.name: pa.array(cols[name][f.name], f.type) for f in schema}, schema=schema)
+    return out
+
+
+# ---------------------------------------------------------------------------- ingest
+def ingest_bundle(stx, bundle: LocalBundle, triples: bool = False, rows: dict[str, Any] | None = None):
+    """Validate `bundle` against everything committed or staged in `stx` (a StoreTransaction),
+    then stage its rows; returns its IngestCounts. `rows`: the tables' rows when the caller made
+    them (a triples file), else `table_rows`'s."""
+    from store.ingest import IngestCounts
+
+    tables = TxTables(stx)
+    with progress.step(f"validate {bundle.source}", total=sum(bundle.sizes())) as step:
+        catalog = stx.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
+        resolved = validate(bundle, catalog, tables.existing())
+        step.advance(sum(bundle.sizes()))
+    if rows is None:
+        rows = table_rows(bundle, resolved, tables, triples)
+    with progress.step(f"write {bundle.source}", total=sum(t.num_rows for t in rows.values())) as step:
+        for name in S.CORE_TABLES:
+            stx.append_arrow(name, rows[name], stored_schema(name, triples))
+            step.advance(rows[name].num_rows)
+    stx.set_catalog(resolved.catalog)
+    return IngestCounts(*bundle.sizes())
+
+
+def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
+    """A bundle source (a dict, a .json, a .jsonl, a folder) read on the driver."""
+    if isinstance(source, Mapping):
+        return from_dict(source)
+    with progress.step(f"read {source}"):
+        return from_path(source)
+
+
+@dataclass
+class Planned:
+    """One source of an ingest: what it is, how many records it holds (None: it cannot be read
+    without Spark) and what was already read of it."""
+
+    source: Any
+    triples: bool
+    records: int | None
+    loaded: Any = None  # a parsed .json document
+
+
+def plan(source: Any, triples: bool) -> Planned:
+    """Count a source's records cheaply: list lengths of a dict, a .json document's records (it
+    is parsed once, here, and kept), line counts of JSON Lines and CSV, Parquet footers."""
+    if isinstance(source, Mapping):
+        if any(is_dataframe(source.get(s)) for s in ("elements", "vertices", "edges")):
+            return Planned(source, False, None)
+        return Planned(source, False, sum(len(v) for s in ("elements", "vertices", "edges")
+                                          if isinstance(v := source.get(s), list)))
+    if not isinstance(source, (str, os.PathLike)):
+        return Planned(source, triples, None)  # a loaded Spark Bundle
+    p = Path(source)
+    if not p.exists():
+        return Planned(source, triples, 0)  # the loader reports it
+    if triples:
+        from store.local.triples import count_triples
+
+        return Planned(source, True, count_triples(p))
+    if p.is_dir() or p.suffix == ".jsonl":
+        return Planned(source, False, count_records(p))
+    from store.bundle import read_json
+
+    doc = read_json(p, str(p))
+    n = sum(len(v) for s in ("elements", "vertices", "edges") if isinstance(v := (doc or {}).get(s), list)) \
+        if isinstance(doc, dict) else 0
+    return Planned(source, False, n, doc)
+
+
+def ingest_planned(stx, item: Planned):
+    """Ingest one planned source on the driver into transaction `stx`."""
+    if item.triples:
+        from store.local.triples import ingest_triples
+
+        return ingest_triples(stx, item.source)
+    if item.loaded is not None:
+        bundle = from_dict(item.loaded, str(item.source))
+    else:
+        bundle = load(item.source)
+    return ingest_bundle(stx, bundle)
+
+
+__all__ = ["NotLocal", "Planned", "TxTables", "ingest_bundle", "ingest_planned", "plan", "stored_schema",
+           "table_rows"]

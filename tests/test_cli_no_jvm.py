@@ -107,3 +107,18 @@ def test_usage_and_audit_reports_start_no_jvm(traced_root):
     assert r.returncode == 0 and json.loads(r.stdout), r.stderr
     r = strata(traced_root, "report", "usage", "//text = 'Hello World'", "/user/id_str", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout), r.stderr
+
+
+def test_ingest_of_a_small_bundle_starts_no_jvm(spark, tmp_path):
+    """`strata ingest` of a bundle within the local limit, into a local store, runs on the driver;
+    the store it commits reads back the same with Spark."""
+    root = str(tmp_path / "store")
+    r = strata(root, "ingest", os.path.join(ROOT, "examples", "movies.json"))
+    assert r.returncode == 0, r.stderr
+    st = Store.open(root, spark=spark)
+    assert st.version == 1 and st.table("vertices").count() == 33
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "strata-bundle/1", "elements": [{"id": "imdb_page", "granularity": "Table"}]}))
+    r = strata(root, "ingest", str(bad))
+    assert r.returncode == 2 and "already in the store" in r.stderr and "JAVA" not in r.stderr, r.stderr
+    assert Store.open(root, spark=spark).version == 1

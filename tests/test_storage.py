@@ -73,23 +73,50 @@ KILL_SCRIPT = textwrap.dedent("""
     from store.session import get_session
     from store import Store
     spark = get_session("local[1]", {"spark.sql.shuffle.partitions": "1", "spark.ui.enabled": "false"})
-    Store.open(sys.argv[1], spark=spark).ingest(sys.argv[2])
+    Store.open(sys.argv[1], spark=spark, engine="spark").ingest(sys.argv[2])
+""")
+
+# The local path writes its six segments within milliseconds, too fast to catch from outside: the
+# writer kills itself once its first segment is written (from the progress step that counts them).
+KILL_SCRIPT_LOCAL = textwrap.dedent("""
+    import os, signal, sys
+    from store import Store, progress
+
+    class KillAfterFirstSegment:
+        def start(self, name, total):
+            self.writing = name.startswith("write ")
+            return self
+        def finish(self, step):
+            pass
+        def total(self, n):
+            pass
+        def advance(self, n=1):
+            if self.writing:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    with progress.reporting(KillAfterFirstSegment()):
+        Store.open(sys.argv[1], engine="local").ingest(sys.argv[2])
 """)
 
 
-def test_sigkill_mid_ingest_leaves_the_previous_commit(spark, store_path, tmp_path):
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_sigkill_mid_ingest_leaves_the_previous_commit(spark, store_path, tmp_path, engine):
     st = Store.open(store_path, spark=spark)
     st.ingest(SMALL)
     big = tmp_path / "big.json"
     big.write_text(json.dumps(more("k", 20_000)))
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(store_path), str(big)],
+    script = KILL_SCRIPT if engine == "spark" else KILL_SCRIPT_LOCAL
+    proc = subprocess.Popen([sys.executable, "-c", script, str(store_path), str(big)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tables = store_path / "tables"
+
+    def staged():
+        return [d for t in tables.iterdir() for d in t.iterdir() if d.name.startswith("v00000002-")]
+
     deadline = time.time() + 300
     try:
         while time.time() < deadline and proc.poll() is None:
-            staged = [d for t in tables.iterdir() for d in t.iterdir() if d.name.startswith("v00000002-")]
-            if staged:  # the writer is between its first staged segment and its manifest
+            if staged():  # the writer is between its first staged segment and its manifest
                 proc.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.02)
@@ -98,6 +125,7 @@ def test_sigkill_mid_ingest_leaves_the_previous_commit(spark, store_path, tmp_pa
             proc.kill()
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the ingest finished before it could be killed mid-commit"
+    assert staged(), "the writer was killed before it staged a segment"
     reopened = Store.open(store_path, spark=spark)
     assert reopened.version == 1
     assert ids(reopened) == {"t", "r"}

@@ -360,16 +360,18 @@ class Transaction:
             raise StoreError(f"table {name} has another schema than the rows appended to it")
         self._add_segment(name, self.storage.write_rows(name, self.version, rows, schema), schema.json())
 
-    def stage_local(self, name: str, schema_json: str) -> str | None:
+    def stage_local(self, name: str, schema_json: str, partition_by: Sequence[str] = (),
+                    sort_by: Sequence[str] = ()) -> str | None:
         """A new, empty segment folder that replaces table ``name``, for a writer other than Spark's
-        (the caller fills it with Parquet files of ``schema_json`` before the commit; an abort
-        deletes it). None when the store is not a local folder."""
+        (the caller fills it with Parquet files of ``schema_json`` — in ``col=value`` folders for
+        ``partition_by``, each file ordered by ``sort_by`` — before the commit; an abort deletes
+        it). None when the store is not a local folder."""
         rel = self.storage._new_segment(name, self.version)
         folder = self.storage.local_path(rel)
         if folder is None:
             return None
         os.makedirs(folder)
-        self._set_segment(name, rel, TableEntry((rel,), schema_json))
+        self._set_segment(name, rel, TableEntry((rel,), schema_json, tuple(partition_by), tuple(sort_by)))
         return folder
 
     def append_local(self, name: str, schema_json: str) -> str | None:

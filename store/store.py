@@ -61,10 +61,11 @@ class StoreTransaction:
                 sort_by: Sequence[str] = (), files: int | None = None) -> None:
         self._tx.replace(name, df, partition_by=partition_by, sort_by=sort_by, files=files)
 
-    def stage_local(self, name: str, schema_json: str) -> str | None:
+    def stage_local(self, name: str, schema_json: str, partition_by: Sequence[str] = (),
+                    sort_by: Sequence[str] = ()) -> str | None:
         """A local folder whose Parquet files become table ``name`` at commit (None: the store is
         not a local folder). See ``Transaction.stage_local``."""
-        return self._tx.stage_local(name, schema_json)
+        return self._tx.stage_local(name, schema_json, partition_by, sort_by)
 
     def set_meta(self, key: str, value: Any) -> None:
         self._tx.set_meta(key, value)

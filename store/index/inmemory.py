@@ -381,13 +381,10 @@ def sort_order(bucket: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
 def stage(tx, name: str) -> str:
     """A new segment folder that replaces index table `name` in transaction `tx`, recorded with
     the partition and sort columns Spark's writer records (layout.LAYOUT)."""
-    folder = tx.stage_local(name, schema_json(name))
+    folder = tx.stage_local(name, schema_json(name), (L.BUCKET,), L.LAYOUT[name][1])
     if folder is None:
         raise UserError("the in-process index build writes stores on this machine's file system only",
                         hint="use --engine spark for a store on a Hadoop URI")
-    inner = getattr(tx, "_tx", tx)  # the storage transaction under a StoreTransaction
-    inner.tables[name] = dataclasses.replace(inner.tables[name], partition_by=(L.BUCKET,),
-                                             sort_by=tuple(L.LAYOUT[name][1]))
     return folder
 
 

@@ -14,6 +14,7 @@ import json
 import click
 
 from store.errors import UserError
+from strata import progress
 from strata.cli import store_of
 
 
@@ -48,6 +49,7 @@ def _splits(path: str | None) -> tuple[tuple[str, ...], ...] | None:
 @click.option("--rebuild", is_flag=True, help="Rebuild from scratch instead of merging new edges.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.pass_context
+@progress.around
 def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None:
     """Build or update the component index (components, connected sets, set dependencies).
 

@@ -67,18 +67,37 @@ def test_the_rich_bar_shows_each_step_with_its_count():
     assert "components" in text and "7/7" in text
 
 
+def _in_a_terminal(*args: str) -> tuple[int, str]:
+    """`strata ARGS` in a pseudo-terminal with no Java: (exit status, what it drew)."""
+    command = str(STRATA) if STRATA.exists() else sys.executable
+    args = ([] if STRATA.exists() else ["-m", "strata.cli"]) + list(args)
+    env = {**os.environ, "JAVA_HOME": "/nonexistent", "COLUMNS": "120"}
+    child = pexpect.spawn(command, args, env=env, encoding="utf-8", timeout=120, dimensions=(40, 120))
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus, child.before
+
+
+def test_ingest_and_index_draw_their_steps_on_a_terminal(tmp_path):
+    root = str(tmp_path / "store")
+    bundle = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "movies.json")
+    status, drawn = _in_a_terminal("--store", root, "ingest", bundle)
+    assert status == 0, drawn
+    assert "movies.json" in drawn and "committed version 1" in drawn
+    status, drawn = _in_a_terminal("--store", root, "index")
+    assert status == 0, drawn
+    assert "encode ids" in drawn and "components" in drawn and "write index_nodes" in drawn
+    piped = strata(root, "index", "--rebuild")
+    assert piped.returncode == 0 and "encode ids" not in piped.stderr, piped.stderr
+
+
 def test_show_draws_progress_on_a_terminal_and_nothing_when_piped(movies_root, tmp_path):  # noqa: F811
     html = tmp_path / "lineage.html"
     piped = strata(movies_root, "show", "avatar_lead_actor_v1", "-o", str(html))
     assert piped.returncode == 0, piped.stderr
     assert "select ids" not in piped.stderr and "━" not in piped.stderr
-    command = str(STRATA) if STRATA.exists() else sys.executable
-    args = ([] if STRATA.exists() else ["-m", "strata.cli"]) + [
-        "--store", movies_root, "show", "avatar_lead_actor_v1", "-o", str(tmp_path / "tty.html")]
-    env = {**os.environ, "JAVA_HOME": "/nonexistent", "COLUMNS": "120"}
-    child = pexpect.spawn(command, args, env=env, encoding="utf-8", timeout=120, dimensions=(40, 120))
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
-    assert "select ids" in child.before and "read their rows" in child.before
+    status, drawn = _in_a_terminal("--store", movies_root, "show", "avatar_lead_actor_v1",
+                                   "-o", str(tmp_path / "tty.html"))
+    assert status == 0, drawn
+    assert "select ids" in drawn and "read their rows" in drawn
     assert (tmp_path / "tty.html").exists()

@@ -190,6 +190,7 @@ class Component:
     sets: object  # pyarrow StringArray: the component's dst_csid values, one per code
     by_set: tuple  # _groups of the triples by dst_csid code
     deps: dict[bool, tuple] = field(default_factory=dict)  # forward -> (ids, groups, next codes)
+    last_codes: tuple | None = None  # (the set list last asked for, its codes)
 
     @classmethod
     def load(cls, index: LocalIndex, ccid: str) -> Component:
@@ -203,12 +204,19 @@ class Component:
     def rows(self, sets: Sequence[str] | None) -> int:
         if sets is None:
             return self.triples.num_rows
-        return int(self.by_set[2][_codes(self.sets, sets)].sum())
+        return int(self.by_set[2][self._set_codes(sets)].sum())
 
     def scope(self, sets: Sequence[str] | None):
         if sets is None:
             return self.triples
-        return self.triples.take(_gather(self.by_set, _codes(self.sets, sets)))
+        return self.triples.take(_gather(self.by_set, self._set_codes(sets)))
+
+    def _set_codes(self, sets: Sequence[str]):
+        """Codes of `sets`; a lineage asks twice for the same list (to count, then to read)."""
+        last = self.last_codes
+        if last is None or last[0] is not sets:
+            last = self.last_codes = (sets, _codes(self.sets, sets))
+        return last[1]
 
     def set_lineage(self, index: LocalIndex, ccid: str, csid: str, forward: bool) -> set[str]:
         import numpy as np

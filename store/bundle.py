@@ -303,19 +303,31 @@ def _from_jsonl(spark, p: Path) -> Bundle:
     return Bundle(header.get("gsets") or {}, header.get("types") or [], source=where, **frames)
 
 
-def _from_folder(spark, p: Path) -> Bundle:
-    where = str(p)
+def folder_header(p: Path) -> dict:
+    """The header of a bundle folder (its bundle.json, a JSON object), checked."""
     header_file = p / "bundle.json"
     if not header_file.exists():
-        raise BundleError(f"invalid bundle folder {where}: missing bundle.json (the header with "
+        raise BundleError(f"invalid bundle folder {p}: missing bundle.json (the header with "
                           "format, gsets and types)")
     doc = read_json(header_file, str(header_file))
     if not isinstance(doc, dict):
-        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
+        raise BundleError(f"invalid bundle {p}: the document must be a JSON object")
+    return doc
+
+
+def section_files(p: Path, section: str) -> tuple[Path, Path]:
+    """(`<section>.jsonl`, `<section>.parquet`) of a bundle folder; at most one may exist."""
+    jsonl, parquet = p / f"{section}.jsonl", p / f"{section}.parquet"
+    if jsonl.exists() and parquet.exists():
+        raise BundleError(f"invalid bundle folder {p}: both {section}.jsonl and {section}.parquet exist")
+    return jsonl, parquet
+
+
+def _from_folder(spark, p: Path) -> Bundle:
+    where = str(p)
+    doc = folder_header(p)
     for s in SECTIONS:
-        jsonl, parquet = p / f"{s}.jsonl", p / f"{s}.parquet"
-        if jsonl.exists() and parquet.exists():
-            raise BundleError(f"invalid bundle folder {where}: both {s}.jsonl and {s}.parquet exist")
+        jsonl, parquet = section_files(p, s)
         if jsonl.exists():
             rdd = _jsonl_section(spark, str(jsonl.resolve()), s)
             bad = rdd.filter(lambda t: t[0] == "__error__").take(1)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store.bundle import FORMAT, SECTIONS, _check_header, normalize, read_json
+from store.bundle import FORMAT, SECTIONS, _check_header, folder_header, normalize, read_json, section_files
 from store.errors import BundleError
 
 
@@ -143,17 +143,9 @@ def _from_jsonl(p: Path) -> LocalBundle:
 
 def _from_folder(p: Path) -> LocalBundle:
     where = str(p)
-    header_file = p / "bundle.json"
-    if not header_file.exists():
-        raise BundleError(f"invalid bundle folder {where}: missing bundle.json (the header with "
-                          "format, gsets and types)")
-    doc = read_json(header_file, str(header_file))
-    if not isinstance(doc, dict):
-        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
+    doc = folder_header(p)
     for s in SECTIONS:
-        jsonl, parquet = p / f"{s}.jsonl", p / f"{s}.parquet"
-        if jsonl.exists() and parquet.exists():
-            raise BundleError(f"invalid bundle folder {where}: both {s}.jsonl and {s}.parquet exist")
+        jsonl, parquet = section_files(p, s)
         if jsonl.exists():
             parsed = _parsed(jsonl, skip_first=False)
             bad = [error for _, _, error in parsed if error is not None]

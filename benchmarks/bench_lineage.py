@@ -153,7 +153,7 @@ def timed_build(spark, root: Path, theta: int, index_engine: str) -> tuple[dict,
 
 
 def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
-              reuse: bool = False, reindex: bool = False, index_engine: str = "auto") -> dict:
+              reuse: bool = False, reindex: bool = False, have_trace: bool = False, index_engine: str = "auto") -> dict:
     import duckdb
 
     from store.index.layout import META_KEY
@@ -174,10 +174,11 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
             index_s, extra = meta["build_s"], {}
     else:
         t0 = time.perf_counter()
-        tr, queries = gen_trace.generate(scale)
-        info = gen_trace.write(tr, queries, out)
+        if have_trace and (out / "triples.parquet").exists() and (out / "queries.json").exists():
+            info = json.loads((out / "queries.json").read_text())
+        else:
+            info = gen_trace.generate_to(scale, out)  # streamed: memory follows the largest component
         gen_s = time.perf_counter() - t0
-        del tr
         import shutil
 
         shutil.rmtree(out / "store", ignore_errors=True)
@@ -263,6 +264,8 @@ def main() -> None:
     ap.add_argument("--theta", type=int, default=25_000)
     ap.add_argument("--rq-limit", type=int, default=None, help="time RQ on the first N queries only")
     ap.add_argument("--driver-memory", default="6g")
+    ap.add_argument("--have-trace", action="store_true",
+                    help="load the trace a previous run (or gen_trace.py) wrote to --work instead of generating it")
     ap.add_argument("--reindex", action="store_true",
                     help="with --reuse: build the component index again (timed) before the queries")
     ap.add_argument("--reuse", action="store_true",
@@ -284,7 +287,7 @@ def main() -> None:
     results = []
     for scale in args.scale:
         results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit, args.reuse, args.reindex,
-                                 args.index_engine))
+                                 args.have_trace, args.index_engine))
         print(json.dumps(results[-1]), flush=True)
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}")

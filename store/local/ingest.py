@@ -175,7 +175,7 @@ def table_rows(bundle: LocalBundle, resolved: LocalResolved, old: TxTables, trip
 def ingest_bundle(stx, bundle: LocalBundle, triples: bool = False, rows: dict[str, Any] | None = None):
     """Validate `bundle` against everything committed or staged in `stx` (a StoreTransaction),
     then stage its rows; returns its IngestCounts. `rows`: the tables' rows when the caller made
-    them (a triples file), else `table_rows`'s."""
+    them, else `table_rows`'s."""
     from store.ingest import IngestCounts
 
     tables = TxTables(stx)
@@ -185,12 +185,17 @@ def ingest_bundle(stx, bundle: LocalBundle, triples: bool = False, rows: dict[st
         step.advance(sum(bundle.sizes()))
     if rows is None:
         rows = table_rows(bundle, resolved, tables, triples)
-    with progress.step(f"write {bundle.source}", total=sum(t.num_rows for t in rows.values())) as step:
+    stage_rows(stx, bundle.source, rows, resolved.catalog, triples)
+    return IngestCounts(*bundle.sizes())
+
+
+def stage_rows(stx, source: str, rows: Mapping[str, Any], catalog, triples: bool = False) -> None:
+    """Stage each core table's new rows (pyarrow Tables) as a segment of `stx` and its catalog."""
+    with progress.step(f"write {source}", total=sum(t.num_rows for t in rows.values())) as step:
         for name in S.CORE_TABLES:
             stx.append_arrow(name, rows[name], stored_schema(name, triples))
             step.advance(rows[name].num_rows)
-    stx.set_catalog(resolved.catalog)
-    return IngestCounts(*bundle.sizes())
+    stx.set_catalog(catalog)
 
 
 def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
@@ -252,5 +257,5 @@ def ingest_planned(stx, item: Planned):
     return ingest_bundle(stx, bundle)
 
 
-__all__ = ["NotLocal", "Planned", "TxTables", "ingest_bundle", "ingest_planned", "plan", "stored_schema",
-           "table_rows"]
+__all__ = ["NotLocal", "Planned", "TxTables", "ingest_bundle", "ingest_planned", "plan", "stage_rows",
+           "stored_schema", "table_rows"]

@@ -1,21 +1,30 @@
 """Triples files (docs/triples.md) ingested on the driver, as `store.triples` does with Spark.
 
 The file (CSV with a header, or Parquet) and its table mapping are read with pyarrow and checked
-as `store.triples.load_triples` checks them (same messages); the triples become the same bundle
-as `store.triples.triples_bundle` makes — values, tables and ops as elements, new triples as
-edges, ids already in the store reused — which then goes through the local validation and ingest
-(`store.local.ingest.ingest_bundle`).
+as `store.triples.load_triples` checks them (same messages). The new triples (those not already
+in the store's `edges`) become the rows of `store.triples.triples_bundle`'s bundle — values,
+tables and ops as elements, triples as edges, ids already in the store reused — computed
+column-wise with Arrow (`table_rows`) when a few set-wise checks show they are valid, which is
+what every real file hits; otherwise the bundle goes record by record through the local
+validation (`store.local.validate`), which names the first problem as the Spark path does.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from store import progress
+from store import schema as S
 from store.errors import BundleError
 from store.local.bundle import LocalBundle, line_count, parquet_paths, parquet_rows
+from store.local.ingest import stored_schema
+from store.local.tables import arrow_schema
 from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, _sibling_tables
 
 
@@ -126,9 +135,18 @@ def load_triples(path: str | os.PathLike[str], tables: str | os.PathLike[str] | 
     return triples, mapping
 
 
-def triples_bundle(triples, mapping, existing_elements: set[str], source: str) -> LocalBundle:
-    """The bundle for validated triples (`store.triples.triples_bundle`); `existing_elements`:
-    the ids among them already in the store (reused, not added)."""
+@dataclass
+class Ids:
+    """The distinct ids of a triples file's new triples and its mapping, by role."""
+
+    values: Any  # pyarrow Arrays of strings
+    tables: Any
+    ops: Any
+
+
+def ids_of(triples, mapping, source: str) -> Ids:
+    """Values, tables and ops; raises BundleError when an id has two roles (ids are shared by
+    values, tables and ops)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -146,32 +164,134 @@ def triples_bundle(triples, mapping, existing_elements: set[str], source: str) -
     if named:
         raise BundleError(f"{source}: {min(named)!r} names both a table and a value or op",
                           hint="table names share the id space with values and ops")
+    return Ids(values, tables, ops)
+
+
+def triples_bundle(triples, mapping, existing_elements, source: str) -> LocalBundle:
+    """The bundle for validated triples (`store.triples.triples_bundle`); `existing_elements`:
+    the ids among them already in the store (a pyarrow array; reused, not added)."""
+    import pyarrow.compute as pc
+
+    ids = ids_of(triples, mapping, source)
     parent = dict(zip(mapping.column(ITEM).to_pylist(), mapping.column(TABLE).to_pylist(), strict=True))
     elements: list[tuple] = []
-    for ids, gran in ((tables, TABLE), (values, VALUE), (ops, TRANSFORMATION)):
-        for x in ids.to_pylist():
-            if x not in existing_elements:
-                p = parent.get(x) if gran == VALUE else None
-                elements.append((None, x, gran, [p] if p is not None else [], None, None, None))
+    for group, gran in ((ids.tables, TABLE), (ids.values, VALUE), (ids.ops, TRANSFORMATION)):
+        for x in group.filter(pc.invert(pc.is_in(group, value_set=existing_elements))).to_pylist():
+            p = parent.get(x) if gran == VALUE else None
+            elements.append((None, x, gran, [p] if p is not None else [], None, None, None))
     edges = [(None, s, o, d, None) for s, d, o in zip(*(triples.column(c).to_pylist() for c in ("src", "dst", "op")),
                                                       strict=True)]
     return LocalBundle(GSETS, [], elements, [], edges, source=source)
 
 
-def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[str] | None = None):
-    """Stage a triples file in transaction `stx` (a StoreTransaction) without Spark; its counts."""
+# ---------------------------------------------------------------------------- the common case
+def _not_in(a, value_set):
+    import pyarrow.compute as pc
+
+    return a.filter(pc.invert(pc.is_in(a, value_set=value_set)))
+
+
+def _only(found: dict[str, Any], keys, want: str) -> bool:
+    """Every key was found, with the value `want`."""
+    keys = keys.to_pylist()
+    return len(found) == len(keys) and all(found.get(k) == want for k in keys)
+
+
+def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, Any] | None:
+    """The rows a triples file adds to each core table, computed column-wise with Arrow — or None
+    when validation might find a problem, and the caller takes the record-by-record path
+    (`triples_bundle` + `store.local.validate`), which names it as the Spark path does.
+
+    The rows are those `store.local.ingest.table_rows` makes of `triples_bundle`, and they are
+    valid when: the three granularities have their kinds; no new id is a vertex in the store;
+    the table of each new value is a new table (then `Value` must be strictly finer than
+    `Table`) or an element in the store of a granularity strictly coarser than `Value`; and each
+    endpoint already in the store is a vertex of the right kind (data for src and dst, process
+    for op). Everything else holds by
+    construction (new ids are distinct, new values are data, new ops process)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kinds = catalog.all_kinds()
+    if (kinds.get(VALUE), kinds.get(TABLE), kinds.get(TRANSFORMATION)) != ("data", "data", "process"):
+        return None
+    new = {g: _not_in(a, existing) for g, a in ((TABLE, ids.tables), (VALUE, ids.values),
+                                                (TRANSFORMATION, ids.ops))}
+    new_ids = pa.concat_arrays(list(new.values()))
+    clash = old.matching(S.VERTICES, new_ids)
+    if clash is not None and clash.limit(1).fetchall():
+        return None
+    m = mapping.filter(pc.is_in(mapping.column(ITEM), value_set=new[VALUE]))
+    coarser = {p for c, p in catalog.strict_pairs() if c == VALUE}
+    old_parents = _not_in(pc.unique(m.column(TABLE)), new[TABLE])
+    if len(old_parents) < len(pc.unique(m.column(TABLE))) and TABLE not in coarser:
+        return None
+    found = old.lookup(S.ELEMENTS, S.GRANULARITY, old_parents)
+    if len(found) < len(old_parents) or not set(found.values()) <= coarser:
+        return None
+    ends = pc.unique(pa.chunked_array([*triples.column("src").chunks, *triples.column("dst").chunks], pa.string()))
+    for keys, want in ((ends.filter(pc.is_in(ends, value_set=existing)), "data"),
+                       (ids.ops.filter(pc.is_in(ids.ops, value_set=existing)), "process")):
+        if not _only(old.lookup(S.VERTICES, S.KIND, keys), keys, want):
+            return None
+
+    grans = pa.concat_arrays([pa.array(np.full(len(a), g, dtype=object), pa.string()) for g, a in new.items()])
+    kind = pc.if_else(pc.equal(grans, TRANSFORMATION), "process", "data")
+    n = len(new_ids)
+    parents = pa.table({S.ID: m.column(ITEM), S.PARENT: m.column(TABLE)})
+    # ancestors: each new element itself; a new value's new table (depth 1); a new value's table
+    # already in the store, and that table's ancestors, one deeper
+    under_new = parents.filter(pc.invert(pc.is_in(parents.column(S.PARENT), value_set=old_parents)))
+    under_old = parents.filter(pc.is_in(parents.column(S.PARENT), value_set=old_parents))
+    old_anc = old.matching(S.ANCESTORS, old_parents)
+    above = pa.table({S.ID: pa.array([], pa.string()), S.ANCESTOR: pa.array([], pa.string()),
+                      S.DEPTH: pa.array([], pa.int32())})
+    if old_anc is not None and under_old.num_rows:
+        rows = old_anc.select(S.ID, S.ANCESTOR, S.DEPTH).arrow()
+        rows = rows if isinstance(rows, pa.Table) else rows.read_all()
+        joined = under_old.join(rows.rename_columns([S.PARENT, S.ANCESTOR, S.DEPTH]), S.PARENT)
+        above = pa.table({S.ID: joined.column(S.ID), S.ANCESTOR: joined.column(S.ANCESTOR),
+                          S.DEPTH: pc.add(pc.cast(joined.column(S.DEPTH), pa.int32()), 1)})
+    ancestors = pa.concat_tables([
+        pa.table({S.ID: new_ids, S.ANCESTOR: new_ids, S.DEPTH: pa.array(np.zeros(n, np.int32))}),
+        pa.table({S.ID: under_new.column(S.ID), S.ANCESTOR: under_new.column(S.PARENT),
+                  S.DEPTH: pa.array(np.ones(under_new.num_rows, np.int32))}),
+        above], promote_options="permissive")
+    ones = pa.array(np.ones(n, np.int32))
+    columns = {
+        S.ELEMENTS: {S.ID: new_ids, S.GRANULARITY: grans, S.KIND: kind},
+        S.PARENTS: {S.ID: parents.column(S.ID), S.PARENT: parents.column(S.PARENT)},
+        S.ANCESTORS: {c: ancestors.column(c) for c in (S.ID, S.ANCESTOR, S.DEPTH)},
+        S.VERTICES: {S.ID: new_ids, S.KIND: kind, S.TYPE: grans, S.N_CE: ones, S.CE_SIZE: ones,
+                     S.ATTRS: None, S.IMPLICIT: pa.array(np.ones(n, bool))},
+        S.COMPLEX: {S.VERTEX: new_ids, S.CE: pa.array(np.zeros(n, np.int32)), S.GRANULARITY: grans,
+                    S.ELEM: new_ids},
+        S.EDGES: {S.SRC: triples.column("src"), S.DST: triples.column("dst"), S.PROCESS: triples.column("op")},
+    }
+    out = {}
+    for name, cols in columns.items():
+        schema = arrow_schema(stored_schema(name, triples=True))
+        size = len(next(v for v in cols.values() if v is not None))
+        out[name] = pa.table([pa.nulls(size, f.type) if cols[f.name] is None else pc.cast(cols[f.name], f.type)
+                              for f in schema], schema=schema)
+    return out
+
+
+def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[str] | None = None,
+                   columnar: bool = True):
+    """Stage a triples file in transaction `stx` (a StoreTransaction) without Spark; its counts.
+    columnar: build the rows with Arrow when they are valid (`table_rows`); False takes the
+    record-by-record path of any bundle (tests compare the two)."""
     import duckdb
     import pyarrow as pa
 
-    from store.local.ingest import TxTables, ingest_bundle
+    from store.ingest import IngestCounts
+    from store.local.ingest import TxTables, ingest_bundle, stage_rows
 
-    triples, mapping = load_triples(path, tables)
+    source = str(path)
+    with progress.step(f"read {source}"):
+        triples, mapping = load_triples(path, tables)
     store_tables = TxTables(stx)
-    ids: Any = pa.chunked_array([*triples.column("src").chunks, *triples.column("dst").chunks,
-                                 *triples.column("op").chunks, *mapping.column(ITEM).chunks,
-                                 *mapping.column(TABLE).chunks], pa.string())
-    rel = store_tables.matching("elements", ids)
-    existing = set() if rel is None else {r[0] for r in rel.select("id").fetchall()}
     old_edges = store_tables.relation("edges")
     if old_edges is not None:
         probe = store_tables.con.from_arrow(triples)
@@ -180,4 +300,22 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
         triples = probe.join(known, "src, op, dst", how="anti").arrow()
         if not isinstance(triples, pa.Table):
             triples = triples.read_all()
-    return ingest_bundle(stx, triples_bundle(triples, mapping, existing, str(path)), triples=True)
+    ids = ids_of(triples, mapping, source)
+    rel = store_tables.matching("elements", pa.concat_arrays([ids.values, ids.tables, ids.ops]))
+    existing = pa.array([], pa.string()) if rel is None else _column(rel.select("id").arrow(), "id")
+    if columnar:
+        with progress.step(f"validate {source}"):
+            catalog = stx.catalog.merge_gsets(GSETS).merge_types([])
+            rows = table_rows(ids, triples, mapping, existing, store_tables, catalog)
+        if rows is not None:
+            stage_rows(stx, source, rows, catalog, triples=True)
+            return IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
+    return ingest_bundle(stx, triples_bundle(triples, mapping, existing, source), triples=True)
+
+
+def _column(result, name: str):
+    """One column of a DuckDB `.arrow()` result (a Table or a RecordBatchReader) as one Array."""
+    import pyarrow as pa
+
+    table = result if isinstance(result, pa.Table) else result.read_all()
+    return table.column(name).combine_chunks() if table.num_rows else pa.array([], pa.string())

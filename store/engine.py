@@ -10,7 +10,8 @@ small volumes on the driver, the cluster for the rest. It picks Spark when
 - the user asked for a cluster (`--master`, `Store.open(master=...)`, or a SparkSession whose
   master is not `local[...]`), or
 - what the question reads, after component/scope pruning, is more than `local_rows` rows
-  (`$STRATA_LOCAL_ROWS`, default `DEFAULT_LOCAL_ROWS`),
+  (`$STRATA_LOCAL_ROWS`, default `DEFAULT_LOCAL_ROWS`; for a triples file's ingest and the
+  index build, more than `$STRATA_LOCAL_TRIPLES` triples, default `DEFAULT_LOCAL_TRIPLES`),
 
 and the local engine otherwise. `local` and `spark` force one engine (`--engine`,
 `$STRATA_ENGINE`, `Store.open(engine=...)`, the REPL's `\\engine`).
@@ -27,6 +28,12 @@ from store.errors import UserError
 # Rows a question may read for `auto` to answer it locally: a few million rows of the store's
 # tables fit in a few hundred MB of this process's memory and scan in well under a second.
 DEFAULT_LOCAL_ROWS = 5_000_000
+
+# Triples (edges) up to which `auto` ingests a triples file and builds the component index in
+# this process: both are column-wise (Arrow, numpy, scipy), and the index build, the larger of
+# the two, needs about 300 MB per million triples (docs/index.md).
+LOCAL_TRIPLES_ENV = "STRATA_LOCAL_TRIPLES"
+DEFAULT_LOCAL_TRIPLES = 60_000_000
 
 
 class Engine(str, enum.Enum):
@@ -60,6 +67,18 @@ def local_rows_setting(value: int | None = None) -> int:
     except ValueError:
         raise UserError(f"STRATA_LOCAL_ROWS must be a number of rows, got {text!r}",
                         hint="for example STRATA_LOCAL_ROWS=5000000") from None
+
+
+def local_triples_setting() -> int:
+    """`$STRATA_LOCAL_TRIPLES`, else DEFAULT_LOCAL_TRIPLES."""
+    text = os.environ.get(LOCAL_TRIPLES_ENV, "").strip()
+    if not text:
+        return DEFAULT_LOCAL_TRIPLES
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise UserError(f"{LOCAL_TRIPLES_ENV} must be a number of triples, got {text!r}",
+                        hint=f"for example {LOCAL_TRIPLES_ENV}=60000000") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from store import progress
 from store import schema as S
 from store.bundle import Bundle, from_dict, from_path
-from store.engine import Choice, Engine, choose, local_rows_setting
+from store.engine import Choice, Engine, choose, local_rows_setting, local_triples_setting
 from store.errors import StoreError, UserError
 from store.ingest import IngestCounts, table_rows
 from store.model import Catalog
@@ -273,14 +273,21 @@ class Store:
 
     def ingest_choice(self, planned) -> Choice:
         """Where an ingest of these sources (`store.local.ingest.plan`) runs: the local path when
-        the store is a local folder and they hold at most the local limit of records (or
-        `engine="local"` forces it), Spark otherwise (docs/engines.md, "Ingest")."""
+        the store is a local folder, its bundles hold at most the local limit of records and its
+        triples files at most the local limit of triples (or `engine="local"` forces it), Spark
+        otherwise (docs/engines.md, "Ingest")."""
         if any(p.records is None for p in planned):
             if self.engine is Engine.LOCAL:
                 raise UserError("a bundle whose sections are Spark DataFrames is ingested with Spark",
                                 hint="pass the sections as lists, files or folders, or use --engine spark/auto")
             return Choice(Engine.SPARK, "a bundle section is a Spark DataFrame")
-        return self.choose(sum(p.records for p in planned))
+        bundles = sum(p.records for p in planned if not p.triples)
+        triples = sum(p.records for p in planned if p.triples)
+        choices = [choose(self.engine, local_store=self.storage.is_local, cluster=self.cluster(), reads=n,
+                          local_rows=limit)
+                   for n, limit, present in ((bundles, self.local_rows, bundles or not triples),
+                                             (triples, local_triples_setting(), triples)) if present]
+        return next((c for c in choices if c.engine is Engine.SPARK), choices[0])
 
     def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],
                fmt: str | None = None, message: str | None = None) -> CommitInfo:

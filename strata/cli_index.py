@@ -54,7 +54,7 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
     """Build or update the component index (components, connected sets, set dependencies).
 
     It is built in this process when the store is a local folder whose edges fit in memory
-    (at most $STRATA_INDEX_LOCAL_TRIPLES rows), else on Spark; the global --engine local|spark
+    (at most $STRATA_LOCAL_TRIPLES rows), else on Spark; the global --engine local|spark
     forces either (docs/index.md)."""
     from store.index import CCEngine, IndexParams, build_index, update_index
     from store.index.layout import META_KEY

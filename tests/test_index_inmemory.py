@@ -30,10 +30,10 @@ from strategies import SPARK_EXAMPLES
 
 from store import progress
 from store import schema as S
-from store.engine import Engine
+from store.engine import LOCAL_TRIPLES_ENV, Engine
 from store.index import IndexParams, build_index, update_index
 from store.index import layout as L
-from store.index.inmemory import LOCAL_TRIPLES_ENV, choose_builder
+from store.index.inmemory import choose_builder
 from store.index.xxh import buckets_of, hashes
 from store.lineage import Method, lineage
 from store.store import Store

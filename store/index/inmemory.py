@@ -46,38 +46,22 @@ import numpy as np
 
 from store import progress
 from store import schema as S
-from store.engine import Choice, Engine, choose
+from store.engine import Choice, Engine, choose, local_triples_setting
 from store.errors import UserError
 from store.index import layout as L
 from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
 from store.index.xxh import buckets_of
 
-LOCAL_TRIPLES_ENV = "STRATA_INDEX_LOCAL_TRIPLES"
-# Edges (rows of the `edges` table) up to which `auto` builds the index in this process.
-DEFAULT_LOCAL_TRIPLES = 60_000_000
-
 _NO = np.iinfo(np.int64).max  # "no value" in min-reductions over codes
 
 
 # ---------------------------------------------------------------------------- choosing the path
-def local_triples_setting() -> int:
-    """`$STRATA_INDEX_LOCAL_TRIPLES`, else DEFAULT_LOCAL_TRIPLES."""
-    text = os.environ.get(LOCAL_TRIPLES_ENV, "").strip()
-    if not text:
-        return DEFAULT_LOCAL_TRIPLES
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise UserError(f"{LOCAL_TRIPLES_ENV} must be a number of triples, got {text!r}",
-                        hint=f"for example {LOCAL_TRIPLES_ENV}=60000000") from None
-
-
 def choose_builder(st) -> Choice:
     """Where `strata index` builds: `local` (this module) or `spark` (build.py).
 
     The store's engine setting decides (store/engine.py): `local` and `spark` force one path,
     `auto` builds here when the store is a local folder, no cluster was asked for, and its
-    `edges` table has at most `$STRATA_INDEX_LOCAL_TRIPLES` rows (counted from the Parquet
+    `edges` table has at most `$STRATA_LOCAL_TRIPLES` rows (counted from the Parquet
     footers)."""
     local = st.storage.is_local
     rows = st.local().rows(S.EDGES) if local and st.engine is not Engine.SPARK else None

@@ -11,7 +11,7 @@ from test_capture_helpers import TWEETS
 from capture import Tracker
 from capture.ids import item_element_column
 from capture.storing import load_run
-from capture.storing.materialize import identity_frame
+from capture.storing.materialize import identity_frame, identity_rows
 from capture.storing.tables import OPERATORS, RUNS
 from capture.tracing import item_element_id, parse_item_element_id
 from store import Store
@@ -68,6 +68,8 @@ def test_identity_rows_derive_from_the_stored_ones(committed, spark):
     derived = {tuple(r) for r in identity_frame(stored, ops, 8, result_ids).collect()}
     rows = {tuple(r) for r in stored.collect()}
     assert {o for o, *_ in derived} == {2, 3, 5, 7} and len(derived) == 22
+    on_driver = identity_rows(list(rows), ops, 8, [r[0] for r in result_ids.collect()])
+    assert len(on_driver) == 22 and set(on_driver) == derived  # the driver's version, each row once
     assert all(out == i and inp == 0 and pos is None for _, out, inp, i, pos in derived)
     # select 7's ids are the aggregation's input ids; select 3's the union's first input's
     assert {r[1] for r in derived if r[0] == 7} == {r[3] for r in rows if r[0] == 8}
@@ -188,3 +190,43 @@ def test_capture_tables_of_an_older_strata_are_refused_with_a_hint(spark, tmp_pa
     with pytest.raises(UserError, match="older Strata"):
         tracker.write(tracker.read.json(TWEETS, name="tweets"), str(tmp_path / "out"), format="json")
     assert st.refresh().version == 1 and not (tmp_path / "out").exists()  # nothing written
+
+
+def _model_rows(st, run_ids: list[str], folder) -> dict:
+    """Every core table's rows, each run's id replaced by its position (run ids are random), the
+    output folder by <dir>, and the run's start and end times left out."""
+    def norm(v):
+        if isinstance(v, str):
+            for i, r in enumerate(run_ids):
+                v = v.replace(r, f"<run{i}>")
+            return v.replace(str(folder), "<dir>")
+        elif isinstance(v, dict):
+            return sorted((k, norm(x)) for k, x in v.items() if k not in ("started", "finished"))
+        elif isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+
+    return {n: sorted((tuple((k, norm(v)) for k, v in sorted(r.asDict().items())) for r in st.table(n).collect()),
+                      key=repr) for n in ("elements", "parents", "ancestors", "vertices", "complex", "edges")}
+
+
+def test_a_small_run_is_modelled_on_the_driver_as_spark_models_it(spark, tmp_path):
+    """A small run on a local store is mapped into the model without Spark (capture/storing/commit.py
+    `_driver_model`); forcing Spark gives the same rows in every core table. Two runs per store:
+    the first writes json (the one-pass store copy), the second Parquet (the split one) and
+    reuses the source items and the pipeline the first added."""
+    out = {}
+    for engine in ("auto", "spark"):
+        st = Store.open(tmp_path / engine / "store", spark=spark, engine=engine)
+        tracker = Tracker(spark, st, pipeline="running-example")
+        runs = []
+        for k, fmt in enumerate(("json", "parquet")):
+            info = tracker.write(running_example(tracker.read.json(TWEETS, name="tweets")),
+                                 str(tmp_path / engine / f"out{k}"), format=fmt)
+            runs.append(info.run)
+            assert info.split == (fmt == "parquet") and info.one_pass
+        out[engine] = _model_rows(st.refresh(), runs, tmp_path / engine)
+    for name, rows in out["auto"].items():
+        other = out["spark"][name]
+        assert rows == other, (name, [r for r in rows if r not in other][:3], [r for r in other if r not in rows][:3])
+    assert len(out["auto"]["edges"]) == 90  # 45 associations per run (Table 6)

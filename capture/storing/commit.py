@@ -24,10 +24,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from capture import jvm
-from capture.ids import hydrate
+from capture.ids import hydrate, hydrate_rows, is_hidden
 from capture.operators import OperatorProv
 from capture.storing import tee, to_model
-from capture.storing.materialize import assoc_frame, identity_frame
+from capture.storing.materialize import assoc_frame, assoc_rows, identity_frame, identity_rows
 from capture.storing.runs import require_current_format, slots_json
 from capture.storing.tables import (
     OPERATORS,
@@ -37,7 +37,10 @@ from capture.storing.tables import (
     output_table,
     result_table,
 )
+from store import schema as S
+from store.engine import Engine
 from store.errors import StoreError, UserError
+from store.local.ingest import TxTables
 from store.storage import spark_conf
 
 if TYPE_CHECKING:
@@ -163,15 +166,15 @@ def _link(src: str, dst: str) -> None:
 
 
 def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Callable[..., None],
-                 output: str, phases: dict[str, float]) -> tuple[DataFrame, int] | None:
+                 output: str, phases: dict[str, float]) -> tuple[DataFrame, int, str] | None:
     """The split store copy (docs/capture.md, "Commit"): one job writes the user's output and,
     task by task, only the hidden columns into ``capture_result/<run>`` -- both with Spark's
     Parquet writer where Strata's JVM classes are loaded (capture/jvm ``SplitParquetFileFormat``),
     else the hidden ones from an Arrow UDF (capture/storing/tee.py ``sidecar``). The output's files are
     then linked into ``capture_output/<run>``.
     Row i of output file ``part-N`` and row i of hidden file ``part-N`` are the same result row.
-    Returns the hidden table and the row count, or None (nothing written) when the hidden columns'
-    types cannot cross Arrow."""
+    Returns the hidden table, the row count and its folder, or None (nothing written) when the
+    hidden columns' types cannot cross Arrow."""
     hidden = [c for c in ordered.columns if c not in visible]
     hschema = StructType([ordered.schema[c] for c in hidden])
     if not tee.supported(hschema):
@@ -210,7 +213,7 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
             f"{output} ({len(parts)} files, one per task expected). The result was written; its provenance was "
             "not committed", hint="write the result again; if this repeats, report it with the Spark settings in use")
     phases["result"], phases["provenance"] = t1 - t0, time.perf_counter() - t1
-    return spark.read.schema(hschema).parquet(folder), n_items
+    return spark.read.schema(hschema).parquet(folder), n_items, folder
 
 
 def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: Callable[[DataFrame], None],
@@ -232,6 +235,44 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
     return cached, int(counted.get["n"])
 
 
+def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipeline: str,
+                  run_attrs: dict[str, Any], info_out: dict[str, Any]) -> dict[str, Any]:
+    """The run's bundle computed on the driver, no Spark job: the hidden columns of the store copy
+    just written into ``folder`` read with pyarrow, the derived ids added (``hydrate_rows``), the
+    associations and identity rows computed from them (``assoc_rows``, ``identity_rows``)."""
+    import pyarrow.parquet as pq
+
+    files = sorted(os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".parquet"))
+    rows: list[dict] = []
+    for f in files:
+        hidden = [n for n in pq.read_schema(f).names if is_hidden(n)]
+        rows += pq.read_table(f, columns=hidden).to_pylist()
+    rows = hydrate_rows(rows, cap.derived)
+    stored = assoc_rows(rows, cap.slots)
+    assoc = stored + identity_rows(stored, ops, cap.result_oid, (r[cap.id_col] for r in rows))
+    known = TxTables(tx)
+
+    def existing(ids):
+        rel = known.matching(S.VERTICES, ids)
+        return set() if rel is None else {r[0] for r in rel.select(S.ID).fetchall()}
+
+    return to_model.driver_bundle(run, pipeline, ops, assoc, existing, run_attrs, info_out)
+
+
+def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, pipeline: str,
+                 run_attrs: dict[str, Any], info_out: dict[str, Any], cleanup: list[DataFrame]) -> None:
+    """Ingest the run's bundle with Spark (``to_model.sections``): any size, any store."""
+    hydrated = hydrate(result, cap.derived)  # the derived ids the store copy left out
+    stored = assoc_frame(hydrated, cap.slots).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    cleanup.append(stored)
+    full = stored.unionByName(  # computed once: the bundle reads it in every section
+        identity_frame(stored, ops, cap.result_oid, hydrated.select(cap.id_col))
+    ).localCheckpoint(eager=True)
+    existing = tx.table("vertices").select("id")
+    sections = to_model.sections(result.sparkSession, run, pipeline, ops, full, existing, run_attrs, info_out)
+    tx.ingest(to_model.materialized(sections))
+
+
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any]) -> RunInfo:
     """Compute the annotated result ONCE and write both the visible result (to ``path``) and the
@@ -243,8 +284,9 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     types Arrow cannot carry) the annotated result is cached by the result write and read again by
     the store write. Either way its row count is observed: no count job. The ``capture_operators`` and
     one-row ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark
-    jobs elsewhere). With ``model=True`` the bundle ingest too.
-    """
+    jobs elsewhere). With ``model=True`` the bundle ingest too: on the driver, with no Spark job,
+    when the store copy is in a local folder and the run is small (result items × operators
+    within the local limit, ``Store.choose``), else with Spark (``to_model.sections``)."""
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
                         hint="create the tracker with Tracker(spark, Store.open(path))")
@@ -276,7 +318,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             if split is None and tee.supported(ordered.schema):
                 folder = tx.stage_local(table, ordered.schema.json())
             if split is not None:
-                result, n_items = split
+                result, n_items, folder = split
             elif folder is not None:
                 result, n_items = _write_one_pass(folder, ordered, visible, save, phases)
             else:
@@ -290,15 +332,12 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
                 info_out = {"path": str(path), "format": fmt}
-                hydrated = hydrate(result, cap.derived)  # the derived ids the store copy left out
-                stored = assoc_frame(hydrated, cap.slots).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-                cleanup.append(stored)
-                full = stored.unionByName(  # computed once: the bundle reads it in every section
-                    identity_frame(stored, ops, cap.result_oid, hydrated.select(cap.id_col))
-                ).localCheckpoint(eager=True)
-                existing = tx.table("vertices").select("id")
-                sections = to_model.sections(spark, run, tracker.pipeline, ops, full, existing, run_attrs, info_out)
-                phases["model"] = _timed(lambda: tx.ingest(to_model.materialized(sections)))
+                if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL:
+                    phases["model"] = _timed(lambda: tx.ingest(_driver_model(
+                        tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out)))
+                else:
+                    phases["model"] = _timed(lambda: _spark_model(
+                        tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup))
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
         t2 = time.perf_counter()
     finally:

@@ -183,6 +183,39 @@ def identity_frame(stored: DataFrame, operators: Iterable[OperatorProv], result_
     return out if out is not None else spark.createDataFrame([], ASSOC_SCHEMA)
 
 
+def identity_rows(stored: Iterable[tuple], operators: Iterable[OperatorProv], result_oid: int,
+                  result_ids: Iterable[int]) -> list[tuple]:
+    """:func:`identity_frame` on the driver: ``stored`` holds the other operators' associations
+    as :func:`assoc_rows` tuples, ``result_ids`` the result item ids; the identity operators'
+    ⟨id, id⟩ rows as such tuples, each id once per operator."""
+    ops = {o.oid: o for o in operators}
+    succ: dict[int, list[tuple[int, int]]] = {}
+    for o in ops.values():
+        for j, inp in enumerate(o.inputs):
+            succ.setdefault(inp.pred, []).append((o.oid, j))
+    fed: dict[tuple[int, int], list[int]] = {}
+    for oid, _out, k, in_id, _pos in stored:
+        fed.setdefault((oid, k), []).append(in_id)
+    result_ids = list(result_ids)
+    memo: dict[int, list[int] | None] = {}
+
+    def ids_of(k: int) -> list[int] | None:  # the ids out of identity op k (None: no successor says)
+        if k not in memo:
+            parts = [result_ids] if k == result_oid else []
+            for s, j in succ.get(k, []):
+                sub = ids_of(s) if ops[s].type.keeps_ids else fed.get((s, j), [])
+                if sub is not None:
+                    parts.append(sub)
+            memo[k] = [i for part in parts for i in part] if parts else None
+        return memo[k]
+
+    out: list[tuple] = []
+    for k in sorted(ops):
+        ids = ids_of(k) if ops[k].type.keeps_ids else None
+        out += [(k, i, 0, i, None) for i in dict.fromkeys(ids or ()) if i is not None]
+    return out
+
+
 def assoc_rows(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
     """``assoc_frame(df, slots, complete=True)`` for result rows already on the driver (dicts of
     the annotated result's columns, nested structs as dicts): every association those rows derive

@@ -10,19 +10,21 @@ process gset: Operator ⪯ Run ⪯ Pipeline      data gset: Item ⪯ Dataset
 * one edge (input item, operator, output item) per id association.
 
 Elements already in the store (the pipeline, source datasets and their items from earlier
-runs) are left out. This is the only module that knows the store's section DataFrame layout
-(store/bundle.py SECTION_SCHEMAS).
+runs) are left out. ``sections`` builds the bundle as Spark DataFrames (any run);
+``driver_bundle`` builds the same bundle as plain records from associations already on the
+driver (a small run on a local store, ingested without Spark). This is the only module that
+knows the store's section DataFrame layout (store/bundle.py SECTION_SCHEMAS).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from capture.ids import dataset_element_id, item_element_column
+from capture.ids import dataset_element_id, item_element_column, item_hex
 from capture.operators import OperatorProv, OpType
 from capture.storing.materialize import IN_ID, INPUT, OID, OUT_ID
 
@@ -124,6 +126,37 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
         "elements": elements.coalesce(parts),
         "vertices": spark.createDataFrame([], SECTION_SCHEMAS["vertices"]),
         "edges": edges.coalesce(parts),
+    }
+
+
+def driver_bundle(run: str, pipeline: str, ops: list[OperatorProv], assoc: Iterable[tuple],
+                  existing: Callable[[Iterable[str]], set[str]], run_attrs: dict[str, Any],
+                  output: dict[str, Any]) -> dict[str, Any]:
+    """:func:`sections` on the driver, for a run small enough to hold its associations in memory
+    (``assoc``: ``(oid, out_id, input, in_id, pos)`` tuples, capture/storing/materialize.py
+    ``assoc_rows``): the same bundle as plain records, each edge once, every element
+    ``existing`` reports (ids already in the store) left out."""
+    by_oid = {o.oid: o for o in ops}
+    out_ds = {o.oid: dataset_id(run, o) for o in ops}
+    in_ds = {(o.oid, i): dataset_id(run, by_oid[inp.pred]) for o in ops for i, inp in enumerate(o.inputs)}
+    items: dict[str, str] = {}
+    edges: dict[tuple[str, str, str], None] = {}
+    for oid, out_id, k, in_id, _pos in assoc:
+        src = f"{in_ds[(oid, k)]}#{item_hex(in_id)}"
+        dst = f"{out_ds[oid]}#{item_hex(out_id)}"
+        items.setdefault(dst, out_ds[oid])
+        items.setdefault(src, in_ds[(oid, k)])
+        edges[(src, operator_id(run, oid), dst)] = None
+    elements = small_elements(run, pipeline, ops, run_attrs, output)
+    elements += [{"id": i, "granularity": ITEM, "parents": [ds]} for i, ds in items.items()]
+    known = existing([e["id"] for e in elements])
+    return {
+        "format": "strata-bundle/1",
+        "gsets": GSETS,
+        "types": [],
+        "elements": [e for e in elements if e["id"] not in known],
+        "vertices": [],
+        "edges": [{"src": a, "process": b, "dst": c} for a, b, c in edges],
     }
 
 

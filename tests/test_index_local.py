@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.index.local import _IN_LIST, read_buckets
+from store.index.local import _IN_LIST, read_buckets, read_sorted
 
 KEYS = [f"k{i:03d}" for i in range(300)]
 
@@ -65,3 +65,33 @@ def test_rows_of_each_set_are_the_same_whether_grouped_by_runs_or_by_codes(value
 
             rows = _gather(groups, np.array(codes_of, np.int64))
             assert sorted(rows.tolist()) == [i for i, v in enumerate(column.to_pylist()) if v in wanted]
+
+
+@st.composite
+def sorted_files(draw):
+    """A bucket's files sorted by (ccid, key), small row groups, some key sets empty or shared."""
+    rows = draw(st.lists(st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.sampled_from(KEYS[:40])),
+                         min_size=0, max_size=120))
+    return sorted(rows), draw(st.sampled_from([1, 3, 8, 1000])), draw(st.integers(1, 2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=sorted_files(), ccid=st.sampled_from(["c1", "c2", "c3", "c0"]),
+       wanted=st.lists(st.sampled_from(KEYS[:45]), max_size=12))
+def test_sorted_reads_skip_row_groups_but_no_matching_row(tmp_path_factory, data, ccid, wanted):
+    """`read_sorted` picks row groups by their statistics; it returns exactly the rows a full scan
+    filtered by (ccid, key in wanted) returns, in file order, over one or two files."""
+    rows, group, files = data
+    folder = tmp_path_factory.mktemp("sorted") / "table"
+    part = folder / "bucket=0"
+    part.mkdir(parents=True)
+    half = len(rows) // 2 if files == 2 else len(rows)
+    for i, chunk in enumerate([rows[:half], rows[half:]][:files]):
+        table = pa.table({"ccid": pa.array([c for c, _ in chunk], pa.string()),
+                          "key": pa.array([k for _, k in chunk], pa.string()), "v": list(range(len(chunk)))})
+        pq.write_table(table, part / f"part-{i}.parquet", row_group_size=group)
+    got = read_sorted(str(folder), 0, "ccid", ccid, "key", wanted, ("key", "v"))
+    want = []
+    for chunk in [rows[:half], rows[half:]][:files]:
+        want += [(k, v) for v, (c, k) in enumerate(chunk) if c == ccid and k in set(wanted)]
+    assert list(zip(got.column("key").to_pylist(), got.column("v").to_pylist(), strict=True)) == want

@@ -94,9 +94,73 @@ def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], wh
     return rel.project(*columns).to_arrow_table() if columns else rel.to_arrow_table()
 
 
+_STATS: dict[str, tuple] = {}  # file -> (ParquetFile, per row group (key min, key max, sort min, sort max))
+
+
+def _row_group_stats(path: str, key: str, sort: str):
+    """A file's row groups as (min, max) of its bucket key and of its sort column (read from the
+    footer once per process: segment files never change)."""
+    import pyarrow.parquet as pq
+
+    hit = _STATS.get(path)
+    if hit is None or hit[2] != (key, sort):
+        pf = pq.ParquetFile(path)
+        md = pf.metadata
+        names = md.schema.names
+        ki, si = names.index(key), names.index(sort)
+        groups = []
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            k, v = rg.column(ki).statistics, rg.column(si).statistics
+            ok = k is not None and v is not None and k.has_min_max and v.has_min_max
+            groups.append((k.min, k.max, v.min, v.max) if ok else None)
+        hit = _STATS[path] = (pf, groups, (key, sort))
+    return hit[0], hit[1]
+
+
+def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, values: Sequence[str],
+                columns: Sequence[str]):
+    """The rows with `key` = `key_value` and `sort` in `values` (a pyarrow Table of `columns`),
+    from a bucket's files, with pyarrow: only the row groups whose statistics (min and max of
+    both columns) may hold one of the values are read. Files sorted by (key, sort), as the index
+    writes them, make that a few row groups for a handful of values, where a scan would read the
+    whole component; any order gives the right rows."""
+    import bisect
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = sorted(set(values))
+    parts = []
+    for path in bucket_files(folder, [bucket]):
+        pf, groups = _row_group_stats(path, key, sort)
+        pick = []
+        for g, st in enumerate(groups):
+            if st is None:
+                pick.append(g)
+                continue
+            kmin, kmax, vmin, vmax = st
+            if not (kmin <= key_value <= kmax):
+                continue
+            i = bisect.bisect_left(wanted, vmin)
+            if i < len(wanted) and wanted[i] <= vmax:
+                pick.append(g)
+        if pick:
+            t = pf.read_row_groups(pick, columns=list(dict.fromkeys([*columns, key, sort])))
+            mask = pc.and_(pc.equal(t.column(key), key_value),
+                           pc.is_in(t.column(sort), value_set=pa.array(wanted, pa.string())))
+            parts.append(t.filter(mask).select(list(columns)))
+    if not parts:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
 CACHE_ENV = "STRATA_LINEAGE_CACHE"
 DEFAULT_CACHE_TRIPLES = 4_000_000
-_CACHE_MIN_TRIPLES = 50_000  # a smaller component is read from Parquet in a few milliseconds
+_CACHE_MIN_TRIPLES = 50_000
+# A backward set walk reads row groups level by level while it has reached at most this many
+# sets; a larger lineage touches most row groups anyway, and reads the component's once.
+_WALK_SETS = 256  # a smaller component is read from Parquet in a few milliseconds
 
 
 def cache_budget() -> int:
@@ -364,10 +428,19 @@ class LocalIndex:
         cached = CACHE.get(self, ccid)
         if cached is not None:
             return cached.set_lineage(self, ccid, csid, forward)
-        deps = self._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (L.SRC_CSID, L.DST_CSID))
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
-        key, other = deps.column(here), deps.column(there)
         seen, frontier = {csid}, [csid]
+        deps = None
+        if here == L.DST_CSID:  # the files' order: each level reads the row groups of its sets
+            bucket = L.bucket_of_value(ccid, self.buckets)
+            while frontier and len(seen) <= _WALK_SETS:
+                step = read_sorted(self.folders[L.SETDEPS], bucket, L.CCID, ccid, here, frontier, (there,))
+                nxt = set(step.column(there).to_pylist()) - seen
+                seen |= nxt
+                frontier = sorted(nxt)
+        if frontier:  # forward, or a large lineage: the component's dependencies, read once
+            deps = self._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (L.SRC_CSID, L.DST_CSID))
+            key, other = deps.column(here), deps.column(there)
         while frontier:
             hit = pc.is_in(key, value_set=pa.array(frontier, pa.string()))
             nxt = set(other.filter(hit).to_pylist()) - seen
@@ -392,9 +465,13 @@ class LocalIndex:
         if cached is not None:
             return cached.rows(sets)
         if L.SETS in self.folders:
-            table = self._table(L.SETS, ccid, [(L.CCID, ccid)], (L.CSID, L.N_TRIPLES))
-            if sets is not None:
-                table = table.filter(pc.is_in(table.column(L.CSID), value_set=pa.array(list(sets), pa.string())))
+            if sets is not None and len(sets) <= _WALK_SETS:
+                table = read_sorted(self.folders[L.SETS], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                                    L.CSID, sets, (L.N_TRIPLES,))
+            else:
+                table = self._table(L.SETS, ccid, [(L.CCID, ccid)], (L.CSID, L.N_TRIPLES))
+                if sets is not None:
+                    table = table.filter(pc.is_in(table.column(L.CSID), value_set=pa.array(list(sets), pa.string())))
             return int(pc.sum(table.column(L.N_TRIPLES)).as_py() or 0) if table.num_rows else 0
         files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
         if not files:
@@ -409,7 +486,11 @@ class LocalIndex:
         if cached is not None:
             table = cached.scope(sets)
             return table if limit is None or table.num_rows <= limit else None
-        table = self._table(L.TRIPLES, ccid, self._scope_filter(ccid, sets), ("src", "dst", L.OP))
+        if sets is not None and len(sets) <= _WALK_SETS:
+            table = read_sorted(self.folders[L.TRIPLES], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                                L.DST_CSID, sets, ("src", "dst", L.OP))
+        else:
+            table = self._table(L.TRIPLES, ccid, self._scope_filter(ccid, sets), ("src", "dst", L.OP))
         return table if limit is None or table.num_rows <= limit else None
 
     def scope_relation(self, con, ccid: str, sets: Sequence[str] | None):

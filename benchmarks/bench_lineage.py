@@ -30,6 +30,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -153,7 +154,8 @@ def timed_build(spark, root: Path, theta: int, index_engine: str) -> tuple[dict,
 
 
 def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
-              reuse: bool = False, reindex: bool = False, have_trace: bool = False, index_engine: str = "auto") -> dict:
+              reuse: bool = False, reindex: bool = False, have_trace: bool = False, index_engine: str = "auto",
+              methods: Sequence[str] = METHODS) -> dict:
     import duckdb
 
     from store.index.layout import META_KEY
@@ -206,12 +208,12 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
                 [str(out / "triples.parquet")])
     result["duckdb_load_s"] = round(time.perf_counter() - t0, 1)
     warm = info["classes"]["SC-SL"][0]
-    for m in METHODS:
+    for m in methods:
         lineage(st, warm, method=Method(m.split("-")[0]))
     for cls in CLASSES:
         items = info["classes"][cls]
         row: dict = {"n": len(items)}
-        for m in METHODS:
+        for m in methods:
             use = items[:rq_limit] if (m == "rq" and rq_limit) else items
             times, read, sizes_ = [], [], []
             if m != "cs-warm":
@@ -251,7 +253,7 @@ def markdown(results: list[dict]) -> str:
               "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for cls, row in r["classes"].items():
-            cells = [f"{row[m]['mean_s']} ({row[m]['triples_read']:,})" for m in METHODS]
+            cells = [f"{row[m]['mean_s']} ({row[m]['triples_read']:,})" if m in row else "–" for m in METHODS]
             lines.append(f"| {r['scale']} | {cls} | {row['ancestors'][0]}–{row['ancestors'][1]} | "
                          + " | ".join(cells) + f" | {row['duckdb']['mean_s']} |")
     return "\n".join(lines)
@@ -263,6 +265,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=OUT / "lineage")
     ap.add_argument("--theta", type=int, default=25_000)
     ap.add_argument("--rq-limit", type=int, default=None, help="time RQ on the first N queries only")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help=f"comma-separated subset of {','.join(METHODS)} (DuckDB always runs)")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--have-trace", action="store_true",
                     help="load the trace a previous run (or gen_trace.py) wrote to --work instead of generating it")
@@ -274,6 +278,9 @@ def main() -> None:
                     help="where the index is built: as `strata index` chooses, in this process, or on Spark")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    methods = [m for m in args.methods.split(",") if m]
+    if not set(methods) <= set(METHODS):
+        ap.error(f"--methods: choose from {', '.join(METHODS)}")
     if args.child:  # a measurement in its own process (see the module docstring)
         kind, *rest = args.child
         res = child_build(rest[0], int(rest[1])) if kind == "build" else child_floor(rest[0])
@@ -287,7 +294,7 @@ def main() -> None:
     results = []
     for scale in args.scale:
         results.append(run_scale(spark, scale, args.work, args.theta, args.rq_limit, args.reuse, args.reindex,
-                                 args.have_trace, args.index_engine))
+                                 args.have_trace, args.index_engine, methods))
         print(json.dumps(results[-1]), flush=True)
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}")

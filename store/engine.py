@@ -81,6 +81,23 @@ def local_triples_setting() -> int:
                         hint=f"for example {LOCAL_TRIPLES_ENV}=60000000") from None
 
 
+# Peak memory of a triples file's ingest on the driver per triple (scale-1 CSProv trace:
+# 5.9M triples, 2.1 GB for the whole process; benchmarks/RESULTS.md).
+INGEST_BYTES_PER_TRIPLE = 400
+
+
+def available_bytes() -> int | None:
+    """Memory this machine can still give (MemAvailable of /proc/meminfo), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Choice:
     """The engine that runs a question, and why (EXPLAIN prints both)."""

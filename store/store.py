@@ -14,7 +14,15 @@ from pyspark.sql import DataFrame
 from store import progress
 from store import schema as S
 from store.bundle import Bundle, from_dict, from_path
-from store.engine import Choice, Engine, choose, local_rows_setting, local_triples_setting
+from store.engine import (
+    INGEST_BYTES_PER_TRIPLE,
+    Choice,
+    Engine,
+    available_bytes,
+    choose,
+    local_rows_setting,
+    local_triples_setting,
+)
 from store.errors import StoreError, UserError
 from store.ingest import IngestCounts, table_rows
 from store.model import Catalog
@@ -287,7 +295,13 @@ class Store:
                           local_rows=limit)
                    for n, limit, present in ((bundles, self.local_rows, bundles or not triples),
                                              (triples, local_triples_setting(), triples)) if present]
-        return next((c for c in choices if c.engine is Engine.SPARK), choices[0])
+        choice = next((c for c in choices if c.engine is Engine.SPARK), choices[0])
+        if choice.engine is Engine.LOCAL and self.engine is Engine.AUTO and triples:
+            need, free = triples * INGEST_BYTES_PER_TRIPLE, available_bytes()
+            if free is not None and need > free:
+                return Choice(Engine.SPARK, f"ingesting {triples:,} triples in this process needs about "
+                                            f"{need / 2**30:.1f} GB, {free / 2**30:.1f} GB available")
+        return choice
 
     def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],
                fmt: str | None = None, message: str | None = None) -> CommitInfo:

@@ -343,3 +343,20 @@ def test_vectorized_hash_is_sparks_xxhash64(keys, buckets):
     assert buckets_of(pa.array(keys, pa.string()), buckets).tolist() == [L.bucket_of_value(k, buckets) for k in keys]
     if len(keys) > 2:  # an array slice (non-zero offset) hashes its own keys
         assert hashes(pa.array(keys, pa.string()).slice(1, len(keys) - 2)).tolist() == want[1:-1]
+
+
+def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, monkeypatch):
+    """`auto` compares the build's expected peak memory with what the machine has available;
+    `--engine local` still forces the in-process build."""
+    import store.index.inmemory as im
+
+    triples, _ = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    monkeypatch.delenv(LOCAL_TRIPLES_ENV, raising=False)
+    need = im.estimated_bytes(len(triples), Store.open(root, spark=_no_spark).local().rows(S.COMPLEX))
+    monkeypatch.setattr(im, "available_bytes", lambda: need - 1)
+    choice = choose_builder(Store.open(root, spark=_no_spark))
+    assert choice.engine is Engine.SPARK and "available" in choice.reason, choice
+    assert choose_builder(Store.open(root, spark=_no_spark, engine="local")).engine is Engine.LOCAL
+    monkeypatch.setattr(im, "available_bytes", lambda: need)
+    assert choose_builder(Store.open(root, spark=_no_spark)).engine is Engine.LOCAL

@@ -76,7 +76,7 @@ def outcome(store: Store, path, columnar: bool) -> tuple:
         return ("error", e.message)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(triples_files())
 def test_columnar_rows_equal_the_record_path(base, tmp_path_factory, monkeypatch_rows, rows):
     path = tmp_path_factory.mktemp("t") / "t.csv"
@@ -122,3 +122,19 @@ def test_a_large_file_takes_the_columnar_path_and_reuses_what_the_store_holds(ba
     assert anc[("'v5'", "'T3'")] == "1"
     assert anc[("'w0'", "'T1'")] == "1" and anc[("'w0'", "'S1'")] == "2"  # T1 is under S1 in the store
     assert anc[("'x0'", "'T1'")] == "1" and ("'x0'", "'T3'") not in anc
+
+
+def test_a_triples_file_too_big_for_this_memory_is_ingested_with_spark(tmp_path, monkeypatch):
+    """`auto` sends a triples file to Spark when its in-process ingest would not fit in the memory
+    available; within the limits it stays local, and `--engine local` forces it."""
+    import store.store as ss
+    from store.local.ingest import Planned
+
+    planned = [Planned(str(tmp_path / "t.csv"), True, 1_000_000)]
+    st_ = Store.open(tmp_path / "s", engine="auto")
+    monkeypatch.setattr(ss, "available_bytes", lambda: 10**12)
+    assert st_.ingest_choice(planned).engine.value == "local"
+    monkeypatch.setattr(ss, "available_bytes", lambda: 10**8)
+    choice = st_.ingest_choice(planned)
+    assert choice.engine.value == "spark" and "1,000,000 triples" in choice.reason and "available" in choice.reason
+    assert Store.open(tmp_path / "s", engine="local").ingest_choice(planned).engine.value == "local"

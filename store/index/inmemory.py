@@ -46,7 +46,7 @@ import numpy as np
 
 from store import progress
 from store import schema as S
-from store.engine import Choice, Engine, choose, local_triples_setting
+from store.engine import Choice, Engine, available_bytes, choose, local_triples_setting
 from store.errors import UserError
 from store.index import layout as L
 from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
@@ -56,17 +56,37 @@ _NO = np.iinfo(np.int64).max  # "no value" in min-reductions over codes
 
 
 # ---------------------------------------------------------------------------- choosing the path
+# Peak memory of an in-process build per row it reads, measured (docs/index.md, "Memory and
+# time"): the triples with their components and sets, and the complex-element rows that make
+# influence-scope rows (every value of a store ingested from a triples file is an element with an
+# implicit vertex, so one complex row each).
+BYTES_PER_EDGE = 300
+BYTES_PER_COMPLEX_ROW = 1000
+
+
+def estimated_bytes(edges: int, complex_rows: int) -> int:
+    """The peak memory an in-process build of a store with these row counts is expected to need."""
+    return edges * BYTES_PER_EDGE + complex_rows * BYTES_PER_COMPLEX_ROW
+
+
 def choose_builder(st) -> Choice:
     """Where `strata index` builds: `local` (this module) or `spark` (build.py).
 
     The store's engine setting decides (store/engine.py): `local` and `spark` force one path,
-    `auto` builds here when the store is a local folder, no cluster was asked for, and its
-    `edges` table has at most `$STRATA_LOCAL_TRIPLES` rows (counted from the Parquet
-    footers)."""
+    `auto` builds here when the store is a local folder, no cluster was asked for, its `edges`
+    table has at most `$STRATA_LOCAL_TRIPLES` rows (counted from the Parquet footers), and the
+    build's expected peak memory (`estimated_bytes`) fits in the memory the machine has
+    available; otherwise on Spark, which spills to disk instead of running out of memory."""
     local = st.storage.is_local
     rows = st.local().rows(S.EDGES) if local and st.engine is not Engine.SPARK else None
-    return choose(st.engine, local_store=local, cluster=st.cluster(), reads=rows,
-                  local_rows=local_triples_setting())
+    choice = choose(st.engine, local_store=local, cluster=st.cluster(), reads=rows,
+                    local_rows=local_triples_setting())
+    if choice.engine is Engine.LOCAL and st.engine is Engine.AUTO:
+        need, free = estimated_bytes(rows or 0, st.local().rows(S.COMPLEX)), available_bytes()
+        if free is not None and need > free:
+            return Choice(Engine.SPARK, f"an in-process build needs about {need / 2**30:.1f} GB, "
+                                        f"{free / 2**30:.1f} GB available")
+    return choice
 
 
 # ---------------------------------------------------------------------------- encoding

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_commit.py --reps 5
 
-The pipeline is the Pebble running example (tests/fixtures/tweets.json: 5 tweets, 8 operators:
+The pipeline is the Pebble running example (tests/fixtures/capture/tweets.json: 5 tweets, 8 operators:
 filter, select, explode, union, nested struct, group by with collect_list), written as JSON and
 as Parquet. In one process with one SparkSession (local[2]), after a warm-up, in turns:
 
@@ -53,7 +53,7 @@ def main() -> None:
     from store import Store
     from store.session import get_session
 
-    tweets_path = os.path.join(ROOT, "tests", "fixtures", "tweets.json")
+    tweets_path = os.path.join(ROOT, "tests", "fixtures", "capture", "tweets.json")
     shutil.rmtree(OUT, ignore_errors=True)
     spark = get_session()
     stores = {e: Store.open(os.path.join(OUT, e, "store"), spark=spark, engine=e) for e in ("auto", "spark")}

@@ -207,6 +207,7 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
     con.execute("CREATE TABLE triples AS SELECT src, dst, op FROM read_parquet(?)",
                 [str(out / "triples.parquet")])
     result["duckdb_load_s"] = round(time.perf_counter() - t0, 1)
+    cache_setting = os.environ.get(CACHE_ENV, "")  # the user's $STRATA_LINEAGE_CACHE, for cs and cs-warm
     warm = info["classes"]["SC-SL"][0]
     for m in methods:
         lineage(st, warm, method=Method(m.split("-")[0]))
@@ -218,7 +219,7 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
             times, read, sizes_ = [], [], []
             if m != "cs-warm":
                 CACHE.clear()
-            os.environ[CACHE_ENV] = "0" if m == "cs-files" else ""
+            os.environ[CACHE_ENV] = "0" if m == "cs-files" else cache_setting
             for item in use:
                 t0 = time.perf_counter()
                 res = lineage(st, item, method=Method(m.split("-")[0]))

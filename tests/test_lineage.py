@@ -92,6 +92,26 @@ def test_rq_cc_cs_agree_with_the_reference_on_random_graphs(store, frames):
             assert got.engine.engine is Engine(store.engine.value)
 
 
+def test_row_group_reads_of_a_large_component_give_the_same_lineage(root, frames, monkeypatch):
+    """The local engine's row-group reads for large components (store/index/local.py
+    `read_sorted`, taken above `_SORTED_READ_ROWS` rows), forced here on the small graph: the
+    same answers and triples read as reading each component at once."""
+    import store.index.local as loc
+
+    triples = frames[0]
+    st_ = Store.open(root, engine="local")
+    rng = random.Random(5)
+    items = ["8", "p23", *rng.sample(_random_values(triples), 6)]
+    plain = [lineage(st_, item, None, n % 2 == 1, Method.CS) for n, item in enumerate(items)]
+    monkeypatch.setattr(loc, "_SORTED_READ_ROWS", 0)
+    loc.CACHE.clear()
+    for n, (item, want) in enumerate(zip(items, plain, strict=True)):
+        got = lineage(st_, item, None, n % 2 == 1, Method.CS)
+        assert (set(got.nodes), set(got.edges), got.triples_read) == (set(want.nodes), set(want.edges),
+                                                                       want.triples_read), item
+        assert (set(got.nodes), set(got.edges)) == reference_lineage(triples, item, None, n % 2 == 1)
+
+
 def test_above_tau_the_scope_is_searched_by_the_engine_with_the_same_answer(store, frames):
     """τ = 1: the 9-triple set-lineage runs RQ restricted to those triples (Spark, or DuckDB)."""
     triples = frames[0]

@@ -98,8 +98,8 @@ _STATS: dict[str, tuple] = {}  # file -> (ParquetFile, per row group (key min, k
 
 
 def _row_group_stats(path: str, key: str, sort: str):
-    """A file's row groups as (min, max) of its bucket key and of its sort column (read from the
-    footer once per process: segment files never change)."""
+    """A file's row groups as (min, max) of its bucket key and of its sort column and their row
+    count (read from the footer once per process: segment files never change)."""
     import pyarrow.parquet as pq
 
     hit = _STATS.get(path)
@@ -113,9 +113,18 @@ def _row_group_stats(path: str, key: str, sort: str):
             rg = md.row_group(g)
             k, v = rg.column(ki).statistics, rg.column(si).statistics
             ok = k is not None and v is not None and k.has_min_max and v.has_min_max
-            groups.append((k.min, k.max, v.min, v.max) if ok else None)
+            groups.append((k.min, k.max, v.min, v.max, rg.num_rows) if ok else None)
         hit = _STATS[path] = (pf, groups, (key, sort))
     return hit[0], hit[1]
+
+
+def key_rows(folder: str, bucket: int, key: str, key_value: str, sort: str) -> int:
+    """Rows of a bucket's files in row groups that may hold `key` = `key_value` (footers only)."""
+    n = 0
+    for path in bucket_files(folder, [bucket]):
+        _pf, groups = _row_group_stats(path, key, sort)
+        n += sum(g[4] for g in groups if g is not None and g[0] <= key_value <= g[1])
+    return n
 
 
 def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, values: Sequence[str],
@@ -139,7 +148,7 @@ def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, v
             if st is None:
                 pick.append(g)
                 continue
-            kmin, kmax, vmin, vmax = st
+            kmin, kmax, vmin, vmax, _rows = st
             if not (kmin <= key_value <= kmax):
                 continue
             i = bisect.bisect_left(wanted, vmin)
@@ -160,7 +169,10 @@ DEFAULT_CACHE_TRIPLES = 4_000_000
 _CACHE_MIN_TRIPLES = 50_000
 # A backward set walk reads row groups level by level while it has reached at most this many
 # sets; a larger lineage touches most row groups anyway, and reads the component's once.
-_WALK_SETS = 256  # a smaller component is read from Parquet in a few milliseconds
+_WALK_SETS = 256
+# ... and only in a component with more rows than this in the table read: below it, DuckDB reads
+# the component's rows at once faster than pyarrow reads a few row groups level by level.
+_SORTED_READ_ROWS = 2_000_000  # a smaller component is read from Parquet in a few milliseconds
 
 
 def cache_budget() -> int:
@@ -404,6 +416,12 @@ class LocalIndex:
         cols = [table.column(c).to_pylist() for c in columns]
         return list(zip(*cols, strict=True))
 
+    def _sorted_pays(self, name: str, ccid: str, sort: str) -> bool:
+        """Whether reading only the row groups of a few sets (`read_sorted`, pyarrow) beats one
+        DuckDB read of the component's rows: when those are more than `_SORTED_READ_ROWS`."""
+        return key_rows(self.folders[name], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                        sort) > _SORTED_READ_ROWS
+
     def locate(self, item: str) -> tuple[str, str] | None:
         """(ccid, csid) of `item`, or None; counts one lookup of its component (ComponentCache)."""
         rows = self._read(L.NODES, item, [("id", item)], (L.CCID, L.CSID))
@@ -431,8 +449,8 @@ class LocalIndex:
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
         seen, frontier = {csid}, [csid]
         deps = None
-        if here == L.DST_CSID:  # the files' order: each level reads the row groups of its sets
-            bucket = L.bucket_of_value(ccid, self.buckets)
+        if here == L.DST_CSID and self._sorted_pays(L.SETDEPS, ccid, here):
+            bucket = L.bucket_of_value(ccid, self.buckets)  # each level reads the row groups of its sets
             while frontier and len(seen) <= _WALK_SETS:
                 step = read_sorted(self.folders[L.SETDEPS], bucket, L.CCID, ccid, here, frontier, (there,))
                 nxt = set(step.column(there).to_pylist()) - seen
@@ -465,7 +483,7 @@ class LocalIndex:
         if cached is not None:
             return cached.rows(sets)
         if L.SETS in self.folders:
-            if sets is not None and len(sets) <= _WALK_SETS:
+            if sets is not None and len(sets) <= _WALK_SETS and self._sorted_pays(L.SETS, ccid, L.CSID):
                 table = read_sorted(self.folders[L.SETS], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
                                     L.CSID, sets, (L.N_TRIPLES,))
             else:
@@ -486,11 +504,7 @@ class LocalIndex:
         if cached is not None:
             table = cached.scope(sets)
             return table if limit is None or table.num_rows <= limit else None
-        if sets is not None and len(sets) <= _WALK_SETS:
-            table = read_sorted(self.folders[L.TRIPLES], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
-                                L.DST_CSID, sets, ("src", "dst", L.OP))
-        else:
-            table = self._table(L.TRIPLES, ccid, self._scope_filter(ccid, sets), ("src", "dst", L.OP))
+        table = self._table(L.TRIPLES, ccid, self._scope_filter(ccid, sets), ("src", "dst", L.OP))
         return table if limit is None or table.num_rows <= limit else None
 
     def scope_relation(self, con, ccid: str, sets: Sequence[str] | None):

@@ -31,17 +31,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 OUT = os.path.join(ROOT, "benchmarks", "out", "commit")
 
-from pyspark.sql import functions as F  # noqa: E402
-
-
-def pipeline(tweets):
-    """Pebble's running example (tests/test_capture_example.py)."""
-    upper = tweets.filter(F.col("retweet_cnt") == 0).select(
-        "text", F.col("user.id_str").alias("id_str"), F.col("user.name").alias("name"))
-    lower = tweets.select("text", F.explode("user_mentions").alias("m_user")).select(
-        "text", F.col("m_user.id_str").alias("id_str"), F.col("m_user.name").alias("name"))
-    return (upper.union(lower).select(F.struct("id_str", "name").alias("user"), "text")
-            .groupBy("user").agg(F.collect_list(F.struct("text")).alias("tweets")))
+from test_capture_example import running_example as pipeline  # noqa: E402
 
 
 def main() -> None:

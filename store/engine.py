@@ -55,30 +55,28 @@ class Engine(str, enum.Enum):
                             hint="--engine auto picks per question; local forces DuckDB, spark forces Spark") from None
 
 
+def _count_setting(env: str, default: int, what: str) -> int:
+    """A count from the environment variable `env` (underscores allowed), else `default`."""
+    text = os.environ.get(env, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise UserError(f"{env} must be a number of {what}, got {text!r}",
+                        hint=f"for example {env}={default}") from None
+
+
 def local_rows_setting(value: int | None = None) -> int:
     """The `auto` threshold: `value`, else `$STRATA_LOCAL_ROWS`, else DEFAULT_LOCAL_ROWS."""
     if value is not None:
         return int(value)
-    text = os.environ.get("STRATA_LOCAL_ROWS")
-    if not text:
-        return DEFAULT_LOCAL_ROWS
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise UserError(f"STRATA_LOCAL_ROWS must be a number of rows, got {text!r}",
-                        hint="for example STRATA_LOCAL_ROWS=5000000") from None
+    return _count_setting("STRATA_LOCAL_ROWS", DEFAULT_LOCAL_ROWS, "rows")
 
 
 def local_triples_setting() -> int:
     """`$STRATA_LOCAL_TRIPLES`, else DEFAULT_LOCAL_TRIPLES."""
-    text = os.environ.get(LOCAL_TRIPLES_ENV, "").strip()
-    if not text:
-        return DEFAULT_LOCAL_TRIPLES
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise UserError(f"{LOCAL_TRIPLES_ENV} must be a number of triples, got {text!r}",
-                        hint=f"for example {LOCAL_TRIPLES_ENV}=60000000") from None
+    return _count_setting(LOCAL_TRIPLES_ENV, DEFAULT_LOCAL_TRIPLES, "triples")
 
 
 # Peak memory of a triples file's ingest on the driver per triple (scale-1 CSProv trace:

@@ -277,7 +277,8 @@ def read_json(p: Path, where: str) -> Any:
         raise BundleError(f"invalid bundle {where}: not UTF-8 text ({e.reason})") from e
 
 
-def _from_jsonl(spark, p: Path) -> Bundle:
+def jsonl_header(p: Path) -> dict:
+    """The checked header (line 1) of a JSON Lines bundle."""
     where = str(p)
     with open(p, encoding="utf-8") as fh:
         first = fh.readline()
@@ -289,6 +290,12 @@ def _from_jsonl(spark, p: Path) -> Bundle:
         raise BundleError(f"invalid bundle {where}: line 1 must be the header "
                           '{"format": "strata-bundle/1", "gsets": ..., "types": ...}')
     _check_header({k: v for k, v in header.items() if k not in SECTIONS}, where)
+    return header
+
+
+def _from_jsonl(spark, p: Path) -> Bundle:
+    where = str(p)
+    header = jsonl_header(p)
     tagged = _jsonl_section(spark, str(p.resolve()), None).filter(lambda t: t[1] > 0).cache()
     bad = tagged.filter(lambda t: t[0] not in SECTIONS).take(1)
     if bad:

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store.bundle import FORMAT, SECTIONS, _check_header, folder_header, normalize, read_json, section_files
+from store.bundle import (
+    FORMAT,
+    SECTIONS,
+    _check_header,
+    folder_header,
+    jsonl_header,
+    normalize,
+    read_json,
+    section_files,
+)
 from store.errors import BundleError
 
 
@@ -120,16 +129,7 @@ def _parsed(p: Path, skip_first: bool) -> list[tuple[int, Any, str | None]]:
 
 def _from_jsonl(p: Path) -> LocalBundle:
     where = str(p)
-    with open(p, encoding="utf-8") as fh:
-        first = fh.readline()
-    try:
-        header = json.loads(first) if first.strip() else {}
-    except ValueError as e:
-        raise BundleError(f"invalid bundle {where}: line 1 is not valid JSON ({e})") from e
-    if not isinstance(header, dict) or "format" not in header:
-        raise BundleError(f"invalid bundle {where}: line 1 must be the header "
-                          '{"format": "strata-bundle/1", "gsets": ..., "types": ...}')
-    _check_header({k: v for k, v in header.items() if k not in SECTIONS}, where)
+    header = jsonl_header(p)
     sections: dict[str, list[tuple]] = {s: [] for s in SECTIONS}
     for lineno, rec, error in _parsed(p, skip_first=True):
         tag = rec.get("section") if isinstance(rec, dict) else None

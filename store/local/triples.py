@@ -167,16 +167,14 @@ def ids_of(triples, mapping, source: str) -> Ids:
     return Ids(values, tables, ops)
 
 
-def triples_bundle(triples, mapping, existing_elements, source: str) -> LocalBundle:
-    """The bundle for validated triples (`store.triples.triples_bundle`); `existing_elements`:
-    the ids among them already in the store (a pyarrow array; reused, not added)."""
-    import pyarrow.compute as pc
-
-    ids = ids_of(triples, mapping, source)
+def triples_bundle(triples, mapping, ids: Ids, existing_elements, source: str) -> LocalBundle:
+    """The bundle for validated triples (`store.triples.triples_bundle`) whose ids are `ids`
+    (`ids_of`); `existing_elements`: the ids among them already in the store (a pyarrow array;
+    reused, not added)."""
     parent = dict(zip(mapping.column(ITEM).to_pylist(), mapping.column(TABLE).to_pylist(), strict=True))
     elements: list[tuple] = []
     for group, gran in ((ids.tables, TABLE), (ids.values, VALUE), (ids.ops, TRANSFORMATION)):
-        for x in group.filter(pc.invert(pc.is_in(group, value_set=existing_elements))).to_pylist():
+        for x in _not_in(group, existing_elements).to_pylist():
             p = parent.get(x) if gran == VALUE else None
             elements.append((None, x, gran, [p] if p is not None else [], None, None, None))
     edges = [(None, s, o, d, None) for s, d, o in zip(*(triples.column(c).to_pylist() for c in ("src", "dst", "op")),
@@ -223,8 +221,9 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
         return None
     m = mapping.filter(pc.is_in(mapping.column(ITEM), value_set=new[VALUE]))
     coarser = {p for c, p in catalog.strict_pairs() if c == VALUE}
-    old_parents = _not_in(pc.unique(m.column(TABLE)), new[TABLE])
-    if len(old_parents) < len(pc.unique(m.column(TABLE))) and TABLE not in coarser:
+    parent_tables = pc.unique(m.column(TABLE))
+    old_parents = _not_in(parent_tables, new[TABLE])
+    if len(old_parents) < len(parent_tables) and TABLE not in coarser:
         return None
     found = old.lookup(S.ELEMENTS, S.GRANULARITY, old_parents)
     if len(found) < len(old_parents) or not set(found.values()) <= coarser:
@@ -310,7 +309,7 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
         if rows is not None:
             stage_rows(stx, source, rows, catalog, triples=True)
             return IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
-    return ingest_bundle(stx, triples_bundle(triples, mapping, existing, source), triples=True)
+    return ingest_bundle(stx, triples_bundle(triples, mapping, ids, existing, source), triples=True)
 
 
 def _column(result, name: str):

@@ -107,6 +107,15 @@ class Choice:
         return f"engine: {self.engine.value} ({self.reason})"
 
 
+def within_memory(need: int, what: str) -> Choice | None:
+    """Spark, and why, when `what` needs more memory (`need` bytes) than the machine has
+    available; None when it fits or the available memory is unknown."""
+    free = available_bytes()
+    if free is not None and need > free:
+        return Choice(Engine.SPARK, f"{what} needs about {need / 2**30:.1f} GB, {free / 2**30:.1f} GB available")
+    return None
+
+
 def choose(setting: Engine, *, local_store: bool, cluster: str | None, reads: int | None,
            local_rows: int) -> Choice:
     """The engine for one question.

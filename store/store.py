@@ -18,10 +18,10 @@ from store.engine import (
     INGEST_BYTES_PER_TRIPLE,
     Choice,
     Engine,
-    available_bytes,
     choose,
     local_rows_setting,
     local_triples_setting,
+    within_memory,
 )
 from store.errors import StoreError, UserError
 from store.ingest import IngestCounts, table_rows
@@ -291,16 +291,16 @@ class Store:
             return Choice(Engine.SPARK, "a bundle section is a Spark DataFrame")
         bundles = sum(p.records for p in planned if not p.triples)
         triples = sum(p.records for p in planned if p.triples)
-        choices = [choose(self.engine, local_store=self.storage.is_local, cluster=self.cluster(), reads=n,
-                          local_rows=limit)
-                   for n, limit, present in ((bundles, self.local_rows, bundles or not triples),
-                                             (triples, local_triples_setting(), triples)) if present]
+        choices = []
+        if bundles or not triples:
+            choices.append(self.choose(bundles))
+        if triples:
+            choices.append(choose(self.engine, local_store=self.storage.is_local, cluster=self.cluster(),
+                                  reads=triples, local_rows=local_triples_setting()))
         choice = next((c for c in choices if c.engine is Engine.SPARK), choices[0])
         if choice.engine is Engine.LOCAL and self.engine is Engine.AUTO and triples:
-            need, free = triples * INGEST_BYTES_PER_TRIPLE, available_bytes()
-            if free is not None and need > free:
-                return Choice(Engine.SPARK, f"ingesting {triples:,} triples in this process needs about "
-                                            f"{need / 2**30:.1f} GB, {free / 2**30:.1f} GB available")
+            return within_memory(triples * INGEST_BYTES_PER_TRIPLE,
+                                 f"ingesting {triples:,} triples in this process") or choice
         return choice
 
     def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],

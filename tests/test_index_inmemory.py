@@ -348,15 +348,16 @@ def test_vectorized_hash_is_sparks_xxhash64(keys, buckets):
 def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, monkeypatch):
     """`auto` compares the build's expected peak memory with what the machine has available;
     `--engine local` still forces the in-process build."""
+    import store.engine as engine
     import store.index.inmemory as im
 
     triples, _ = batch_triples()
     root = _batch(tmp_path / "s", triples)
     monkeypatch.delenv(LOCAL_TRIPLES_ENV, raising=False)
     need = im.estimated_bytes(len(triples), Store.open(root, spark=_no_spark).local().rows(S.COMPLEX))
-    monkeypatch.setattr(im, "available_bytes", lambda: need - 1)
+    monkeypatch.setattr(engine, "available_bytes", lambda: need - 1)
     choice = choose_builder(Store.open(root, spark=_no_spark))
     assert choice.engine is Engine.SPARK and "available" in choice.reason, choice
     assert choose_builder(Store.open(root, spark=_no_spark, engine="local")).engine is Engine.LOCAL
-    monkeypatch.setattr(im, "available_bytes", lambda: need)
+    monkeypatch.setattr(engine, "available_bytes", lambda: need)
     assert choose_builder(Store.open(root, spark=_no_spark)).engine is Engine.LOCAL

@@ -127,14 +127,14 @@ def test_a_large_file_takes_the_columnar_path_and_reuses_what_the_store_holds(ba
 def test_a_triples_file_too_big_for_this_memory_is_ingested_with_spark(tmp_path, monkeypatch):
     """`auto` sends a triples file to Spark when its in-process ingest would not fit in the memory
     available; within the limits it stays local, and `--engine local` forces it."""
-    import store.store as ss
+    import store.engine as engine
     from store.local.ingest import Planned
 
     planned = [Planned(str(tmp_path / "t.csv"), True, 1_000_000)]
     st_ = Store.open(tmp_path / "s", engine="auto")
-    monkeypatch.setattr(ss, "available_bytes", lambda: 10**12)
+    monkeypatch.setattr(engine, "available_bytes", lambda: 10**12)
     assert st_.ingest_choice(planned).engine.value == "local"
-    monkeypatch.setattr(ss, "available_bytes", lambda: 10**8)
+    monkeypatch.setattr(engine, "available_bytes", lambda: 10**8)
     choice = st_.ingest_choice(planned)
     assert choice.engine.value == "spark" and "1,000,000 triples" in choice.reason and "available" in choice.reason
     assert Store.open(tmp_path / "s", engine="local").ingest_choice(planned).engine.value == "local"

@@ -46,7 +46,7 @@ import numpy as np
 
 from store import progress
 from store import schema as S
-from store.engine import Choice, Engine, available_bytes, choose, local_triples_setting
+from store.engine import Choice, Engine, choose, local_triples_setting, within_memory
 from store.errors import UserError
 from store.index import layout as L
 from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
@@ -82,10 +82,8 @@ def choose_builder(st) -> Choice:
     choice = choose(st.engine, local_store=local, cluster=st.cluster(), reads=rows,
                     local_rows=local_triples_setting())
     if choice.engine is Engine.LOCAL and st.engine is Engine.AUTO:
-        need, free = estimated_bytes(rows or 0, st.local().rows(S.COMPLEX)), available_bytes()
-        if free is not None and need > free:
-            return Choice(Engine.SPARK, f"an in-process build needs about {need / 2**30:.1f} GB, "
-                                        f"{free / 2**30:.1f} GB available")
+        return within_memory(estimated_bytes(rows or 0, st.local().rows(S.COMPLEX)),
+                             "an in-process build") or choice
     return choice
 
 

@@ -439,7 +439,9 @@ class LocalIndex:
 
     def set_lineage(self, ccid: str, csid: str, forward: bool) -> set[str]:
         """`csid` and every set it derives from (forward: that derive from it), walked over the
-        component's set dependencies read once (one bucket, one key range)."""
+        component's set dependencies: level by level from the row groups of the frontier's sets
+        in a large component (backward, while the lineage is small), else read once (one
+        bucket, one key range)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -447,21 +449,20 @@ class LocalIndex:
         if cached is not None:
             return cached.set_lineage(self, ccid, csid, forward)
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
-        seen, frontier = {csid}, [csid]
+        by_row_groups = here == L.DST_CSID and self._sorted_pays(L.SETDEPS, ccid, here)
+        bucket = L.bucket_of_value(ccid, self.buckets)
         deps = None
-        if here == L.DST_CSID and self._sorted_pays(L.SETDEPS, ccid, here):
-            bucket = L.bucket_of_value(ccid, self.buckets)  # each level reads the row groups of its sets
-            while frontier and len(seen) <= _WALK_SETS:
-                step = read_sorted(self.folders[L.SETDEPS], bucket, L.CCID, ccid, here, frontier, (there,))
-                nxt = set(step.column(there).to_pylist()) - seen
-                seen |= nxt
-                frontier = sorted(nxt)
-        if frontier:  # forward, or a large lineage: the component's dependencies, read once
-            deps = self._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (L.SRC_CSID, L.DST_CSID))
-            key, other = deps.column(here), deps.column(there)
+        seen, frontier = {csid}, [csid]
         while frontier:
-            hit = pc.is_in(key, value_set=pa.array(frontier, pa.string()))
-            nxt = set(other.filter(hit).to_pylist()) - seen
+            if by_row_groups and len(seen) <= _WALK_SETS:  # the row groups of this level's sets
+                found = read_sorted(self.folders[L.SETDEPS], bucket, L.CCID, ccid, here, frontier, (there,))
+                found = found.column(there)
+            else:  # forward, or a large lineage: the component's dependencies, read once
+                if deps is None:
+                    deps = self._table(L.SETDEPS, ccid, [(L.CCID, ccid)], (L.SRC_CSID, L.DST_CSID))
+                found = deps.column(there).filter(pc.is_in(deps.column(here),
+                                                           value_set=pa.array(frontier, pa.string())))
+            nxt = set(found.to_pylist()) - seen
             seen |= nxt
             frontier = sorted(nxt)
         return seen

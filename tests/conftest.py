@@ -1,11 +1,18 @@
 """One SparkSession for the whole suite (local[2], few shuffle partitions, UI off).
 
-Whole-stage code generation is off in this session: the suite runs hundreds of small queries,
-and compiling Java for each of them cost time (test_semantics.py, test_index_maintenance.py and
-test_capture_commit.py: 194 s instead of 208 s; the whole suite 12 min 21 s against 14 min 6 s).
-It changes how Spark evaluates a plan, not what the plan computes. The tests that start Spark in
-a child process (the local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep
-Spark's defaults, code generation included.
+Code generation is off in this session, whole-stage and per expression (`factoryMode`
+NO_CODEGEN: projections, predicates and orderings are interpreted), and so is adaptive query
+execution: the suite runs hundreds of queries over a few rows each, where compiling Java and
+re-planning at each shuffle cost more than they save (test_semantics.py and
+test_index_maintenance.py, on a loaded machine: 103 s against 127 s with only whole-stage code
+generation off; NO_CODEGEN alone, in a second pair, 175 s against 204 s). They change how Spark
+evaluates a plan, not what it computes. The tests that start Spark in a child process (the
+local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's defaults, code
+generation included.
+
+The local-cluster test (test_cluster.py) runs in a child process of its own: it is started as
+soon as collection ends and its result is checked last, so its minute overlaps the rest of the
+suite instead of adding to it (`pytest_collection_finish`, `pytest_collection_modifyitems`).
 
 The suite's JVM lives for all of it, and the store's index builds and queries pin
 intermediate results with localCheckpoint: those blocks stay in the driver's memory until
@@ -40,8 +47,11 @@ def spark(tmp_path_factory):
         "spark.default.parallelism": "2",
         "spark.driver.memory": "3g",
         "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.adaptive.enabled": "false",
         "spark.local.dir": str(tmp_path_factory.mktemp("spark-local")),
     }
+
     session = get_session(master="local[2]", conf=conf)
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
     yield session
@@ -113,3 +123,19 @@ def ids_df(spark):
         return spark.createDataFrame([(i,) for i in ids], "id string")
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """The cluster tests last: their child process runs in the background until then."""
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+
+
+def pytest_collection_finish(session):
+    """Start the background children of the selected tests that have one."""
+    started = set()
+    for item in session.items:
+        module = getattr(item, "module", None)
+        start = getattr(module, "start_in_background", None)
+        if start is not None and module not in started:
+            started.add(module)
+            start()

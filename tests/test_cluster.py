@@ -1,15 +1,19 @@
 """No code path may rely on local mode: ingest, semantics and a captured run under
 local-cluster[2,1,1024] (two real executor JVMs, each with its own Python workers: the one-pass
 commit writes the store copy from there). Spark allows one SparkContext per process, so this runs
-in a child."""
+in a child, started in the background when collection ends (conftest.py) and checked last."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -64,19 +68,42 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_ingest_and_semantics_on_a_local_cluster(tmp_path, examples_dir):
-    from reference import Reference
-    from test_capture_example import TABLE_2
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+_CHILD: dict[str, object] = {}
+
+
+def start_in_background() -> None:
+    """Start the child (once); its files live in a temporary folder removed at exit."""
+    if _CHILD:
+        return
     from test_capture_helpers import TWEETS
 
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "store"),
-                           str(examples_dir / "movies.json"), TWEETS, str(tmp_path / "out"),
-                           os.path.dirname(os.path.abspath(__file__))],
-                          capture_output=True, text=True, timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    work = Path(tempfile.mkdtemp(prefix="strata-cluster-"))
+    atexit.register(shutil.rmtree, work, True)
+    # output to files, not pipes: nobody reads a pipe until the end, and a full one would stall the child
+    _CHILD["out"], _CHILD["err"] = work / "stdout", work / "stderr"
+    with open(_CHILD["out"], "w") as out, open(_CHILD["err"], "w") as err:
+        _CHILD["proc"] = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(work / "store"), str(EXAMPLES / "movies.json"), TWEETS,
+             str(work / "out"), os.path.dirname(os.path.abspath(__file__))], stdout=out, stderr=err)
+
+
+def test_ingest_and_semantics_on_a_local_cluster():
+    from reference import Reference
+    from test_capture_example import TABLE_2
+
+    start_in_background()
+    proc = _CHILD["proc"]
+    try:
+        proc.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    stdout, stderr = _CHILD["out"].read_text(), _CHILD["err"].read_text()
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, stderr[-3000:]
     out = json.loads(lines[0][len("RESULT "):])
-    ref = Reference([json.loads((examples_dir / "movies.json").read_text())])
+    ref = Reference([json.loads((EXAMPLES / "movies.json").read_text())])
     assert out["executors"] == 2
     assert out["version"] == 1
     assert out["influences2"] == sorted(d for d in ref.vertices("data")

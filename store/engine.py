@@ -139,3 +139,13 @@ def choose(setting: Engine, *, local_store: bool, cluster: str | None, reads: in
         return Choice(Engine.SPARK, f"reads {reads:,} rows, more than the local limit of {local_rows:,}")
     size = "" if reads is None else f"reads {reads:,} rows, "
     return Choice(Engine.LOCAL, f"{size}within the local limit of {local_rows:,} rows")
+
+
+def duckdb_connect():
+    """A DuckDB connection for the local engine: in memory, every core, and no progress bar of
+    DuckDB's own (it would draw over the CLI's progress and output on a terminal)."""
+    import duckdb
+
+    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    con.execute("SET enable_progress_bar = false")
+    return con

@@ -77,7 +77,9 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
         f"index ({meta.get('mode')}{where}): {meta['components']} components, {meta['sets']} connected sets "
         f"({meta['split_components']} components split, θ={meta['theta']}), "
         f"{meta['set_dependencies']} set dependencies over {meta['triples']} triples"
-        + (f" in {meta['build_s']} s" if "build_s" in meta else ""))
+        + (f" in {meta['build_s']} s" if "build_s" in meta else "")
+        + (f"; lineage skeletons of {meta['skeletons']} large components in {meta['skeletons_s']} s"
+           if meta.get("skeletons") else ""))
 
 
 @click.command()

@@ -259,7 +259,50 @@ def test_a_bad_cache_budget_is_a_user_error(root, monkeypatch):
     monkeypatch.setattr(LI, "_CACHE_MIN_TRIPLES", 0)
     LI.CACHE.clear()
     st = Store.open(root, engine="local")
-    lineage(st, "8", method=Method.CS)
     with pytest.raises(UserError, match="STRATA_LINEAGE_CACHE must be a number of triples"):
-        lineage(st, "8", method=Method.CS)
+        lineage(st, "8", method=Method.CS)  # the first lineage checks it (skeleton files)
+    LI.CACHE.clear()
+
+
+def test_skeleton_files_answer_like_the_index_files(root, frames, monkeypatch, tmp_path):
+    """A large component's skeleton files (store/index/local.py: triples in set order and set
+    dependencies as integer codes, memory-mapped), written here for every component of the small
+    graph: CC and CS give the answers and `triples_read` of the index files, both directions.
+    A second lookup of a large component without files writes them; files of an older index
+    are removed; with $STRATA_LINEAGE_CACHE=0 none are used or written."""
+    import os
+    import shutil
+
+    from store.index import local as LI
+
+    copy = tmp_path / "store"
+    shutil.copytree(root, copy)
+    st = Store.open(copy, engine="local")
+    items = ["8", "4", "p23", *random.Random(7).sample(_random_values(frames[0]), 6)]
+    keys = [(i, f, m) for i in items for f in (False, True) for m in (Method.CC, Method.CS)]
+    monkeypatch.setenv(LI.CACHE_ENV, "0")
+    LI.CACHE.clear()
+    want = {key: lineage(st, key[0], forward=key[1], method=key[2]) for key in keys}
+    assert LI.write_skeletons(st, threshold=0) == 0
+    monkeypatch.delenv(LI.CACHE_ENV)
+    index = LI.LocalIndex.of(st)
+    stale = os.path.join(index.cache, "an-older-index-segment")
+    os.makedirs(stale)
+    written = LI.write_skeletons(st, threshold=0)
+    assert written == st.meta("index")["components"] and not os.path.exists(stale)
+    LI.CACHE.clear()
+    got = {key: lineage(st, key[0], forward=key[1], method=key[2]) for key in keys}
+    assert got == want
+    assert LI.CACHE.triples == 0  # mapped, not held in the process's memory budget
+    for (item, forward, _), result in got.items():
+        assert (set(result.nodes), set(result.edges)) == reference_lineage(frames[0], item, None, forward)
+    # written at a large component's second lookup when missing
+    shutil.rmtree(index.cache)
+    monkeypatch.setattr(LI, "LARGE_COMPONENT", 0)
+    monkeypatch.setattr(LI, "_CACHE_MIN_TRIPLES", 0)
+    LI.CACHE.clear()
+    for _ in range(2):
+        assert lineage(st, "8", method=Method.CS) == want[("8", False, Method.CS)]
+    ccid = index.locate("8")[0]
+    assert os.path.isdir(index.skeleton(ccid))
     LI.CACHE.clear()

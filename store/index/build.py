@@ -213,13 +213,25 @@ def build_index(st, params: IndexParams = IndexParams()) -> dict:
 
     choice = inmemory.choose_builder(st)
     if choice.engine is Engine.LOCAL:
-        return inmemory.build_index(st, params, extra_meta={"builder_reason": choice.reason})
+        return with_skeletons(st, inmemory.build_index(st, params, extra_meta={"builder_reason": choice.reason}))
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
     if triples.limit(1).count() == 0:
         raise UserError(f"nothing to index: store {st.root} has no derivation edges yet",
                         hint="ingest a bundle or a triples file first (strata ingest FILE)")
     frames = compute_index(triples, tables, params)
-    return write_index(st, frames, params, "index: full build",
-                       {"mode": "full", "builder": "spark", "builder_reason": choice.reason,
-                        "build_s": round(time.perf_counter() - t0, 3)})
+    return with_skeletons(st, write_index(st, frames, params, "index: full build",
+                                          {"mode": "full", "builder": "spark", "builder_reason": choice.reason,
+                                           "build_s": round(time.perf_counter() - t0, 3)}))
+
+
+def with_skeletons(st, meta: dict) -> dict:
+    """`meta` of a committed index, with how many lineage skeletons were written for its large
+    components (store/index/local.py `write_skeletons`; local stores only)."""
+    from store.index.local import write_skeletons
+
+    t0 = time.perf_counter()
+    written = write_skeletons(st)
+    if written:
+        meta = {**meta, "skeletons": written, "skeletons_s": round(time.perf_counter() - t0, 3)}
+    return meta

@@ -46,7 +46,7 @@ import numpy as np
 
 from store import progress
 from store import schema as S
-from store.engine import Choice, Engine, choose, local_triples_setting, within_memory
+from store.engine import Choice, Engine, choose, duckdb_connect, local_triples_setting, within_memory
 from store.errors import UserError
 from store.index import layout as L
 from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
@@ -198,7 +198,7 @@ def _arrow(st, name: str, columns: Sequence[str], aggregate=None):
     DuckDB connection of its own, closed after: its buffers do not outlive the read."""
     import duckdb
 
-    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    con = duckdb_connect()
     try:
         rel = _relation(st, con, name)
         rel = aggregate(rel) if aggregate else rel.project(*[duckdb.ColumnExpression(c) for c in columns])

@@ -9,15 +9,25 @@ and returns the few matching rows as a pyarrow Table. Semantics are those of the
 local engine's CC and CS (store/lineage.py): a scope larger than τ is searched with DuckDB
 over `scope_relation` instead of in memory.
 
-A process that asks about the same large component again (the REPL, a notebook, a service)
-keeps that component in memory (`ComponentCache`): its triples sorted by derived set, with
-each set's row range, and its set dependencies as adjacency lists. A later CS query then
-slices the scope out of memory instead of decoding the component's rows from Parquet again,
-and walks the set dependencies without reading them. A component is admitted on its second
-lookup, so a one-query process (`strata lineage`) never pays for loading one; the budget is
-`$STRATA_LINEAGE_CACHE` triples (default 4,000,000, about 0.3 GB; 0 turns it off). Cache keys
-include the index's segment folders, which a commit never rewrites, so a newer version of the
-store never sees an older version's component.
+A process that asks about the same component again (the REPL, a notebook, a service) keeps
+that component in memory (`ComponentCache`): its triples sorted by derived set, with each set's
+row range, and its set dependencies as adjacency lists. A later CS query then slices the scope
+out of memory instead of decoding the component's rows from Parquet again, and walks the set
+dependencies without reading them. A component is admitted on its second lookup, so a one-query
+process (`strata lineage`) never pays for loading one; the budget is `$STRATA_LINEAGE_CACHE`
+triples (default 4,000,000, about 0.3 GB; 0 turns it off). Cache keys include the index's
+segment folders, which a commit never rewrites, so a newer version of the store never sees an
+older version's component.
+
+A large component (more than `LARGE_COMPONENT` triples) is also kept on disk in that form, as
+Arrow IPC and numpy files under the store's `_strata/cache/lineage/` (`write_skeletons`, run
+after each index build, and at a large component's second lookup when it has none yet). Every
+process maps those files instead of reading the component: a lineage in it gathers its sets'
+rows and walks integer set codes over memory-mapped arrays, paging in only what it touches,
+where reading its scope from Parquet decodes most of the component (a lineage's sets are
+spread over nearly all of its row groups). The files are derived data: keyed by the index's
+segment folder, never versioned or verified, removed when the index they belong to is replaced,
+and rebuilt from the index whenever they are missing.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from store.engine import duckdb_connect
 from store.index import layout as L
 
 
@@ -49,9 +60,8 @@ def _con():
     """The DuckDB connection of these point reads (one per process, in memory)."""
     global _CON
     if _CON is None:
-        import duckdb
 
-        _CON = duckdb.connect()
+        _CON = duckdb_connect()
     return _CON
 
 
@@ -173,6 +183,9 @@ _WALK_SETS = 256
 # ... and only in a component with more rows than this in the table read: below it, DuckDB reads
 # the component's rows at once faster than pyarrow reads a few row groups level by level.
 _SORTED_READ_ROWS = 2_000_000  # a smaller component is read from Parquet in a few milliseconds
+# Components with more triples than this get skeleton files (module docstring), kept here:
+LARGE_COMPONENT = 2_000_000
+SKELETONS = "_strata/cache/lineage"
 
 
 def cache_budget() -> int:
@@ -203,13 +216,15 @@ def _groups(codes, size: int):
 
 
 def _gather(groups, codes):
-    """The row numbers of every code in `codes` (numpy), concatenated."""
+    """The row numbers of every code in `codes` (numpy), concatenated. An `order` of None
+    stands for rows already in code order (no permutation)."""
     import numpy as np
 
     order, starts, counts = groups
     lens = counts[codes]
     offsets = np.repeat(starts[codes] - (np.cumsum(lens) - lens), lens)
-    return order[np.arange(int(lens.sum())) + offsets]
+    rows = np.arange(int(lens.sum())) + offsets
+    return rows if order is None else order[rows]
 
 
 def _codes(dictionary, values):
@@ -236,13 +251,13 @@ def _sorted_runs(column):
         column = column.combine_chunks()
     n = len(column)
     if n == 0:
-        return pa.array([], pa.string()), (np.array([], np.int64),) * 3
+        return pa.array([], pa.string()), (None, np.array([], np.int64), np.array([], np.int64))
     head, tail = column.slice(0, n - 1), column.slice(1)
     if not pc.all(pc.less_equal(head, tail), min_count=0).as_py():
         return None
     starts = np.concatenate(([0], np.flatnonzero(pc.not_equal(head, tail).to_numpy(zero_copy_only=False)) + 1))
     counts = np.diff(np.append(starts, n))
-    return column.take(pa.array(starts)), (np.arange(n), starts, counts)
+    return column.take(pa.array(starts)), (None, starts, counts)
 
 
 def _encode(column):
@@ -260,13 +275,15 @@ def _encode(column):
 class Component:
     """One component in memory: its triples (src, dst, op), grouped by derived set (`rows`,
     `scope`), and its set dependencies grouped by set per direction (read on first use), all
-    as integer codes so a lookup is a few vectorized gathers."""
+    as integer codes so a lookup is a few vectorized gathers. A component opened from its
+    skeleton files (`open`) has the same parts as memory-mapped arrays (`mapped`)."""
 
-    triples: object  # pyarrow Table[src, dst, op], in file order
+    triples: object  # pyarrow Table[src, dst, op], in file order (op a dictionary column when mapped)
     sets: object  # pyarrow StringArray: the component's dst_csid values, one per code
     by_set: tuple  # _groups of the triples by dst_csid code
     deps: dict[bool, tuple] = field(default_factory=dict)  # forward -> (ids, groups, next codes)
     last_codes: tuple | None = None  # (the set list last asked for, its codes)
+    mapped: bool = False
 
     @classmethod
     def load(cls, index: LocalIndex, ccid: str) -> Component:
@@ -283,9 +300,8 @@ class Component:
         return int(self.by_set[2][self._set_codes(sets)].sum())
 
     def scope(self, sets: Sequence[str] | None):
-        if sets is None:
-            return self.triples
-        return self.triples.take(_gather(self.by_set, self._set_codes(sets)))
+        table = self.triples if sets is None else self.triples.take(_gather(self.by_set, self._set_codes(sets)))
+        return _decoded(table) if self.mapped else table
 
     def _set_codes(self, sets: Sequence[str]):
         """Codes of `sets`; a lineage asks twice for the same list (to count, then to read)."""
@@ -294,8 +310,8 @@ class Component:
             last = self.last_codes = (sets, _codes(self.sets, sets))
         return last[1]
 
-    def set_lineage(self, index: LocalIndex, ccid: str, csid: str, forward: bool) -> set[str]:
-        import numpy as np
+    def _deps(self, index: LocalIndex, ccid: str, forward: bool) -> tuple:
+        """(ids, groups, next codes) of the set dependencies in one direction (read once)."""
         import pyarrow as pa
 
         if forward not in self.deps:
@@ -305,7 +321,13 @@ class Component:
                                                   pa.string()))
             n = table.num_rows
             self.deps[forward] = (ids, _groups(codes[:n], len(ids)), codes[n:])
-        ids, groups, nxt = self.deps[forward]
+        return self.deps[forward]
+
+    def set_lineage(self, index: LocalIndex, ccid: str, csid: str, forward: bool) -> set[str]:
+        import numpy as np
+        import pyarrow as pa
+
+        ids, groups, nxt = self._deps(index, ccid, forward)
         start = _codes(ids, [csid])
         if not len(start):
             return {csid}
@@ -318,6 +340,95 @@ class Component:
             seen[frontier] = True
         return set(ids.take(pa.array(np.flatnonzero(seen))).to_pylist())
 
+    # ------------------------------------------------------------------ skeleton files
+    def save(self, index: LocalIndex, ccid: str, folder: str) -> None:
+        """Write this component, both directions of its set dependencies included, as files in
+        `folder` (written in a sibling folder, then renamed into place: a reader sees all of
+        them or none). Triples are stored in set order; integer arrays as numpy files."""
+        import shutil
+
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        order, starts, counts = self.by_set
+        triples = self.triples
+        if order is not None:  # rows grouped by code, not in code order: store them in order
+            triples = triples.take(pa.array(order))
+        # src and dst stay plain strings: a set's rows then sit together in one stretch of the
+        # file, so a lineage pages in its sets' rows only (a dictionary would scatter them)
+        triples = pa.table({"src": triples.column("src").combine_chunks(),
+                            "dst": triples.column("dst").combine_chunks(),
+                            L.OP: pc.dictionary_encode(triples.column(L.OP).combine_chunks())})
+        tmp = f"{folder}.tmp-{os.getpid()}-{threading.get_ident()}"
+        os.makedirs(tmp)
+        try:
+            _write_arrow(os.path.join(tmp, "triples.arrow"), triples)
+            _write_arrow(os.path.join(tmp, "sets.arrow"), pa.table({"csid": self.sets}))
+            np.save(os.path.join(tmp, "set_starts.npy"), starts)
+            np.save(os.path.join(tmp, "set_counts.npy"), counts)
+            for forward, name in ((False, "back"), (True, "fwd")):
+                ids, (d_order, d_starts, d_counts), nxt = self._deps(index, ccid, forward)
+                _write_arrow(os.path.join(tmp, f"{name}_ids.arrow"), pa.table({"csid": ids}))
+                for part, array in (("order", d_order), ("starts", d_starts), ("counts", d_counts), ("next", nxt)):
+                    np.save(os.path.join(tmp, f"{name}_{part}.npy"), _narrow(array))
+            os.rename(tmp, folder)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not os.path.isdir(folder):  # another process renamed its copy first: that one serves
+                raise
+
+    @classmethod
+    def open(cls, folder: str) -> Component:
+        """A component from its skeleton files, memory-mapped (nothing is read until used)."""
+        import numpy as np
+
+        def npy(name):
+            return np.load(os.path.join(folder, name), mmap_mode="r")
+
+        deps = {}
+        for forward, name in ((False, "back"), (True, "fwd")):
+            deps[forward] = (_column(os.path.join(folder, f"{name}_ids.arrow")),
+                             (npy(f"{name}_order.npy"), npy(f"{name}_starts.npy"), npy(f"{name}_counts.npy")),
+                             npy(f"{name}_next.npy"))
+        triples = _read_arrow(os.path.join(folder, "triples.arrow"))
+        sets = _column(os.path.join(folder, "sets.arrow"))
+        return cls(triples, sets, (None, npy("set_starts.npy"), npy("set_counts.npy")), deps, mapped=True)
+
+
+def _narrow(array):
+    """Row numbers and codes as int32 when they fit (half the file, half the pages touched)."""
+    import numpy as np
+
+    return array.astype(np.int32) if len(array) == 0 or int(array.max()) < 2**31 else array
+
+
+def _write_arrow(path: str, table) -> None:
+    import pyarrow as pa
+
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+
+
+def _read_arrow(path: str):
+    import pyarrow as pa
+
+    return pa.ipc.open_file(pa.memory_map(path, "r")).read_all()
+
+
+def _column(path: str):
+    """The one column of an Arrow IPC file as an array (mapped, not copied, when one chunk)."""
+    column = _read_arrow(path).column(0)
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _decoded(table):
+    """`table` with dictionary columns turned back into plain strings."""
+    import pyarrow as pa
+
+    return pa.table({name: col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+                     for name, col in zip(table.column_names, table.columns, strict=True)})
+
 
 class ComponentCache:
     """Components kept in memory for repeated lineage, least recently used out first, at most
@@ -325,6 +436,7 @@ class ComponentCache:
 
     def __init__(self) -> None:
         self._items: OrderedDict[tuple[str, str], Component] = OrderedDict()
+        self._sizes: dict[tuple[str, str], int] = {}
         self._lookups: dict[tuple[str, str], int] = {}
         self._triples = 0
         self._lock = threading.Lock()
@@ -338,32 +450,55 @@ class ComponentCache:
             self._lookups[key] = self._lookups.get(key, 0) + 1
 
     def get(self, index: LocalIndex, ccid: str) -> Component | None:
-        """The component in memory: cached, loaded now (second lookup, size within budget), or None."""
+        """The component in memory: cached, opened from its skeleton files, loaded now (second
+        lookup, size within budget; a large one is written to skeleton files and opened from
+        them), or None."""
         key = (index.folders[L.TRIPLES], ccid)
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
                 return hit
+        budget = cache_budget()
+        if budget == 0:
+            return None
+        folder = index.skeleton(ccid)
+        if folder is not None and os.path.isdir(folder):
+            return self._keep(key, Component.open(folder), 0)
+        with self._lock:
             if self._lookups.get(key, 0) < 2:
                 return None
-        budget = cache_budget()
         size = index.component_triples(ccid)
-        if size < _CACHE_MIN_TRIPLES or size > budget:
+        if size < _CACHE_MIN_TRIPLES:
             return None
-        loaded = Component.load(index, ccid)
+        if size > LARGE_COMPONENT and folder is not None and _fits(size):
+            try:
+                Component.load(index, ccid).save(index, ccid, folder)
+            except OSError:  # a read-only store: the component stays on disk, read as before
+                return None
+            return self._keep(key, Component.open(folder), 0)
+        if size > budget:
+            return None
+        return self._keep(key, Component.load(index, ccid), size)
+
+    def _keep(self, key: tuple[str, str], component: Component, size: int) -> Component:
+        """Keep `component` (`size` triples of the budget; mapped ones take none), evicting the
+        least recently used beyond the budget."""
         with self._lock:
             if key not in self._items:
-                self._items[key] = loaded
-                self._triples += loaded.triples.num_rows
+                self._items[key] = component
+                self._sizes[key] = size
+                self._triples += size
+            budget = cache_budget()
             while self._triples > budget and self._items:
-                _, old = self._items.popitem(last=False)
-                self._triples -= old.triples.num_rows
-        return loaded
+                old, _ = self._items.popitem(last=False)
+                self._triples -= self._sizes.pop(old)
+            return self._items.get(key, component)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._sizes.clear()
             self._lookups.clear()
             self._triples = 0
 
@@ -381,6 +516,7 @@ class LocalIndex:
 
     folders: dict[str, str]
     buckets: int
+    cache: str | None = None  # the store's folder of skeleton files (module docstring)
 
     @classmethod
     def of(cls, st) -> LocalIndex | None:
@@ -399,7 +535,17 @@ class LocalIndex:
             if path is None:
                 return None
             folders[name] = path
-        return cls(folders, int(meta["buckets"]))
+        return cls(folders, int(meta["buckets"]), st.storage.local_path(SKELETONS))
+
+    def skeleton(self, ccid: str) -> str | None:
+        """The folder of component `ccid`'s skeleton files (existing or not), under a folder
+        named after the index's triples segment; None when skeletons are off."""
+        if self.cache is None or cache_budget() == 0:
+            return None
+        import xxhash
+
+        return os.path.join(self.cache, os.path.basename(self.folders[L.TRIPLES].rstrip("/")),
+                            xxhash.xxh64_hexdigest(ccid.encode("utf-8")))
 
     def _table(self, name: str, key: str, where: Sequence[tuple[str, object]], columns: Sequence[str]):
         """The rows (a pyarrow Table) of the one bucket `key` hashes to that match `where`."""
@@ -527,3 +673,49 @@ class LocalIndex:
             rel = rel.join(con.from_arrow(pa.table({L.DST_CSID: pa.array(list(sets), pa.string())})),
                            L.DST_CSID, how="semi")
         return rel.project(col("src"), col("dst"), col(L.OP))
+
+
+SKELETON_BYTES_PER_TRIPLE = 150  # peak memory while a component is loaded and written
+
+
+def _fits(triples: int) -> bool:
+    """Whether loading a component of this many triples to write its skeleton fits in memory."""
+    from store.engine import within_memory
+
+    return within_memory(SKELETON_BYTES_PER_TRIPLE * triples, "a lineage skeleton") is None
+
+
+def write_skeletons(st, threshold: int | None = None) -> int:
+    """Write the skeleton files of every component of `st`'s index with more than `threshold`
+    triples (default `LARGE_COMPONENT`) that has none, and remove those of older indexes.
+    Returns how many were written; 0 when the store is not a local folder or skeletons are off."""
+    import shutil
+
+    from store import progress
+
+    index = LocalIndex.of(st)
+    if index is None or index.cache is None or L.COMPONENTS not in index.folders or cache_budget() == 0:
+        return 0
+    current = os.path.basename(index.folders[L.TRIPLES].rstrip("/"))
+    if os.path.isdir(index.cache):
+        for name in os.listdir(index.cache):
+            if name != current:
+                shutil.rmtree(os.path.join(index.cache, name), ignore_errors=True)
+    limit = LARGE_COMPONENT if threshold is None else threshold
+    files = bucket_files(index.folders[L.COMPONENTS], range(index.buckets))
+    if not files:
+        return 0
+    large = (_con().read_parquet(files).filter(f"{L.N_TRIPLES} > {int(limit)}")
+             .project(f"{L.CCID}, {L.N_TRIPLES}").fetchall())
+    written = 0
+    with progress.step("lineage skeletons", total=len(large)) as step:
+        for ccid, n_triples in large:
+            folder = index.skeleton(ccid)
+            if folder is not None and not os.path.isdir(folder) and _fits(n_triples):
+                try:
+                    Component.load(index, ccid).save(index, ccid, folder)
+                except OSError:  # a read-only store: lineage reads the index files instead
+                    return written
+                written += 1
+            step.advance(1)
+    return written

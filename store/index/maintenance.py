@@ -36,6 +36,7 @@ from store.index.build import (
     node_tables,
     refresh_scopes,
     source_triples,
+    with_skeletons,
     write_index,
 )
 from store.index.components import COMPONENT, checkpoint, connected_components
@@ -134,8 +135,8 @@ def update_index(st, params: IndexParams | None = None) -> dict:
         return {**meta, "mode": "unchanged"}
     choice = inmemory.choose_builder(st)
     if choice.engine is Engine.LOCAL:  # recomputing in-process costs less than merging
-        return inmemory.build_index(st, params, "index: update (recomputed in-process)",
-                                    {"builder_reason": choice.reason, "update": "recomputed"})
+        return with_skeletons(st, inmemory.build_index(st, params, "index: update (recomputed in-process)",
+                                                       {"builder_reason": choice.reason, "update": "recomputed"}))
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
     old_nodes = st.table(L.NODES).drop(L.BUCKET)
@@ -143,7 +144,8 @@ def update_index(st, params: IndexParams | None = None) -> dict:
     frames, n_affected = merge_frames(
         old_nodes, old_triples, st.table(L.SETS), triples, tables, params,
         tuple(map(tuple, meta.get("workflow", []))))
-    return write_index(st, frames, params, "index: incremental update",
-                       {"mode": "incremental", "builder": "spark", "builder_reason": choice.reason,
-                        "affected_components": int(n_affected),
-                        "build_s": round(time.perf_counter() - t0, 3)})
+    return with_skeletons(st, write_index(st, frames, params, "index: incremental update",
+                                          {"mode": "incremental", "builder": "spark",
+                                           "builder_reason": choice.reason,
+                                           "affected_components": int(n_affected),
+                                           "build_s": round(time.perf_counter() - t0, 3)}))

@@ -23,6 +23,7 @@ from typing import Any
 
 from store import progress
 from store import schema as S
+from store.engine import duckdb_connect
 from store.local.bundle import LocalBundle, NotLocal, count_records, from_dict, from_path, is_dataframe
 from store.local.tables import arrow_schema, parquet_files
 from store.local.validate import Existing, LocalResolved, validate
@@ -33,10 +34,9 @@ class TxTables:
     """DuckDB lookups into the tables of a transaction (committed plus staged segments)."""
 
     def __init__(self, stx) -> None:
-        import duckdb
 
         self.stx = stx
-        self.con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+        self.con = duckdb_connect()
 
     def files(self, name: str) -> list[str]:
         entry = self.stx._tx.tables.get(name)

@@ -13,6 +13,7 @@ import os
 import threading
 from typing import Any
 
+from store.engine import duckdb_connect
 from store.errors import StoreError
 
 _PRIMITIVES = {
@@ -83,12 +84,11 @@ class LocalTables:
         if not st.storage.is_local:
             raise StoreError(f"store {st.root} is not a folder on this machine",
                              hint="the local engine reads local stores only; use --engine spark")
-        import duckdb
 
         self.store = st
         self.manifest = st.manifest
         self.version = self.manifest.version
-        self.con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+        self.con = duckdb_connect()
         self._lock = threading.Lock()
         self._files: dict[str, list[str]] = {}
         self._rows: dict[str, int] = {}

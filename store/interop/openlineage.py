@@ -359,7 +359,7 @@ def to_bundle(bodies: Iterable[dict[str, Any]]) -> dict[str, Any]:
         _add_run(b, r, runs, versions)
     for v, n in versions.numbered():
         b.element(v.id, DATASET_VERSION, [b.dataset(v.dataset)], namespace=v.dataset[0], name=v.dataset[1],
-                  version=n, datasetVersion=v.named)
+                  version=n, datasetVersion=v.named, producedBy=v.producer)
         for path in v.fields:
             b.element(field_id(v.id, path), FIELD, [v.id], name=path)
     return {

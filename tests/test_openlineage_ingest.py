@@ -1,0 +1,185 @@
+"""`strata ingest --format openlineage`: the mapping, order independence, re-ingest, errors.
+
+Everything here runs in-process (the local ingest path, DuckDB reads): no JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ol_helpers import NS, PlannedRun, dataset, reference, rid, run_event
+
+import iql
+from store import Store
+from store.interop.ol_commit import ingest_openlineage
+from strata.cli import main
+
+DATASETS = ("a", "b", "c")
+
+
+# ---------------------------------------------------------------------------- reading the store
+def table(store: Store, name: str) -> list[dict]:
+    return store.local().arrow(name).to_pylist()
+
+
+def attrs(store: Store) -> dict[str, dict]:
+    return {v["id"]: dict(v["attrs"] or []) for v in table(store, "vertices")}
+
+
+def contents(store: Store) -> dict[str, set]:
+    """Every core table as a set of rows (attrs maps as sorted tuples): the store's state."""
+    def row(r: dict) -> tuple:
+        return tuple(sorted((k, tuple(sorted(v)) if isinstance(v, list) else v) for k, v in r.items()))
+
+    return {name: {row(r) for r in table(store, name)}
+            for name in ("elements", "parents", "ancestors", "vertices", "complex", "edges")}
+
+
+def observed(store: Store):
+    """(versions, dataset edges, run states) as the reference states them."""
+    a = attrs(store)
+    edges = table(store, "edges")
+    versions = {(a[v]["name"], int(a[v]["version"]), a[v].get("producedBy", "")) for v in a if "version" in a[v]}
+    dataset_edges = {(a[e["src"]]["name"], int(a[e["src"]]["version"]), a[e["process"]]["runId"],
+                      a[e["dst"]]["name"], int(a[e["dst"]]["version"]))
+                     for e in edges if "runId" in a[e["process"]]}
+    states = {x["runId"]: x["state"] for x in a.values() if "state" in x}
+    return versions, dataset_edges, states
+
+
+def write(folder: Path, name: str, events: list[dict], jsonl: bool) -> Path:
+    p = folder / (name + (".jsonl" if jsonl else ".json"))
+    p.write_text("\n".join(json.dumps(e) for e in events) if jsonl else json.dumps(events))
+    return p
+
+
+# ---------------------------------------------------------------------------- order independence
+runs_strategy = st.lists(
+    st.builds(
+        lambda start, length, state, ins, outs: (start, length, state, ins, outs),
+        st.integers(0, 40), st.integers(1, 15), st.sampled_from(["COMPLETE", "COMPLETE", "FAIL", None]),
+        st.sets(st.sampled_from(DATASETS), max_size=2), st.sets(st.sampled_from(DATASETS), min_size=1, max_size=2)),
+    min_size=1, max_size=5)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=runs_strategy, data=st.data())
+def test_any_order_and_any_split_give_the_reference(runs, data):
+    planned = [PlannedRun(n + 1, s, s + length, state, tuple(sorted(i)), tuple(sorted(o)))
+               for n, (s, length, state, i, o) in enumerate(runs)]
+    events = [e for r in planned for e in r.events()]
+    shuffled = data.draw(st.permutations(events))
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(events) - 1)), max_size=2)))
+    chunks = [shuffled[i:j] for i, j in zip([0, *cuts], [*cuts, len(events)], strict=True) if shuffled[i:j]]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        split = Store.open(str(folder / "split"))
+        for k, chunk in enumerate(chunks):
+            ingest_openlineage(split, [write(folder, f"chunk{k}", chunk, jsonl=k % 2 == 1)])
+        whole = Store.open(str(folder / "whole"))
+        ingest_openlineage(whole, [write(folder, "all", events, jsonl=False)])
+        ref = reference(planned)
+        assert observed(split) == (ref.versions, ref.edges, ref.states)
+        assert contents(split) == contents(whole)
+
+
+# ---------------------------------------------------------------------------- the mapping
+def pipeline_events() -> list[dict]:
+    """extract (raw -> stg, column lineage), a second extract, and a report over stg."""
+    lineage = {"amount": {"inputFields": [
+        {"namespace": NS, "name": "raw", "field": "amount",
+         "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}]},
+        {"namespace": NS, "name": "raw", "field": "status",
+         "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}]}}
+    report = {"total": {"inputFields": [{"namespace": NS, "name": "stg", "field": "amount",
+                                         "transformations": [{"type": "DIRECT", "subtype": "AGGREGATION"}]}]},
+              "customer.id": {"inputFields": [{"namespace": NS, "name": "stg", "field": "customer.id"}]}}
+    return [
+        run_event(0, "START", rid(1), "extract", [dataset("raw", ["amount", "status"])]),
+        run_event(1, "RUNNING", rid(1), "extract"),
+        run_event(5, "COMPLETE", rid(1), "extract", [], [dataset("stg", ["amount"], lineage)]),
+        run_event(60, "START", rid(2), "report", [dataset("stg")], parent=(rid(9), "daily")),
+        run_event(65, "COMPLETE", rid(2), "report", [], [dataset("mart", ["total"], report)]),
+        run_event(30, "START", rid(3), "extract", [dataset("raw")]),
+        run_event(35, "COMPLETE", rid(3), "extract", [], [dataset("stg")]),
+        run_event(70, "START", rid(4), "extract", [dataset("raw")]),
+        run_event(71, "FAIL", rid(4), "extract", [], [dataset("stg")]),
+    ]
+
+
+@pytest.fixture(scope="module")
+def pipeline_store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ol")
+    st = Store.open(str(folder / "store"))
+    ingest_openlineage(st, [write(folder, "events", pipeline_events(), jsonl=True)])
+    return st
+
+
+def test_runs_merge_their_events(pipeline_store):
+    a = attrs(pipeline_store)
+    assert a[f"run:{rid(1)}"] == {"runId": rid(1), "state": "COMPLETE", "eventTime": "2024-01-01T00:00:00Z",
+                                  "endTime": "2024-01-01T00:05:00Z"}
+    assert a[f"run:{rid(4)}"]["state"] == "FAIL"
+    assert a[f"job:{NS}:extract"] == {"namespace": NS, "name": "extract"}
+
+
+def test_versions_in_order_of_production_and_point_in_time_reads(pipeline_store):
+    rows = iql.run(pipeline_store, "select v.name, v.version, r.runId from DatasetVersion v, Run r "
+                                   "where r emits v").rows()
+    assert sorted(map(tuple, rows)) == [("mart", 1, rid(2)), ("stg", 1, rid(1)), ("stg", 2, rid(3))]
+    # report started at minute 60: it read stg version 2 (run 3 ended at 35), not version 1
+    read = iql.run(pipeline_store, "select v.version from DatasetVersion v, Run r "
+                                   "where v feeds r and r.runId = '00000000-0000-0000-0000-000000000002' "
+                                   "and v.name = 'stg'").rows()
+    assert [tuple(r) for r in read] == [(2,)]
+
+
+def test_field_edges_keep_direct_indirect_and_subtype(pipeline_store):
+    rows = iql.run(pipeline_store, "select f.name, t.type, t.subtype, g.name from Field f, Transformation t, Field g "
+                                   "where f feeds t and t emits g").rows()
+    assert sorted(map(tuple, rows)) == [
+        ("amount", "DIRECT", "AGGREGATION", "total"),
+        ("amount", "DIRECT", "IDENTITY", "amount"),
+        ("customer.id", "DIRECT", None, "customer.id"),
+        ("status", "INDIRECT", "FILTER", "amount"),
+    ]
+
+
+def test_parent_run_facet_puts_the_run_under_the_parent_job(pipeline_store):
+    rows = iql.run(pipeline_store, "select r.runId, r.parentRunId from Run r, Job j "
+                                   "where r under j and j.name = 'daily'").rows()
+    assert [tuple(r) for r in rows] == [(rid(2), rid(9))]
+
+
+def test_reingest_changes_nothing(pipeline_store, tmp_path):
+    before = pipeline_store.version
+    again = ingest_openlineage(pipeline_store, [write(tmp_path, "again", pipeline_events()[::-1], jsonl=False)])
+    assert not again.committed and pipeline_store.refresh().version == before
+
+
+def test_a_bad_event_exits_2_and_commits_nothing(tmp_path):
+    good = write(tmp_path, "good", pipeline_events()[:3], jsonl=False)
+    bad_events = pipeline_events()[3:6]
+    bad_events[2]["run"]["runId"] = "not-a-uuid"
+    bad = write(tmp_path, "bad", bad_events, jsonl=True)
+    store = tmp_path / "store"
+    r = CliRunner().invoke(main, ["--store", str(store), "ingest", "--format", "openlineage", str(good), str(bad)])
+    assert r.exit_code == 2, r.output
+    assert f"{bad}: event 2: field 'run.runId'" in r.output and "Nothing was committed" in r.output
+    assert "Traceback" not in r.output
+    assert Store.open(str(store)).version == 0
+
+
+def test_cli_ingest_then_nothing_new(tmp_path):
+    events = write(tmp_path, "events", pipeline_events(), jsonl=False)
+    store = str(tmp_path / "store")
+    first = CliRunner().invoke(main, ["--store", store, "ingest", "--format", "openlineage", str(tmp_path)])
+    assert first.exit_code == 0 and "committed version 1: 9 new event(s)" in first.output
+    second = CliRunner().invoke(main, ["--store", store, "ingest", "--format", "openlineage", str(events)])
+    assert second.exit_code == 0 and "nothing new" in second.output

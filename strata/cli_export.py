@@ -119,3 +119,8 @@ def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, ou
 
 
 __all__ = ["export", "show", "Selection", "subgraph_for"]
+
+
+from strata.cli_interop import export_openlineage  # noqa: E402 - registered after the group exists
+
+export.add_command(export_openlineage)

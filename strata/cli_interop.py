@@ -34,3 +34,56 @@ def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
         click.echo(f"warning: {w}", err=True)
     click.echo(f"committed version {r.version}: {r.elements} elements, {r.vertices} vertices, "
                f"{r.edges} edges from {len(files)} file(s)", err=True)
+
+
+def openlineage_events(st, runs: tuple[str, ...]) -> list[dict]:
+    """The events of the named runs (captured run ids, OpenLineage runIds or `run:<runId>`), or
+    of every captured and ingested run; UserError for a name that is neither."""
+    from capture.storing.to_openlineage import captured_events
+    from store.errors import UserError
+    from store.interop.ol_export import check_events, ingested_runs, run_key
+
+    ingested = ingested_runs(st)
+    captured = captured_events(st, None if not runs else [r for r in runs if run_key(r) not in ingested])
+    if not runs:
+        return check_events([e for r in sorted(ingested) for e in ingested[r]]
+                            + [e for r in sorted(captured) for e in captured[r]])
+    out = []
+    for ref in runs:
+        if run_key(ref) in ingested:
+            out += ingested[run_key(ref)]
+        elif ref in captured:
+            out += captured[ref]
+        else:
+            raise UserError(f"no run {ref!r} in the store (neither a captured run nor an OpenLineage runId)",
+                            hint="`strata query \"select r.id, r.runId from Run r\"` lists the runs")
+    return check_events(out)
+
+
+@click.command("openlineage")
+@click.argument("runs", nargs=-1)
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="write JSON Lines here (default: stdout)")
+@click.option("--url", help="POST each event to this OpenLineage endpoint (e.g. Marquez: http://host:5000)")
+@click.option("--endpoint", default="api/v1/lineage", show_default=True, help="path under --url")
+@click.option("--api-key", envvar="OPENLINEAGE_API_KEY", help="bearer token for --url [$OPENLINEAGE_API_KEY]")
+@click.pass_context
+def export_openlineage(ctx: click.Context, runs: tuple[str, ...], out: str | None, url: str | None,
+                       endpoint: str, api_key: str | None) -> None:
+    """Captured (and ingested) runs as OpenLineage RunEvents (JSON Lines), or sent to --url."""
+    import json
+
+    from strata.cli import store_of
+
+    events = openlineage_events(store_of(ctx), runs)
+    if url:
+        from store.interop.ol_export import post
+
+        n = post(events, url, endpoint, api_key)
+        click.echo(f"sent {n} event(s) to {url.rstrip('/')}/{endpoint}", err=True)
+    text = "".join(json.dumps(e, sort_keys=True) + "\n" for e in events)
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        click.echo(f"wrote {len(events)} event(s) to {out}", err=True)
+    elif not url:
+        click.echo(text, nl=False)

@@ -116,10 +116,16 @@ def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ..
 def export_prov(ctx: click.Context, query: str | None, lineage: str | None, fmt: str, out: str | None,
                 max_nodes: int | None) -> None:
     """A subgraph as a W3C PROV document (PROV-JSON, PROV-N or PROV-XML)."""
+    from prov.serializers import DoNotExist
+
+    from store.errors import UserError
     from strata.cli import store_of
 
     doc = prov_document(store_of(ctx), lineage, query, max_nodes=max_nodes)
-    text = doc.serialize(format=fmt, **({"indent": 2} if fmt == "json" else {}))
+    try:
+        text = doc.serialize(format=fmt, **({"indent": 2} if fmt == "json" else {}))
+    except DoNotExist as e:
+        raise UserError(f"cannot write PROV-{fmt.upper()}: {e}", hint="pip install 'strata-prov[interop]'") from e
     if out:
         with open(out, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -8,8 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from click.testing import CliRunner
-from ol_helpers import run_event
-from test_openlineage_ingest import contents, pipeline_events, write
+from ol_helpers import contents, pipeline_events, run_event, write
 
 from capture.storing.to_openlineage import column_lineage, field_name, schema_facet
 from store import Store

@@ -5,7 +5,6 @@ Everything here runs in-process (the local ingest path, DuckDB reads): no JVM.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ol_helpers import NS, PlannedRun, dataset, reference, rid, run_event
+from ol_helpers import NS, PlannedRun, attrs, contents, observed, pipeline_events, reference, rid, write
 
 import iql
 from store import Store
@@ -21,42 +20,6 @@ from store.interop.ol_commit import ingest_openlineage
 from strata.cli import main
 
 DATASETS = ("a", "b", "c")
-
-
-# ---------------------------------------------------------------------------- reading the store
-def table(store: Store, name: str) -> list[dict]:
-    return store.local().arrow(name).to_pylist()
-
-
-def attrs(store: Store) -> dict[str, dict]:
-    return {v["id"]: dict(v["attrs"] or []) for v in table(store, "vertices")}
-
-
-def contents(store: Store) -> dict[str, set]:
-    """Every core table as a set of rows (attrs maps as sorted tuples): the store's state."""
-    def row(r: dict) -> tuple:
-        return tuple(sorted((k, tuple(sorted(v)) if isinstance(v, list) else v) for k, v in r.items()))
-
-    return {name: {row(r) for r in table(store, name)}
-            for name in ("elements", "parents", "ancestors", "vertices", "complex", "edges")}
-
-
-def observed(store: Store):
-    """(versions, dataset edges, run states) as the reference states them."""
-    a = attrs(store)
-    edges = table(store, "edges")
-    versions = {(a[v]["name"], int(a[v]["version"]), a[v].get("producedBy", "")) for v in a if "version" in a[v]}
-    dataset_edges = {(a[e["src"]]["name"], int(a[e["src"]]["version"]), a[e["process"]]["runId"],
-                      a[e["dst"]]["name"], int(a[e["dst"]]["version"]))
-                     for e in edges if "runId" in a[e["process"]]}
-    states = {x["runId"]: x["state"] for x in a.values() if "state" in x}
-    return versions, dataset_edges, states
-
-
-def write(folder: Path, name: str, events: list[dict], jsonl: bool) -> Path:
-    p = folder / (name + (".jsonl" if jsonl else ".json"))
-    p.write_text("\n".join(json.dumps(e) for e in events) if jsonl else json.dumps(events))
-    return p
 
 
 # ---------------------------------------------------------------------------- order independence
@@ -90,29 +53,6 @@ def test_any_order_and_any_split_give_the_reference(runs, data):
 
 
 # ---------------------------------------------------------------------------- the mapping
-def pipeline_events() -> list[dict]:
-    """extract (raw -> stg, column lineage), a second extract, and a report over stg."""
-    lineage = {"amount": {"inputFields": [
-        {"namespace": NS, "name": "raw", "field": "amount",
-         "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}]},
-        {"namespace": NS, "name": "raw", "field": "status",
-         "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}]}}
-    report = {"total": {"inputFields": [{"namespace": NS, "name": "stg", "field": "amount",
-                                         "transformations": [{"type": "DIRECT", "subtype": "AGGREGATION"}]}]},
-              "customer.id": {"inputFields": [{"namespace": NS, "name": "stg", "field": "customer.id"}]}}
-    return [
-        run_event(0, "START", rid(1), "extract", [dataset("raw", ["amount", "status"])]),
-        run_event(1, "RUNNING", rid(1), "extract"),
-        run_event(5, "COMPLETE", rid(1), "extract", [], [dataset("stg", ["amount"], lineage)]),
-        run_event(60, "START", rid(2), "report", [dataset("stg")], parent=(rid(9), "daily")),
-        run_event(65, "COMPLETE", rid(2), "report", [], [dataset("mart", ["total"], report)]),
-        run_event(30, "START", rid(3), "extract", [dataset("raw")]),
-        run_event(35, "COMPLETE", rid(3), "extract", [], [dataset("stg")]),
-        run_event(70, "START", rid(4), "extract", [dataset("raw")]),
-        run_event(71, "FAIL", rid(4), "extract", [], [dataset("stg")]),
-    ]
-
-
 @pytest.fixture(scope="module")
 def pipeline_store(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ol")

@@ -11,10 +11,13 @@ from click.testing import CliRunner
 
 import iql
 from store import Store
-from store.interop.prov import read_document, to_bundle, to_document
+from store.interop.prov import ingest_prov, read_document, stored_documents, to_bundle, to_document
 from strata.cli import main
+from strata.cli_interop import prov_document
 
-CORPUS = sorted((Path(prov.tests.__file__).parent / "json").glob("*.json"))
+TESTS = Path(prov.tests.__file__).parent
+CORPUS = sorted((TESTS / "json").glob("*.json"))
+PROVN_CORPUS = sorted((TESTS / "provn" / "provtoolbox-corpus").glob("*.provn"))
 
 
 def _pure_round_trip(doc):
@@ -24,11 +27,13 @@ def _pure_round_trip(doc):
     return to_document(nodes, [(e["src"], e["process"], e["dst"]) for e in b["edges"]], [doc])
 
 
-def test_corpus_documents_with_mapped_relations_round_trip():
-    """Every document of prov's JSON test corpus whose relations are all mapped comes back equal
-    (prov's own comparison) from its bundle; the others name what the model leaves out."""
+@pytest.mark.parametrize("corpus", [CORPUS, PROVN_CORPUS], ids=["prov-json", "prov-n"])
+def test_corpus_documents_with_mapped_relations_round_trip(corpus):
+    """Every document of prov's PROV-JSON and PROV-N test corpora whose relations are all mapped
+    comes back equal (prov's own comparison) from its bundle; the others name what the model
+    leaves out."""
     mapped = unmapped = 0
-    for path in CORPUS:
+    for path in corpus:
         doc = read_document(path)
         m = to_bundle(doc)
         if m.dropped:
@@ -38,6 +43,18 @@ def test_corpus_documents_with_mapped_relations_round_trip():
         mapped += 1
         assert _pure_round_trip(doc) == doc, path.name
     assert mapped > 300 and unmapped > 50
+
+
+def test_corpus_sample_round_trips_through_a_store(tmp_path):
+    """Every 20th mapped document of the PROV-JSON corpus, ingested into a store of its own and
+    exported again (the whole store), equals the original."""
+    sample = [p for p in CORPUS if not to_bundle(read_document(p)).dropped][::20]
+    for k, path in enumerate(sample):
+        st = Store.open(str(tmp_path / f"s{k}"))
+        ingest_prov(st, [path])
+        ids = tuple(r[0] for r in iql.run(st, "select x.id from Any x").rows())
+        doc = prov_document(st, None, None, ids) if ids else to_document([], [], stored_documents(st))
+        assert doc == read_document(path), path.name
 
 
 def example() -> pm.ProvDocument:

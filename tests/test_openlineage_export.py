@@ -165,3 +165,7 @@ def test_captured_run_exports_and_links_through_its_datasets(spark, tmp_path):
     rows = iql.run(st, "select r.id from Job j, DatasetVersion v, Dataset d, Run r "
                        "where j emits v and v under d and d feeds r and j.name = 'fetch'").rows()
     assert [tuple(x) for x in rows] == [(info.run,)], time.perf_counter() - t0
+    # the captured output is a Dataset named by its path: OpenLineage runs that read that name
+    rows = iql.run(st, "select distinct r.runId from Dataset o, DatasetVersion v, Run r "
+                       "where o.name = v.name and o.format = 'parquet' and v feeds r").rows()
+    assert [tuple(x) for x in rows] == [(rid(2),)]

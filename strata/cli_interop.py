@@ -32,6 +32,9 @@ def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
     r = ingest_prov(st, files)
     for w in r.warnings:
         click.echo(f"warning: {w}", err=True)
+    if not r.committed:
+        click.echo(f"nothing new (version {r.version} unchanged)", err=True)
+        return
     click.echo(f"committed version {r.version}: {r.elements} elements, {r.vertices} vertices, "
                f"{r.edges} edges from {len(files)} file(s)", err=True)
 

@@ -12,7 +12,19 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ol_helpers import NS, PlannedRun, attrs, contents, observed, pipeline_events, reference, rid, write
+from ol_helpers import (
+    NS,
+    PlannedRun,
+    attrs,
+    contents,
+    dataset,
+    observed,
+    pipeline_events,
+    reference,
+    rid,
+    run_event,
+    write,
+)
 
 import iql
 from store import Store
@@ -123,3 +135,46 @@ def test_cli_ingest_then_nothing_new(tmp_path):
     assert first.exit_code == 0 and "committed version 1: 9 new event(s)" in first.output
     second = CliRunner().invoke(main, ["--store", store, "ingest", "--format", "openlineage", str(events)])
     assert second.exit_code == 0 and "nothing new" in second.output
+
+
+def _static(kind: str) -> dict:
+    base = {"eventTime": "2024-01-01T00:00:00Z", "producer": "https://example.com", "schemaURL": "https://x/y"}
+    if kind == "dataset":
+        return {**base, "dataset": {"namespace": NS, "name": "lookup"}}
+    return {**base, "job": {"namespace": NS, "name": "nightly"}, "inputs": [{"namespace": NS, "name": "src"}]}
+
+
+def test_dataset_and_job_events_give_their_elements(tmp_path):
+    st = Store.open(str(tmp_path / "s"))
+    ingest_openlineage(st, [write(tmp_path, "static", [_static("dataset"), _static("job")], jsonl=False)])
+    a = attrs(st)
+    assert a[f"dataset:{NS}:lookup"] == {"namespace": NS, "name": "lookup"}
+    assert a[f"dataset:{NS}:src"]["name"] == "src" and a[f"job:{NS}:nightly"]["name"] == "nightly"
+
+
+def test_a_version_facet_names_the_version_read(tmp_path):
+    out = dataset("t")
+    out["facets"]["version"] = {"_producer": "https://x", "_schemaURL": "https://x/v", "datasetVersion": "v7"}
+    read_v7 = dataset("t")
+    read_v7["facets"]["version"] = dict(out["facets"]["version"])
+    events = [run_event(0, "START", rid(1), "w"), run_event(1, "COMPLETE", rid(1), "w", [dataset("s")], [out]),
+              run_event(5, "START", rid(2), "w"), run_event(6, "COMPLETE", rid(2), "w", [dataset("s")], [dataset("t")]),
+              run_event(9, "START", rid(3), "r", [read_v7]), run_event(9, "COMPLETE", rid(3), "r", [], [dataset("u")])]
+    st = Store.open(str(tmp_path / "s"))
+    ingest_openlineage(st, [write(tmp_path, "e", events, jsonl=False)])
+    rows = iql.run(st, "select v.version, v.datasetVersion from DatasetVersion v, Run r where v feeds r "
+                       "and v.name = 't' and r.runId = '00000000-0000-0000-0000-000000000003'").rows()
+    assert [tuple(x) for x in rows] == [(1, "v7")]  # not version 2, the current one at its start
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"eventTime": ', "not valid JSON at line 1"),
+    ('{"eventTime": "2024-01-01T00:00:00Z", "producer": "https://x", "schemaURL": "https://x", '
+     '"dataset": {"namespace": "n", "name": "d"}}\n\n{"b": 2', "event 1 (line 3) is not valid JSON"),
+    ('[{"producer": "x"}]', "event 0: not a RunEvent, DatasetEvent or JobEvent"),
+], ids=["json", "jsonl", "kind"])
+def test_unreadable_events_name_file_and_place(tmp_path, text, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    r = CliRunner().invoke(main, ["--store", str(tmp_path / "s"), "ingest", "--format", "openlineage", str(bad)])
+    assert r.exit_code == 2 and message in r.output and str(bad) in r.output, r.output

@@ -130,3 +130,12 @@ def test_captured_or_other_vertices_export_in_the_strata_namespace():
                       [("a", "p", "b")])
     text = doc.serialize(format="provn")
     assert "used(strata:p, strata:a, -)" in text and "wasGeneratedBy(strata:b, strata:p, -)" in text
+
+
+def test_reingesting_a_document_commits_nothing(prov_store, tmp_path):
+    path = tmp_path / "again.json"
+    path.write_text(example().serialize(format="json"))
+    before = prov_store.refresh().version
+    r = CliRunner().invoke(main, ["--store", prov_store.root, "ingest", "--format", "prov", str(path)])
+    assert r.exit_code == 0 and "nothing new" in r.output
+    assert prov_store.refresh().version == before

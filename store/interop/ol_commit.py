@@ -70,17 +70,18 @@ def stored_events(st) -> dict[str, str]:
     return {r["key"]: r["event"] for r in st.table(EVENTS_TABLE).select("key", "event").collect()}
 
 
-def _existing(tx, ids: list[str]) -> dict[str, str]:
-    """id -> granularity of these ids among the elements the transaction's tables hold."""
+def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANULARITY) -> dict[str, str]:
+    """id -> `column` of these ids among the rows of `table` the transaction holds (committed and
+    staged): by default the granularity of the elements among them."""
     if not ids:
         return {}
     if tx.store.storage.is_local:
         from store.local.ingest import TxTables
 
-        return TxTables(tx).lookup(S.ELEMENTS, S.GRANULARITY, ids)
+        return TxTables(tx).lookup(table, column, ids)
     from pyspark.sql import functions as F
 
-    rows = tx.table(S.ELEMENTS).where(F.col(S.ID).isin(ids)).select(S.ID, S.GRANULARITY).collect()
+    rows = tx.table(table).where(F.col(S.ID).isin(ids)).select(S.ID, column).collect()
     return {r[0]: r[1] for r in rows}
 
 
@@ -107,7 +108,7 @@ def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = No
             tx.drop_segments(name, segs)
         if old.get(S.EDGES) and tx.meta(INDEX_META_KEY):
             tx.set_meta(INDEX_META_KEY, None)  # edges were replaced, not appended: rebuild the index
-        have = _existing(tx, [el["id"] for el in bundle["elements"]])
+        have = existing(tx, [el["id"] for el in bundle["elements"]])
         bundle["elements"] = [el for el in bundle["elements"] if have.get(el["id"]) != el["granularity"]]
         before = {name: set(tx.segments(name)) for name in S.CORE_TABLES}
         counts = tx.ingest(bundle)

@@ -206,6 +206,7 @@ class ProvIngest:
     vertices: int
     edges: int
     warnings: tuple[str, ...]
+    committed: bool = True
 
 
 def documents_schema():
@@ -215,42 +216,61 @@ def documents_schema():
 
 
 def ingest_prov(st, paths: Iterable[str | Path], fmt: str | None = None) -> ProvIngest:
-    """Ingest PROV documents in one commit (elements already in the store are not added again)."""
-    from store.interop.ol_commit import _existing
+    """Ingest PROV documents in one commit. Vertices already in the store (from an earlier
+    document or another source) are not added again; a document the store holds already (the
+    same PROV-JSON) is skipped, and when every one is, nothing is committed."""
+    from store import schema as S
+    from store.interop.ol_commit import existing
 
     paths = [str(p) for p in paths]
     docs = [(p, read_document(p, fmt)) for p in paths]
+    stored = stored_keys(st)
     warnings: list[str] = []
+    todo = []
+    for path, doc in docs:
+        text = doc.serialize(format="json")
+        key = hashlib.sha256(text.encode()).hexdigest()
+        if key in stored:
+            warnings.append(f"{path}: the store holds this document already; skipped")
+        else:
+            stored.add(key)
+            todo.append((path, doc, key, text))
+    if not todo:
+        return ProvIngest(st.version, 0, 0, 0, tuple(warnings), committed=False)
     with st.transaction("ingest prov " + ", ".join(paths)) as tx:
         total = [0, 0, 0]
-        rows = []
-        for path, doc in docs:
+        for path, doc, _key, _text in todo:
             mapped = to_bundle(doc)
             if mapped.dropped:
                 listed = ", ".join(f"{n} {k}" for k, n in sorted(mapped.dropped.items()))
                 warnings.append(f"{path}: not mapped into the model (kept in the stored document): {listed}")
             b = mapped.bundle
-            have = _existing(tx, [e["id"] for e in b["elements"]] + [v["id"] for v in b["vertices"]])
+            have = existing(tx, [e["id"] for e in b["elements"]] + [v["id"] for v in b["vertices"]],
+                            S.VERTICES, S.KIND)
             b["elements"] = [e for e in b["elements"] if e["id"] not in have]
             b["vertices"] = [v for v in b["vertices"] if v["id"] not in have]
             counts = tx.ingest(b)
             total = [total[0] + counts.elements, total[1] + counts.vertices, total[2] + counts.edges]
-            text = doc.serialize(format="json")
-            rows.append((hashlib.sha256(text.encode()).hexdigest(), path, text))
-        tx.append_rows(DOCUMENTS_TABLE, rows, documents_schema())
+        tx.append_rows(DOCUMENTS_TABLE, [(k, p, t) for p, _d, k, t in todo], documents_schema())
     return ProvIngest(st.version, *total, tuple(warnings))
+
+
+def _texts(st, column: str) -> list[str]:
+    if not st.has_table(DOCUMENTS_TABLE):
+        return []
+    if st.storage.is_local:
+        return st.local().arrow(DOCUMENTS_TABLE).column(column).to_pylist()
+    return [r[0] for r in st.table(DOCUMENTS_TABLE).select(column).collect()]
+
+
+def stored_keys(st) -> set[str]:
+    return set(_texts(st, "key"))
 
 
 def stored_documents(st) -> list:
     """The PROV documents the store was given (parsed)."""
-    if not st.has_table(DOCUMENTS_TABLE):
-        return []
-    if st.storage.is_local:
-        texts = st.local().arrow(DOCUMENTS_TABLE).column("document").to_pylist()
-    else:
-        texts = [r[0] for r in st.table(DOCUMENTS_TABLE).select("document").collect()]
     pm = _prov()
-    return [pm.ProvDocument.deserialize(content=t, format="json") for t in texts]
+    return [pm.ProvDocument.deserialize(content=t, format="json") for t in _texts(st, "document")]
 
 
 # ---------------------------------------------------------------------------- model -> PROV

@@ -8,6 +8,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ol_helpers import contents, pipeline_events, run_event, write
 
 from capture.storing.to_openlineage import column_lineage, field_name, schema_facet
@@ -169,3 +171,35 @@ def test_captured_run_exports_and_links_through_its_datasets(spark, tmp_path):
     rows = iql.run(st, "select distinct r.runId from Dataset o, DatasetVersion v, Run r "
                        "where o.name = v.name and o.format = 'parquet' and v feeds r").rows()
     assert [tuple(x) for x in rows] == [(rid(2),)]
+
+
+@st.composite
+def chains(draw):
+    """A source with columns c0..c3, then selects (renaming, dropping, duplicating columns) and
+    filters, as capture records them; and the reference: where each column came from."""
+    cols = {f"c{i}": (f"c{i}", True) for i in range(4)}  # name -> (source column, name kept so far)
+    ops, indirect = [op(1, "source", dataset="d")], set()
+    for oid in range(2, draw(st.integers(2, 6)) + 2):
+        if draw(st.booleans()):
+            col = draw(st.sampled_from(sorted(cols)))
+            ops.append(op(oid, "filter", [(0, oid - 1, [col])], []))
+            indirect.add(("d", cols[col][0], "FILTER"))
+        else:
+            picks = draw(st.lists(st.sampled_from(sorted(cols)), min_size=1, max_size=4))
+            new = {}
+            for i, src in enumerate(picks):
+                dst = src if draw(st.booleans()) and src not in new else f"x{oid}_{i}"
+                new[dst] = (cols[src][0], cols[src][1] and dst == src)
+            ops.append(op(oid, "select", [(0, oid - 1, sorted(set(picks)))],
+                          [(0, picks[i], dst) for i, dst in enumerate(new)]))
+            cols = new
+    return ops, cols, indirect
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains())
+def test_column_lineage_of_select_filter_chains_matches_the_reference(chain):
+    ops, cols, indirect = chain
+    direct, found = column_lineage(ops, ops[-1]["oid"], sorted(cols))
+    assert direct == {c: [("d", src, "IDENTITY" if kept else "TRANSFORMATION")] for c, (src, kept) in cols.items()}
+    assert set(found) == indirect

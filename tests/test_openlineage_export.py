@@ -203,3 +203,29 @@ def test_column_lineage_of_select_filter_chains_matches_the_reference(chain):
     direct, found = column_lineage(ops, ops[-1]["oid"], sorted(cols))
     assert direct == {c: [("d", src, "IDENTITY" if kept else "TRANSFORMATION")] for c, (src, kept) in cols.items()}
     assert set(found) == indirect
+
+
+def _prov_ops(ops):
+    """The chain's operators as capture's OperatorProv records (what backtracing reads)."""
+    from capture.operators import Manipulation, OperatorProv, OpInput, OpType
+
+    return [OperatorProv(o["oid"], OpType(o["type"]), o["type"],
+                         tuple(OpInput(i["pred"], tuple(i["accessed"])) for i in o["inputs"]),
+                         tuple(Manipulation(m["input"], m["src"], m["dst"]) for m in o["manipulated"]),
+                         dataset=o["dataset"]) for o in ops]
+
+
+@settings(max_examples=40, deadline=None)
+@given(chains())
+def test_column_lineage_agrees_with_pebbles_backtrace(chain):
+    """Two paths to the same answer: tracing one item with every output column asked for
+    (Pebble's backtrace) gives exactly the DIRECT input fields as contributing, and every INDIRECT
+    one among the contributing or influencing nodes."""
+    from capture.tracing.backtrace import backtrace
+
+    ops, cols, _ = chain
+    direct, indirect = column_lineage(ops, ops[-1]["oid"], sorted(cols))
+    t = backtrace(_prov_ops(ops), ops[-1]["oid"], {7: sorted(cols)}, lambda oid, ids: [])
+    roles = {n.path: n.role for i in t.items for n in i.nodes}
+    assert {p for p, r in roles.items() if r == "contributing"} == {f for v in direct.values() for _, f, _ in v}
+    assert {f for _, f, _ in indirect} <= set(roles)

@@ -12,8 +12,8 @@ as PROV-JSON), so that an export gives back the records as they were:
   a used and every entity it generated; `wasDerivedFrom(e2, e1)` -> the edge (e1, p, e2) where p
   is the derivation's activity, else a process element `Derivation` of its own;
 * `specializationOf(e, g)` and `hadMember(c, e)` -> containment: g (c) becomes a vertex whose
-  complex elements are its own element `<uri>#self` and its specializations (members), so
-  `e under g` holds;
+  complex elements are its own element `<uri>#self` and every basic element below it (its
+  specializations or members, and theirs), so `e under g` holds, transitively;
 * any other relation, and named bundles, are not mapped: the ingest warns, listing them (they
   stay in the stored document, and an export includes them).
 
@@ -174,15 +174,31 @@ def to_bundle(doc) -> Mapped:
     return Mapped(_bundle(kinds, attrs, used, generated, derived, contains), dropped)
 
 
+def _contained(ident: str, contains: dict[str, set[str]]) -> list[str]:
+    """The basic elements a container stands for: its own `#self`, its members', and theirs
+    (transitively: a member of a member is under the outer container too)."""
+    out, todo, seen = set(), [ident], set()
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in contains:
+            out.add(f"{x}#self")
+            todo += contains[x]
+        else:
+            out.add(x)
+    return sorted(out)
+
+
 def _bundle(kinds, attrs, used, generated, derived, contains) -> dict[str, Any]:
     elements, vertices, edges = [], [], set()
     for ident in sorted(kinds):
         a = attrs.get(ident) or {}
-        if ident in contains:  # a container: a vertex of its own element and its members
+        if ident in contains:  # a container: a vertex of its own element and all it contains
             elements.append({"id": f"{ident}#self", "granularity": ENTITY})
-            members = sorted(m if m not in contains else f"{m}#self" for m in contains[ident] if m != ident)
             vertices.append({"id": ident, "type": ENTITY, "attrs": a,
-                             "elements": [{ENTITY: f"{ident}#self"}] + [{ENTITY: m} for m in members]})
+                             "elements": [{ENTITY: m} for m in _contained(ident, contains)]})
         else:
             elements.append({"id": ident, "granularity": kinds[ident], "attrs": a})
     for act in sorted(set(used) & set(generated)):

@@ -5,6 +5,7 @@ Everything here runs in-process (the local ingest path, DuckDB reads): no JVM.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -178,3 +179,40 @@ def test_unreadable_events_name_file_and_place(tmp_path, text, message):
     bad.write_text(text)
     r = CliRunner().invoke(main, ["--store", str(tmp_path / "s"), "ingest", "--format", "openlineage", str(bad)])
     assert r.exit_code == 2 and message in r.output and str(bad) in r.output, r.output
+
+
+def _mutations():
+    good = pipeline_events()[2]  # a COMPLETE event with schema and column lineage facets
+    yield "good", good
+    for name, path, value in [
+        ("uuid", ("run", "runId"), "1234"), ("uuid-caps", ("run", "runId"), "00000000-0000-0000-0000-00000000000A"),
+        ("time", ("eventTime",), "2024-01-01"), ("type", ("eventType",), "DONE"),
+        ("job-name", ("job", "name"), 3), ("no-producer", ("producer",), None),
+        ("facet", ("outputs", 0, "facets", "schema", "_producer"), None),
+        ("transformation", ("outputs", 0, "facets", "columnLineage", "fields", "amount", "inputFields", 0,
+                            "transformations", 0, "type"), "SIDEWAYS"),
+    ]:
+        body = json.loads(json.dumps(good))
+        node = body
+        for step in path[:-1]:
+            node = node[step]
+        if value is None:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+        yield name, body
+
+
+@pytest.mark.parametrize("name, body", list(_mutations()), ids=[n for n, _ in _mutations()])
+def test_the_compiled_check_agrees_with_jsonschema(name, body):
+    from store.interop.openlineage import _fast, _validators
+
+    fast = _fast()
+    if fast is None:
+        pytest.skip("fastjsonschema is not installed")
+    try:
+        fast["RunEvent"](body)
+        fast_ok = True
+    except Exception:  # noqa: BLE001 - any rejection
+        fast_ok = False
+    assert fast_ok == _validators()["RunEvent"].is_valid(body) == (name in ("good", "uuid-caps"))

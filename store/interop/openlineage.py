@@ -142,6 +142,39 @@ def _validators() -> dict[str, Any]:
             for name in ("RunEvent", "DatasetEvent", "JobEvent")}
 
 
+@cache
+def _fast() -> dict[str, Any] | None:
+    """The same schemas compiled to Python by `fastjsonschema` (about 20 times faster than
+    `jsonschema`), to pass valid events quickly; None when it is not installed. An event it
+    rejects is checked again by `jsonschema`, whose error names the field."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"  # the newest draft it compiles
+    formats = {"date-time": _is_time, "uuid": _is_uuid, "uri": lambda v: bool(v)}
+    return {name: fastjsonschema.compile({**schema, "$ref": f"#/$defs/{name}"}, formats=formats)
+            for name in ("RunEvent", "DatasetEvent", "JobEvent")}
+
+
+def _is_time(value: Any) -> bool:
+    try:
+        return _check_time(value)
+    except ValueError:
+        return False
+
+
+def _is_uuid(value: Any) -> bool:
+    import uuid
+
+    try:
+        text = str(value)
+        return str(uuid.UUID(text)) == text.lower()
+    except ValueError:
+        return False
+
+
 def _check_time(value: Any) -> bool:
     if isinstance(value, str):
         parse_time(value)
@@ -172,6 +205,13 @@ def validate_event(body: Any, where: str) -> None:
     if kind is None:
         raise BundleError(f"invalid OpenLineage event {where}: not a RunEvent, DatasetEvent or JobEvent "
                           "(an object with 'run', 'dataset' or 'job')", hint="fix the event and ingest again")
+    fast = _fast()
+    if fast is not None:
+        try:
+            fast[kind](body)
+            return
+        except Exception:  # noqa: BLE001, S110 - fastjsonschema's error or a format check's: ask jsonschema
+            pass
     errors = sorted(_validators()[kind].iter_errors(body), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
         first = errors[0]

@@ -391,6 +391,17 @@ class Transaction:
         rel = self.storage.write_segment(name, self.version, df, partition_by, sort_by, files)
         self._set_segment(name, rel, TableEntry((rel,), df.schema.json(), tuple(partition_by), tuple(sort_by)))
 
+    def drop_segments(self, name: str, segments: Sequence[str]) -> None:
+        """Leave `segments` out of table `name` from this commit on (their files stay: the
+        manifests of earlier versions list them)."""
+        old = self.tables.get(name)
+        if old is None:
+            return
+        gone = set(segments)
+        self.tables[name] = TableEntry(tuple(s for s in old.segments if s not in gone), old.schema,
+                                       old.partition_by, old.sort_by)
+        self.changed.add(name)
+
     def _set_segment(self, name: str, rel: str, entry: TableEntry) -> None:
         """Record a written segment (deleted on abort) and table ``name``'s new entry."""
         self.written.append(rel)

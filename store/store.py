@@ -69,6 +69,15 @@ class StoreTransaction:
                 sort_by: Sequence[str] = (), files: int | None = None) -> None:
         self._tx.replace(name, df, partition_by=partition_by, sort_by=sort_by, files=files)
 
+    def drop_segments(self, name: str, segments: Sequence[str]) -> None:
+        """Leave these segments out of table ``name`` (``Transaction.drop_segments``)."""
+        self._tx.drop_segments(name, segments)
+
+    def segments(self, name: str) -> tuple[str, ...]:
+        """The segments table ``name`` will have after this commit, as staged so far."""
+        entry = self._tx.tables.get(name)
+        return entry.segments if entry is not None else ()
+
     def stage_local(self, name: str, schema_json: str, partition_by: Sequence[str] = (),
                     sort_by: Sequence[str] = ()) -> str | None:
         """A local folder whose Parquet files become table ``name`` at commit (None: the store is

@@ -137,17 +137,23 @@ def main(ctx: click.Context, store_path: str | None, master: str | None, conf: t
 
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["bundle", "triples"]),
-              help="How to read FILES when the extension is ambiguous.")
+@click.option("--format", "fmt", type=click.Choice(["bundle", "triples", "openlineage", "prov"]),
+              help="How to read FILES: bundle or triples when the extension is ambiguous; OpenLineage "
+                   "events or W3C PROV documents (docs/openlineage.md, docs/prov.md).")
 @click.pass_obj
 @progress.around
 def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
-    """Ingest bundles (.json, .jsonl, folders of sections) and triples (.csv, .parquet) in one commit."""
+    """Ingest bundles (.json, .jsonl, folders of sections), triples (.csv, .parquet), OpenLineage
+    events or W3C PROV documents in one commit."""
     from pathlib import Path
 
     missing = [f for f in files if not Path(f).exists()]
     if missing:
         raise UserError(f"no such file: {missing[0]}", hint="check the path")
+    if fmt in ("openlineage", "prov"):
+        from strata.cli_interop import ingest_interop
+
+        return ingest_interop(app, files, fmt)
     commit = app.store().ingest(*files, fmt=fmt)
     c = commit.counts
     click.echo(f"committed version {commit.version}: {c.elements} elements, {c.vertices} vertices, "

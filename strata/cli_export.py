@@ -119,3 +119,9 @@ def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, ou
 
 
 __all__ = ["export", "show", "Selection", "subgraph_for"]
+
+
+from strata.cli_interop import export_openlineage, export_prov  # noqa: E402 - registered after the group exists
+
+export.add_command(export_openlineage)
+export.add_command(export_prov)

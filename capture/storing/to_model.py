@@ -7,6 +7,7 @@ process gset: Operator ⪯ Run ⪯ Pipeline      data gset: Item ⪯ Dataset
   (capture/ids.py ``item_element_id``; shared by every run that reads the same input: ids are
   deterministic, see capture/tracking/sources.py);
 * the output of operator k ``<run>/op<k>/out`` ⊇ its items ``<run>/op<k>/out#<id as 16 hex digits>``;
+  the written output's dataset has attributes ``path``, ``format`` and ``name`` (the path);
 * one edge (input item, operator, output item) per id association.
 
 Elements already in the store (the pipeline, source datasets and their items from earlier
@@ -62,8 +63,9 @@ def small_elements(run: str, pipeline: str, ops: Iterable[OperatorProv], run_att
                     "attrs": {"oid": o.oid, "type": o.type.value, "method": o.method}})
         attrs: dict[str, Any] = {"operator": operator_id(run, o.oid)} if o.type is not OpType.SOURCE else {
             "name": o.dataset or "", "source": o.detail}
-        if o.oid == last:
+        if o.oid == last:  # the written output: named by its path, as OpenLineage names a file
             attrs.update(output)
+            attrs.setdefault("name", output.get("path"))
         out.append({"id": dataset_id(run, o), "granularity": DATASET, "attrs": attrs})
     return out
 

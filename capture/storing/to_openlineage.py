@@ -1,0 +1,233 @@
+"""A captured run as OpenLineage RunEvents, with column lineage from structural provenance.
+
+`column_lineage(operators, result_oid, outputs)` is the pure core (docs/openlineage.md, "Export"):
+for each output field it follows the manipulated paths (Pebble's M) from the result back to the
+sources — the field's *contributing* input fields, exported as DIRECT (IDENTITY where the path
+keeps its name all the way, AGGREGATION through an aggregate, TRANSFORMATION otherwise) — and
+it collects the accessed paths of filters, joins, grouping keys and sorts — the *influencing*
+input fields, exported as INDIRECT (FILTER, JOIN, GROUP_BY, SORT) in the facet's dataset-level
+list, as they influence every field of the output. Paths are dotted field names: Pebble's array
+steps (`[pos]`, `[n]`) are left out (`tweets.[pos].text` is `tweets.text`).
+
+`run_events(store, run)` reads a committed run (capture_runs, capture_operators, the result's
+schema from the manifest) and returns its START and COMPLETE events. Datasets are in namespace
+`file`, named as capture names them (the `name=` given, else the input path; the output path),
+so ingesting the events again lands on the captured run's own `dataset:<name>` elements.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from capture.storing.tables import OPERATORS, RUNS, output_table, result_table
+
+PRODUCER = "https://pypi.org/project/strata-prov/"
+RUN_EVENT = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+FACETS = "https://openlineage.io/spec/facets/"
+STRATA_RUN_FACET = "https://pypi.org/project/strata-prov/#strata-run-facet"
+NAMESPACE = "file"
+HIDDEN = "__strata_"
+
+IDENTITY, TRANSFORMATION, AGGREGATION = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
+_RANK = {IDENTITY: 0, TRANSFORMATION: 1, AGGREGATION: 2}
+INDIRECT_BY_TYPE = {"filter": "FILTER", "join": "JOIN", "aggregation": "GROUP_BY", "sort": "SORT"}
+PASS_THROUGH = ("filter", "sort", "limit", "union")
+
+
+def field_name(path: str) -> str:
+    """Pebble path -> OpenLineage field name: array steps left out."""
+    return ".".join(p for p in path.split(".") if not (p.startswith("[") and p.endswith("]")))
+
+
+def _stronger(a: str, b: str) -> str:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+class _Ops:
+    def __init__(self, operators: Iterable[dict[str, Any]]) -> None:
+        self.by_oid = {o["oid"]: o for o in operators}
+
+    def back(self, oid: int, path: str, kind: str = IDENTITY) -> Iterator[tuple[str, str, str]]:
+        """(source dataset, source path, DIRECT subtype) of the values at `path` of `oid`'s output."""
+        op = self.by_oid[oid]
+        if op["type"] == "source":
+            yield op["dataset"] or "", path, kind
+            return
+        pairs = op["manipulated"]
+        for inp in op["inputs"]:
+            if pairs is None:  # a map (UDF): every path passes, transformed
+                yield from self.back(inp["pred"], path, _stronger(kind, TRANSFORMATION))
+                continue
+            mine = [p for p in pairs if p["input"] == inp["input"]]
+            hits = list(_match(mine, path))
+            if not hits and op["type"] in PASS_THROUGH:
+                hits = [(path, path, path)]
+            for src, dst, new in hits:
+                step = IDENTITY if src == dst or op["type"] == "flatten" else (
+                    AGGREGATION if op["type"] == "aggregation" else TRANSFORMATION)
+                yield from self.back(inp["pred"], new, _stronger(kind, step))
+
+    def reachable(self, oid: int) -> list[dict[str, Any]]:
+        out, todo, seen = [], [oid], set()
+        while todo:
+            o = todo.pop()
+            if o in seen:
+                continue
+            seen.add(o)
+            out.append(self.by_oid[o])
+            todo += [i["pred"] for i in self.by_oid[o]["inputs"]]
+        return sorted(out, key=lambda o: o["oid"])
+
+
+def _match(pairs: list[dict[str, Any]], path: str) -> Iterator[tuple[str, str, str]]:
+    """(src, dst, the input path) of each manipulated pair that produced `path`: at or above it
+    (a value under `dst` comes from under `src`), or below it (`path` is a structure built from
+    `dst`, so it stands for all of it)."""
+    for p in pairs:
+        src, dst = p["src"], p["dst"]
+        if path == dst or path.startswith(dst + "."):
+            yield src, dst, src + path[len(dst):]
+        elif dst.startswith(path + "."):
+            yield src, dst, src
+
+
+def column_lineage(operators: Iterable[dict[str, Any]], result_oid: int, outputs: Iterable[str]
+                   ) -> tuple[dict[str, list[tuple[str, str, str]]], list[tuple[str, str, str]]]:
+    """Per output path, its contributing (dataset, field, DIRECT subtype) inputs; and the
+    influencing (dataset, field, INDIRECT subtype) inputs of the whole output. Module docstring."""
+    ops = _Ops(operators)
+    direct: dict[str, list[tuple[str, str, str]]] = {}
+    for path in outputs:
+        best: dict[tuple[str, str], str] = {}
+        for ds, src, kind in ops.back(result_oid, path):
+            key = (ds, field_name(src))
+            best[key] = _stronger(best.get(key, IDENTITY), kind)
+        direct[field_name(path)] = sorted((ds, f, k) for (ds, f), k in best.items())
+    indirect: set[tuple[str, str, str]] = set()
+    for op in ops.reachable(result_oid):
+        subtype = INDIRECT_BY_TYPE.get(op["type"])
+        for inp in op["inputs"] if subtype else ():
+            for path in _influencing(op, inp):
+                indirect.update((ds, field_name(src), subtype) for ds, src, _ in ops.back(inp["pred"], path))
+    return direct, sorted(indirect)
+
+
+def _influencing(op: dict[str, Any], inp: dict[str, Any]) -> list[str]:
+    """The accessed paths of one input that only influence: all of a filter's, join's or sort's;
+    an aggregation's grouping keys (kept as themselves, or accessed and never aggregated)."""
+    accessed = inp["accessed"] or []
+    if op["type"] != "aggregation":
+        return list(accessed)
+    pairs = [p for p in op["manipulated"] or () if p["input"] == inp["input"]]
+    aggregated = {p["src"] for p in pairs if p["src"] != p["dst"]}
+    return sorted({p["src"] for p in pairs if p["src"] == p["dst"]} | (set(accessed) - aggregated))
+
+
+# ---------------------------------------------------------------------------- events
+def schema_paths(schema: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """Pebble paths of a Spark schema's fields (JSON form), nested ones included; arrays add `[pos]`."""
+    for f in schema.get("fields", ()):
+        if f["name"].startswith(HIDDEN):
+            continue
+        path = prefix + f["name"]
+        yield path
+        yield from _type_paths(f["type"], path)
+
+
+def _type_paths(t: Any, path: str) -> Iterator[str]:
+    if isinstance(t, dict) and t.get("type") == "struct":
+        yield from schema_paths(t, path + ".")
+    elif isinstance(t, dict) and t.get("type") == "array":
+        yield from _type_paths(t["elementType"], path + ".[pos]")
+
+
+def schema_facet(names: Iterable[str], types: dict[str, str] | None = None) -> dict[str, Any]:
+    """An OpenLineage schema facet of dotted field names (nested ones as `fields`)."""
+    root: dict[str, Any] = {}
+    for name in sorted(set(names)):
+        node = root
+        for part in name.split("."):
+            node = node.setdefault(part, {})
+    types = types or {}
+
+    def fields(tree: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+        out = []
+        for k, sub in tree.items():
+            entry: dict[str, Any] = {"name": k}
+            if prefix + k in types:
+                entry["type"] = types[prefix + k]
+            if sub:
+                entry["fields"] = fields(sub, prefix + k + ".")
+            out.append(entry)
+        return out
+
+    return facet("SchemaDatasetFacet", "1-2-0", fields=fields(root, ""))
+
+
+def facet(name: str, version: str, **body: Any) -> dict[str, Any]:
+    return {"_producer": PRODUCER, "_schemaURL": f"{FACETS}{version}/{name}.json#/$defs/{name}", **body}
+
+
+def run_uuid(run: str) -> str:
+    """A captured run's id as the UUID OpenLineage needs (UUID 5 of the run id: stable)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"strata:run:{run}"))
+
+
+def _rows(store, table: str) -> list[dict[str, Any]]:
+    if not store.has_table(table):
+        return []
+    if store.storage.is_local:
+        return store.local().arrow(table).to_pylist()
+    return [r.asDict(recursive=True) for r in store.table(table).collect()]
+
+
+def captured_runs(store) -> dict[str, dict[str, Any]]:
+    """run id -> its capture_runs row."""
+    return {r["run"]: r for r in _rows(store, RUNS)}
+
+
+def run_events(store, run: dict[str, Any], operators: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """START and COMPLETE RunEvents of one captured run (`run`: its capture_runs row)."""
+    entry = store.manifest.tables.get(output_table(run["run"])) or store.manifest.tables.get(result_table(run["run"]))
+    out_schema = json.loads(entry.schema) if entry is not None else {"fields": []}
+    outputs = list(schema_paths(out_schema))
+    direct, indirect = column_lineage(operators, run["result_oid"], outputs)
+    read: dict[str, set[str]] = {o["dataset"] or "": set() for o in operators if o["type"] == "source"}
+    for ds, f, _ in [x for v in direct.values() for x in v] + indirect:
+        read.setdefault(ds, set()).add(f)
+
+    def entry_of(ds: str, f: str, t: str, sub: str) -> dict[str, Any]:
+        return {"namespace": NAMESPACE, "name": ds, "field": f, "transformations": [{"type": t, "subtype": sub}]}
+
+    lineage = facet("ColumnLineageDatasetFacet", "1-2-0", fields={
+        name: {"inputFields": [entry_of(ds, f, "DIRECT", k) for ds, f, k in srcs]}
+        for name, srcs in direct.items() if srcs
+    }, dataset=[entry_of(ds, f, "INDIRECT", k) for ds, f, k in indirect])
+    inputs = [{"namespace": NAMESPACE, "name": ds, "facets": {"schema": schema_facet(fs)}}
+              for ds, fs in sorted(read.items())]
+    output = {"namespace": NAMESPACE, "name": run["output_path"],
+              "facets": {"schema": schema_facet(direct), "columnLineage": lineage}}
+    base = {"producer": PRODUCER, "schemaURL": RUN_EVENT,
+            "run": {"runId": run_uuid(run["run"]),
+                    "facets": {"strata_run": {"_producer": PRODUCER, "_schemaURL": STRATA_RUN_FACET,
+                                              "run": run["run"]}}},
+            "job": {"namespace": "strata", "name": run["pipeline"]}}
+    return [
+        {"eventTime": run["started"], "eventType": "START", **base, "inputs": inputs, "outputs": []},
+        {"eventTime": run["finished"], "eventType": "COMPLETE", **base, "inputs": inputs, "outputs": [output]},
+    ]
+
+
+def captured_events(store, runs: Iterable[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """run id -> events, for the named captured runs (None: every captured run)."""
+    known = captured_runs(store)
+    wanted = list(known) if runs is None else [r for r in runs if r in known]
+    ops = _rows(store, OPERATORS) if wanted else []
+    out = {}
+    for r in wanted:
+        mine = sorted((o for o in ops if o["run"] == r), key=lambda o: o["oid"])
+        out[r] = run_events(store, known[r], mine)
+    return out

@@ -182,6 +182,7 @@ class Manifest:
     meta: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     created: str = ""
+    integrity: dict[str, Any] = field(default_factory=dict)  # store/integrity.py; {} before hashing
 
     def to_text(self) -> str:
         body = {
@@ -193,6 +194,8 @@ class Manifest:
             "meta": self.meta,
             "tables": {k: v.to_json() for k, v in sorted(self.tables.items())},
         }
+        if self.integrity:
+            body["integrity"] = self.integrity
         return json.dumps(body, indent=1, sort_keys=False)
 
     @classmethod
@@ -208,6 +211,7 @@ class Manifest:
                 meta=d.get("meta", {}),
                 message=d.get("message", ""),
                 created=d.get("created", ""),
+                integrity=d.get("integrity") or {},
             )
         except (ValueError, KeyError, TypeError) as e:
             raise StoreError(f"{where}: corrupt manifest ({e})") from e
@@ -402,6 +406,9 @@ class Transaction:
         self.meta[key] = value
 
     def commit(self) -> Manifest:
+        """Publish the manifest, with the commit's hashes and chain (store/integrity.py)."""
+        from store import integrity
+
         manifest = Manifest(
             version=self.version,
             tables=self.tables,
@@ -409,7 +416,10 @@ class Transaction:
             meta=self.meta,
             message=self.message,
             created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            integrity=integrity.commit_integrity(self.storage, self.base, self.version, self.tables,
+                                                 self.changed),
         )
+        manifest.integrity["root"] = integrity.manifest_root(json.loads(manifest.to_text()))
         try:
             self.storage.publish(manifest)
         except ConcurrentWriteError:

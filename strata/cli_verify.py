@@ -73,4 +73,48 @@ def _print_report(rep, item: str | None) -> None:
 def diff(ctx, a, b, fmt) -> None:
     """Compare two runs (captured run ids or OpenLineage runIds) or a dataset at two versions
     (NAME@1 NAME@2)."""
-    raise NotImplementedError
+    from capture.storing.runs import output_values
+    from store.diff import diff as run_diff
+
+    st = store_of(ctx)
+    out = run_diff(st, a, b, values=lambda run: output_values(st, run))
+    if fmt == "json":
+        click.echo(json.dumps(out, indent=2, default=str))
+        return
+    _print_diff(out)
+
+
+def _print_diff(out: dict) -> None:
+    from strata.render import console, result_table
+
+    for w in out["warnings"]:
+        click.echo(f"strata: warning: {w}", err=True)
+    rows = []
+    for side, entries in (("A only", out["only_a"]), ("B only", out["only_b"]), ("changed", out["changed"])):
+        for e in entries:
+            rows.append((side, e["role"], e["type"], e["id"] + (f" → {e['id_b']}" if "id_b" in e else ""),
+                         _explain(e)))
+    c = console()
+    c.print(result_table(["", "role", "type", "id", "why"], rows, title=f"diff {out['a']} → {out['b']}"))
+    shared = ", ".join(f"{n} {role}s" for role, n in out["shared"].items())
+    click.echo(f"{len(out['only_a'])} only in A, {len(out['only_b'])} only in B, {len(out['changed'])} changed; "
+               f"shared: {shared}", err=True)
+
+
+def _explain(e: dict) -> str:
+    parts = []
+    if "version_b" in e and e["version_b"] != e.get("version"):
+        parts.append(f"version {e.get('version')} → {e['version_b']}")
+    elif "version" in e and "id_b" not in e:
+        parts.append(f"version {e['version']}")
+    if e.get("paths"):
+        parts.append("paths " + ", ".join(e["paths"]))
+    if e.get("inputs_only_a"):
+        parts.append("inputs only in A: " + ", ".join(e["inputs_only_a"]))
+    if e.get("inputs_only_b"):
+        parts.append("inputs only in B: " + ", ".join(e["inputs_only_b"]))
+    if e.get("attributes"):
+        parts.append("attributes " + ", ".join(e["attributes"]))
+    if "inputs" in e:
+        parts.append(f"rests on {len(e['inputs'])} input(s)")
+    return "; ".join(parts)

@@ -303,3 +303,57 @@ def opened(store, head: RunHead) -> StoredRun:
     outputs = store.table(output_table(head.run)) if head.split else None
     return StoredRun(head.run, head.operators, head.result_oid, store.table(result_table(head.run)), head.id_col,
                      head.slots, head.output, outputs, head.derived)
+
+
+def output_values(store, run: str) -> dict[str, dict] | None:
+    """The visible values of each result item of a committed run, by the item's store element
+    (``<run>/op<k>/out#<hex>``, capture/storing/to_model.py), read with pyarrow on a local store
+    (a split copy: each output file's rows next to the rows of its part's hidden file). None on
+    a store on a cluster path, or when ``run`` is not a captured run (an OpenLineage run)."""
+    import pyarrow.parquet as pq
+
+    from capture.ids import item_hex
+    from capture.storing.to_model import operator_id
+    from store.local.tables import parquet_files
+
+    try:
+        head = read_head(store, run)
+    except UserError:
+        return None
+
+    def files(table: str) -> dict[int | None, list[str]] | None:
+        entry = store.manifest.tables.get(table)
+        folders = [store.storage.local_path(seg) for seg in entry.segments] if entry is not None else []
+        if any(f is None for f in folders):
+            return None
+        out: dict[int | None, list[str]] = {}
+        for f in folders:
+            for path in parquet_files(f):
+                out.setdefault(part_of(os.path.basename(path)) if head.split else None, []).append(path)
+        return out
+
+    hidden = files(result_table(head.run))
+    visible = files(output_table(head.run)) if head.split else hidden
+    if hidden is None or visible is None:
+        return None
+    rows: list[dict] = []
+    for part, paths in sorted(hidden.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+        for i, path in enumerate(paths):
+            got = pq.read_table(path).to_pylist()
+            if head.split:
+                seen = visible.get(part, [])
+                shown = pq.read_table(seen[i]).to_pylist() if i < len(seen) else [{} for _ in got]
+                got = [{**v, **h} for v, h in zip(shown, got, strict=False)]
+            rows += got
+    drv.hydrate_rows(rows, head.derived)
+    prefix = f"{operator_id(head.run, head.result_oid)}/out#"
+    return {prefix + item_hex(r[head.id_col]): _visible(r) for r in rows if r.get(head.id_col) is not None}
+
+
+def _visible(value):
+    """A row (or nested value) without its hidden provenance columns and fields."""
+    if isinstance(value, dict):
+        return {k: _visible(v) for k, v in value.items() if not is_hidden(k)}
+    if isinstance(value, list):
+        return [_visible(v) for v in value]
+    return value

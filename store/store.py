@@ -168,7 +168,7 @@ class Store:
             return self.storage.manifest()
         if self.as_of < 1 or self.as_of not in self.storage.versions():
             versions = self.storage.versions()
-            raise UserError(f"--as-of {self.as_of}: store {self.root} has no version {self.as_of}"
+            raise UserError(f"store {self.root} has no version {self.as_of} to read as of"
                             + (f" (versions {versions[0]}..{versions[-1]})" if versions else " (it is empty)"),
                             hint="`strata info` lists the versions")
         return self.storage.manifest(self.as_of)

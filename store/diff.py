@@ -21,7 +21,8 @@ the same input); an output by a caller-given key (a captured run's output values
 on both sides but resting on other inputs, or with other values, are ``changed``, with the inputs
 only one side's rests on and the attribute paths whose values differ.
 
-Runs only: a diff reads the store in this process (DuckDB over a local store).
+A diff reads the store in this process (DuckDB over a local store); a store on a Hadoop URI
+is refused with a message.
 """
 
 from __future__ import annotations

@@ -205,3 +205,21 @@ def test_verify_item_reads_only_its_lineage_rows(movies, tmp_path):
     pq.write_table(t.set_column(2, "process", pa.array(["forged"] * t.num_rows)), path, compression="zstd")
     code, rep = verify(root, "imdb_table")
     assert code == 3 and [(p["kind"], p["table"]) for p in rep["problems"]] == [("changed", "edges")]
+
+
+def test_a_clean_triples_store_with_its_index_verifies(tmp_path):
+    """Triples ingested in this process and indexed; then one edge table row group edited."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("src,dst,op\n" + "".join(f"a{i},a{i + 1},R{i % 3}\n" for i in range(40)), encoding="utf-8")
+    st = Store.open(str(tmp_path / "store"), spark=_no_spark)
+    st.ingest(str(csv))
+    from store.index import IndexParams, build_index
+
+    build_index(st, IndexParams())
+    code, rep = verify(st.root)
+    assert code == 0 and rep["versions"] == 2 and rep["checked"]["files"] >= 10
+    assert verify(st.root, "a7")[0] == 0
+    rel = files_of(st.root, "index_triples")[0]
+    os.remove(os.path.join(st.root, rel))
+    p = only(verify(st.root)[1]["problems"], "removed")
+    assert (p["table"], p["version"], p["file"]) == ("index_triples", 2, rel)

@@ -138,6 +138,18 @@ def segment_files(storage, rel: str) -> list[str]:
     return [os.path.relpath(p, root).replace(os.sep, "/") for p in parquet_files(folder)]
 
 
+def visible_files(storage, rel: str) -> list[str]:
+    """Every file a reader of segment ``rel`` may read (names not starting with ``.`` or ``_``,
+    whatever their extension: Spark reads them all), relative to the store root."""
+    root = storage.local_path("")
+    out = []
+    for dirpath, dirnames, filenames in os.walk(storage.local_path(rel)):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+        out += [os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
+                for f in sorted(filenames) if not f.startswith((".", "_"))]
+    return out
+
+
 def canonical(body: dict[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -383,7 +395,7 @@ def verify(storage, expect_root: str | None = None, upto: int | None = None) -> 
     for seg, (name, v) in sorted(hashed_segments.items()):
         if storage.local_path(seg) is None or not os.path.isdir(storage.local_path(seg)):
             continue  # its files are reported as removed
-        for rel in segment_files(storage, seg):
+        for rel in visible_files(storage, seg):
             if rel not in files:
                 rep.problems.append(Problem("added", name, v, rel, "file in a committed segment that no commit "
                                             "recorded: readers of the table read its rows"))
@@ -418,7 +430,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
         if entry is None:
             continue
         for seg in entry.get("segments", ()):
-            for rel in segment_files(storage, seg) if os.path.isdir(storage.local_path(seg)) else ():
+            for rel in visible_files(storage, seg) if os.path.isdir(storage.local_path(seg)) else ():
                 if rel not in files:
                     sv = _segment_version(seg)
                     if sv is not None and sv in rep.unhashed:

@@ -145,6 +145,22 @@ def _key(id_: str, typ: str, attrs: dict[str, str], order: dict[str, int] | None
     return id_
 
 
+def _data_key(id_: str, v: dict, up: dict[str, str]) -> str:
+    """A data element's key: a named one (a dataset version, a field) with its container's key
+    in front when the container is named too (fields of two datasets do not collide)."""
+    typ, attrs = v[id_][1:] if id_ in v else ("", {})
+    key = _key(id_, typ, attrs)
+    parent = up.get(id_)
+    if "name" in attrs and parent in v and "name" in v[parent][2] and "namespace" not in attrs:
+        return f"{_key(parent, v[parent][1], v[parent][2])} / {key}"
+    return key
+
+
+def _put(keyed: dict[str, str], key: str, id_: str) -> None:
+    """Add ``id_`` under ``key``, or under ``key`` and its id when another element has the key."""
+    keyed[key if key not in keyed else f"{key} {id_}"] = id_
+
+
 def footprint(r: _Reader, name: str, values: Values | None = None) -> Side:
     id_, kind, typ, attrs = resolve(r, name)
     side = Side(id_, kind, typ, attrs)
@@ -163,19 +179,19 @@ def footprint(r: _Reader, name: str, values: Values | None = None) -> Side:
     side.vertex = {i: (v[i][1], v[i][2]) for i in procs | {x for e in edges for x in e[:2]} if i in v}
     oids = {p: int(v[p][2]["oid"]) for p in procs if p in v and str(v[p][2].get("oid", "")).isdigit()}
     order = {p: n for n, p in enumerate(sorted(oids, key=oids.get), 1)}
-    up = r.parents(procs)
+    up = r.parents(procs | {x for e in edges for x in e[:2]})
     for p in procs:
         if p != id_ and p in v:
             parent = up.get(p)
             pkey = _key(parent, v[parent][1], v[parent][2]) if parent in v else None
             side.processes[_key(p, v[p][1], v[p][2], order if p in order else None, pkey)] = p
     srcs, dsts = {s for s, _, _ in edges}, {d for _, d, _ in edges}
-    for i in srcs - dsts:
-        side.inputs[_key(i, *side.vertex.get(i, ("", {})))] = i
-    for u in r.containers(srcs - dsts) - (srcs | dsts):
+    for i in sorted(srcs - dsts):
+        _put(side.inputs, _data_key(i, v, up), i)
+    for u in sorted(r.containers(srcs - dsts) - (srcs | dsts)):
         if u in v and v[u][0] == S.DATA:
             side.vertex[u] = (v[u][1], v[u][2])
-            side.upstream[_key(u, v[u][1], v[u][2])] = u
+            _put(side.upstream, _data_key(u, v, up), u)
     outs = (dsts - srcs) if kind == S.PROCESS_KIND else {id_}
     back: dict[str, set[str]] = {}
     for s, d, _ in edges:

@@ -6,7 +6,8 @@ What a commit records (the manifest's ``integrity`` object, docs/verify.md):
   row-group boundaries (leaf i: row group i's column chunks, the first one with the leading magic;
   the last leaf: page indexes and footer), with each row group's row count; the file's digest
   is BLAKE2b over its size and the leaves, so one edited value changes one leaf and the file's
-  digest, and a removed row group changes the row counts;
+  digest, and a removed row group changes the row counts. These go to the commit's digests file
+  (``_strata/digests/<version>-<id>.json``), whose BLAKE2b the manifest holds;
 * per table it changed, ``root = H(table, version, previous root of the table, segments, file
   digests)``: the table's chain;
 * ``prev``: the previous commit's root, and ``root``: BLAKE2b over ``prev`` and the whole
@@ -29,6 +30,7 @@ import json
 import mmap
 import os
 import re
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,11 +171,22 @@ def table_root(name: str, version: int, prev: str | None, segments: Sequence[str
               *[f"{p}={files[p].get('digest', '')}" for p in sorted(files)])
 
 
-def commit_integrity(storage, base, version: int, tables: dict, changed: Iterable[str]) -> dict[str, Any]:
-    """The ``integrity`` object of a new commit (without its ``root``, added by `seal`)."""
+DIGESTS_DIR = "_strata/digests"
+
+
+def commit_integrity(storage, base, version: int, tables: dict,
+                     changed: Iterable[str]) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """The ``integrity`` object of a new commit (without its ``root``: `manifest_root`), and the
+    digests file to write before the manifest: (path relative to the root, its text), or None
+    when the commit recorded no file.
+
+    The per-file digests go to the digests file, not the manifest (an index commit records
+    thousands of row-group leaves, and every command reads the newest manifest); the manifest
+    keeps the file's path and BLAKE2b, and the table roots computed over the digests."""
     prev_integ = base.integrity or {}
     prev_tables = prev_integ.get("tables", {}) if prev_integ else {}
     out_tables: dict[str, Any] = {}
+    recorded: dict[str, dict[str, Any]] = {}
     for name in sorted(changed):
         entry = tables[name]
         old = base.tables.get(name)
@@ -186,15 +199,24 @@ def commit_integrity(storage, base, version: int, tables: dict, changed: Iterabl
         prev_root = (prev_tables.get(name) or {}).get("root")
         out_tables[name] = {
             "segments": new_segments,
-            "files": files,
+            "files": len(files),
             "root": table_root(name, version, prev_root, entry.segments, files),
         }
+        if files:
+            recorded[name] = files
         if not storage.is_local:
             out_tables[name]["unhashed"] = "store not local: files are listed by segment only"
     for name, t in prev_tables.items():  # unchanged tables keep their root
         if name not in out_tables and name in tables:
             out_tables[name] = {"root": t["root"]}
-    return {"scheme": SCHEME, "prev": prev_integ.get("root") if prev_integ else None, "tables": out_tables}
+    out: dict[str, Any] = {"scheme": SCHEME, "prev": prev_integ.get("root") if prev_integ else None,
+                           "tables": out_tables}
+    if not recorded:
+        return out, None
+    text = canonical({"version": version, "tables": recorded})
+    rel = f"{DIGESTS_DIR}/{version:08d}-{uuid.uuid4().hex[:12]}.json"
+    out["digests"] = {"file": rel, "blake2b": _h(text)}
+    return out, (rel, text)
 
 
 # ---------------------------------------------------------------------------- verify
@@ -350,12 +372,27 @@ def _orphans(storage, head: int, rep: Report) -> None:
                                     "mid-commit)"))
 
 
-def recorded_files(bodies: dict[int, dict[str, Any]]) -> dict[str, tuple[str, int, dict[str, Any]]]:
-    """Every file the hashed commits recorded: relative path -> (table, version, digest JSON)."""
+def recorded_files(storage, bodies: dict[int, dict[str, Any]],
+                   rep: Report) -> dict[str, tuple[str, int, dict[str, Any]]]:
+    """Every file the hashed commits recorded: relative path -> (table, version, digest JSON),
+    from each commit's digests file (checked against the BLAKE2b its manifest holds; a missing
+    or edited one is a `manifest` problem)."""
     out = {}
     for v, body in sorted(bodies.items()):
-        for name, t in ((body.get("integrity") or {}).get("tables") or {}).items():
-            for rel, d in (t.get("files") or {}).items():
+        ref = (body.get("integrity") or {}).get("digests")
+        if not ref:
+            continue
+        try:
+            text = storage.fs.read_text(ref["file"])
+        except OSError:
+            rep.problems.append(Problem("manifest", None, v, ref["file"], "the commit's digests file is missing"))
+            continue
+        if _h(text) != ref.get("blake2b"):
+            rep.problems.append(Problem("manifest", None, v, ref["file"],
+                                        "the commit's digests file was edited after it was committed"))
+            continue
+        for name, files in json.loads(text).get("tables", {}).items():
+            for rel, d in files.items():
                 out[rel] = (name, v, d)
     return out
 
@@ -373,7 +410,7 @@ def verify(storage, expect_root: str | None = None, upto: int | None = None) -> 
         return rep
     if upto is None:
         _orphans(storage, rep.head, rep)
-    files = recorded_files(bodies)
+    files = recorded_files(storage, bodies, rep)
     hashed_segments: dict[str, tuple[str, int]] = {}
     for v, body in bodies.items():
         for name, t in ((body.get("integrity") or {}).get("tables") or {}).items():
@@ -392,8 +429,9 @@ def verify(storage, expect_root: str | None = None, upto: int | None = None) -> 
         rep.row_groups += len(now.groups)
         if now.digest != recorded.digest:
             rep.problems.append(Problem("changed", name, v, rel, _describe(recorded, now)))
+    untrusted = {p.version for p in rep.problems if p.kind == "manifest"}  # already reported
     for seg, (name, v) in sorted(hashed_segments.items()):
-        if storage.local_path(seg) is None or not os.path.isdir(storage.local_path(seg)):
+        if v in untrusted or not os.path.isdir(storage.local_path(seg)):
             continue  # its files are reported as removed
         for rel in visible_files(storage, seg):
             if rel not in files:
@@ -422,7 +460,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
     if not storage.is_local:
         rep.notes.append("store on a Hadoop URI: manifests and chain checked; file contents are not hashed")
         return rep
-    files = recorded_files(bodies)
+    files = recorded_files(storage, bodies, rep)
     head = bodies.get(rep.head) or {}
     lo, hi = (min(ids), max(ids)) if ids else ("", "")
     for name, cols in tables.items():
@@ -433,7 +471,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
             for rel in visible_files(storage, seg) if os.path.isdir(storage.local_path(seg)) else ():
                 if rel not in files:
                     sv = _segment_version(seg)
-                    if sv is not None and sv in rep.unhashed:
+                    if sv in rep.unhashed or sv in {p.version for p in rep.problems if p.kind == "manifest"}:
                         continue
                     rep.problems.append(Problem("added", name, sv, rel, "file in a committed segment that no "
                                                 "commit recorded"))

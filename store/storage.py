@@ -3,6 +3,7 @@
 Layout under the store root (a local path or any Hadoop-supported URI):
 
     _strata/manifests/00000001.json     one manifest per committed version
+    _strata/digests/00000001-<id>.json  the digests of the files that commit wrote (store/integrity.py)
     tables/<table>/<segment>/part-*.parquet
 
 A commit writes new segment folders first, then publishes manifest N+1 with an exclusive create
@@ -83,7 +84,11 @@ class _LocalFS:
     def delete(self, rel: str) -> None:
         import shutil
 
-        shutil.rmtree(self.join(rel), ignore_errors=True)
+        path = self.join(rel)
+        if os.path.isfile(path):
+            os.remove(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class _HadoopFS:
@@ -409,6 +414,11 @@ class Transaction:
         """Publish the manifest, with the commit's hashes and chain (store/integrity.py)."""
         from store import integrity
 
+        sealed, digests = integrity.commit_integrity(self.storage, self.base, self.version, self.tables,
+                                                     self.changed)
+        if digests is not None:  # written first; an abort deletes it, as it does the segments
+            self.written.append(digests[0])
+            self.storage.fs.publish(*digests)
         manifest = Manifest(
             version=self.version,
             tables=self.tables,
@@ -416,8 +426,7 @@ class Transaction:
             meta=self.meta,
             message=self.message,
             created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            integrity=integrity.commit_integrity(self.storage, self.base, self.version, self.tables,
-                                                 self.changed),
+            integrity=sealed,
         )
         manifest.integrity["root"] = integrity.manifest_root(json.loads(manifest.to_text()))
         try:

@@ -223,3 +223,16 @@ def test_a_clean_triples_store_with_its_index_verifies(tmp_path):
     os.remove(os.path.join(st.root, rel))
     p = only(verify(st.root)[1]["problems"], "removed")
     assert (p["table"], p["version"], p["file"]) == ("index_triples", 2, rel)
+
+
+def test_an_edited_or_removed_digests_file(movies, tmp_path):
+    root = copy(movies, tmp_path)
+    body = json.load(open(_manifest(root, 3)))
+    digests = os.path.join(root, body["integrity"]["digests"]["file"])
+    text = open(digests).read()
+    open(digests, "w").write(text.replace('"rows":30', '"rows":31'))
+    p = only(verify(root)[1]["problems"], "manifest")
+    assert p["version"] == 3 and "digests file was edited" in p["detail"]
+    os.remove(digests)
+    p = only(verify(root)[1]["problems"], "manifest")
+    assert "digests file is missing" in p["detail"]

@@ -6,8 +6,9 @@ What a commit records (the manifest's ``integrity`` object, docs/verify.md):
   row-group boundaries (leaf i: row group i's column chunks, the first one with the leading magic;
   the last leaf: page indexes and footer), with each row group's row count; the file's digest
   is BLAKE2b over its size and the leaves, so one edited value changes one leaf and the file's
-  digest, and a removed row group changes the row counts. These go to the commit's digests file
-  (``_strata/digests/<version>-<id>.json``), whose BLAKE2b the manifest holds;
+  digest, and a removed row group changes the row counts. A small commit keeps them in its
+  manifest; a larger one writes them to a digests file (``_strata/digests/<version>-<id>.json``)
+  whose BLAKE2b the manifest holds;
 * per table it changed, ``root = H(table, version, previous root of the table, segments, file
   digests)``: the table's chain;
 * ``prev``: the previous commit's root, and ``root``: BLAKE2b over ``prev`` and the whole
@@ -172,6 +173,7 @@ def table_root(name: str, version: int, prev: str | None, segments: Sequence[str
 
 
 DIGESTS_DIR = "_strata/digests"
+INLINE_DIGESTS = 32_000  # characters of digests kept in the manifest itself; more go to a digests file
 
 
 def commit_integrity(storage, base, version: int, tables: dict,
@@ -180,9 +182,10 @@ def commit_integrity(storage, base, version: int, tables: dict,
     digests file to write before the manifest: (path relative to the root, its text), or None
     when the commit recorded no file.
 
-    The per-file digests go to the digests file, not the manifest (an index commit records
-    thousands of row-group leaves, and every command reads the newest manifest); the manifest
-    keeps the file's path and BLAKE2b, and the table roots computed over the digests."""
+    The per-file digests of a small commit stay in the manifest (``files``); a larger commit's go
+    to a digests file (an index commit records thousands of row-group leaves, and every command
+    reads the newest manifest), whose path and BLAKE2b the manifest keeps (``digests``). The
+    table roots are computed over the digests either way."""
     prev_integ = base.integrity or {}
     prev_tables = prev_integ.get("tables", {}) if prev_integ else {}
     out_tables: dict[str, Any] = {}
@@ -214,6 +217,9 @@ def commit_integrity(storage, base, version: int, tables: dict,
     if not recorded:
         return out, None
     text = canonical({"version": version, "tables": recorded})
+    if len(text) <= INLINE_DIGESTS:  # a small commit: no second file to write and fsync
+        out["files"] = recorded
+        return out, None
     rel = f"{DIGESTS_DIR}/{version:08d}-{uuid.uuid4().hex[:12]}.json"
     out["digests"] = {"file": rel, "blake2b": _h(text)}
     return out, (rel, text)
@@ -379,19 +385,21 @@ def recorded_files(storage, bodies: dict[int, dict[str, Any]],
     or edited one is a `manifest` problem)."""
     out = {}
     for v, body in sorted(bodies.items()):
-        ref = (body.get("integrity") or {}).get("digests")
-        if not ref:
-            continue
-        try:
-            text = storage.fs.read_text(ref["file"])
-        except OSError:
-            rep.problems.append(Problem("manifest", None, v, ref["file"], "the commit's digests file is missing"))
-            continue
-        if _h(text) != ref.get("blake2b"):
-            rep.problems.append(Problem("manifest", None, v, ref["file"],
-                                        "the commit's digests file was edited after it was committed"))
-            continue
-        for name, files in json.loads(text).get("tables", {}).items():
+        integ = body.get("integrity") or {}
+        tables = integ.get("files") or {}
+        ref = integ.get("digests")
+        if ref:
+            try:
+                text = storage.fs.read_text(ref["file"])
+            except OSError:
+                rep.problems.append(Problem("manifest", None, v, ref["file"], "the commit's digests file is missing"))
+                continue
+            if _h(text) != ref.get("blake2b"):
+                rep.problems.append(Problem("manifest", None, v, ref["file"],
+                                            "the commit's digests file was edited after it was committed"))
+                continue
+            tables = json.loads(text).get("tables", {})
+        for name, files in tables.items():
             for rel, d in files.items():
                 out[rel] = (name, v, d)
     return out

@@ -191,6 +191,11 @@ class Store:
 
             def spark():
                 return get_session(master, conf)
+        return cls(cls.path_of(path), spark, engine=engine, master=master, local_rows=local_rows, as_of=as_of)
+
+    @staticmethod
+    def path_of(path: str | os.PathLike[str] | None = None) -> str:
+        """The store root `open` uses for `path` ($STRATA_STORE, else ./.strata), resolved."""
         root = str(path or os.environ.get("STRATA_STORE") or DEFAULT_STORE)
         if "://" not in root:
             p = Path(root).expanduser()
@@ -198,7 +203,7 @@ class Store:
                 raise UserError(f"store path {root} exists and is not a folder",
                                 hint="pass --store with a folder path")
             root = str(p.resolve())
-        return cls(root, spark, engine=engine, master=master, local_rows=local_rows, as_of=as_of)
+        return root
 
     # ---------------------------------------------------------------- engines
     @property

@@ -29,12 +29,17 @@ def verify(ctx, item, forward, expect_root, fmt) -> None:
 
     With ITEM, check only the manifests and the row groups holding ITEM's lineage."""
     from store import integrity
+    from store.errors import StoreError
 
-    st = store_of(ctx)
     if item is None:
-        rep = integrity.verify(st.storage, expect_root=expect_root, upto=st.as_of)
+        try:
+            st = store_of(ctx)
+            storage, upto = st.storage, st.as_of
+        except StoreError:  # the newest manifest is unreadable: verify reports it, with the rest
+            storage, upto = _storage(ctx), None
+        rep = integrity.verify(storage, expect_root=expect_root, upto=upto)
     else:
-        rep, _ = integrity.verify_lineage(st, item, forward=forward)
+        rep, _ = integrity.verify_lineage(store_of(ctx), item, forward=forward)
         if expect_root and rep.root != expect_root:
             rep.problems.append(integrity.Problem("chain", None, rep.head, None,
                                                   f"head root {rep.root} is not the expected {expect_root}"))
@@ -44,6 +49,17 @@ def verify(ctx, item, forward, expect_root, fmt) -> None:
         _print_report(rep, item)
     if not rep.ok:
         ctx.exit(TAMPERED)
+
+
+def _storage(ctx):
+    """The store's files without reading its manifest (`Store.open` parses the newest one)."""
+    from store import Store
+    from store.storage import Storage
+    from strata.cli import App
+
+    app = ctx.find_object(App) or ctx.ensure_object(App)
+    root = app._store.root if app._store is not None else Store.path_of(app.store_path)
+    return Storage(root, app.spark)
 
 
 def _print_report(rep, item: str | None) -> None:

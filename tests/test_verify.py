@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from store import Store, integrity
 from store.storage import MANIFEST_DIR
@@ -241,3 +243,40 @@ def test_an_edited_or_removed_digests_file(tmp_path, monkeypatch):
     os.remove(digests)
     p = only(verify(st.root)[1]["problems"], "manifest")
     assert "digests file is missing" in p["detail"]
+
+
+def _committed(root: str) -> list[str]:
+    """Every file a commit wrote or published: table files and manifests."""
+    out = []
+    for d, _, names in os.walk(root):
+        out += [os.path.relpath(os.path.join(d, n), root) for n in names
+                if n.endswith((".parquet", ".json")) and not n.startswith((".", "_"))]
+    return sorted(out)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_any_flipped_byte_of_any_committed_file_is_named(movies, tmp_path_factory, data):
+    """Property: flip one bit of one byte anywhere in a table file or a manifest; verify fails,
+    and names that file (a table file as changed, a manifest as manifest or chain)."""
+    root = str(tmp_path_factory.mktemp("flip") / "s")
+    shutil.copytree(movies, root)
+    rel = data.draw(st.sampled_from(_committed(root)), label="file")
+    path = os.path.join(root, rel)
+    raw = bytearray(open(path, "rb").read())
+    at = data.draw(st.integers(0, len(raw) - 1), label="byte")
+    raw[at] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+    open(path, "wb").write(bytes(raw))
+    code, rep = verify(root)
+    assert code == 3 and not rep["ok"]
+    named = {p["file"] for p in rep["problems"]} | {f"_strata/manifests/{p['version']:08d}.json"
+                                                      for p in rep["problems"] if p["kind"] == "chain"}
+    assert rel.replace(os.sep, "/") in named, rep["problems"]
+
+
+def test_an_unreadable_newest_manifest_is_named(movies, tmp_path):
+    root = copy(movies, tmp_path)
+    text = open(_manifest(root, 3)).read()
+    open(_manifest(root, 3), "w").write(text[: len(text) // 2])
+    p = only(verify(root)[1]["problems"], "manifest")
+    assert p["version"] == 3 and "not valid JSON" in p["detail"]

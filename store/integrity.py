@@ -20,7 +20,7 @@ Hashing reads the bytes of the files the commit wrote (local stores; the page ca
 holds them) and their footers; nothing is decoded. A store on a Hadoop URI chains its manifests
 but records no file digests (reading the files back through the JVM costs more than the commit).
 
-`verify` recomputes all of it; `verify_files` checks a chosen set of row groups only
+`verify` recomputes all of it; `verify_rows` checks a chosen set of row groups only
 (`strata verify ITEM`).
 """
 

@@ -128,7 +128,8 @@ def resolve(r: _Reader, name: str) -> tuple[str, str, str, dict[str, str]]:
         return (hits[0], *v[hits[0]])
     raise UserError(f"unknown run or dataset version {name!r}: no element has this id or runId, and no "
                     "dataset version this NAME@VERSION",
-                    hint="a captured run's id (`strata query` over Run), an OpenLineage runId, or NAME@1")
+                    hint="a captured run's id (`SELECT r.id FROM Run r`; runs captured with model=False "
+                         "have no graph to compare), an OpenLineage runId, or NAME@1")
 
 
 def _key(id_: str, typ: str, attrs: dict[str, str], order: dict[str, int] | None = None,

@@ -38,6 +38,7 @@ from store.errors import StoreError, UserError
 
 _VERSIONED = re.compile(r"^(?P<name>.+)@(?P<version>\d+)$")
 Values = Callable[[str], dict[str, dict[str, Any]] | None]  # run id -> output id -> values
+Paths = Callable[[str, str], list[str]]  # (run id, output attribute path) -> input attribute paths
 
 
 @dataclass
@@ -273,9 +274,11 @@ def _pair_outputs(a: Side, b: Side) -> list[tuple[str | None, str | None]]:
     return pairs
 
 
-def diff(st, a: str, b: str, values: Values | None = None) -> dict[str, Any]:
+def diff(st, a: str, b: str, values: Values | None = None, paths: Paths | None = None) -> dict[str, Any]:
     """The diff of sides ``a`` and ``b`` (module docstring) as docs/cli.md's JSON object:
-    ``only_a``, ``only_b``, ``changed`` entries, and ``shared`` counts."""
+    ``only_a``, ``only_b``, ``changed`` entries, and ``shared`` counts. ``values``: a captured
+    run's output values; ``paths``: the input attribute paths an output path derives from (both
+    given by capture/, which knows runs)."""
     r = _Reader(st)
     sa, sb = footprint(r, a, values), footprint(r, b, values)
     if sa.kind != sb.kind:
@@ -314,8 +317,11 @@ def diff(st, a: str, b: str, values: Values | None = None) -> dict[str, Any]:
             change = _output_change(sa, sb, x, y, reread)
             if change is None:
                 n_same += 1
-            else:
-                out["changed"].append(change)
+                continue
+            if paths is not None and change["paths"]:
+                change["input_paths"] = sorted({q for p in change["paths"] for q in paths(sa.id, p)}
+                                               | {q for p in change["paths"] for q in paths(sb.id, p)})
+            out["changed"].append(change)
     out["shared"]["output"] = n_same
     return out
 

@@ -89,11 +89,22 @@ def _print_report(rep, item: str | None) -> None:
 def diff(ctx, a, b, fmt) -> None:
     """Compare two runs (captured run ids or OpenLineage runIds) or a dataset at two versions
     (NAME@1 NAME@2)."""
-    from capture.storing.runs import output_values
+    from capture.storing.runs import output_values, read_head, source_paths
     from store.diff import diff as run_diff
+    from store.errors import UserError
 
     st = store_of(ctx)
-    out = run_diff(st, a, b, values=lambda run: output_values(st, run))
+    heads: dict = {}
+
+    def paths(run: str, path: str) -> list[str]:
+        if run not in heads:
+            try:
+                heads[run] = read_head(st, run)
+            except UserError:  # not a captured run
+                heads[run] = None
+        return source_paths(heads[run], path) if heads[run] is not None else []
+
+    out = run_diff(st, a, b, values=lambda run: output_values(st, run), paths=paths)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
@@ -125,6 +136,8 @@ def _explain(e: dict) -> str:
         parts.append(f"version {e['version']}")
     if e.get("paths"):
         parts.append("paths " + ", ".join(e["paths"]))
+    if e.get("input_paths"):
+        parts.append("from input paths " + ", ".join(e["input_paths"]))
     if e.get("inputs_only_a"):
         parts.append("inputs only in A: " + ", ".join(e["inputs_only_a"]))
     if e.get("inputs_only_b"):

@@ -73,6 +73,7 @@ def test_an_edited_input_explains_the_changed_outputs(captured):
     assert sorted(by_user) == [("tweets[0].text", "tweets[2].text"), ("tweets[3].text",)]
     jm = by_user[("tweets[0].text", "tweets[2].text")]
     assert jm["values"]["tweets[0].text"] == ["This is me @jm", "This is Me @jm"]
+    assert jm["input_paths"] == ["tweets:text"]  # the source path the changed texts were made from
     lp = by_user[("tweets[3].text",)]
     assert lp["values"]["tweets[3].text"] == ["Hello @lp", None]  # the deleted tweet mentioned lp
     assert len(lp["inputs_only_a"]) == 4 and len(lp["inputs_only_b"]) == 3
@@ -156,3 +157,17 @@ def test_verify_and_diff_start_no_jvm(openlineage):
     assert r.returncode == 0 and r.stdout.startswith("ok:"), r.stderr
     r = strata(openlineage, "diff", "r-1", "r-2", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["b"] == "run-2", r.stderr
+
+
+def test_source_paths_follow_the_manipulations_back(captured):
+    """user.name of the result is made from the tweet's user.name (upper branch) and a mentioned
+    user's name (lower branch, through the flatten); the collected texts from text."""
+    from capture.storing.runs import read_head, source_paths
+
+    root, (r1, _, _) = captured
+    head = read_head(Store.open(root, spark=lambda: 1 / 0), r1)
+    assert source_paths(head, "user.name") == ["tweets:user.name", "tweets:user_mentions.[pos].name"]
+    assert source_paths(head, "user") == ["tweets:user.id_str", "tweets:user.name",
+                                          "tweets:user_mentions.[pos].id_str", "tweets:user_mentions.[pos].name"]
+    assert source_paths(head, "tweets[1].text") == ["tweets:text"]
+    assert source_paths(head, "nothing") == []

@@ -357,3 +357,34 @@ def _visible(value):
     if isinstance(value, list):
         return [_visible(v) for v in value]
     return value
+
+
+def source_paths(head: RunHead, path: str) -> list[str]:
+    """The source attribute paths a result path derives from (``dataset:path``), following the
+    run's manipulations (Definition 5.1's M) back from the result operator; positions in the
+    result path (``tweets[0].text``) match any position (``tweets.[pos].text``). Operators that
+    manipulate nothing (filters, unions) keep the path."""
+    import re
+
+    by_oid = {o.oid: o for o in head.operators}
+    out: set[str] = set()
+    stack = [(head.result_oid, re.sub(r"\[\d+\]", ".[pos]", path))]
+    seen: set[tuple[int, str]] = set()
+    while stack:
+        oid, p = stack.pop()
+        if (oid, p) in seen or oid not in by_oid:
+            continue
+        seen.add((oid, p))
+        op = by_oid[oid]
+        if op.type is OpType.SOURCE:
+            out.add(f"{op.dataset}:{p}")
+            continue
+        for i, inp in enumerate(op.inputs):
+            mine = [m for m in op.manipulated or () if m.input == i]
+            inside = [m.src + p[len(m.dst):] for m in mine if p == m.dst or p.startswith(m.dst + ".")]
+            covers = [m.src for m in mine if m.dst.startswith(p + ".")]  # p is a struct of mapped fields
+            if op.manipulated and not inside and not covers:
+                continue  # the path is not made from this input
+            for q in (inside + covers) or [p]:
+                stack.append((inp.pred, q))
+    return sorted(out)

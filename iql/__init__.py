@@ -12,6 +12,7 @@ this process) or `executor` (Spark).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 from iql.ast import TRACE_COLUMNS, Form
@@ -38,6 +39,7 @@ def compile_query(text: str, catalog, stats=None):
 # are fixed per committed version.
 _PLANS: OrderedDict[tuple[str, int, str], tuple] = OrderedDict()
 _PLANS_KEPT = 256
+_AS_OF = re.compile(r"\s*as\b", re.IGNORECASE)
 
 
 def _compiled(store, text: str, stats):
@@ -61,6 +63,12 @@ def run(store, text: str) -> Result:
     from iql import engines
     from iql.explain import explain_lines
 
+    if _AS_OF.match(text):  # AS OF VERSION n: the statement reads that committed version
+        from iql.parser import parse
+
+        version = parse(text).as_of
+        if version is not None and version != store.version:
+            store = store.at(version)
     stats = engines.stats(store)
     bound, logical = _compiled(store, text, stats)
     choice = engines.choose(store, logical, stats)

@@ -312,6 +312,7 @@ class Statement:
     explain: bool
     span: Span
     form: Form = Form.SELECT
+    as_of: int | None = None  # AS OF VERSION n: the committed version the statement reads
 
 
 # ---------------------------------------------------------------------------- bound nodes

@@ -121,13 +121,22 @@ class _ToAst(Transformer):
 
     # -- statements
     def start(self, meta, ch):
-        explain, query = ch[0], ch[1]
+        as_of, explain, query = ch[0], ch[1], ch[2]
         form = A.Form.TRACE if isinstance(query, A.TraceSource) else A.Form.SELECT
         if form is A.Form.TRACE:  # TRACE ... is SELECT * FROM TRACE(...)
             span = query.span
             query = A.Select(False, None, (A.FromItem(query, "trace", span),), None, (), None, (),
                              None, span)
-        return A.Statement(query, explain is not None, _span_meta(meta), form)
+        return A.Statement(query, explain is not None, _span_meta(meta), form, as_of)
+
+    def as_of(self, meta, ch):
+        of, version, n = ch
+        for word, want in ((of, "of"), (version, "version")):
+            if str(word).lower() != want:
+                raise IqlSyntaxError.at(
+                    f"expected {want.upper()} in AS OF VERSION n, found '{word}'", _span_tok(word), self.text,
+                    hint="write AS OF VERSION 3 SELECT ... (`strata info` lists the versions)")
+        return int(n)
 
     def select(self, meta, ch):
         distinct, items, from_, where, group_by, having, order_by, limit = ch

@@ -53,7 +53,8 @@ def info(st: Store) -> dict[str, Any]:
     return {
         "store": st.root,
         "version": st.version,
-        "commits": len(st.storage.versions()),
+        "commits": len([v for v in st.storage.versions() if v <= st.version]),
+        "versions": st.history(),
         "last_commit": {"created": st.manifest.created, "message": st.manifest.message} if st.version else None,
         "granularities": {
             kind: sorted(g for g, k in cat.all_kinds().items() if k == kind) for kind in S.KINDS

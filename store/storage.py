@@ -3,6 +3,7 @@
 Layout under the store root (a local path or any Hadoop-supported URI):
 
     _strata/manifests/00000001.json     one manifest per committed version
+    _strata/digests/00000001-<id>.json  the digests of the files that commit wrote (store/integrity.py)
     tables/<table>/<segment>/part-*.parquet
 
 A commit writes new segment folders first, then publishes manifest N+1 with an exclusive create
@@ -83,7 +84,11 @@ class _LocalFS:
     def delete(self, rel: str) -> None:
         import shutil
 
-        shutil.rmtree(self.join(rel), ignore_errors=True)
+        path = self.join(rel)
+        if os.path.isfile(path):
+            os.remove(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class _HadoopFS:
@@ -182,6 +187,7 @@ class Manifest:
     meta: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     created: str = ""
+    integrity: dict[str, Any] = field(default_factory=dict)  # store/integrity.py; {} before hashing
 
     def to_text(self) -> str:
         body = {
@@ -193,6 +199,8 @@ class Manifest:
             "meta": self.meta,
             "tables": {k: v.to_json() for k, v in sorted(self.tables.items())},
         }
+        if self.integrity:
+            body["integrity"] = self.integrity
         return json.dumps(body, indent=1, sort_keys=False)
 
     @classmethod
@@ -208,6 +216,7 @@ class Manifest:
                 meta=d.get("meta", {}),
                 message=d.get("message", ""),
                 created=d.get("created", ""),
+                integrity=d.get("integrity") or {},
             )
         except (ValueError, KeyError, TypeError) as e:
             raise StoreError(f"{where}: corrupt manifest ({e})") from e
@@ -413,6 +422,14 @@ class Transaction:
         self.meta[key] = value
 
     def commit(self) -> Manifest:
+        """Publish the manifest, with the commit's hashes and chain (store/integrity.py)."""
+        from store import integrity
+
+        sealed, digests = integrity.commit_integrity(self.storage, self.base, self.version, self.tables,
+                                                     self.changed)
+        if digests is not None:  # written first; an abort deletes it, as it does the segments
+            self.written.append(digests[0])
+            self.storage.fs.publish(*digests)
         manifest = Manifest(
             version=self.version,
             tables=self.tables,
@@ -420,7 +437,9 @@ class Transaction:
             meta=self.meta,
             message=self.message,
             created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            integrity=sealed,
         )
+        manifest.integrity["root"] = integrity.manifest_root(json.loads(manifest.to_text()))
         try:
             self.storage.publish(manifest)
         except ConcurrentWriteError:

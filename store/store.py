@@ -162,31 +162,49 @@ class Store:
     """
 
     def __init__(self, root: str, spark, *, engine: str | Engine | None = None, master: str | None = None,
-                 local_rows: int | None = None) -> None:
+                 local_rows: int | None = None, as_of: int | None = None) -> None:
         self.root = root
         self.storage = Storage(root, spark)
         self.engine = Engine.parse(engine)
         self.local_rows = local_rows_setting(local_rows)
+        self.as_of = as_of
         self._master = master
         self._local = None
-        self._manifest: Manifest = self.storage.manifest()
+        self._manifest: Manifest = self._read_manifest()
+
+    def _read_manifest(self) -> Manifest:
+        if self.as_of is None:
+            return self.storage.manifest()
+        if self.as_of < 1 or self.as_of not in self.storage.versions():
+            versions = self.storage.versions()
+            raise UserError(f"store {self.root} has no version {self.as_of} to read as of"
+                            + (f" (versions {versions[0]}..{versions[-1]})" if versions else " (it is empty)"),
+                            hint="`strata info` lists the versions")
+        return self.storage.manifest(self.as_of)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, spark=None, master: str | None = None,
              conf: Mapping[str, str] | None = None, engine: str | Engine | None = None,
-             local_rows: int | None = None) -> Store:
+             local_rows: int | None = None, as_of: int | None = None) -> Store:
         """Open (lazily create) the store at `path` ($STRATA_STORE, else ./.strata).
 
         spark: a SparkSession, or a function that starts one; None: the active SparkSession, else
         one started with the store's defaults (`store.session.get_session(master, conf)`), in
         both cases only when a step first needs Spark. engine: auto (default, or
         $STRATA_ENGINE), local or spark (store/engine.py); local_rows: `auto`'s threshold.
+        as_of: read committed version `as_of` instead of the newest (a read-only view: commits
+        are refused).
         """
         if spark is None:
             from store.session import get_session
 
             def spark():
                 return get_session(master, conf)
+        return cls(cls.path_of(path), spark, engine=engine, master=master, local_rows=local_rows, as_of=as_of)
+
+    @staticmethod
+    def path_of(path: str | os.PathLike[str] | None = None) -> str:
+        """The store root `open` uses for `path` ($STRATA_STORE, else ./.strata), resolved."""
         root = str(path or os.environ.get("STRATA_STORE") or DEFAULT_STORE)
         if "://" not in root:
             p = Path(root).expanduser()
@@ -194,7 +212,7 @@ class Store:
                 raise UserError(f"store path {root} exists and is not a folder",
                                 hint="pass --store with a folder path")
             root = str(p.resolve())
-        return cls(root, spark, engine=engine, master=master, local_rows=local_rows)
+        return root
 
     # ---------------------------------------------------------------- engines
     @property
@@ -234,8 +252,13 @@ class Store:
 
     # ---------------------------------------------------------------- reading
     def refresh(self) -> Store:
-        self._manifest = self.storage.manifest()
+        self._manifest = self._read_manifest()
         return self
+
+    def at(self, version: int | None) -> Store:
+        """This store as of committed `version` (None: the newest), sharing its Spark session."""
+        return Store(self.root, self.storage._spark, engine=self.engine, master=self._master,
+                     local_rows=self.local_rows, as_of=version)
 
     @property
     def version(self) -> int:
@@ -268,16 +291,23 @@ class Store:
         return self.storage.read_table(entry, S.SCHEMAS.get(name))
 
     def history(self) -> list[dict[str, Any]]:
+        """The committed versions up to the one read (all but later ones under `as_of`): version,
+        time, message, and whether the commit recorded hashes (store/integrity.py)."""
         out = []
         for v in self.storage.versions():
+            if v > self.version:
+                break
             m = self.storage.manifest(v)
-            out.append({"version": v, "created": m.created, "message": m.message})
+            out.append({"version": v, "created": m.created, "message": m.message, "hashed": bool(m.integrity)})
         return out
 
     # ---------------------------------------------------------------- writing
     @contextmanager
     def transaction(self, message: str) -> Iterator[StoreTransaction]:
         """One atomic commit. On exception nothing is published and staged files are removed."""
+        if self.as_of is not None:
+            raise UserError(f"this store is opened as of version {self.as_of}: it cannot commit",
+                            hint="drop --as-of to write; commits always follow the newest version")
         base = self.storage.manifest()
         tx = Transaction(self.storage, base, message)
         stx = StoreTransaction(self, tx)

@@ -1,7 +1,8 @@
 """The `strata` command (docs/cli.md). Commands parse options and call the library.
 
 Exit codes: 0 success; 2 the user's input is wrong (syntax, unknown name, invalid bundle) with a
-message on stderr saying what and where; 1 anything else. No traceback unless --debug.
+message on stderr saying what and where; 1 anything else; 3 `strata verify` found the store
+tampered with. No traceback unless --debug.
 Commands raise errors and `StrataGroup.invoke` alone turns them into messages and exit codes.
 Subcommands in other modules are imported only when used, so `strata --help` is instant.
 """
@@ -29,6 +30,8 @@ LAZY_COMMANDS = {
     "show": "strata.cli_export:show",
     "report": "strata.cli_report:report",
     "repl": "strata.repl:repl",
+    "verify": "strata.cli_verify:verify",
+    "diff": "strata.cli_verify:diff",
 }
 
 
@@ -41,6 +44,7 @@ class App:
     conf: tuple[str, ...] = ()
     debug: bool = False
     engine: str | None = None
+    as_of: int | None = None
     _store: Any = field(default=None, repr=False)
 
     def spark(self):
@@ -63,7 +67,7 @@ class App:
 
             parse_conf(self.conf)  # a bad --conf is an error even when no step starts Spark
             self._store = Store.open(self.store_path, spark=self.spark, master=self.master,
-                                     engine=self.engine)
+                                     engine=self.engine, as_of=self.as_of)
         return self._store
 
 
@@ -123,16 +127,20 @@ class StrataGroup(click.Group):
 @click.option("--engine", type=click.Choice(["auto", "local", "spark"]), envvar="STRATA_ENGINE",
               help="Who answers: DuckDB in this process (local), Spark, or per question (auto) "
                    "[default: $STRATA_ENGINE, else auto].")
+@click.option("--as-of", "as_of", type=click.IntRange(min=1), metavar="VERSION",
+              help="Answer from committed version VERSION instead of the newest (`strata info` lists them).")
 @click.option("--debug", is_flag=True, help="Show tracebacks and Spark's logs.")
 @click.version_option(package_name="strata-prov", prog_name="strata")
 @click.pass_context
 def main(ctx: click.Context, store_path: str | None, master: str | None, conf: tuple[str, ...],
-         engine: str | None, debug: bool) -> None:
+         engine: str | None, as_of: int | None, debug: bool) -> None:
     """Strata: multi-granularity provenance on Apache Spark."""
     if isinstance(ctx.obj, App):  # embedded around an open store (App.of): keep it
         ctx.obj.debug = ctx.obj.debug or debug
+        if as_of is not None:
+            ctx.obj._store = ctx.obj.store().at(as_of)
     else:
-        ctx.obj = App(store_path, master, conf, debug, engine)
+        ctx.obj = App(store_path, master, conf, debug, engine, as_of)
 
 
 @main.command()

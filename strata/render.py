@@ -60,6 +60,13 @@ def info_tables(data: dict[str, Any]) -> list[Table]:
             types.add_row(name, ", ".join(t["granularities"]),
                           ", ".join(f"{a}: {v}" for a, v in t["attributes"].items()))
         out.append(types)
+    if data.get("versions"):
+        versions = Table(title="versions", title_justify="left")
+        for col in ("version", "created", "message", "hashed"):
+            versions.add_column(col, justify="right" if col == "version" else "left")
+        for v in data["versions"]:
+            versions.add_row(str(v["version"]), v["created"], v["message"], "yes" if v.get("hashed") else "no")
+        out.append(versions)
     return out
 
 

@@ -87,7 +87,6 @@ def build_prompt(session: C.Session, history: Path):
     history.parent.mkdir(parents=True, exist_ok=True)
     catalog = session.store.catalog
     vocab = Vocabulary.of_catalog(catalog, keywords(), C.command_help())
-    st = session.store
     return PromptSession(
         message="iql> ",
         prompt_continuation=lambda width, line_number, wrap_count: "...> ".rjust(width),
@@ -95,7 +94,8 @@ def build_prompt(session: C.Session, history: Path):
         lexer=PygmentsLexer(make_lexer(keywords(), [f.value for f in AggFunc])),
         completer=ThreadedCompleter(IqlCompleter(vocab, catalog)),
         complete_while_typing=False,
-        bottom_toolbar=lambda: toolbar_text(st.root, st.version, session.timing, st.engine.value),
+        bottom_toolbar=lambda: toolbar_text(session.store.root, session.store.version, session.timing,
+                                            session.store.engine.value),
         key_bindings=key_bindings(),
         multiline=multiline_filter(),
         enable_history_search=True,

@@ -388,6 +388,20 @@ def _show(session: Session, inv: Invocation) -> None:
     session.out.print(Text(f"wrote {written} ({len(sg.nodes)} nodes); open file://{Path(written).resolve()}"))
 
 
+def _asof(session: Session, inv: Invocation) -> None:
+    """`\\asof`: show the version statements read; `\\asof N`: read committed version N from now
+    on; `\\asof latest`: the newest version again."""
+    st = session.store
+    if len(inv.args) > 1 or (inv.args and inv.args[0].lower() != "latest" and not inv.args[0].isdigit()):
+        raise UserError(f"\\asof takes a version number or latest, not '{' '.join(inv.args)}'",
+                        hint="usage: \\asof [N|latest]; `strata info` lists the versions")
+    if inv.args:
+        st = session.store = st.at(None if inv.args[0].lower() == "latest" else int(inv.args[0]))
+    newest = st.storage.versions()[-1] if st.storage.versions() else 0
+    which = "the newest" if st.as_of is None else f"as of version {st.as_of}, of {newest}"
+    session.out.print(Text(f"Reading version {st.version} ({which})."))
+
+
 _SELECT_HELP = ("ITEM: its lineage (--forward: descendants, --depth K); --query \"IQL\"; "
                 "--component ITEM; nothing or --last: the last query's result")
 
@@ -398,6 +412,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("\\engine", "\\engine [auto|local|spark]",
             "show or set who answers what follows: DuckDB in this process (local), Spark, or per statement (auto)",
             _engine),
+    Command("\\asof", "\\asof [N|latest]",
+            "show or set the committed version what follows reads (like AS OF VERSION n)", _asof),
     Command("\\explain", "\\explain QUERY", "show the plan and strategy of an IQL query", _explain),
     Command("\\d", "\\d [TYPE]", "list types with granularities, attributes and counts, or describe one",
             _describe, ("\\describe",)),

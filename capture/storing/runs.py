@@ -303,3 +303,88 @@ def opened(store, head: RunHead) -> StoredRun:
     outputs = store.table(output_table(head.run)) if head.split else None
     return StoredRun(head.run, head.operators, head.result_oid, store.table(result_table(head.run)), head.id_col,
                      head.slots, head.output, outputs, head.derived)
+
+
+def output_values(store, run: str) -> dict[str, dict] | None:
+    """The visible values of each result item of a committed run, by the item's store element
+    (``<run>/op<k>/out#<hex>``, capture/storing/to_model.py), read with pyarrow on a local store
+    (a split copy: each output file's rows next to the rows of its part's hidden file). None on
+    a store on a cluster path, or when ``run`` is not a captured run (an OpenLineage run)."""
+    import pyarrow.parquet as pq
+
+    from capture.ids import item_hex
+    from capture.storing.to_model import operator_id
+    from store.local.tables import parquet_files
+
+    try:
+        head = read_head(store, run)
+    except UserError:
+        return None
+
+    def files(table: str) -> dict[int | None, list[str]] | None:
+        entry = store.manifest.tables.get(table)
+        folders = [store.storage.local_path(seg) for seg in entry.segments] if entry is not None else []
+        if any(f is None for f in folders):
+            return None
+        out: dict[int | None, list[str]] = {}
+        for f in folders:
+            for path in parquet_files(f):
+                out.setdefault(part_of(os.path.basename(path)) if head.split else None, []).append(path)
+        return out
+
+    hidden = files(result_table(head.run))
+    visible = files(output_table(head.run)) if head.split else hidden
+    if hidden is None or visible is None:
+        return None
+    rows: list[dict] = []
+    for part, paths in sorted(hidden.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+        for i, path in enumerate(paths):
+            got = pq.read_table(path).to_pylist()
+            if head.split:
+                seen = visible.get(part, [])
+                shown = pq.read_table(seen[i]).to_pylist() if i < len(seen) else [{} for _ in got]
+                got = [{**v, **h} for v, h in zip(shown, got, strict=False)]
+            rows += got
+    drv.hydrate_rows(rows, head.derived)
+    prefix = f"{operator_id(head.run, head.result_oid)}/out#"
+    return {prefix + item_hex(r[head.id_col]): _visible(r) for r in rows if r.get(head.id_col) is not None}
+
+
+def _visible(value):
+    """A row (or nested value) without its hidden provenance columns and fields."""
+    if isinstance(value, dict):
+        return {k: _visible(v) for k, v in value.items() if not is_hidden(k)}
+    if isinstance(value, list):
+        return [_visible(v) for v in value]
+    return value
+
+
+def source_paths(head: RunHead, path: str) -> list[str]:
+    """The source attribute paths a result path derives from (``dataset:path``), following the
+    run's manipulations (Definition 5.1's M) back from the result operator; positions in the
+    result path (``tweets[0].text``) match any position (``tweets.[pos].text``). Operators that
+    manipulate nothing (filters, unions) keep the path."""
+    import re
+
+    by_oid = {o.oid: o for o in head.operators}
+    out: set[str] = set()
+    stack = [(head.result_oid, re.sub(r"\[\d+\]", ".[pos]", path))]
+    seen: set[tuple[int, str]] = set()
+    while stack:
+        oid, p = stack.pop()
+        if (oid, p) in seen or oid not in by_oid:
+            continue
+        seen.add((oid, p))
+        op = by_oid[oid]
+        if op.type is OpType.SOURCE:
+            out.add(f"{op.dataset}:{p}")
+            continue
+        for i, inp in enumerate(op.inputs):
+            mine = [m for m in op.manipulated or () if m.input == i]
+            inside = [m.src + p[len(m.dst):] for m in mine if p == m.dst or p.startswith(m.dst + ".")]
+            covers = [m.src for m in mine if m.dst.startswith(p + ".")]  # p is a struct of mapped fields
+            if op.manipulated and not inside and not covers:
+                continue  # the path is not made from this input
+            for q in (inside + covers) or [p]:
+                stack.append((inp.pred, q))
+    return sorted(out)

@@ -142,8 +142,9 @@ def _key(id_: str, typ: str, attrs: dict[str, str], order: dict[str, int] | None
     if "name" in attrs:
         ns = attrs.get("namespace")
         return f"{typ} {ns + '/' if ns else ''}{attrs['name']}"
-    if parent is not None:
-        return f"{typ} of {parent}"
+    if parent is not None:  # what kind of step it is tells two steps of one run apart
+        kind = " ".join(str(attrs[k]) for k in ("type", "subtype") if k in attrs)
+        return f"{typ} {kind + ' ' if kind else ''}of {parent}"
     return id_
 
 
@@ -182,11 +183,11 @@ def footprint(r: _Reader, name: str, values: Values | None = None) -> Side:
     oids = {p: int(v[p][2]["oid"]) for p in procs if p in v and str(v[p][2].get("oid", "")).isdigit()}
     order = {p: n for n, p in enumerate(sorted(oids, key=oids.get), 1)}
     up = r.parents(procs | {x for e in edges for x in e[:2]})
-    for p in procs:
+    for p in sorted(procs):
         if p != id_ and p in v:
             parent = up.get(p)
             pkey = _key(parent, v[parent][1], v[parent][2]) if parent in v else None
-            side.processes[_key(p, v[p][1], v[p][2], order if p in order else None, pkey)] = p
+            _put(side.processes, _key(p, v[p][1], v[p][2], order if p in order else None, pkey), p)
     srcs, dsts = {s for s, _, _ in edges}, {d for _, d, _ in edges}
     for i in sorted(srcs - dsts):
         _put(side.inputs, _data_key(i, v, up), i)

@@ -171,3 +171,23 @@ def test_source_paths_follow_the_manipulations_back(captured):
                                           "tweets:user_mentions.[pos].id_str", "tweets:user_mentions.[pos].name"]
     assert source_paths(head, "tweets[1].text") == ["tweets:text"]
     assert source_paths(head, "nothing") == []
+
+
+def test_runs_of_real_openlineage_events(tmp_path, examples_dir):
+    """The OpenLineage ingest's own store (examples/openlineage/orders.jsonl): two `extract` runs
+    read the same `raw` version and each made a `stg` version; only the first carried a column
+    lineage facet (stg.amount from raw.amount DIRECT/IDENTITY and raw.status INDIRECT/FILTER: two
+    transformations of one run, which the diff keeps apart)."""
+    root = str(tmp_path / "ol")
+    res = CliRunner().invoke(main, ["--store", root, "ingest", "--format", "openlineage",
+                                    str(examples_dir / "openlineage" / "orders.jsonl")])
+    assert res.exit_code == 0, res.output
+    run = "00000000-0000-0000-0000-00000000000{}".format
+    out = diff(root, run(1), run(3))
+    assert (out["a"], out["b"], out["warnings"]) == (f"run:{run(1)}", f"run:{run(3)}", [])
+    assert out["shared"] == {"upstream": 1, "operator": 0, "input": 1, "output": 1}
+    assert _ids(out["only_a"], "operator") == [f"run:{run(1)}/DIRECT/IDENTITY", f"run:{run(1)}/INDIRECT/FILTER"]
+    assert _ids(out["only_a"], "input") == ["dataset:warehouse:raw@initial#amount",
+                                            "dataset:warehouse:raw@initial#status"]
+    assert (out["only_b"], out["changed"]) == ([], [])
+    assert diff(root, run(1), run(2))["warnings"]  # extract vs report: different jobs

@@ -20,5 +20,17 @@ class UnsupportedOperation(UserError):
         )
 
 
+    @classmethod
+    def plan_operator(cls, operator: str, reason: str = "") -> UnsupportedOperation:
+        """A logical operator of Spark's analyzed plan that zero-change capture cannot track
+        (capture/auto): raised before the write runs, so nothing was written."""
+        why = f": {reason}" if reason else ""
+        return cls(
+            f"capture: Spark logical operator '{operator}' cannot be captured{why}. Nothing was written",
+            hint="see docs/capture.md for the operators capture tracks; run the script without capture to write "
+                 "it untracked",
+        )
+
+
 class CaptureError(StrataError):
     """The capture layer met a Spark plan it did not expect (a bug or an unsupported Spark)."""

@@ -64,6 +64,8 @@ def small_elements(run: str, pipeline: str, ops: Iterable[OperatorProv], run_att
             "name": o.dataset or "", "source": o.detail}
         if o.oid == last:
             attrs.update(output)
+        if o.type is OpType.SOURCE and any(e["id"] == dataset_id(run, o) for e in out):
+            continue  # the same dataset read twice (a self-join, a union of a source with itself)
         out.append({"id": dataset_id(run, o), "granularity": DATASET, "attrs": attrs})
     return out
 

@@ -1,0 +1,340 @@
+"""Translate a DataFrame's analyzed logical plan into a tracked DataFrame (zero-change capture).
+
+:func:`translate` walks Spark's analyzed plan of the DataFrame a program writes, bottom up, and
+rebuilds it operator by operator with the tracked operators of ``capture.tracking``: every
+operator gets Pebble's provenance and the hidden id columns ride along, whatever built the plan
+(DataFrame calls, ``spark.sql``, temp views, catalog tables, CTEs).
+
+The rebuilt plan keeps Spark's own expressions: each node's expressions (already resolved, with
+their attribute ids) are wrapped back into Columns (``column_of``) or the node itself is re-planted
+over the annotated child (``_replant``), so the visible columns are computed by exactly the
+expressions of the program. After each node the visible output is re-bound to the node's own
+attribute ids (``_rebind``: a Project of aliases, no operator), so the expressions of the nodes
+above resolve against it unchanged.
+
+A node this module does not know is refused (:class:`~capture.errors.UnsupportedOperation`)
+before any job runs, naming the operator. docs/capture.md lists every operator and what it records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from capture.errors import UnsupportedOperation
+from capture.ids import is_hidden
+from capture.operators import OpType
+from capture.tracking import binary, grouping
+from capture.tracking.frame import TrackedDataFrame
+from capture.tracking.paths import analyzed, cls, seq
+from capture.tracking.project import apply as project_apply
+from capture.tracking.project import column_of
+from capture.tracking.sources import file_row_ids, item_ids, layout_key
+
+# nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
+_TRANSPARENT = frozenset({"SubqueryAlias", "View", "ResolvedHint"})
+# nodes that move rows between partitions: re-planted over the annotated child, no operator
+_PLACEMENT = frozenset({"Repartition", "RepartitionByExpression", "RebalancePartitions"})
+_JOINS = {
+    "INNER": "inner", "CROSS": "cross", "LEFT OUTER": "left", "RIGHT OUTER": "right",
+    "FULL OUTER": "full", "LEFT SEMI": "semi", "LEFT ANTI": "anti",
+}
+_FORMATS = {
+    "ParquetFileFormat": "parquet", "JsonFileFormat": "json", "CSVFileFormat": "csv",
+    "TextFileFormat": "text", "OrcFileFormat": "orc",
+}
+_SUBQUERY = frozenset({"Exists", "InSubquery", "ScalarSubquery", "ListQuery", "LateralSubquery"})
+
+
+def refuse(node, reason: str) -> UnsupportedOperation:
+    return UnsupportedOperation.plan_operator(cls(node), reason)
+
+
+@dataclass
+class _Walk:
+    tracker: object
+    spark: object
+    ctes: dict[int, object] = field(default_factory=dict)
+
+    # ---- JVM plumbing -------------------------------------------------------------------------
+    @property
+    def jvm(self):
+        return self.spark._jvm
+
+    def seq_of(self, items: list):
+        jl = self.jvm.java.util.ArrayList()
+        for i in items:
+            jl.add(i)
+        return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)
+
+    def frame(self, plan) -> DataFrame:
+        """The DataFrame of an (analyzed) logical plan."""
+        ds = getattr(self.jvm.org.apache.spark.sql.classic, "Dataset")
+        return DataFrame(ds.ofRows(self.spark._jsparkSession, plan), self.spark)
+
+    def replant(self, node, *children: DataFrame) -> DataFrame:
+        """``node`` with its children replaced by the given (annotated) DataFrames' plans."""
+        return self.frame(node.withNewChildren(self.seq_of([analyzed(c) for c in children])))
+
+    def alias(self, child, name: str, expr_id):
+        empty = self.seq_of([])
+        none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
+        return self.jvm.org.apache.spark.sql.catalyst.expressions.Alias(child, name, expr_id, empty, none, empty)
+
+    # ---- the walk ----------------------------------------------------------------------------
+    def rebind(self, tdf: TrackedDataFrame, node) -> TrackedDataFrame:
+        """``tdf`` with its visible columns carrying ``node``'s output names and attribute ids
+        (by position); hidden columns kept. No operator: a Project of aliases."""
+        want = seq(node.output())
+        plan = analyzed(tdf.annotated)
+        have = seq(plan.output())
+        visible = [a for a in have if not is_hidden(a.name())]
+        if len(visible) != len(want):
+            raise refuse(node, f"capture rebuilt {len(visible)} columns where Spark's plan has {len(want)}")
+        if all(v.exprId().equals(w.exprId()) and v.name() == w.name() for v, w in zip(visible, want, strict=True)):
+            return tdf
+        it = iter(want)
+        items = [a if is_hidden(a.name()) else self._as(a, next(it)) for a in have]
+        project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
+        return TrackedDataFrame(tdf.tracker, self.frame(project), tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
+
+    def _as(self, attr, want):
+        """``attr`` under ``want``'s name and id (itself when they already match: an alias that
+        repeats its child's id would make Spark renew it)."""
+        if attr.exprId().equals(want.exprId()) and attr.name() == want.name():
+            return attr
+        return self.alias(attr, want.name(), want.exprId())
+
+    def same(self, tdf: TrackedDataFrame, df: DataFrame) -> TrackedDataFrame:
+        """``df`` (the same rows and columns as ``tdf``, e.g. repartitioned) as ``tdf``."""
+        return TrackedDataFrame(tdf.tracker, df, tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
+
+    def run(self, node) -> TrackedDataFrame:
+        kind = cls(node)
+        handler = getattr(self, f"on_{kind}", None)
+        if kind in _TRANSPARENT:
+            out = self.run(seq(node.children())[0])
+        elif kind in _PLACEMENT:
+            child = self.run(seq(node.children())[0])
+            out = self.same(child, self.replant(node, child.annotated))
+        elif handler is None:
+            raise refuse(node, "no provenance rule for it yet")
+        else:
+            self._no_subqueries(node)
+            out = handler(node)
+        return self.rebind(out, node)
+
+    def _no_subqueries(self, node) -> None:
+        for e in seq(node.expressions()):
+            found = _find_class(e, _SUBQUERY)
+            if found:
+                raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked; "
+                                   "write it as a join (IN/EXISTS: a semi join, NOT IN/NOT EXISTS: an anti join)")
+
+    def child(self, node) -> TrackedDataFrame:
+        return self.run(seq(node.children())[0])
+
+    # ---- sources ----------------------------------------------------------------------------
+    def _source(self, leaf, dataset: str, method: str, detail: str, by_row_index: bool = False) -> TrackedDataFrame:
+        df = self.frame(leaf)
+        ids = file_row_ids(df, dataset) if by_row_index else item_ids(dataset, layout_key(df))
+        return self.tracker._source(df, dataset, method, detail, ids)
+
+    def on_LogicalRelation(self, node) -> TrackedDataFrame:
+        rel = node.relation()
+        if cls(rel) != "HadoopFsRelation":
+            raise refuse(node, f"a {cls(rel)} relation (file sources and catalog tables of files are tracked)")
+        fmt = _FORMATS.get(cls(rel.fileFormat()))
+        if fmt is None:
+            raise refuse(node, f"file format {cls(rel.fileFormat())}")
+        table = node.catalogTable()
+        if table.isDefined():
+            dataset = table.get().identifier().unquotedString()
+        else:
+            dataset = ",".join(sorted(str(p) for p in seq(rel.location().rootPaths())))
+            dataset = dataset.removeprefix("file:")
+        return self._source(node, dataset, f"read.{fmt}", f"{fmt} {dataset}", by_row_index=fmt == "parquet")
+
+    def _local(self, node, what: str) -> TrackedDataFrame:
+        text = node.toString() if what != "local" else "\n".join(
+            [str(f) for f in node.schema().fieldNames()] + [node.data().mkString("\n")])
+        digest = hashlib.sha256(_without_ids(text).encode()).hexdigest()[:16]
+        return self._source(node, f"{what}:{digest}", what, f"{what} {node.simpleString(25)}")
+
+    def on_LocalRelation(self, node) -> TrackedDataFrame:
+        return self._local(node, "local")
+
+    def on_Range(self, node) -> TrackedDataFrame:
+        return self._local(node, "range")
+
+    def on_OneRowRelation(self, node) -> TrackedDataFrame:
+        return self._local(node, "onerow")
+
+    def on_LogicalRDD(self, node) -> TrackedDataFrame:
+        raise refuse(node, "a DataFrame built from an RDD has no stable item ids; "
+                           "create it from a file, a table or a local list")
+
+    # ---- CTEs -------------------------------------------------------------------------------
+    def on_WithCTE(self, node) -> TrackedDataFrame:
+        for d in seq(node.cteDefs()):
+            self.ctes[d.id()] = d
+        return self.run(node.plan())
+
+    def on_CTERelationRef(self, node) -> TrackedDataFrame:
+        d = self.ctes.get(node.cteId())
+        if d is None:
+            raise refuse(node, "a reference to a CTE the plan does not define")
+        return self.run(d.child())
+
+    # ---- rows kept with their ids ------------------------------------------------------------
+    def on_Filter(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        return child._rowwise("filter", OpType.FILTER, self.replant(node, child.annotated))
+
+    def on_Sample(self, node) -> TrackedDataFrame:
+        if node.withReplacement():
+            raise refuse(node, "sampling with replacement repeats rows; sample without replacement is a filter")
+        child = self.child(node)
+        return child._rowwise("sample", OpType.FILTER, self.replant(node, child.annotated))
+
+    def on_Sort(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        return child._rowwise("orderBy" if getattr(node, "global")() else "sortWithinPartitions", OpType.SORT,
+                              self.replant(node, child.annotated))
+
+    def on_GlobalLimit(self, node) -> TrackedDataFrame:
+        local = seq(node.children())[0]
+        if cls(local) != "LocalLimit":
+            raise refuse(node, "a global limit without its local limit")
+        child = self.child(local)
+        return child._rowwise("limit", OpType.LIMIT, self.replant(node, self.replant(local, child.annotated)))
+
+    def on_Offset(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        return child._rowwise("offset", OpType.LIMIT, self.replant(node, child.annotated))
+
+    # ---- projections, flatten ------------------------------------------------------------------
+    def on_Project(self, node) -> TrackedDataFrame:
+        below = seq(node.children())[0]
+        items = seq(node.projectList())
+        if cls(below) == "Generate":
+            return self._generate(node, below)
+        child = self.run(below)
+        cols = [column_of(self.spark, i) for i in items]
+        return project_apply(child, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
+
+    def on_Generate(self, node) -> TrackedDataFrame:
+        project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(node.output(), node)
+        return self._generate(project, node)
+
+    def _generate(self, project, gen) -> TrackedDataFrame:
+        child = self.run(seq(gen.children())[0])
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+
+        def build(d: DataFrame, extra: list[str]) -> DataFrame:
+            plan = analyzed(d)
+            new_gen = logical.Generate(gen.generator(), self.seq_of([]), gen.outer(), gen.qualifier(),
+                                       gen.generatorOutput(), plan)
+            hidden = [a for a in seq(plan.output()) if a.name() in extra]
+            return self.frame(logical.Project(self.seq_of(seq(project.projectList()) + hidden), new_gen))
+
+        return project_apply(child, "select", build)
+
+    # ---- joins, unions, set operations ----------------------------------------------------------
+    def on_Join(self, node) -> TrackedDataFrame:
+        how = _JOINS.get(str(node.joinType().sql()))
+        if how is None:
+            raise refuse(node, f"join type {node.joinType().sql()}")
+        left, right = self.run(node.left()), self.run(node.right())
+        cond = node.condition()
+        on = column_of(self.spark, cond.get()) if cond.isDefined() else None
+        if on is None and how == "inner":
+            how = "cross"
+        return binary.join(left, right, on, how)
+
+    def on_Union(self, node) -> TrackedDataFrame:
+        kids = [self.run(c) for c in seq(node.children())]
+        out = kids[0]
+        for k in kids[1:]:
+            out = binary.union(self.rebind(out, node), k, "union", by_name=False)
+        return out
+
+    def _set_op(self, node, how: str) -> TrackedDataFrame:
+        if node.isAll():
+            raise refuse(node, f"{cls(node).upper()} ALL repeats rows by count; use the DISTINCT form")
+        left, right = self.run(node.left()), self.run(node.right())
+        ls, rs = seq(node.left().output()), seq(node.right().output())
+        cond = None
+        for a, b in zip(ls, rs, strict=True):
+            eq = column_of(self.spark, a).eqNullSafe(column_of(self.spark, b))
+            cond = eq if cond is None else cond & eq
+        joined = binary.join(left, right, cond, how)
+        return grouping.deduplicate(joined, "distinct", None)
+
+    def on_Intersect(self, node) -> TrackedDataFrame:
+        return self._set_op(node, "semi")
+
+    def on_Except(self, node) -> TrackedDataFrame:
+        return self._set_op(node, "anti")
+
+    # ---- grouping ---------------------------------------------------------------------------------
+    def on_Aggregate(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        keys = seq(node.groupingExpressions())
+        key_ids = {k.exprId().id() for k in keys if cls(k) == "AttributeReference"}
+        exprs = [e for e in seq(node.aggregateExpressions())
+                 if not (cls(e) == "AttributeReference" and e.exprId().id() in key_ids)]
+        out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
+                                 [column_of(self.spark, e) for e in exprs])
+        # the tracked aggregation's visible output is the keys, then exprs: pick the node's
+        # columns by position (the aggregation renamed them), then rebind names and ids
+        key_pos = {k.exprId().id(): i for i, k in enumerate(keys) if cls(k) == "AttributeReference"}
+        expr_pos = {e.exprId().id(): len(keys) + i for i, e in enumerate(exprs)}
+        order = [key_pos.get(a.exprId().id(), expr_pos.get(a.exprId().id())) for a in seq(node.output())]
+        plan = analyzed(out.annotated)
+        attrs = seq(plan.output())
+        visible = [a for a in attrs if not is_hidden(a.name())]
+        if None in order or order != list(range(len(visible))):
+            if None in order:
+                raise refuse(node, "an output column capture cannot place")
+            items = [visible[i] for i in order] + [a for a in attrs if is_hidden(a.name())]
+            project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
+            out = self.same(out, self.frame(project))
+        return out
+
+    def on_Distinct(self, node) -> TrackedDataFrame:
+        return grouping.deduplicate(self.child(node), "distinct", None)
+
+    def on_Deduplicate(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        names = [k.name() for k in seq(node.keys())]
+        if len(names) == len(child.visible()):
+            return grouping.deduplicate(child, "distinct", None)
+        return grouping.deduplicate(child, "dropDuplicates", names)
+
+
+def _find_class(expr, names: frozenset[str]) -> str | None:
+    kind = cls(expr)
+    if kind in names:
+        return kind
+    for c in seq(expr.children()):
+        found = _find_class(c, names)
+        if found:
+            return found
+    return None
+
+
+def _without_ids(text: str) -> str:
+    """A plan string without its attribute ids (``#12L``), which differ between runs."""
+    import re
+
+    return re.sub(r"#\d+L?", "", text)
+
+
+def translate(tracker, df: DataFrame) -> TrackedDataFrame:
+    """The tracked DataFrame computing ``df``'s rows with provenance (raises
+    :class:`UnsupportedOperation` naming the first operator it cannot track; no job has run)."""
+    return _Walk(tracker, df.sparkSession).run(analyzed(df))

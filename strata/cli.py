@@ -29,6 +29,7 @@ LAZY_COMMANDS = {
     "show": "strata.cli_export:show",
     "report": "strata.cli_report:report",
     "repl": "strata.repl:repl",
+    "capture": "strata.cli_capture:capture",
 }
 
 

@@ -53,9 +53,13 @@ class Capture:
 
     def write(self, df, target: str, fmt: str, mode: str, options: dict[str, str],
               table: tuple[str, str] | None = None):
-        tdf = translate(self.tracker, df)
+        """Translate ``df``'s plan with a fresh tracker (operator ids start at 1 for every
+        write, so a run's ids do not depend on the writes before it) and write it."""
+        t = self.tracker
+        tracker = Tracker(t.spark, t.store, pipeline=t.pipeline, model=t.model)
+        tdf = translate(tracker, df)
         with _writing():
-            info = self.tracker.write(tdf, target, format=fmt, mode=mode, table=table, **options)
+            info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, **options)
         self.runs.append(info)
         return info
 

@@ -174,8 +174,11 @@ class _Walk:
         return self._local(node, "onerow")
 
     def on_LogicalRDD(self, node) -> TrackedDataFrame:
-        raise refuse(node, "a DataFrame built from an RDD has no stable item ids; "
-                           "create it from a file, a table or a local list")
+        """``createDataFrame`` of a local list or an RDD: positional ids, under a dataset name
+        that holds the RDD's id (unique in the session), since the plan does not hold the data."""
+        schema = hashlib.sha256(node.schema().json().encode()).hexdigest()[:8]
+        dataset = f"rdd:{schema}:{node.rdd().id()}"
+        return self._source(node, dataset, "createDataFrame", f"rdd {node.simpleString(25)}")
 
     # ---- CTEs -------------------------------------------------------------------------------
     def on_WithCTE(self, node) -> TrackedDataFrame:

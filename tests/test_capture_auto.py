@@ -33,7 +33,7 @@ def inputs(spark, tmp_path_factory):
     """The same records as JSON Lines, Parquet and CSV (flat columns), text, and temp views."""
     root = tmp_path_factory.mktemp("auto_in")
     (root / "rows.json").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    base = spark.read.json(str(root / "rows.json"))
+    base = spark.read.schema(SCHEMA).json(str(root / "rows.json"))
     base.coalesce(1).write.parquet(str(root / "rows.parquet"))
     base.select("id", "k", "v", "name").coalesce(1).write.option("header", True).csv(str(root / "rows.csv"))
     (root / "lines.txt").write_text("a b\nb c\nc\n")
@@ -43,8 +43,11 @@ def inputs(spark, tmp_path_factory):
     return root
 
 
+SCHEMA = "id long, k long, v double, name string, tags array<string>, user struct<uid: string, age: long>"
+
+
 def _json(spark, inputs):
-    return spark.read.json(str(inputs / "rows.json"))
+    return spark.read.schema(SCHEMA).json(str(inputs / "rows.json"))  # no inference job per read
 
 
 # name -> (program(spark, inputs) -> DataFrame to write, an operator type the run must record,
@@ -54,8 +57,8 @@ CASES = {
                             ("/u = 'N4'", {4})),
     "parquet scan + Filter": (lambda s, i: s.read.parquet(str(i / "rows.parquet")).filter("v > 6"), "filter",
                               ("/id = 8", {8})),
-    "csv scan": (lambda s, i: s.read.option("header", True).csv(str(i / "rows.csv")).where("k = '1'"), "filter",
-                 None),
+    "csv scan": (lambda s, i: s.read.option("header", True).schema("id long, k long, v double, name string")
+                 .csv(str(i / "rows.csv")).where("k = 1"), "filter", None),
     "text scan + Generate explode(split)": (
         lambda s, i: s.read.text(str(i / "lines.txt")).select(F.explode(F.split("value", " ")).alias("w")),
         "flatten", None),

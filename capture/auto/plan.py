@@ -224,7 +224,11 @@ class _Walk:
         below = seq(node.children())[0]
         items = seq(node.projectList())
         if cls(below) == "Generate":
-            return self._generate(node, below)
+            gen_ids = {a.exprId().id() for a in seq(below.generatorOutput())}
+            if all(_plain_ref(i, gen_ids) or not (_refs(i) & gen_ids) for i in items):
+                return self._generate(node, below)  # one flatten
+            # expressions over the generator's output (LATERAL VIEW … AS l, then l.sku): the
+            # flatten, then the projection over its output
         child = self.run(below)
         cols = [column_of(self.spark, i) for i in items]
         return project_apply(child, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
@@ -354,6 +358,18 @@ class _Walk:
         op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "window", (OpInput(joined.oid, accessed),),
                           tuple(dict.fromkeys(manipulated)), detail=str(node.simpleString(25)))
         return joined._next(new, op)
+
+
+def _refs(expr) -> set[int]:
+    if cls(expr) == "AttributeReference":
+        return {expr.exprId().id()}
+    return {r for c in seq(expr.children()) for r in _refs(c)}
+
+
+def _plain_ref(item, ids: set[int]) -> bool:
+    """A project item that is (an alias of) one of the attributes ``ids``."""
+    ref = item.child() if cls(item) == "Alias" else item
+    return cls(ref) == "AttributeReference" and ref.exprId().id() in ids
 
 
 def _find_class(expr, names: frozenset[str]) -> str | None:

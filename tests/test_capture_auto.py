@@ -73,6 +73,9 @@ CASES = {
     "Join left semi (IN as a join)": (lambda s, i: _json(s, i).join(s.table("auto_labels"), "k", "left_semi"),
                                       "join", None),
     "Join left anti": (lambda s, i: _json(s, i).join(s.table("auto_labels"), "k", "left_anti"), "join", None),
+    "IN / NOT EXISTS subqueries (semi / anti joins)": (
+        lambda s, i: s.sql("SELECT id FROM auto_rows r WHERE k IN (SELECT k FROM auto_labels) AND NOT EXISTS "
+                           "(SELECT 1 FROM auto_labels l WHERE l.k = r.k + 5)"), "join", ("/id = 4", {4})),
     "Join cross": (lambda s, i: _json(s, i).select("id").crossJoin(s.table("auto_labels").select("label")),
                    "join", None),
     "Aggregate": (lambda s, i: s.sql("SELECT k, count(*) AS n, collect_list(name) AS names FROM auto_rows "
@@ -144,8 +147,8 @@ REFUSED = {
     "Expand (ROLLUP)": (lambda s, i: s.sql("SELECT k, sum(v) FROM auto_rows GROUP BY ROLLUP(k)"), "Expand"),
     "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
                       "Intersect"),
-    "IN subquery": (lambda s, i: s.sql("SELECT id FROM auto_rows WHERE k IN (SELECT k FROM auto_labels)"),
-                    "Filter"),
+    "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
+                        "Project"),
     "applyInPandas": (lambda s, i: s.sql("SELECT * FROM auto_rows").groupBy("k").applyInPandas(lambda p: p, "k long"), "FlatMapGroupsInPandas"),
 }
 

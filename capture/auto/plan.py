@@ -122,17 +122,33 @@ class _Walk:
             out = self.same(child, self.replant(node, child.annotated))
         elif handler is None:
             raise refuse(node, "no provenance rule for it yet")
+        elif kind == "Filter" and self._predicate_subqueries(node):
+            out = self.run(self._joins_for_subqueries(node))
         else:
             self._no_subqueries(node)
             out = handler(node)
         return self.rebind(out, node)
 
+    def _predicate_subqueries(self, node) -> bool:
+        return any(_find_class(e, frozenset({"Exists", "InSubquery", "ListQuery"})) for e in seq(node.expressions()))
+
+    def _joins_for_subqueries(self, node):
+        """A Filter with IN/EXISTS subqueries as Spark's optimizer rewrites it: left semi joins
+        (IN, EXISTS) and left anti joins (NOT IN, null-aware; NOT EXISTS), correlated predicates
+        pulled up into the join condition (PullupCorrelatedPredicates, RewritePredicateSubquery)."""
+        opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
+        plan = node
+        for rule in ("PullupCorrelatedPredicates$", "RewritePredicateSubquery$"):
+            plan = getattr(getattr(opt, rule), "MODULE$").apply(plan)
+        return plan
+
     def _no_subqueries(self, node) -> None:
         for e in seq(node.expressions()):
             found = _find_class(e, _SUBQUERY)
             if found:
-                raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked; "
-                                   "write it as a join (IN/EXISTS: a semi join, NOT IN/NOT EXISTS: an anti join)")
+                raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked "
+                                   "(IN and EXISTS in a WHERE clause are captured as semi/anti joins; a scalar "
+                                   "subquery is not): write it as a join")
 
     def child(self, node) -> TrackedDataFrame:
         return self.run(seq(node.children())[0])

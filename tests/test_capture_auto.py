@@ -149,7 +149,8 @@ REFUSED = {
                       "Intersect"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
                         "Project"),
-    "applyInPandas": (lambda s, i: s.sql("SELECT * FROM auto_rows").groupBy("k").applyInPandas(lambda p: p, "k long"), "FlatMapGroupsInPandas"),
+    "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),
+                      "FlatMapGroupsInPandas"),
 }
 
 

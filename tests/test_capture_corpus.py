@@ -81,7 +81,7 @@ def _read(spark, path: Path):
 
 
 def _rows(df) -> list:
-    return sorted((json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in df.collect()))
+    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in df.collect())
 
 
 def _same_outputs(spark, plain: Path, cap: Path) -> int:

@@ -155,7 +155,7 @@ def _sql_write(spark, query: str, capture: Capture):
     except Exception:  # noqa: BLE001 - Spark reports the syntax error when it runs the query
         return None
     kind = plan.getClass().getSimpleName()
-    ds = getattr(spark._jvm.org.apache.spark.sql.classic, "Dataset")
+    ds = spark._jvm.org.apache.spark.sql.classic.Dataset
     from pyspark.sql import DataFrame
 
     if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect"):

@@ -72,7 +72,7 @@ class _Walk:
 
     def frame(self, plan) -> DataFrame:
         """The DataFrame of an (analyzed) logical plan."""
-        ds = getattr(self.jvm.org.apache.spark.sql.classic, "Dataset")
+        ds = self.jvm.org.apache.spark.sql.classic.Dataset
         return DataFrame(ds.ofRows(self.spark._jsparkSession, plan), self.spark)
 
     def replant(self, node, *children: DataFrame) -> DataFrame:

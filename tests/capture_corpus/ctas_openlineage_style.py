@@ -10,10 +10,12 @@ spark.sql(f"CREATE DATABASE IF NOT EXISTS {db} LOCATION '{out}/db'")
 spark.read.option("header", "true").option("inferSchema", "true").csv(f"{inp}/customers.csv") \
     .createOrReplaceTempView("customers")
 spark.read.json(f"{inp}/orders.jsonl").createOrReplaceTempView("orders")
-spark.sql(f"""CREATE TABLE {db}.customer_orders USING parquet AS
-              SELECT c.customer_id, c.country, COUNT(*) AS n_orders
-              FROM customers c JOIN orders o ON o.customer.id = c.customer_id
-              WHERE c.active GROUP BY c.customer_id, c.country""")
-spark.sql(f"""INSERT INTO {db}.customer_orders
-              SELECT c.customer_id, c.country, 0 FROM customers c
-              WHERE NOT c.active""")
+spark.catalog.setCurrentDatabase(db)
+spark.sql("""CREATE TABLE customer_orders USING parquet AS
+             SELECT c.customer_id, c.country, COUNT(*) AS n_orders
+             FROM customers c JOIN orders o ON o.customer.id = c.customer_id
+             WHERE c.active GROUP BY c.customer_id, c.country""")
+spark.sql("""INSERT INTO customer_orders
+             SELECT c.customer_id, c.country, 0 FROM customers c
+             WHERE NOT c.active""")
+spark.catalog.setCurrentDatabase("default")

@@ -11,13 +11,15 @@ class UnsupportedOperation(UserError):
     @classmethod
     def named(cls, operation: str, reason: str = "") -> UnsupportedOperation:
         why = f": {reason}" if reason else ""
-        return cls(
+        err = cls(
             f"capture: DataFrame operation '{operation}' is not supported on a tracked DataFrame{why}",
             hint=(
                 "see docs/capture.md for the supported operators; call .untracked() to get the "
                 "plain DataFrame (its results are then not captured)"
             ),
         )
+        err.operation, err.reason = operation, reason
+        return err
 
 
     @classmethod

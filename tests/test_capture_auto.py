@@ -147,6 +147,7 @@ REFUSED = {
     "Expand (ROLLUP)": (lambda s, i: s.sql("SELECT k, sum(v) FROM auto_rows GROUP BY ROLLUP(k)"), "Expand"),
     "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
                       "Intersect"),
+    "Generate stack": (lambda s, i: s.sql("SELECT id, stack(2, k, id) AS (x) FROM auto_rows"), "Generate"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
                         "Project"),
     "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),

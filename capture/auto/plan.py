@@ -126,7 +126,13 @@ class _Walk:
             out = self.run(self._joins_for_subqueries(node))
         else:
             self._no_subqueries(node)
-            out = handler(node)
+            try:
+                out = handler(node)
+            except UnsupportedOperation as e:
+                if getattr(e, "operation", None) is None:
+                    raise
+                # a tracked operator's refusal, said in terms of the plan
+                raise refuse(node, f"{e.operation}: {e.reason}" if e.reason else e.operation) from None
         return self.rebind(out, node)
 
     def _predicate_subqueries(self, node) -> bool:
@@ -254,6 +260,10 @@ class _Walk:
         return self._generate(project, node)
 
     def _generate(self, project, gen) -> TrackedDataFrame:
+        kind = cls(gen.generator())
+        if kind not in ("Explode", "PosExplode", "Inline"):
+            raise refuse(gen, f"generator {kind}: explode, posexplode and inline (and their _outer forms) "
+                              "are tracked")
         child = self.run(seq(gen.children())[0])
         logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
 

@@ -101,9 +101,19 @@ CASES = {
                   "aggregation", None),
     "Except": (lambda s, i: _json(s, i).select("k").subtract(s.table("auto_labels").select("k")),
                "aggregation", None),
+    "MapInPandas": (lambda s, i: _json(s, i).select("id", "v").mapInPandas(_doubler(), "id long, v double"),
+                    "map", ("/id = 2", {2})),
     "Python UDF": (lambda s, i: _json(s, i).select(F.udf(lambda x: x * 2, "double")("v").alias("d")), "map",
                    None),
 }
+
+
+def _doubler():
+    """A local function: pickled by value (the Python workers cannot import this test module)."""
+    def double(batches):
+        for pdf in batches:
+            yield pdf.assign(v=pdf.v * 2)
+    return double
 
 
 @pytest.fixture()

@@ -32,6 +32,7 @@ from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, out_pairs, seq
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of
+from capture.tracking.project import map_in_pandas as project_map_in_pandas
 from capture.tracking.sources import file_row_ids, item_ids, layout_key
 
 # nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
@@ -348,6 +349,20 @@ class _Walk:
             return grouping.deduplicate(child, "distinct", None)
         return grouping.deduplicate(child, "dropDuplicates", names)
 
+
+    # ---- opaque Python functions ---------------------------------------------------------------
+    def on_MapInPandas(self, node) -> TrackedDataFrame:
+        """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
+        per input row, in order; a function that drops or adds rows fails the task with a message).
+        The user's function is read back from the plan's pickled Python command."""
+        from pyspark.serializers import CloudPickleSerializer
+
+        fn = node.functionExpr().func()
+        try:
+            func, schema = CloudPickleSerializer().loads(bytes(fn.command().unsafeArray()))
+        except Exception as e:  # noqa: BLE001 - any unpickling failure means: cannot run it here
+            raise refuse(node, f"its Python function cannot be read back from the plan ({type(e).__name__})") from None
+        return project_map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
 
     # ---- windows --------------------------------------------------------------------------------
     def on_Window(self, node) -> TrackedDataFrame:

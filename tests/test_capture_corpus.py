@@ -129,7 +129,16 @@ def _star_expected() -> set:
             and any(cat.get(line["sku"]) == "toys" for line in o["lines"])}
 
 
+def _customers(spark, inp):
+    return spark.read.option("header", "true").option("inferSchema", "true").csv(str(inp / "customers.csv"))
+
+
 REFERENCES = {
+    # a kept customer comes from its own row (the subqueries' orders only influence: semi/anti joins)
+    "in_subquery_sql": (0, "/customer_id = 1", _customers, lambda r: r["customer_id"], lambda: {1}),
+    # mapInPandas keeps each row's id (the map rule)
+    "pandas_enrich": (0, "/sku = 's3'", lambda s, i: s.read.parquet(str(i / "products.parquet")),
+                      lambda r: r["sku"], lambda: {"s3"}),
     # an exploded line comes from its order alone
     "nested_etl": (0, "/order_id = 'o5'", _orders, lambda r: r["order_id"], lambda: {"o5"}),
     # a (country, category) revenue: the orders of active customers there with such a line

@@ -199,3 +199,18 @@ def test_sql_ctas_and_insert(spark, inputs, store, tmp_path):
         assert sources == {"spark_catalog.auto_db.cap"}
     finally:
         spark.sql("DROP DATABASE auto_db CASCADE")
+
+
+def test_ids_are_deterministic(spark, inputs, store, tmp_path):
+    """The same unmodified program captured twice (a later write in between): the same item ids,
+    so the two runs share their input items in the store."""
+    program = CASES["Join inner"][0]
+    runs = []
+    with capturing(spark, store, pipeline="again") as cap:
+        program(spark, inputs).write.parquet(str(tmp_path / "a"))
+        _json(spark, inputs).write.parquet(str(tmp_path / "other"))
+        program(spark, inputs).write.parquet(str(tmp_path / "b"))
+    for info in (cap.runs[0], cap.runs[2]):
+        stored = load_run(store, info.run)
+        runs.append(sorted(r[0] for r in stored.full.select(stored.id_col).collect()))
+    assert runs[0] == runs[1] and len(runs[0]) == 6  # the rows with k 0 or 1 meet a label

@@ -81,6 +81,9 @@ CASES = {
     "Aggregate": (lambda s, i: s.sql("SELECT k, count(*) AS n, collect_list(name) AS names FROM auto_rows "
                                      "GROUP BY k"), "aggregation", ("/k = 2", {2, 5, 8})),
     "Aggregate global": (lambda s, i: _json(s, i).agg(F.sum("v").alias("s")), "aggregation", None),
+    "Expand (ROLLUP, CUBE, GROUPING SETS)": (
+        lambda s, i: s.sql("SELECT k, user.uid, sum(v) AS s, grouping_id() AS g FROM auto_rows "
+                           "GROUP BY CUBE(k, user.uid)"), "flatten", ("/g = 3", set(range(9)))),
     "Union": (lambda s, i: _json(s, i).select("id").union(s.read.parquet(str(i / "rows.parquet")).select("id")),
               "union", None),
     "Distinct": (lambda s, i: s.sql("SELECT DISTINCT k FROM auto_rows"), "aggregation", ("/k = 1", {1, 4, 7})),
@@ -157,7 +160,6 @@ def test_operator_row(spark, inputs, store, tmp_path, case):
 
 
 REFUSED = {
-    "Expand (ROLLUP)": (lambda s, i: s.sql("SELECT k, sum(v) FROM auto_rows GROUP BY ROLLUP(k)"), "Expand"),
     "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
                       "Intersect"),
     "Generate stack": (lambda s, i: s.sql("SELECT id, stack(2, k, id) AS (x) FROM auto_rows"), "Generate"),

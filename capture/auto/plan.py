@@ -277,6 +277,17 @@ class _Walk:
 
         return project_apply(child, "select", build)
 
+    def on_Expand(self, node) -> TrackedDataFrame:
+        """GROUPING SETS, ROLLUP, CUBE (and pivots/distinct aggregates Spark expands): every input
+        row becomes one row per projection, a flatten over the array of the row's projections
+        (``inline``): the n-th copy has position n, and every path the projections read maps to
+        every output column (a computed array: docs/capture.md)."""
+        child = self.child(node)
+        structs = [F.struct(*[column_of(self.spark, e).alias(f"_{j}") for j, e in enumerate(seq(p))])
+                   for p in seq(node.projections())]
+        rows = F.array(*structs)
+        return project_apply(child, "expand", lambda d, extra: d.select(F.inline(rows), *extra))
+
     # ---- joins, unions, set operations ----------------------------------------------------------
     def on_Join(self, node) -> TrackedDataFrame:
         how = _JOINS.get(str(node.joinType().sql()))

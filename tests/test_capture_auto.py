@@ -84,6 +84,9 @@ CASES = {
     "Expand (ROLLUP, CUBE, GROUPING SETS)": (
         lambda s, i: s.sql("SELECT k, user.uid, sum(v) AS s, grouping_id() AS g FROM auto_rows "
                            "GROUP BY CUBE(k, user.uid)"), "flatten", ("/g = 3", set(range(9)))),
+    "Generate stack (unpivot)": (
+        lambda s, i: s.sql("SELECT id, stack(2, 'k', k, 'v', cast(v AS long)) AS (col, val) FROM auto_rows"),
+        "flatten", ("/id = 7 and /col = 'v'", {7})),
     "Union": (lambda s, i: _json(s, i).select("id").union(s.read.parquet(str(i / "rows.parquet")).select("id")),
               "union", None),
     "Distinct": (lambda s, i: s.sql("SELECT DISTINCT k FROM auto_rows"), "aggregation", ("/k = 1", {1, 4, 7})),
@@ -162,7 +165,7 @@ def test_operator_row(spark, inputs, store, tmp_path, case):
 REFUSED = {
     "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
                       "Intersect"),
-    "Generate stack": (lambda s, i: s.sql("SELECT id, stack(2, k, id) AS (x) FROM auto_rows"), "Generate"),
+    "Generate json_tuple": (lambda s, i: s.sql("SELECT id, json_tuple(name, 'a') FROM auto_rows"), "Generate"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
                         "Project"),
     "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),

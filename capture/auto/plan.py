@@ -260,8 +260,36 @@ class _Walk:
         project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(node.output(), node)
         return self._generate(project, node)
 
+    def _stack(self, project, gen) -> TrackedDataFrame:
+        """``stack(n, e1, e2, …)`` (the SQL unpivot idiom): the n rows as ``inline`` over the
+        array of the row's n structs (a flatten over a computed array, as Expand), then the
+        projection above it."""
+        args = seq(gen.generator().children())
+        n = int(args[0].eval(None))
+        exprs = args[1:]
+        width = -(-len(exprs) // n)
+        outs = seq(gen.generatorOutput())
+        structs = []
+        for i in range(n):
+            row = exprs[i * width:(i + 1) * width]
+            cols = [column_of(self.spark, e) for e in row]
+            cols += [F.lit(None).cast(outs[j].dataType().simpleString()) for j in range(len(row), width)]
+            structs.append(F.struct(*[c.cast(outs[j].dataType().simpleString()).alias(f"_{j}")
+                                      for j, c in enumerate(cols)]))
+        child = self.run(seq(gen.children())[0])
+        keep = [column_of(self.spark, a) for a in seq(seq(gen.children())[0].output())]
+        flat = project_apply(child, "stack",
+                             lambda d, extra: d.select(*keep, F.inline(F.array(*structs)), *extra))
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        shape = logical.Project(self.seq_of(seq(seq(gen.children())[0].output()) + outs), gen)
+        flat = self.rebind(flat, shape)
+        cols = [column_of(self.spark, i) for i in seq(project.projectList())]
+        return project_apply(flat, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
+
     def _generate(self, project, gen) -> TrackedDataFrame:
         kind = cls(gen.generator())
+        if kind == "Stack":
+            return self._stack(project, gen)
         if kind not in ("Explode", "PosExplode", "Inline"):
             raise refuse(gen, f"generator {kind}: explode, posexplode and inline (and their _outer forms) "
                               "are tracked")

@@ -219,3 +219,12 @@ def test_ids_are_deterministic(spark, inputs, store, tmp_path):
         stored = load_run(store, info.run)
         runs.append(sorted(r[0] for r in stored.full.select(stored.id_col).collect()))
     assert runs[0] == runs[1] and len(runs[0]) == 6  # the rows with k 0 or 1 meet a label
+
+
+def test_json_ids_are_the_trackers(spark, inputs):
+    """A JSON Lines scan gets the ids ``Tracker.read.json`` gives (file, modification time, line
+    offset: capture's offset reader), so zero-change and explicit runs share input items."""
+    path = str(inputs / "rows.json")
+    auto = translate(Tracker(spark), spark.read.schema(SCHEMA).json(path)).with_item_ids("i")
+    explicit = Tracker(spark).read.json(path, schema=SCHEMA).with_item_ids("i")
+    assert sorted(map(tuple, auto.collect())) == sorted(map(tuple, explicit.collect()))

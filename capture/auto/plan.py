@@ -179,7 +179,37 @@ class _Walk:
         else:
             dataset = ",".join(sorted(str(p) for p in seq(rel.location().rootPaths())))
             dataset = dataset.removeprefix("file:")
+        if fmt == "json":
+            lines = self._json_lines(node, rel, dataset)
+            if lines is not None:
+                return lines
         return self._source(node, dataset, f"read.{fmt}", f"{fmt} {dataset}", by_row_index=fmt == "parquet")
+
+    def _json_lines(self, node, rel, dataset: str) -> TrackedDataFrame | None:
+        """A JSON Lines scan read again with capture's offset reader (capture/jvm), as
+        ``Tracker.read.json`` reads it: the same rows plus each line's offset, so item ids are
+        ``(dataset, file, modification time, offset)`` — the Tracker's ids, independent of the
+        splits, with filter pushdown kept. None (positional ids) without the reader's jar, for
+        multi-line JSON, or for a partitioned folder."""
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        from capture import jvm
+        from capture.tracking.sources import file_line_ids
+        from capture.tracking.tracker import _line_delimited
+
+        options = {k: v for k, v in dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(rel.options())).items()
+                   if k.lower() not in ("path", "paths")}  # the files come from the root paths below
+        if rel.partitionSchema().length() or not jvm.available(self.spark) \
+                or not _line_delimited(self.spark, options):
+            return None
+        schema = self.frame(node).schema
+        if any(is_hidden(f.name) for f in schema.fields):
+            return None
+        paths = [str(p) for p in seq(rel.location().rootPaths())]
+        fields = [*schema.fields, StructField(jvm.OFFSET, LongType(), False)]
+        df = self.spark.read.options(**options).schema(StructType(fields)).format(jvm.CLASS).load(paths)
+        return self.tracker._source(df, dataset, "read.json", f"json {dataset}", file_line_ids(df, dataset),
+                                    (jvm.OFFSET,))
 
     def _local(self, node, what: str) -> TrackedDataFrame:
         text = node.toString() if what != "local" else "\n".join(

@@ -6,7 +6,8 @@ Runs an unmodified PySpark script in this process, as `spark-submit` would (`run
 global `--store`, one run per write, each committed with its write. The SparkSession is the one
 `strata.spark` starts (capture's jar on the classpath, `--master` and `--conf` applied); the
 script's own `SparkSession.builder.getOrCreate()` returns it. A summary line per captured run
-goes to stderr, so the script's stdout stays its own.
+goes to stderr, so the script's stdout stays its own; on a terminal, a progress line per write
+(translated, written and committed) too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 import click
 
 from store.errors import StrataError, UserError
+from strata import progress
 from strata.cli import App
 
 
@@ -30,6 +32,7 @@ class ScriptFailed(StrataError):
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
+@progress.around
 def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) -> None:
     """Run an unmodified PySpark script and capture every write it makes (one run per write)."""
     from capture import capturing

@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from capture.auto.plan import translate
 from capture.errors import UnsupportedOperation
 from capture.tracking.tracker import Tracker
+from store import progress
 
 _state = threading.local()
 _TERMINAL = ("save", "parquet", "json", "csv", "orc", "text", "saveAsTable", "insertInto")
@@ -57,9 +58,12 @@ class Capture:
         write, so a run's ids do not depend on the writes before it) and write it."""
         t = self.tracker
         tracker = Tracker(t.spark, t.store, pipeline=t.pipeline, model=t.model)
-        tdf = translate(tracker, df)
-        with _writing():
-            info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, **options)
+        with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
+            tdf = translate(tracker, df)
+            step.advance()
+            with _writing():
+                info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, **options)
+            step.advance()
         self.runs.append(info)
         return info
 

@@ -100,7 +100,14 @@ class _Walk:
         it = iter(want)
         items = [a if is_hidden(a.name()) else self._as(a, next(it)) for a in have]
         project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
-        return TrackedDataFrame(tdf.tracker, self.frame(project), tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
+        df = self.frame(project)
+        got = [a for a in seq(analyzed(df).output()) if not is_hidden(a.name())]
+        if not all(g.exprId().equals(w.exprId()) for g, w in zip(got, want, strict=True)):
+            # Spark renewed an alias whose id another alias below already produces: the nodes above
+            # could not find their columns
+            raise refuse(node, "capture cannot give its output Spark's own attribute ids here (a column "
+                               "renamed by two operators it rebuilds); please report the query")
+        return TrackedDataFrame(tdf.tracker, df, tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
 
     def _as(self, attr, want):
         """``attr`` under ``want``'s name and id (itself when they already match: an alias that
@@ -208,6 +215,12 @@ class _Walk:
         paths = [str(p) for p in seq(rel.location().rootPaths())]
         fields = [*schema.fields, StructField(jvm.OFFSET, LongType(), False)]
         df = self.spark.read.options(**options).schema(StructType(fields)).format(jvm.CLASS).load(paths)
+        # the re-read relation under the scan's own attributes (no aliasing Project: an alias that
+        # re-produced them would make Spark renew later aliases of the same ids)
+        leaf = analyzed(df)
+        out = seq(node.output()) + [a for a in seq(leaf.output()) if a.name() == jvm.OFFSET]
+        df = self.frame(self.jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
+            leaf.relation(), self.seq_of(out), leaf.catalogTable(), leaf.isStreaming(), leaf.stream()))
         return self.tracker._source(df, dataset, "read.json", f"json {dataset}", file_line_ids(df, dataset),
                                     (jvm.OFFSET,))
 
@@ -341,10 +354,20 @@ class _Walk:
         (``inline``): the n-th copy has position n, and every path the projections read maps to
         every output column (a computed array: docs/capture.md)."""
         child = self.child(node)
-        structs = [F.struct(*[column_of(self.spark, e).alias(f"_{j}") for j, e in enumerate(seq(p))])
-                   for p in seq(node.projections())]
+        projections = [seq(p) for p in seq(node.projections())]
+        # the child's columns every projection passes through unchanged (Spark puts them first)
+        # stay the child's own attributes; only the others come from the array
+        ins = {a.exprId().id() for a in seq(seq(node.children())[0].output())}
+        out = seq(node.output())
+        n = 0
+        while n < len(out) and out[n].exprId().id() in ins and all(
+                cls(p[n]) == "AttributeReference" and p[n].exprId().id() == out[n].exprId().id() for p in projections):
+            n += 1
+        keep = [column_of(self.spark, a) for a in out[:n]]
+        structs = [F.struct(*[column_of(self.spark, e).alias(f"_{j}") for j, e in enumerate(p[n:])])
+                   for p in projections]
         rows = F.array(*structs)
-        return project_apply(child, "expand", lambda d, extra: d.select(F.inline(rows), *extra))
+        return project_apply(child, "expand", lambda d, extra: d.select(*keep, F.inline(rows), *extra))
 
     # ---- joins, unions, set operations ----------------------------------------------------------
     def on_Join(self, node) -> TrackedDataFrame:

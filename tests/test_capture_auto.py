@@ -166,6 +166,8 @@ REFUSED = {
     "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
                       "Intersect"),
     "Generate json_tuple": (lambda s, i: s.sql("SELECT id, json_tuple(name, 'a') FROM auto_rows"), "Generate"),
+    "a column renamed twice": (
+        lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
                         "Project"),
     "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),

@@ -141,7 +141,8 @@ def _source_ids(spark, df_source, key: str) -> dict[int, object]:
 def test_operator_row(spark, inputs, store, tmp_path, case):
     program, op_type, probe = CASES[case]
     captured = str(tmp_path / "captured")
-    with capturing(spark, store, pipeline="ops") as cap:
+    # model=False: the capture tables only (what TRACE reads); the corpus commits the full model
+    with capturing(spark, store, pipeline="ops", model=False) as cap:
         program(spark, inputs).write.parquet(captured)
     assert len(cap.runs) == 1
     # the plain program's rows and column types against the captured write's files (Parquet reads

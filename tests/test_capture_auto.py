@@ -231,3 +231,17 @@ def test_json_ids_are_the_trackers(spark, inputs):
     auto = translate(Tracker(spark), spark.read.schema(SCHEMA).json(path)).with_item_ids("i")
     explicit = Tracker(spark).read.json(path, schema=SCHEMA).with_item_ids("i")
     assert sorted(map(tuple, auto.collect())) == sorted(map(tuple, explicit.collect()))
+
+
+def test_writers_it_cannot_capture_are_refused(spark, inputs, store, tmp_path):
+    """v2 writers and streaming writes are refused inside the block (never written uncaptured),
+    and work again after it."""
+    df = _json(spark, inputs)
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="writeTo"):
+        df.writeTo("auto_v2")
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="writeStream"):
+        df.writeStream  # noqa: B018 - the property is the write
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="DELETE FROM"):
+        spark.sql("DELETE FROM auto_rows WHERE k = 1")
+    assert df.writeTo("auto_v2") is not None
+    assert store.version == 0

@@ -152,6 +152,11 @@ for _m in _TERMINAL:
     setattr(_Writer, _m, _terminal(_m))
 
 
+# SQL statements that write, but not from one query capture can translate
+_REFUSED_SQL = {"MergeIntoTable": "MERGE INTO", "UpdateTable": "UPDATE", "DeleteFromTable": "DELETE FROM",
+                "LoadData": "LOAD DATA"}
+
+
 def _sql_write(spark, query: str, capture: Capture):
     """``(df, table, method, mode, fmt)`` when ``query`` is a CTAS or INSERT … SELECT, else None."""
     try:
@@ -177,6 +182,9 @@ def _sql_write(spark, query: str, capture: Capture):
             mode = "ignore" if plan.ignoreIfExists() else "errorifexists"
         df = DataFrame(ds.ofRows(spark._jsparkSession, plan.query()), spark)
         return df, name, "saveAsTable", mode, fmt
+    if kind in _REFUSED_SQL:
+        raise UnsupportedOperation(f"capture: {_REFUSED_SQL[kind]} cannot be captured yet. Nothing was written",
+                                   hint="write the result with CREATE TABLE … AS SELECT, INSERT … SELECT or df.write")
     if kind == "InsertIntoStatement":
         table = plan.table()
         if table.getClass().getSimpleName() != "UnresolvedRelation":
@@ -219,10 +227,28 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
                 return self.createDataFrame([], StructType([]))
         return sql(self, sqlQuery, args, **kwargs)
 
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    write_to, write_stream = ClassicDataFrame.__dict__["writeTo"], ClassicDataFrame.__dict__["writeStream"]
+
+    def refused(what: str):
+        def call(self, *args, **kwargs):
+            if _inside():
+                return (write_to(self, *args, **kwargs) if what == "writeTo"
+                        else write_stream.fget(self))  # capture's own writes pass through
+            raise UnsupportedOperation(f"capture: df.{what} cannot be captured yet. Nothing was written",
+                                       hint="write with df.write (save, parquet, saveAsTable, insertInto …) "
+                                            "under capture")
+        return call
+
     DataFrameWriter.__init__ = writer_init
     SparkSession.sql = session_sql
+    ClassicDataFrame.writeTo = refused("writeTo")
+    ClassicDataFrame.writeStream = property(refused("writeStream"))
     try:
         yield capture
     finally:
         DataFrameWriter.__init__ = init
         SparkSession.sql = sql
+        ClassicDataFrame.writeTo = write_to
+        ClassicDataFrame.writeStream = write_stream

@@ -137,8 +137,15 @@ def _source_ids(spark, df_source, key: str) -> dict[int, object]:
     return {r["__item"]: r[key] for r in tdf.with_item_ids("__item").collect()}
 
 
+@pytest.fixture(scope="module")
+def source_ids(spark, inputs) -> dict[str, dict[int, object]]:
+    """Per input format, item id -> the record's ``id`` (computed once for the module)."""
+    return {"json": _source_ids(spark, _json(spark, inputs), "id"),
+            "parquet": _source_ids(spark, spark.read.parquet(str(inputs / "rows.parquet")), "id")}
+
+
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
-def test_operator_row(spark, inputs, store, tmp_path, case):
+def test_operator_row(spark, inputs, store, tmp_path, source_ids, case):
     program, op_type, probe = CASES[case]
     captured = str(tmp_path / "captured")
     # model=False: the capture tables only (what TRACE reads); the corpus commits the full model
@@ -157,9 +164,7 @@ def test_operator_row(spark, inputs, store, tmp_path, case):
     if probe is not None:
         pattern, expected = probe
         got = trace(store, cap.runs[0].run, parse_pattern(pattern), limit=100)
-        ids = _source_ids(spark, _json(spark, inputs), "id")
-        if "parquet" in case:
-            ids = _source_ids(spark, spark.read.parquet(str(inputs / "rows.parquet")), "id")
+        ids = source_ids["parquet" if "parquet" in case else "json"]
         assert {ids[r[1]] for r in got.rows() if r[1] in ids} == expected
 
 

@@ -160,6 +160,7 @@ WRITES = {"ctas_openlineage_style": 2, "save_as_table": 2, "semi_anti": 2, "dist
 @pytest.fixture()
 def fresh_dbs(spark):
     yield
+    spark.catalog.setCurrentDatabase("default")  # a script that failed midway may have left its own
     for db in ("corpus_plain", "corpus_cap"):
         spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
 

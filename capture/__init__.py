@@ -6,12 +6,19 @@
     result = tweets.filter(...).select(...)
     tracker.write(result, "out.parquet")     # result + provenance, one store commit
 
+or, for unmodified code (docs/capture.md; ``strata capture -- job.py`` does this for a script)::
+
+    with capture.capturing(spark, store, pipeline="etl"):
+        df.write.parquet("out.parquet")      # the plan is translated and captured at the write
+
 Three jobs, one subpackage each:
 
 * ``capture.tracking``: tracking a pipeline (Tracker, tracked DataFrames, their operators, the
   paths read off Spark's plans, the ids of source items);
 * ``capture.storing``: storing a run (one store commit per written result, the capture tables,
   the run's multi-granularity bundle, reading committed runs back);
+* ``capture.auto``: zero-change capture (the analyzed plan of a written DataFrame translated
+  into tracked operators, and the hooks on the writers and ``spark.sql``);
 * ``capture.tracing``: tracing (tree patterns, backtracing, the usage and audit reports); other
   packages import it as ``capture.tracing`` only.
 
@@ -22,6 +29,7 @@ offset reader tracking uses and the split Parquet writer storing uses).
 See docs/capture.md for the supported operators and the provenance tables.
 """
 
+from capture.auto.hooks import Capture, capturing
 from capture.errors import CaptureError, UnsupportedOperation
 from capture.operators import Access, Manipulation, OperatorProv, OpInput, OpType
 from capture.tracking.frame import TrackedDataFrame
@@ -29,6 +37,7 @@ from capture.tracking.tracker import Captured, Tracker
 
 __all__ = [
     "Access",
+    "Capture",
     "CaptureError",
     "Captured",
     "Manipulation",
@@ -38,4 +47,5 @@ __all__ = [
     "TrackedDataFrame",
     "Tracker",
     "UnsupportedOperation",
+    "capturing",
 ]

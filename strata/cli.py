@@ -32,6 +32,7 @@ LAZY_COMMANDS = {
     "repl": "strata.repl:repl",
     "verify": "strata.cli_verify:verify",
     "diff": "strata.cli_verify:diff",
+    "capture": "strata.cli_capture:capture",
 }
 
 

@@ -274,7 +274,7 @@ def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, 
 
 
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
-                     message: str | None, options: dict[str, Any]) -> RunInfo:
+                     message: str | None, options: dict[str, Any], catalog: tuple[str, str] | None = None) -> RunInfo:
     """Compute the annotated result ONCE and write both the visible result (to ``path``) and the
     run's stored annotated result (``capture_result/<run>``, the id column first) from it.
 
@@ -286,7 +286,10 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     one-row ``capture_runs`` segments are written on the driver with pyarrow (a local store; Spark
     jobs elsewhere). With ``model=True`` the bundle ingest too: on the driver, with no Spark job,
     when the store copy is in a local folder and the run is small (result items × operators
-    within the local limit, ``Store.choose``), else with Spark (``to_model.sections``)."""
+    within the local limit, ``Store.choose``), else with Spark (``to_model.sections``).
+
+    ``catalog`` = ``("saveAsTable" | "insertInto", name)`` writes into a catalog table instead of
+    ``path`` (``path`` then names the table in the run row); never split."""
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
                         hint="create the tracker with Tracker(spark, Store.open(path))")
@@ -304,7 +307,13 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
 
     def save(df: DataFrame, source: str = fmt, extra: dict[str, str] | None = None) -> None:
-        df.write.format(source).mode(mode).options(**options).options(**(extra or {})).save(path)
+        writer = df.write.mode(mode).options(**options).options(**(extra or {}))
+        if catalog is None:
+            writer.format(source).save(path)
+        elif catalog[0] == "insertInto":
+            writer.insertInto(catalog[1], overwrite=mode.lower() == "overwrite")
+        else:
+            writer.format(source).saveAsTable(catalog[1])
 
     phases: dict[str, float] = {}
     cleanup: list[DataFrame] = []
@@ -312,7 +321,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     try:
         with store.transaction(message or f"capture {run}") as tx:
             table = result_table(run)
-            output = split_output(spark, path, fmt, mode, options)
+            output = split_output(spark, path, fmt, mode, options) if catalog is None else None
             split = _write_split(tx, run, ordered, visible, save, output, phases) if output is not None else None
             folder = None
             if split is None and tee.supported(ordered.schema):

@@ -66,6 +66,8 @@ def small_elements(run: str, pipeline: str, ops: Iterable[OperatorProv], run_att
         if o.oid == last:  # the written output: named by its path, as OpenLineage names a file
             attrs.update(output)
             attrs.setdefault("name", output.get("path"))
+        if o.type is OpType.SOURCE and any(e["id"] == dataset_id(run, o) for e in out):
+            continue  # the same dataset read twice (a self-join, a union of a source with itself)
         out.append({"id": dataset_id(run, o), "granularity": DATASET, "attrs": attrs})
     return out
 

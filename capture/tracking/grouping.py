@@ -110,18 +110,20 @@ def _key_value(c: Column, dtype: DataType) -> Column:
 def key_id(grouped: DataFrame, n: int, oid: int, idk: str, keep_keys: bool = True) -> DataFrame:
     """``grouped`` (an aggregation's output, its ``n`` grouping columns first) with the group id
     ``xxhash64(oid, group key)`` appended as ``idk``; without the key columns unless ``keep_keys``.
-    The key columns are taken by position (output names may repeat) and, nested ones, cast to
+    The key columns are taken by position (output names may repeat: each column is its plan
+    attribute, so the output keeps the aggregation's attributes) and, nested ones, cast to
     positional field names; :func:`_key_value` keeps nulls and array bounds apart."""
-    names = grouped.columns
-    tmp = [f"__strata_key_{oid}_{i}" for i in range(n)]
-    keyed = grouped.toDF(*tmp, *names[n:])
+    from capture.tracking.project import column_of
+
+    spark = grouped.sparkSession
+    attrs = seq(analyzed(grouped).output())
+    cols = [column_of(spark, a) for a in attrs]
     parts = []
-    for t, f in zip(tmp, grouped.schema.fields[:n], strict=True):
+    for col, f in zip(cols[:n], grouped.schema.fields[:n], strict=True):
         plain = _positional(f.dataType)
-        col = F.col(t) if plain == f.dataType else F.col(t).cast(plain)
-        parts.append(_key_value(col, plain))
-    out = keyed.withColumn(idk, F.xxhash64(F.lit(oid), *parts))
-    return out.toDF(*names, idk) if keep_keys else out.drop(*tmp)
+        parts.append(_key_value(col if plain == f.dataType else col.cast(plain), plain))
+    kept = cols if keep_keys else cols[n:]
+    return grouped.select(*kept, F.xxhash64(F.lit(oid), *parts).alias(idk))
 
 
 def _finish(tdf, new, op, agg: str, idk: str) -> TrackedDataFrame:

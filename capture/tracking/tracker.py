@@ -175,8 +175,9 @@ class Tracker:
                         compact, tdf._derived)
 
     def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
-              message: str | None = None, **options):
-        """Write the result and commit its provenance in one store commit (capture/storing/commit.py)."""
+              message: str | None = None, table: tuple[str, str] | None = None, **options):
+        """Write the result and commit its provenance in one store commit (capture/storing/commit.py).
+        ``table=("saveAsTable" | "insertInto", name)`` writes into that catalog table instead."""
         from capture.storing.commit import write_and_commit
 
-        return write_and_commit(self, tdf, path, format, mode, message, options)
+        return write_and_commit(self, tdf, path, format, mode, message, options, table)

@@ -1,0 +1,529 @@
+"""Translate a DataFrame's analyzed logical plan into a tracked DataFrame (zero-change capture).
+
+:func:`translate` walks Spark's analyzed plan of the DataFrame a program writes, bottom up, and
+rebuilds it operator by operator with the tracked operators of ``capture.tracking``: every
+operator gets Pebble's provenance and the hidden id columns ride along, whatever built the plan
+(DataFrame calls, ``spark.sql``, temp views, catalog tables, CTEs).
+
+The rebuilt plan keeps Spark's own expressions: each node's expressions (already resolved, with
+their attribute ids) are wrapped back into Columns (``column_of``) or the node itself is re-planted
+over the annotated child (``_replant``), so the visible columns are computed by exactly the
+expressions of the program. After each node the visible output is re-bound to the node's own
+attribute ids (``_rebind``: a Project of aliases, no operator), so the expressions of the nodes
+above resolve against it unchanged.
+
+A node this module does not know is refused (:class:`~capture.errors.UnsupportedOperation`)
+before any job runs, naming the operator. docs/capture.md lists every operator and what it records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from capture.errors import UnsupportedOperation
+from capture.ids import is_hidden
+from capture.operators import Manipulation, OperatorProv, OpInput, OpType
+from capture.tracking import binary, grouping
+from capture.tracking.frame import TrackedDataFrame
+from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, out_pairs, seq
+from capture.tracking.project import apply as project_apply
+from capture.tracking.project import column_of
+from capture.tracking.project import map_in_pandas as project_map_in_pandas
+from capture.tracking.sources import file_row_ids, item_ids, layout_key
+
+# nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
+_TRANSPARENT = frozenset({"SubqueryAlias", "View", "ResolvedHint"})
+# nodes that move rows between partitions: re-planted over the annotated child, no operator
+_PLACEMENT = frozenset({"Repartition", "RepartitionByExpression", "RebalancePartitions"})
+_JOINS = {
+    "INNER": "inner", "CROSS": "cross", "LEFT OUTER": "left", "RIGHT OUTER": "right",
+    "FULL OUTER": "full", "LEFT SEMI": "semi", "LEFT ANTI": "anti",
+}
+_FORMATS = {
+    "ParquetFileFormat": "parquet", "JsonFileFormat": "json", "CSVFileFormat": "csv",
+    "TextFileFormat": "text", "OrcFileFormat": "orc",
+}
+_SUBQUERY = frozenset({"Exists", "InSubquery", "ScalarSubquery", "ListQuery", "LateralSubquery"})
+
+
+def refuse(node, reason: str) -> UnsupportedOperation:
+    return UnsupportedOperation.plan_operator(cls(node), reason)
+
+
+@dataclass
+class _Walk:
+    tracker: object
+    spark: object
+    ctes: dict[int, object] = field(default_factory=dict)
+
+    # ---- JVM plumbing -------------------------------------------------------------------------
+    @property
+    def jvm(self):
+        return self.spark._jvm
+
+    def seq_of(self, items: list):
+        jl = self.jvm.java.util.ArrayList()
+        for i in items:
+            jl.add(i)
+        return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)
+
+    def frame(self, plan) -> DataFrame:
+        """The DataFrame of an (analyzed) logical plan."""
+        ds = self.jvm.org.apache.spark.sql.classic.Dataset
+        return DataFrame(ds.ofRows(self.spark._jsparkSession, plan), self.spark)
+
+    def replant(self, node, *children: DataFrame) -> DataFrame:
+        """``node`` with its children replaced by the given (annotated) DataFrames' plans."""
+        return self.frame(node.withNewChildren(self.seq_of([analyzed(c) for c in children])))
+
+    def alias(self, child, name: str, expr_id):
+        empty = self.seq_of([])
+        none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
+        return self.jvm.org.apache.spark.sql.catalyst.expressions.Alias(child, name, expr_id, empty, none, empty)
+
+    # ---- the walk ----------------------------------------------------------------------------
+    def rebind(self, tdf: TrackedDataFrame, node) -> TrackedDataFrame:
+        """``tdf`` with its visible columns carrying ``node``'s output names and attribute ids
+        (by position); hidden columns kept. No operator: a Project of aliases."""
+        want = seq(node.output())
+        plan = analyzed(tdf.annotated)
+        have = seq(plan.output())
+        visible = [a for a in have if not is_hidden(a.name())]
+        if len(visible) != len(want):
+            raise refuse(node, f"capture rebuilt {len(visible)} columns where Spark's plan has {len(want)}")
+        if all(v.exprId().equals(w.exprId()) and v.name() == w.name() for v, w in zip(visible, want, strict=True)):
+            return tdf
+        it = iter(want)
+        items = [a if is_hidden(a.name()) else self._as(a, next(it)) for a in have]
+        project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
+        df = self.frame(project)
+        got = [a for a in seq(analyzed(df).output()) if not is_hidden(a.name())]
+        if not all(g.exprId().equals(w.exprId()) for g, w in zip(got, want, strict=True)):
+            # Spark renewed an alias whose id another alias below already produces: the nodes above
+            # could not find their columns
+            raise refuse(node, "capture cannot give its output Spark's own attribute ids here (a column "
+                               "renamed by two operators it rebuilds); please report the query")
+        return TrackedDataFrame(tdf.tracker, df, tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
+
+    def _as(self, attr, want):
+        """``attr`` under ``want``'s name and id (itself when they already match: an alias that
+        repeats its child's id would make Spark renew it)."""
+        if attr.exprId().equals(want.exprId()) and attr.name() == want.name():
+            return attr
+        return self.alias(attr, want.name(), want.exprId())
+
+    def same(self, tdf: TrackedDataFrame, df: DataFrame) -> TrackedDataFrame:
+        """``df`` (the same rows and columns as ``tdf``, e.g. repartitioned) as ``tdf``."""
+        return TrackedDataFrame(tdf.tracker, df, tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
+
+    def run(self, node) -> TrackedDataFrame:
+        kind = cls(node)
+        handler = getattr(self, f"on_{kind}", None)
+        if kind in _TRANSPARENT:
+            out = self.run(seq(node.children())[0])
+        elif kind in _PLACEMENT:
+            child = self.run(seq(node.children())[0])
+            out = self.same(child, self.replant(node, child.annotated))
+        elif handler is None:
+            raise refuse(node, "no provenance rule for it yet")
+        elif kind == "Filter" and self._predicate_subqueries(node):
+            out = self.run(self._joins_for_subqueries(node))
+        else:
+            self._no_subqueries(node)
+            try:
+                out = handler(node)
+            except UnsupportedOperation as e:
+                if getattr(e, "operation", None) is None:
+                    raise
+                # a tracked operator's refusal, said in terms of the plan
+                raise refuse(node, f"{e.operation}: {e.reason}" if e.reason else e.operation) from None
+        return self.rebind(out, node)
+
+    def _predicate_subqueries(self, node) -> bool:
+        return any(_find_class(e, frozenset({"Exists", "InSubquery", "ListQuery"})) for e in seq(node.expressions()))
+
+    def _joins_for_subqueries(self, node):
+        """A Filter with IN/EXISTS subqueries as Spark's optimizer rewrites it: left semi joins
+        (IN, EXISTS) and left anti joins (NOT IN, null-aware; NOT EXISTS), correlated predicates
+        pulled up into the join condition (PullupCorrelatedPredicates, RewritePredicateSubquery)."""
+        opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
+        plan = node
+        for rule in ("PullupCorrelatedPredicates$", "RewritePredicateSubquery$"):
+            plan = getattr(getattr(opt, rule), "MODULE$").apply(plan)
+        return plan
+
+    def _no_subqueries(self, node) -> None:
+        for e in seq(node.expressions()):
+            found = _find_class(e, _SUBQUERY)
+            if found:
+                raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked "
+                                   "(IN and EXISTS in a WHERE clause are captured as semi/anti joins; a scalar "
+                                   "subquery is not): write it as a join")
+
+    def child(self, node) -> TrackedDataFrame:
+        return self.run(seq(node.children())[0])
+
+    # ---- sources ----------------------------------------------------------------------------
+    def _source(self, leaf, dataset: str, method: str, detail: str, by_row_index: bool = False) -> TrackedDataFrame:
+        df = self.frame(leaf)
+        ids = file_row_ids(df, dataset) if by_row_index else item_ids(dataset, layout_key(df))
+        return self.tracker._source(df, dataset, method, detail, ids)
+
+    def on_LogicalRelation(self, node) -> TrackedDataFrame:
+        rel = node.relation()
+        if cls(rel) != "HadoopFsRelation":
+            raise refuse(node, f"a {cls(rel)} relation (file sources and catalog tables of files are tracked)")
+        fmt = _FORMATS.get(cls(rel.fileFormat()))
+        if fmt is None:
+            raise refuse(node, f"file format {cls(rel.fileFormat())}")
+        table = node.catalogTable()
+        if table.isDefined():
+            dataset = table.get().identifier().unquotedString()
+        else:
+            dataset = ",".join(sorted(str(p) for p in seq(rel.location().rootPaths())))
+            dataset = dataset.removeprefix("file:")
+        if fmt == "json":
+            lines = self._json_lines(node, rel, dataset)
+            if lines is not None:
+                return lines
+        return self._source(node, dataset, f"read.{fmt}", f"{fmt} {dataset}", by_row_index=fmt == "parquet")
+
+    def _json_lines(self, node, rel, dataset: str) -> TrackedDataFrame | None:
+        """A JSON Lines scan read again with capture's offset reader (capture/jvm), as
+        ``Tracker.read.json`` reads it: the same rows plus each line's offset, so item ids are
+        ``(dataset, file, modification time, offset)`` — the Tracker's ids, independent of the
+        splits, with filter pushdown kept. None (positional ids) without the reader's jar, for
+        multi-line JSON, or for a partitioned folder."""
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        from capture import jvm
+        from capture.tracking.sources import file_line_ids
+        from capture.tracking.tracker import _line_delimited
+
+        options = {k: v for k, v in dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(rel.options())).items()
+                   if k.lower() not in ("path", "paths")}  # the files come from the root paths below
+        if rel.partitionSchema().length() or not jvm.available(self.spark) \
+                or not _line_delimited(self.spark, options):
+            return None
+        schema = self.frame(node).schema
+        if any(is_hidden(f.name) for f in schema.fields):
+            return None
+        paths = [str(p) for p in seq(rel.location().rootPaths())]
+        fields = [*schema.fields, StructField(jvm.OFFSET, LongType(), False)]
+        df = self.spark.read.options(**options).schema(StructType(fields)).format(jvm.CLASS).load(paths)
+        # the re-read relation under the scan's own attributes (no aliasing Project: an alias that
+        # re-produced them would make Spark renew later aliases of the same ids)
+        leaf = analyzed(df)
+        out = seq(node.output()) + [a for a in seq(leaf.output()) if a.name() == jvm.OFFSET]
+        df = self.frame(self.jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
+            leaf.relation(), self.seq_of(out), leaf.catalogTable(), leaf.isStreaming(), leaf.stream()))
+        return self.tracker._source(df, dataset, "read.json", f"json {dataset}", file_line_ids(df, dataset),
+                                    (jvm.OFFSET,))
+
+    def _local(self, node, what: str) -> TrackedDataFrame:
+        text = node.toString() if what != "local" else "\n".join(
+            [str(f) for f in node.schema().fieldNames()] + [node.data().mkString("\n")])
+        digest = hashlib.sha256(_without_ids(text).encode()).hexdigest()[:16]
+        return self._source(node, f"{what}:{digest}", what, f"{what} {node.simpleString(25)}")
+
+    def on_LocalRelation(self, node) -> TrackedDataFrame:
+        return self._local(node, "local")
+
+    def on_Range(self, node) -> TrackedDataFrame:
+        return self._local(node, "range")
+
+    def on_OneRowRelation(self, node) -> TrackedDataFrame:
+        return self._local(node, "onerow")
+
+    def on_LogicalRDD(self, node) -> TrackedDataFrame:
+        """``createDataFrame`` of a local list or an RDD: positional ids, under a dataset name
+        that holds the RDD's id (unique in the session), since the plan does not hold the data."""
+        schema = hashlib.sha256(node.schema().json().encode()).hexdigest()[:8]
+        dataset = f"rdd:{schema}:{node.rdd().id()}"
+        return self._source(node, dataset, "createDataFrame", f"rdd {node.simpleString(25)}")
+
+    # ---- CTEs -------------------------------------------------------------------------------
+    def on_WithCTE(self, node) -> TrackedDataFrame:
+        for d in seq(node.cteDefs()):
+            self.ctes[d.id()] = d
+        return self.run(node.plan())
+
+    def on_CTERelationRef(self, node) -> TrackedDataFrame:
+        d = self.ctes.get(node.cteId())
+        if d is None:
+            raise refuse(node, "a reference to a CTE the plan does not define")
+        return self.run(d.child())
+
+    # ---- rows kept with their ids ------------------------------------------------------------
+    def on_Filter(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        return child._rowwise("filter", OpType.FILTER, self.replant(node, child.annotated))
+
+    def on_Sample(self, node) -> TrackedDataFrame:
+        if node.withReplacement():
+            raise refuse(node, "sampling with replacement repeats rows; sample without replacement is a filter")
+        child = self.child(node)
+        return child._rowwise("sample", OpType.FILTER, self.replant(node, child.annotated))
+
+    def on_Sort(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        return child._rowwise("orderBy" if getattr(node, "global")() else "sortWithinPartitions", OpType.SORT,
+                              self.replant(node, child.annotated))
+
+    def on_GlobalLimit(self, node) -> TrackedDataFrame:
+        local = seq(node.children())[0]
+        if cls(local) != "LocalLimit":
+            raise refuse(node, "a global limit without its local limit")
+        child = self.child(local)
+        return child._rowwise("limit", OpType.LIMIT, self.replant(node, self.replant(local, child.annotated)))
+
+    def on_Offset(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        return child._rowwise("offset", OpType.LIMIT, self.replant(node, child.annotated))
+
+    # ---- projections, flatten ------------------------------------------------------------------
+    def on_Project(self, node) -> TrackedDataFrame:
+        below = seq(node.children())[0]
+        items = seq(node.projectList())
+        if cls(below) == "Generate":
+            gen_ids = {a.exprId().id() for a in seq(below.generatorOutput())}
+            if all(_plain_ref(i, gen_ids) or not (_refs(i) & gen_ids) for i in items):
+                return self._generate(node, below)  # one flatten
+            # expressions over the generator's output (LATERAL VIEW … AS l, then l.sku): the
+            # flatten, then the projection over its output
+        child = self.run(below)
+        cols = [column_of(self.spark, i) for i in items]
+        return project_apply(child, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
+
+    def on_Generate(self, node) -> TrackedDataFrame:
+        project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(node.output(), node)
+        return self._generate(project, node)
+
+    def _stack(self, project, gen) -> TrackedDataFrame:
+        """``stack(n, e1, e2, …)`` (the SQL unpivot idiom): the n rows as ``inline`` over the
+        array of the row's n structs (a flatten over a computed array, as Expand), then the
+        projection above it."""
+        args = seq(gen.generator().children())
+        n = int(args[0].eval(None))
+        exprs = args[1:]
+        width = -(-len(exprs) // n)
+        outs = seq(gen.generatorOutput())
+        structs = []
+        for i in range(n):
+            row = exprs[i * width:(i + 1) * width]
+            cols = [column_of(self.spark, e) for e in row]
+            cols += [F.lit(None).cast(outs[j].dataType().simpleString()) for j in range(len(row), width)]
+            structs.append(F.struct(*[c.cast(outs[j].dataType().simpleString()).alias(f"_{j}")
+                                      for j, c in enumerate(cols)]))
+        child = self.run(seq(gen.children())[0])
+        keep = [column_of(self.spark, a) for a in seq(seq(gen.children())[0].output())]
+        flat = project_apply(child, "stack",
+                             lambda d, extra: d.select(*keep, F.inline(F.array(*structs)), *extra))
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        shape = logical.Project(self.seq_of(seq(seq(gen.children())[0].output()) + outs), gen)
+        flat = self.rebind(flat, shape)
+        cols = [column_of(self.spark, i) for i in seq(project.projectList())]
+        return project_apply(flat, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
+
+    def _generate(self, project, gen) -> TrackedDataFrame:
+        kind = cls(gen.generator())
+        if kind == "Stack":
+            return self._stack(project, gen)
+        if kind not in ("Explode", "PosExplode", "Inline"):
+            raise refuse(gen, f"generator {kind}: explode, posexplode and inline (and their _outer forms) "
+                              "are tracked")
+        child = self.run(seq(gen.children())[0])
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+
+        def build(d: DataFrame, extra: list[str]) -> DataFrame:
+            plan = analyzed(d)
+            new_gen = logical.Generate(gen.generator(), self.seq_of([]), gen.outer(), gen.qualifier(),
+                                       gen.generatorOutput(), plan)
+            hidden = [a for a in seq(plan.output()) if a.name() in extra]
+            return self.frame(logical.Project(self.seq_of(seq(project.projectList()) + hidden), new_gen))
+
+        return project_apply(child, "select", build)
+
+    def on_Expand(self, node) -> TrackedDataFrame:
+        """GROUPING SETS, ROLLUP, CUBE (and pivots/distinct aggregates Spark expands): every input
+        row becomes one row per projection, a flatten over the array of the row's projections
+        (``inline``): the n-th copy has position n, and every path the projections read maps to
+        every output column (a computed array: docs/capture.md)."""
+        child = self.child(node)
+        projections = [seq(p) for p in seq(node.projections())]
+        # the child's columns every projection passes through unchanged (Spark puts them first)
+        # stay the child's own attributes; only the others come from the array
+        ins = {a.exprId().id() for a in seq(seq(node.children())[0].output())}
+        out = seq(node.output())
+        n = 0
+        while n < len(out) and out[n].exprId().id() in ins and all(
+                cls(p[n]) == "AttributeReference" and p[n].exprId().id() == out[n].exprId().id() for p in projections):
+            n += 1
+        keep = [column_of(self.spark, a) for a in out[:n]]
+        structs = [F.struct(*[column_of(self.spark, e).alias(f"_{j}") for j, e in enumerate(p[n:])])
+                   for p in projections]
+        rows = F.array(*structs)
+        return project_apply(child, "expand", lambda d, extra: d.select(*keep, F.inline(rows), *extra))
+
+    # ---- joins, unions, set operations ----------------------------------------------------------
+    def on_Join(self, node) -> TrackedDataFrame:
+        how = _JOINS.get(str(node.joinType().sql()))
+        if how is None:
+            raise refuse(node, f"join type {node.joinType().sql()}")
+        left, right = self.run(node.left()), self.run(node.right())
+        cond = node.condition()
+        on = column_of(self.spark, cond.get()) if cond.isDefined() else None
+        if on is None and how == "inner":
+            how = "cross"
+        return binary.join(left, right, on, how)
+
+    def on_Union(self, node) -> TrackedDataFrame:
+        kids = [self.run(c) for c in seq(node.children())]
+        out = kids[0]
+        for k in kids[1:]:
+            out = binary.union(self.rebind(out, node), k, "union", by_name=False)
+        return out
+
+    def _set_op(self, node, how: str) -> TrackedDataFrame:
+        if node.isAll():
+            raise refuse(node, f"{cls(node).upper()} ALL repeats rows by count; use the DISTINCT form")
+        left, right = self.run(node.left()), self.run(node.right())
+        ls, rs = seq(node.left().output()), seq(node.right().output())
+        cond = None
+        for a, b in zip(ls, rs, strict=True):
+            eq = column_of(self.spark, a).eqNullSafe(column_of(self.spark, b))
+            cond = eq if cond is None else cond & eq
+        joined = binary.join(left, right, cond, how)
+        return grouping.deduplicate(joined, "distinct", None)
+
+    def on_Intersect(self, node) -> TrackedDataFrame:
+        return self._set_op(node, "semi")
+
+    def on_Except(self, node) -> TrackedDataFrame:
+        return self._set_op(node, "anti")
+
+    # ---- grouping ---------------------------------------------------------------------------------
+    def on_Aggregate(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        keys = seq(node.groupingExpressions())
+        key_ids = {k.exprId().id() for k in keys if cls(k) == "AttributeReference"}
+        exprs = [e for e in seq(node.aggregateExpressions())
+                 if not (cls(e) == "AttributeReference" and e.exprId().id() in key_ids)]
+        out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
+                                 [column_of(self.spark, e) for e in exprs])
+        # the tracked aggregation's visible output is the keys, then exprs: pick the node's
+        # columns by position (the aggregation renamed them), then rebind names and ids
+        key_pos = {k.exprId().id(): i for i, k in enumerate(keys) if cls(k) == "AttributeReference"}
+        expr_pos = {e.exprId().id(): len(keys) + i for i, e in enumerate(exprs)}
+        order = [key_pos.get(a.exprId().id(), expr_pos.get(a.exprId().id())) for a in seq(node.output())]
+        plan = analyzed(out.annotated)
+        attrs = seq(plan.output())
+        visible = [a for a in attrs if not is_hidden(a.name())]
+        if None in order or order != list(range(len(visible))):
+            if None in order:
+                raise refuse(node, "an output column capture cannot place")
+            items = [visible[i] for i in order] + [a for a in attrs if is_hidden(a.name())]
+            project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
+            out = self.same(out, self.frame(project))
+        return out
+
+    def on_Distinct(self, node) -> TrackedDataFrame:
+        return grouping.deduplicate(self.child(node), "distinct", None)
+
+    def on_Deduplicate(self, node) -> TrackedDataFrame:
+        child = self.child(node)
+        names = [k.name() for k in seq(node.keys())]
+        if len(names) == len(child.visible()):
+            return grouping.deduplicate(child, "distinct", None)
+        return grouping.deduplicate(child, "dropDuplicates", names)
+
+
+    # ---- opaque Python functions ---------------------------------------------------------------
+    def on_MapInPandas(self, node) -> TrackedDataFrame:
+        """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
+        per input row, in order; a function that drops or adds rows fails the task with a message).
+        The user's function is read back from the plan's pickled Python command."""
+        from pyspark.serializers import CloudPickleSerializer
+
+        fn = node.functionExpr().func()
+        try:
+            func, schema = CloudPickleSerializer().loads(bytes(fn.command().unsafeArray()))
+        except Exception as e:  # noqa: BLE001 - any unpickling failure means: cannot run it here
+            raise refuse(node, f"its Python function cannot be read back from the plan ({type(e).__name__})") from None
+        return project_map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
+
+    # ---- windows --------------------------------------------------------------------------------
+    def on_Window(self, node) -> TrackedDataFrame:
+        """A window keeps its input rows and adds values computed over each row's partition:
+        an aggregation of the partition (its rows influence every row of it, through the
+        partition keys), joined back to each row, then the window functions over the row
+        (Pebble's rules for aggregation, join and select; docs/capture.md, "Window")."""
+        child = self.child(node)
+        keys = seq(node.partitionSpec())
+        names = [f"_strata_w{i}" for i in range(len(keys))]
+        group = grouping.aggregate(child, "window.partition",
+                                   tuple(column_of(self.spark, k).alias(n) for k, n in zip(keys, names, strict=True)),
+                                   [F.count(F.lit(1)).alias("_strata_wn")])
+        cond = F.lit(True)
+        for k, n in zip(keys, names, strict=True):
+            cond = cond & column_of(self.spark, k).eqNullSafe(group.annotated[n])
+        joined = binary.join(child, group, cond, "inner")
+        base = analyzed(joined.annotated)
+        windowed = self.frame(node.withNewChildren(self.seq_of([base])))
+        wout = seq(node.windowExpressions())
+        keep = [a for a in seq(analyzed(windowed).output())
+                if a.name() not in (*names, "_strata_wn")]
+        new = self.frame(self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
+            self.seq_of(keep), analyzed(windowed)))
+        attrs = attr_map([base])
+        if any(has_udf(w) for w in wout):
+            op = OperatorProv(self.tracker._new_oid(), OpType.MAP, "window", (OpInput(joined.oid, None),), None,
+                              detail=str(node.simpleString(25)))
+            return joined._next(new, op)
+        accessed = tuple(a.path for a in accesses(wout, attrs) if a.input == 0)
+        manipulated = [Manipulation(0, c, c) for c in child.visible()]
+        for w in wout:
+            manipulated += [m for m in out_pairs(w, w.name(), attrs, {}) if m.input == 0]
+        op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "window", (OpInput(joined.oid, accessed),),
+                          tuple(dict.fromkeys(manipulated)), detail=str(node.simpleString(25)))
+        return joined._next(new, op)
+
+
+def _refs(expr) -> set[int]:
+    if cls(expr) == "AttributeReference":
+        return {expr.exprId().id()}
+    return {r for c in seq(expr.children()) for r in _refs(c)}
+
+
+def _plain_ref(item, ids: set[int]) -> bool:
+    """A project item that is (an alias of) one of the attributes ``ids``."""
+    ref = item.child() if cls(item) == "Alias" else item
+    return cls(ref) == "AttributeReference" and ref.exprId().id() in ids
+
+
+def _find_class(expr, names: frozenset[str]) -> str | None:
+    kind = cls(expr)
+    if kind in names:
+        return kind
+    for c in seq(expr.children()):
+        found = _find_class(c, names)
+        if found:
+            return found
+    return None
+
+
+def _without_ids(text: str) -> str:
+    """A plan string without its attribute ids (``#12L``), which differ between runs."""
+    import re
+
+    return re.sub(r"#\d+L?", "", text)
+
+
+def translate(tracker, df: DataFrame) -> TrackedDataFrame:
+    """The tracked DataFrame computing ``df``'s rows with provenance (raises
+    :class:`UnsupportedOperation` naming the first operator it cannot track; no job has run)."""
+    return _Walk(tracker, df.sparkSession).run(analyzed(df))

@@ -1,0 +1,68 @@
+"""`strata capture [--pipeline NAME] -- SCRIPT.py [ARGS...]` (docs/cli.md, docs/capture.md).
+
+Runs an unmodified PySpark script in this process, as `spark-submit` would (`runpy`, with
+`sys.argv` set to the script and its arguments, `__name__ == "__main__"`), inside
+`capture.capturing`: every write the script makes is captured into the store given by the
+global `--store`, one run per write, each committed with its write. The SparkSession is the one
+`strata.spark` starts (capture's jar on the classpath, `--master` and `--conf` applied); the
+script's own `SparkSession.builder.getOrCreate()` returns it. A summary line per captured run
+goes to stderr, so the script's stdout stays its own; on a terminal, a progress line per write
+(translated, written and committed) too.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+import click
+
+from store.errors import StrataError, UserError
+from strata import progress
+from strata.cli import App
+
+
+class ScriptFailed(StrataError):
+    """The captured script raised (its own error, not Strata's)."""
+
+
+@click.command("capture", context_settings={"ignore_unknown_options": True})
+@click.option("--pipeline", metavar="NAME", help="Pipeline name of the captured runs [default: the script's name].")
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+@progress.around
+def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) -> None:
+    """Run an unmodified PySpark script and capture every write it makes (one run per write)."""
+    from capture import capturing
+
+    if not os.path.isfile(script):
+        raise UserError(f"no such script: {script}", hint="strata capture -- path/to/job.py [ARGS...]")
+    store = app.store()
+    spark = app.spark()
+    name = pipeline or os.path.splitext(os.path.basename(script))[0]
+    argv, path0 = sys.argv, sys.path[0] if sys.path else None
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        with capturing(spark, store, pipeline=name) as cap:
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    raise ScriptFailed(f"{script} exited with status {e.code}") from e
+            except StrataError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the script's own error, reported as such
+                raise ScriptFailed(f"{script} failed: {type(e).__name__}: {e}",
+                                   hint="run with --debug for the traceback") from e
+    finally:
+        sys.argv = argv
+        if path0 is not None and sys.path and sys.path[0] != path0:
+            sys.path.pop(0)
+        for info in cap.runs if "cap" in locals() else ():
+            click.echo(f"captured {info.run}: {info.output_path} ({info.items} items, "
+                       f"{info.operators} operators, version {info.version})", err=True)
+    if not cap.runs:
+        click.echo("strata capture: the script made no write to capture", err=True)

@@ -1,0 +1,19 @@
+"""UDF cleaning: normalise customer names with a Python UDF, then count per country."""
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+inp, out = sys.argv[1], sys.argv[2]
+spark = SparkSession.builder.getOrCreate()
+
+
+@F.udf(StringType())
+def clean(name):
+    return " ".join(p.capitalize() for p in (name or "").split())
+
+
+customers = spark.read.option("header", "true").csv(f"{inp}/customers.csv")
+cleaned = customers.withColumn("name", clean("name")).filter(F.col("name") != "")
+cleaned.write.mode("overwrite").option("header", "true").csv(f"{out}/customers_clean.csv")

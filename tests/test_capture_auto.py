@@ -1,0 +1,252 @@
+"""Zero-change capture (capture/auto): one test per row of docs/capture.md's operator table.
+
+Each case is a small unmodified program that writes once. It runs plainly, then inside
+``capture.capturing``: the captured write must produce the same schema and rows, commit one run
+whose operators include the row's operator, and trace back to the input items a naive reference
+names. Unsupported operators are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from capture import UnsupportedOperation, capturing
+from capture.auto.plan import translate
+from capture.storing import load_run
+from capture.tracing import parse_pattern, trace
+from capture.tracking.tracker import Tracker
+from store import Store
+
+ROWS = [
+    {"id": i, "k": i % 3, "v": float(i), "name": f"n{i}", "tags": [f"t{i}", f"t{i + 1}"][: i % 3],
+     "user": {"uid": f"u{i % 2}", "age": 20 + i}}
+    for i in range(9)
+]
+
+
+@pytest.fixture(scope="module")
+def inputs(spark, tmp_path_factory):
+    """The same records as JSON Lines, Parquet and CSV (flat columns), text, and temp views."""
+    root = tmp_path_factory.mktemp("auto_in")
+    (root / "rows.json").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    base = spark.read.schema(SCHEMA).json(str(root / "rows.json"))
+    base.coalesce(1).write.parquet(str(root / "rows.parquet"))
+    base.select("id", "k", "v", "name").coalesce(1).write.option("header", True).csv(str(root / "rows.csv"))
+    (root / "lines.txt").write_text("a b\nb c\nc\n")
+    base.createOrReplaceTempView("auto_rows")
+    spark.createDataFrame([(0, "zero"), (1, "one"), (5, "five")], "k long, label string") \
+        .createOrReplaceTempView("auto_labels")
+    return root
+
+
+SCHEMA = "id long, k long, v double, name string, tags array<string>, user struct<uid: string, age: long>"
+
+
+def _json(spark, inputs):
+    return spark.read.schema(SCHEMA).json(str(inputs / "rows.json"))  # no inference job per read
+
+
+# name -> (program(spark, inputs) -> DataFrame to write, an operator type the run must record,
+#          (pattern, ids of the input records the matched items come from) or None)
+CASES = {
+    "json scan + Project": (lambda s, i: _json(s, i).select("id", F.upper("name").alias("u")), "select",
+                            ("/u = 'N4'", {4})),
+    "parquet scan + Filter": (lambda s, i: s.read.parquet(str(i / "rows.parquet")).filter("v > 6"), "filter",
+                              ("/id = 8", {8})),
+    "csv scan": (lambda s, i: s.read.option("header", True).schema("id long, k long, v double, name string")
+                 .csv(str(i / "rows.csv")).where("k = 1"), "filter", None),
+    "text scan + Generate explode(split)": (
+        lambda s, i: s.read.text(str(i / "lines.txt")).select(F.explode(F.split("value", " ")).alias("w")),
+        "flatten", None),
+    "Generate explode (LATERAL VIEW)": (
+        lambda s, i: s.sql("SELECT id, t FROM auto_rows LATERAL VIEW explode(tags) x AS t"), "flatten",
+        ("/t = 't5'", {5})),
+    "Join inner": (lambda s, i: s.sql("SELECT r.id, l.label FROM auto_rows r JOIN auto_labels l ON r.k = l.k"),
+                   "join", ("/id = 3", {3})),
+    "Join left outer USING": (lambda s, i: _json(s, i).join(s.table("auto_labels"), "k", "left"), "join", None),
+    "Join full outer": (lambda s, i: s.sql("SELECT r.id, l.label FROM auto_rows r FULL JOIN auto_labels l "
+                                           "ON r.k + 4 = l.k"), "join", None),
+    "Join left semi (IN as a join)": (lambda s, i: _json(s, i).join(s.table("auto_labels"), "k", "left_semi"),
+                                      "join", None),
+    "Join left anti": (lambda s, i: _json(s, i).join(s.table("auto_labels"), "k", "left_anti"), "join", None),
+    "IN / NOT EXISTS subqueries (semi / anti joins)": (
+        lambda s, i: s.sql("SELECT id FROM auto_rows r WHERE k IN (SELECT k FROM auto_labels) AND NOT EXISTS "
+                           "(SELECT 1 FROM auto_labels l WHERE l.k = r.k + 5)"), "join", ("/id = 4", {4})),
+    "Join cross": (lambda s, i: _json(s, i).select("id").crossJoin(s.table("auto_labels").select("label")),
+                   "join", None),
+    "Aggregate": (lambda s, i: s.sql("SELECT k, count(*) AS n, collect_list(name) AS names FROM auto_rows "
+                                     "GROUP BY k"), "aggregation", ("/k = 2", {2, 5, 8})),
+    "Aggregate global": (lambda s, i: _json(s, i).agg(F.sum("v").alias("s")), "aggregation", None),
+    "Expand (ROLLUP, CUBE, GROUPING SETS)": (
+        lambda s, i: s.sql("SELECT k, user.uid, sum(v) AS s, grouping_id() AS g FROM auto_rows "
+                           "GROUP BY CUBE(k, user.uid)"), "flatten", ("/g = 3", set(range(9)))),
+    "Generate stack (unpivot)": (
+        lambda s, i: s.sql("SELECT id, stack(2, 'k', k, 'v', cast(v AS long)) AS (col, val) FROM auto_rows"),
+        "flatten", ("/id = 7 and /col = 'v'", {7})),
+    "Union": (lambda s, i: _json(s, i).select("id").union(s.read.parquet(str(i / "rows.parquet")).select("id")),
+              "union", None),
+    "Distinct": (lambda s, i: s.sql("SELECT DISTINCT k FROM auto_rows"), "aggregation", ("/k = 1", {1, 4, 7})),
+    "Deduplicate": (lambda s, i: _json(s, i).dropDuplicates(["k"]), "aggregation", None),
+    "Sort": (lambda s, i: _json(s, i).orderBy(F.col("v").desc()), "sort", None),
+    "Limit": (lambda s, i: _json(s, i).orderBy("id").limit(3), "limit", None),
+    "Offset": (lambda s, i: _json(s, i).orderBy("id").offset(7), "limit", None),
+    "SubqueryAlias, View, CTE": (
+        lambda s, i: s.sql("WITH big AS (SELECT * FROM auto_rows WHERE v > 3) SELECT b.id FROM big b"),
+        "filter", None),
+    "LocalRelation": (lambda s, i: s.createDataFrame([(1, "a"), (2, "b")], "x int, y string"), "source", None),
+    "Range": (lambda s, i: s.range(5).withColumn("sq", F.col("id") * F.col("id")), "select", None),
+    "Window": (lambda s, i: _json(s, i).withColumn("rn", F.row_number().over(
+        Window.partitionBy("k").orderBy("id"))).filter("rn = 1"), "select", ("/id = 1", {1, 4, 7})),
+    "Repartition, Coalesce": (lambda s, i: _json(s, i).repartition(3, "k").coalesce(1), "source", None),
+    "Sample": (lambda s, i: _json(s, i).sample(fraction=0.5, seed=7), "filter", None),
+    "Intersect": (lambda s, i: _json(s, i).select("k").intersect(s.table("auto_labels").select("k")),
+                  "aggregation", None),
+    "Except": (lambda s, i: _json(s, i).select("k").subtract(s.table("auto_labels").select("k")),
+               "aggregation", None),
+    "MapInPandas": (lambda s, i: _json(s, i).select("id", "v").mapInPandas(_doubler(), "id long, v double"),
+                    "map", ("/id = 2", {2})),
+    "Python UDF": (lambda s, i: _json(s, i).select(F.udf(lambda x: x * 2, "double")("v").alias("d")), "map",
+                   None),
+}
+
+
+def _doubler():
+    """A local function: pickled by value (the Python workers cannot import this test module)."""
+    def double(batches):
+        for pdf in batches:
+            yield pdf.assign(v=pdf.v * 2)
+    return double
+
+
+@pytest.fixture()
+def store(spark, tmp_path):
+    return Store.open(str(tmp_path / "store"), spark=lambda: spark)
+
+
+def _rows(df):
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def _source_ids(spark, df_source, key: str) -> dict[int, object]:
+    """item id -> the record's ``key`` for a source DataFrame, through the same translation."""
+    tdf = translate(Tracker(spark), df_source)
+    return {r["__item"]: r[key] for r in tdf.with_item_ids("__item").collect()}
+
+
+@pytest.fixture(scope="module")
+def source_ids(spark, inputs) -> dict[str, dict[int, object]]:
+    """Per input format, item id -> the record's ``id`` (computed once for the module)."""
+    return {"json": _source_ids(spark, _json(spark, inputs), "id"),
+            "parquet": _source_ids(spark, spark.read.parquet(str(inputs / "rows.parquet")), "id")}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_operator_row(spark, inputs, store, tmp_path, source_ids, case):
+    program, op_type, probe = CASES[case]
+    captured = str(tmp_path / "captured")
+    # model=False: the capture tables only (what TRACE reads); the corpus commits the full model
+    with capturing(spark, store, pipeline="ops", model=False) as cap:
+        program(spark, inputs).write.parquet(captured)
+    assert len(cap.runs) == 1
+    # the plain program's rows and column types against the captured write's files (Parquet reads
+    # every column back as nullable); the corpus (test_capture_corpus.py) compares written files
+    plain = program(spark, inputs)
+    written = spark.read.parquet(captured)
+    assert [(f.name, f.dataType.simpleString()) for f in written.schema] == \
+        [(f.name, f.dataType.simpleString()) for f in plain.schema]
+    assert _rows(plain) == _rows(written)
+    run = load_run(store, cap.runs[0].run)
+    assert op_type in {o.type.value for o in run.operators}
+    if probe is not None:
+        pattern, expected = probe
+        got = trace(store, cap.runs[0].run, parse_pattern(pattern), limit=100)
+        ids = source_ids["parquet" if "parquet" in case else "json"]
+        assert {ids[r[1]] for r in got.rows() if r[1] in ids} == expected
+
+
+REFUSED = {
+    "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
+                      "Intersect"),
+    "Generate json_tuple": (lambda s, i: s.sql("SELECT id, json_tuple(name, 'a') FROM auto_rows"), "Generate"),
+    "a column renamed twice": (
+        lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),
+    "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
+                        "Project"),
+    "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),
+                      "FlatMapGroupsInPandas"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED), ids=list(REFUSED))
+def test_refused_before_writing(spark, inputs, store, tmp_path, case):
+    program, operator = REFUSED[case]
+    out = tmp_path / "out"
+    with capturing(spark, store, pipeline="refused"), pytest.raises(UnsupportedOperation) as e:
+        program(spark, inputs).write.parquet(str(out))
+    assert f"'{operator}'" in str(e.value) and "Nothing was written" in str(e.value)
+    assert not out.exists()
+    assert store.version == 0
+
+
+def test_sql_ctas_and_insert(spark, inputs, store, tmp_path):
+    """CREATE TABLE AS SELECT and INSERT … SELECT through ``spark.sql``: same table rows."""
+    q = "SELECT r.k, count(*) AS n FROM auto_rows r JOIN auto_labels l ON r.k = l.k GROUP BY r.k"
+    spark.sql(f"CREATE DATABASE auto_db LOCATION '{tmp_path / 'db'}'")  # not the default warehouse
+    try:
+        spark.sql(f"CREATE TABLE auto_db.plain USING parquet AS {q}")
+        spark.sql(f"INSERT INTO auto_db.plain {q}")
+        with capturing(spark, store, pipeline="sql") as cap:
+            spark.sql(f"CREATE TABLE auto_db.cap USING parquet AS {q}")
+            spark.sql(f"INSERT INTO auto_db.cap {q}")
+        assert len(cap.runs) == 2
+        assert _rows(spark.table("auto_db.plain")) == _rows(spark.table("auto_db.cap"))
+        assert spark.table("auto_db.plain").schema == spark.table("auto_db.cap").schema
+        # the table is a source too: a write reading it names the catalog table
+        with capturing(spark, store, pipeline="sql") as cap:
+            spark.table("auto_db.cap").write.parquet(str(tmp_path / "from_table"))
+        sources = {o.dataset for o in load_run(store, cap.runs[0].run).operators if o.dataset}
+        assert sources == {"spark_catalog.auto_db.cap"}
+    finally:
+        spark.sql("DROP DATABASE auto_db CASCADE")
+
+
+def test_ids_are_deterministic(spark, inputs, store, tmp_path):
+    """The same unmodified program captured twice (a later write in between): the same item ids,
+    so the two runs share their input items in the store."""
+    program = CASES["Join inner"][0]
+    runs = []
+    with capturing(spark, store, pipeline="again") as cap:
+        program(spark, inputs).write.parquet(str(tmp_path / "a"))
+        _json(spark, inputs).write.parquet(str(tmp_path / "other"))
+        program(spark, inputs).write.parquet(str(tmp_path / "b"))
+    for info in (cap.runs[0], cap.runs[2]):
+        stored = load_run(store, info.run)
+        runs.append(sorted(r[0] for r in stored.full.select(stored.id_col).collect()))
+    assert runs[0] == runs[1] and len(runs[0]) == 6  # the rows with k 0 or 1 meet a label
+
+
+def test_json_ids_are_the_trackers(spark, inputs):
+    """A JSON Lines scan gets the ids ``Tracker.read.json`` gives (file, modification time, line
+    offset: capture's offset reader), so zero-change and explicit runs share input items."""
+    path = str(inputs / "rows.json")
+    auto = translate(Tracker(spark), spark.read.schema(SCHEMA).json(path)).with_item_ids("i")
+    explicit = Tracker(spark).read.json(path, schema=SCHEMA).with_item_ids("i")
+    assert sorted(map(tuple, auto.collect())) == sorted(map(tuple, explicit.collect()))
+
+
+def test_writers_it_cannot_capture_are_refused(spark, inputs, store, tmp_path):
+    """v2 writers and streaming writes are refused inside the block (never written uncaptured),
+    and work again after it."""
+    df = _json(spark, inputs)
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="writeTo"):
+        df.writeTo("auto_v2")
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="writeStream"):
+        df.writeStream  # noqa: B018 - the property is the write
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="DELETE FROM"):
+        spark.sql("DELETE FROM auto_rows WHERE k = 1")
+    assert df.writeTo("auto_v2") is not None
+    assert store.version == 0

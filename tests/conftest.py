@@ -10,9 +10,10 @@ evaluates a plan, not what it computes. The tests that start Spark in a child pr
 local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's defaults, code
 generation included.
 
-The local-cluster test (test_cluster.py) runs in a child process of its own: it is started as
-soon as collection ends and its result is checked last, so its minute overlaps the rest of the
-suite instead of adding to it (`pytest_collection_finish`, `pytest_collection_modifyitems`).
+The local-cluster test (test_cluster.py) runs in a child process of its own, and the REPL session
+in a terminal (test_repl_pty.py, mostly waiting) in a thread: both are started as soon as
+collection ends and checked last, so they overlap the rest of the suite instead of adding to it
+(a module's `start_in_background`; `pytest_collection_finish`, `pytest_collection_modifyitems`).
 
 The suite's JVM lives for all of it, and the store's index builds and queries pin
 intermediate results with localCheckpoint: those blocks stay in the driver's memory until
@@ -126,8 +127,8 @@ def ids_df(spark):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The cluster tests last: their child process runs in the background until then."""
-    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+    """Tests with a background part last (the cluster run, the REPL session): it runs until then."""
+    items.sort(key=lambda item: hasattr(getattr(item, "module", None), "start_in_background"))
 
 
 def pytest_collection_finish(session):

@@ -5,12 +5,21 @@ One session does everything: a multi-line query, Tab completion of an attribute,
 (clears the input), Ctrl-C during a long query on the local engine (interrupts DuckDB, the REPL
 lives on) -- all of it without a JVM (no child process) --, then `\\engine spark` and Ctrl-C
 during a long query on Spark (cancels its jobs), `\\q` (exit 0).
+
+Most of the session's time is waiting (for a long query to be under way, for completion to
+draw), so it runs in a background thread started when collection ends (conftest.py) and the
+test collects its outcome last: the waits overlap the rest of the suite.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,13 +51,29 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-@pytest.fixture()
-def movies_path(spark, tmp_path):
-    from store import Store
+_RUN: dict[str, object] = {}
 
-    path = tmp_path / "store"
-    Store.open(str(path), spark=spark).ingest(str(ROOT / "examples" / "movies.json"))
-    return path
+
+def start_in_background() -> None:
+    """Ingest the movies store (`strata ingest`: in-process, no JVM) and run the session in a
+    thread (once); its files live in a temporary folder removed at exit."""
+    if _RUN or not STRATA.exists():
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="strata-repl-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    _RUN["tmp"] = tmp
+
+    def run() -> None:
+        try:
+            store = tmp / "store"
+            subprocess.run([str(STRATA), "--store", str(store), "ingest", str(ROOT / "examples" / "movies.json")],
+                           check=True, capture_output=True, timeout=START)
+            _RUN["status"] = _session(store, tmp)
+        except BaseException as e:  # noqa: BLE001 - re-raised by the test
+            _RUN["error"] = e
+
+    _RUN["thread"] = threading.Thread(target=run, name="repl-pty", daemon=True)
+    _RUN["thread"].start()
 
 
 def _spawn(store: Path, tmp_path: Path):
@@ -70,7 +95,18 @@ def _prompt(child, timeout=STEP) -> None:
 
 
 @pytest.mark.skipif(not STRATA.exists(), reason="the strata script is not installed in this venv")
-def test_repl_session_in_a_terminal(movies_path, tmp_path):
+def test_repl_session_in_a_terminal():
+    start_in_background()
+    _RUN["thread"].join(timeout=2 * START + 8 * STEP)
+    assert not _RUN["thread"].is_alive(), "the REPL session did not finish"
+    if "error" in _RUN:
+        raise _RUN["error"]
+    status = _RUN["status"]
+    assert status == 0, (_RUN["tmp"] / "pty.log").read_text()
+
+
+def _session(movies_path: Path, tmp_path: Path) -> int | None:
+    """The whole session (module docstring); returns the REPL's exit status."""
     child = _spawn(movies_path, tmp_path)
     try:
         child.expect("strata repl on", timeout=START)
@@ -169,4 +205,4 @@ def test_repl_session_in_a_terminal(movies_path, tmp_path):
         child.expect(pexpect.EOF, timeout=STEP)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 0, (tmp_path / "pty.log").read_text()
+    return child.exitstatus

@@ -10,10 +10,11 @@ evaluates a plan, not what it computes. The tests that start Spark in a child pr
 local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's defaults, code
 generation included.
 
-The local-cluster test (test_cluster.py) runs in a child process of its own, and the REPL session
-in a terminal (test_repl_pty.py, mostly waiting) in a thread: both are started as soon as
-collection ends and checked last, so they overlap the rest of the suite instead of adding to it
-(a module's `start_in_background`; `pytest_collection_finish`, `pytest_collection_modifyitems`).
+The local-cluster test (test_cluster.py) runs in a child process of its own, and the REPL
+session in a terminal (test_repl_pty.py, mostly waiting) in a thread: both are started once the
+suite's SparkSession is up and checked last, so they overlap the rest of the suite instead of
+adding to it (a module's `start_in_background`; `pytest_collection_finish`,
+`pytest_collection_modifyitems`).
 
 The suite's JVM lives for all of it, and the store's index builds and queries pin
 intermediate results with localCheckpoint: those blocks stay in the driver's memory until
@@ -55,6 +56,9 @@ def spark(tmp_path_factory):
 
     session = get_session(master="local[2]", conf=conf)
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
+    session.range(1).collect()  # the JVM warm before the background parts start
+    for start in _BACKGROUND:
+        start()
     yield session
     session.stop()
 
@@ -131,12 +135,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: hasattr(getattr(item, "module", None), "start_in_background"))
 
 
+_BACKGROUND: list = []  # start_in_background of the selected modules, run once the session is up
+
+
 def pytest_collection_finish(session):
-    """Start the background children of the selected tests that have one."""
-    started = set()
+    """Note the background parts of the selected tests: the `spark` fixture starts them once the
+    suite's JVM is up (started beside its start, four JVMs booting at once slowed the first
+    tests by half a minute); a test whose part was not started starts it itself."""
     for item in session.items:
-        module = getattr(item, "module", None)
-        start = getattr(module, "start_in_background", None)
-        if start is not None and module not in started:
-            started.add(module)
-            start()
+        start = getattr(getattr(item, "module", None), "start_in_background", None)
+        if start is not None and start not in _BACKGROUND:
+            _BACKGROUND.append(start)

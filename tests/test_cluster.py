@@ -1,7 +1,8 @@
 """No code path may rely on local mode: ingest, semantics and a captured run under
 local-cluster[2,1,1024] (two real executor JVMs, each with its own Python workers: the one-pass
 commit writes the store copy from there). Spark allows one SparkContext per process, so this runs
-in a child, started in the background when collection ends (conftest.py) and checked last."""
+in a child, started in the background once the suite's SparkSession is up (conftest.py) and
+checked last."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ lives on) -- all of it without a JVM (no child process) --, then `\\engine spark
 during a long query on Spark (cancels its jobs), `\\q` (exit 0).
 
 Most of the session's time is waiting (for a long query to be under way, for completion to
-draw), so it runs in a background thread started when collection ends (conftest.py) and the
-test collects its outcome last: the waits overlap the rest of the suite.
+draw), so it runs in a background thread started once the suite's SparkSession is up
+(conftest.py), and the test collects its outcome last: the waits overlap the rest of the suite.
 """
 
 from __future__ import annotations

@@ -472,10 +472,8 @@ class ComponentCache:
         if size < _CACHE_MIN_TRIPLES:
             return None
         if size > LARGE_COMPONENT and folder is not None and _fits(size):
-            try:
-                Component.load(index, ccid).save(index, ccid, folder)
-            except OSError:  # a read-only store: the component stays on disk, read as before
-                return None
+            if not _write_skeleton(index, ccid, folder):
+                return None  # the component stays on disk, read as before
             return self._keep(key, Component.open(folder), 0)
         if size > budget:
             return None
@@ -685,6 +683,16 @@ def _fits(triples: int) -> bool:
     return within_memory(SKELETON_BYTES_PER_TRIPLE * triples, "a lineage skeleton") is None
 
 
+def _write_skeleton(index: LocalIndex, ccid: str, folder: str) -> bool:
+    """Load component `ccid` and write its skeleton files; False when the store folder cannot
+    be written (read-only, full)."""
+    try:
+        Component.load(index, ccid).save(index, ccid, folder)
+    except OSError:
+        return False
+    return True
+
+
 def write_skeletons(st, threshold: int | None = None) -> int:
     """Write the skeleton files of every component of `st`'s index with more than `threshold`
     triples (default `LARGE_COMPONENT`) that has none, and remove those of older indexes.
@@ -712,10 +720,8 @@ def write_skeletons(st, threshold: int | None = None) -> int:
         for ccid, n_triples in large:
             folder = index.skeleton(ccid)
             if folder is not None and not os.path.isdir(folder) and _fits(n_triples):
-                try:
-                    Component.load(index, ccid).save(index, ccid, folder)
-                except OSError:  # a read-only store: lineage reads the index files instead
-                    return written
+                if not _write_skeleton(index, ccid, folder):
+                    return written  # lineage reads the index files instead
                 written += 1
             step.advance(1)
     return written

@@ -55,28 +55,32 @@ class Engine(str, enum.Enum):
                             hint="--engine auto picks per question; local forces DuckDB, spark forces Spark") from None
 
 
-def _count_setting(env: str, default: int, what: str) -> int:
-    """A count from the environment variable `env` (underscores allowed), else `default`."""
+def count_setting(env: str, default: int, what: str, minimum: int | None = None) -> int:
+    """A count from the environment variable `env` (underscores allowed), else `default`; a
+    value that is not a number, or below `minimum`, is a UserError naming the variable."""
     text = os.environ.get(env, "").strip()
     if not text:
         return default
     try:
-        return int(text.replace("_", ""))
+        value = int(text.replace("_", ""))
     except ValueError:
+        value = None
+    if value is None or (minimum is not None and value < minimum):
         raise UserError(f"{env} must be a number of {what}, got {text!r}",
                         hint=f"for example {env}={default}") from None
+    return value
 
 
 def local_rows_setting(value: int | None = None) -> int:
     """The `auto` threshold: `value`, else `$STRATA_LOCAL_ROWS`, else DEFAULT_LOCAL_ROWS."""
     if value is not None:
         return int(value)
-    return _count_setting("STRATA_LOCAL_ROWS", DEFAULT_LOCAL_ROWS, "rows")
+    return count_setting("STRATA_LOCAL_ROWS", DEFAULT_LOCAL_ROWS, "rows")
 
 
 def local_triples_setting() -> int:
     """`$STRATA_LOCAL_TRIPLES`, else DEFAULT_LOCAL_TRIPLES."""
-    return _count_setting(LOCAL_TRIPLES_ENV, DEFAULT_LOCAL_TRIPLES, "triples")
+    return count_setting(LOCAL_TRIPLES_ENV, DEFAULT_LOCAL_TRIPLES, "triples")
 
 
 # Peak memory of a triples file's ingest on the driver per triple (scale-1 CSProv trace:

@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from store.engine import duckdb_connect
+from store.engine import count_setting, duckdb_connect, within_memory
 from store.index import layout as L
 
 
@@ -190,18 +190,7 @@ SKELETONS = "_strata/cache/lineage"
 
 def cache_budget() -> int:
     """The most triples the process keeps in memory for repeated lineage (`$STRATA_LINEAGE_CACHE`)."""
-    raw = os.environ.get(CACHE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_CACHE_TRIPLES
-    try:
-        value = int(raw.replace("_", ""))
-    except ValueError:
-        value = -1
-    if value < 0:
-        from store.errors import UserError
-
-        raise UserError(f"${CACHE_ENV} must be a number of triples (0 turns the cache off), got {raw!r}")
-    return value
+    return count_setting(CACHE_ENV, DEFAULT_CACHE_TRIPLES, "triples (0 turns the cache off)", minimum=0)
 
 
 def _groups(codes, size: int):
@@ -678,8 +667,6 @@ SKELETON_BYTES_PER_TRIPLE = 150  # peak memory while a component is loaded and w
 
 def _fits(triples: int) -> bool:
     """Whether loading a component of this many triples to write its skeleton fits in memory."""
-    from store.engine import within_memory
-
     return within_memory(SKELETON_BYTES_PER_TRIPLE * triples, "a lineage skeleton") is None
 
 

@@ -175,8 +175,8 @@ class Store:
     def _read_manifest(self) -> Manifest:
         if self.as_of is None:
             return self.storage.manifest()
-        if self.as_of < 1 or self.as_of not in self.storage.versions():
-            versions = self.storage.versions()
+        versions = self.storage.versions()
+        if self.as_of not in versions:
             raise UserError(f"store {self.root} has no version {self.as_of} to read as of"
                             + (f" (versions {versions[0]}..{versions[-1]})" if versions else " (it is empty)"),
                             hint="`strata info` lists the versions")

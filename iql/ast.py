@@ -319,7 +319,9 @@ class Statement:
 
 
 # The columns of TRACE rows, fixed: one row per node of each traced input item's tree
-# (docs/tracing.md). `item` is the input item's store element (capture.tracing.item_element_id).
+# (docs/tracing.md). `item` is the input item's store element (capture.tracing.item_element_id);
+# `source` where the item lives and `value` its value at `path` (JSON text), read back from the
+# input only when the statement uses them (capture/tracing/locate.py).
 TRACE_COLUMNS: tuple[tuple[str, ValueType], ...] = (
     ("dataset", ValueType.STRING),
     ("item", ValueType.STRING),
@@ -328,6 +330,8 @@ TRACE_COLUMNS: tuple[tuple[str, ValueType], ...] = (
     ("role", ValueType.STRING),
     ("accessed_by", ValueType.INT_ARRAY),
     ("manipulated_by", ValueType.INT_ARRAY),
+    ("source", ValueType.STRING),
+    ("value", ValueType.STRING),
 )
 
 

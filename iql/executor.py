@@ -80,11 +80,11 @@ class Executor(ExpressionCompiler):
         return df
 
     def visit_TraceScan(self, scan: P.TraceScan, domains) -> DataFrame:
-        from capture.tracing import item_element_id, trace
+        from capture.tracing import trace, trace_rows
 
         t = scan.trace
-        rows = [(d, item_element_id(d, i), i, p, r, a, m)
-                for d, i, p, r, a, m in trace(self.st, t.run, t.pattern, t.limit).rows()]
+        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit),
+                          where="source" in scan.columns, values="value" in scan.columns)
         schema = ", ".join(f"{cname(scan.source.uid, name)} {_CAST[vtype]}"
                            for name, vtype in A.TRACE_COLUMNS)
         df = self.st.spark.createDataFrame(rows, schema)

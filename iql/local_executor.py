@@ -135,11 +135,11 @@ class LocalExecutor(ExpressionCompiler):
         return df
 
     def visit_TraceScan(self, scan: P.TraceScan, domains):
-        from capture.tracing import item_element_id, trace
+        from capture.tracing import trace, trace_rows
 
         t = scan.trace
-        rows = [(d, item_element_id(d, i), i, p, r, a, m)
-                for d, i, p, r, a, m in trace(self.st, t.run, t.pattern, t.limit).rows()]
+        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit),
+                          where="source" in scan.columns, values="value" in scan.columns)
         names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
         types = {n: _arrow_type(vtype) for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
         df = self.frame({n: [r[i] for r in rows] for i, n in enumerate(names)}, types)

@@ -60,6 +60,7 @@ class TraceScan:
     source: A.BoundSource
     filters: tuple[A.BoundExpr, ...]
     estimate: int | None = None
+    columns: tuple[str, ...] = ()  # the TRACE columns the statement uses ("source"/"value": read back)
 
     def __post_init__(self) -> None:
         if self.source.trace is None:

@@ -127,7 +127,8 @@ class _Planner:
         out: dict[str, P.Scan | P.TraceScan] = {}
         for source, outer in [(s, True) for s in q.correlated] + [(s, False) for s in q.sources]:
             if source.trace is not None:
-                out[source.uid] = P.TraceScan(source, tuple(pushed.get(source.uid, ())))
+                out[source.uid] = P.TraceScan(source, tuple(pushed.get(source.uid, ())),
+                                              columns=tuple(used.get(source.uid, ())))
                 continue
             ids: tuple[str, ...] | None = None
             filters = []

@@ -103,24 +103,26 @@ def format_table(columns, rows) -> str:
     return "\n".join(lines)
 
 
-def trace_tree(rows) -> str:
+def trace_tree(rows, width: int = 60) -> str:
     """The rows of a TRACE statement (columns `iql.TRACE_COLUMNS`) as indented trees, one per
-    traced input item, for the CLI and the REPL:
+    traced input item (with where it lives), each node with its value when it was read back
+    (cut to `width` characters), for the CLI and the REPL:
 
-        tweets  dataset:tweets#e30a59a421e0f527
-          retweet_cnt  influencing  accessed by 2
-          text  contributing  accessed by 3,7,8; manipulated by 3,7,8
+        tweets  dataset:tweets#e30a59a421e0f527  /data/tweets.json:3
+          retweet_cnt  influencing  accessed by 2  = 0
+          text  contributing  accessed by 3,7,8; manipulated by 3,7,8  = "Hello World"
     """
     lines: list[str] = []
     current = None
-    for dataset, item, _, path, role, accessed, manipulated in rows:
+    for dataset, item, _, path, role, accessed, manipulated, source, value in rows:
         if (dataset, item) != current:
             current = (dataset, item)
-            lines.append(f"{dataset}  {item}")
+            lines.append(f"{dataset}  {item}" + (f"  {source}" if source else ""))
         segs = path.split(".")
         ops = [f"{word} by {','.join(map(str, v))}"
                for word, v in (("accessed", accessed), ("manipulated", manipulated)) if v]
-        lines.append(f"{'  ' * len(segs)}{segs[-1]}  {role}" + (f"  {'; '.join(ops)}" if ops else ""))
+        shown = "" if value is None else f"  = {value if len(value) <= width else value[:width - 1] + '…'}"
+        lines.append(f"{'  ' * len(segs)}{segs[-1]}  {role}" + (f"  {'; '.join(ops)}" if ops else "") + shown)
     return "\n".join(lines)
 
 

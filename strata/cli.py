@@ -24,6 +24,7 @@ from strata import progress
 # name -> "module:attribute" of commands that live next to their subsystem.
 LAZY_COMMANDS = {
     "query": "strata.cli_query:query",
+    "trace": "strata.cli_query:trace",
     "index": "strata.cli_index:index",
     "lineage": "strata.cli_index:lineage",
     "export": "strata.cli_export:export",

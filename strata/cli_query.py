@@ -51,3 +51,33 @@ def query(ctx: click.Context, text: str, fmt: str, show_ast: bool, show_plan: bo
     if fmt != "json":
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
+
+
+@click.command("trace")
+@click.argument("pattern")
+@click.option("--run", metavar="RUN", help="the captured run [default: the store's last]")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="trace the first N matched result items")
+@click.option("--format", "fmt", type=click.Choice(["tree", "table", "json", "csv"]), default="tree",
+              show_default=True, help="output format (tree: one indented tree per input item)")
+@click.option("--no-values", is_flag=True, help="do not read the input items' values back (sources only)")
+@click.pass_context
+def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, fmt: str, no_values: bool) -> None:
+    """Where the result items matching PATTERN come from: each input item that made or
+    influenced them, where it lives (file:line, file#row, catalog table) and its values.
+
+    The same rows as `strata query "TRACE ['RUN'] MATCH 'PATTERN' [LIMIT N]"`, e.g.
+    strata trace "/tweets/text = 'Hello @lp'"."""
+    from capture.tracing import parse_pattern, trace_rows
+    from capture.tracing import trace as backtrace
+
+    st = store_of(ctx)
+    rows = trace_rows(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)
+    columns = tuple(name for name, _ in iql.TRACE_COLUMNS)
+    if fmt == "tree":
+        click.echo(trace_tree(rows))
+    elif fmt == "json":
+        click.echo(format_json(columns, rows))
+    elif fmt == "csv":
+        click.echo(format_csv(columns, rows).rstrip("\n"))
+    else:
+        click.echo(format_table(columns, rows))

@@ -10,6 +10,7 @@ runs through the `strata capture` command in a new process.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import runpy
@@ -17,12 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from capture import capturing
 from capture.auto.plan import translate
 from capture.storing import load_run
-from capture.tracing import parse_pattern, trace
+from capture.tracing import parse_pattern, trace, trace_rows
 from capture.tracking.tracker import Tracker
 from store import Store
 
@@ -109,9 +111,26 @@ def _ids(spark, df, key) -> dict[int, object]:
     return {r["__item"]: key(r) for r in tdf.with_item_ids("__item").collect()}
 
 
-def _traced(store, run: str, pattern: str, ids: dict[int, object]) -> set:
-    rows = trace(store, run, parse_pattern(pattern), limit=1000).rows()
-    return {ids[r[1]] for r in rows if r[1] in ids}
+def _traced(store, run: str, pattern: str, ids: dict[int, object], key) -> set:
+    """The keys of the traced input items; each item's ``source`` (file:line, file#row) read
+    naively must hold a record with that key."""
+    rows = trace_rows(store, trace(store, run, parse_pattern(pattern), limit=1000), values=False)
+    for r in rows:
+        if r[2] in ids:
+            assert str(key(_record_at(r[7]))) == str(ids[r[2]]), r[7]
+    return {ids[r[2]] for r in rows if r[2] in ids}
+
+
+def _record_at(source: str) -> dict:
+    """The input record ``source`` names, read without Spark or Strata."""
+    if "#" in source:  # Parquet: file#row
+        path, row = source.rsplit("#", 1)
+        return pq.read_table(path).slice(int(row), 1).to_pylist()[0]
+    path, line = source.rsplit(":", 1)
+    lines = Path(path).read_text().splitlines()
+    if path.endswith(".csv"):  # line 1 is the header
+        return next(csv.DictReader([lines[0], lines[int(line) - 1]]))
+    return json.loads(lines[int(line) - 1])
 
 
 # Naive references: script -> (output index, pattern, input DataFrame, key, expected keys)
@@ -182,7 +201,7 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
     if name in REFERENCES:
         k, pattern, source, key, expected = REFERENCES[name]
         ids = _ids(spark, source(spark, corpus_inputs), key)
-        assert _traced(store, cap.runs[k].run, pattern, ids) == expected()
+        assert _traced(store, cap.runs[k].run, pattern, ids, key) == expected()
 
 
 def test_strata_capture_command(corpus_inputs, tmp_path):

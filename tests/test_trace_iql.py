@@ -30,7 +30,8 @@ def test_trace_statement_returns_contributing_and_influencing_rows(traced_store)
     store, run, hello = traced_store
     res = iql.run(store, "TRACE MATCH '//id_str = ''lp'' and /tweets[count(text = ''Hello World'') >= 2]"
                          "/text = ''Hello World''';")
-    assert res.columns == ("dataset", "item", "item_id", "path", "role", "accessed_by", "manipulated_by")
+    assert res.columns == ("dataset", "item", "item_id", "path", "role", "accessed_by", "manipulated_by",
+                           "source", "value")
     rows = res.rows()
     assert sorted({r[2] for r in rows}) == hello
     for item in hello:
@@ -83,9 +84,10 @@ def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):
     rows = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''").rows()
     text = trace_tree(rows)
     lines = text.splitlines()
-    assert lines[0].startswith("tweets  dataset:tweets#")
-    assert "  user_mentions  influencing" in lines  # only the grouping key (not asked for) came from it
-    assert "    [1]  influencing  accessed by 4" in lines
+    assert lines[0].startswith("tweets  dataset:tweets#") and lines[0].endswith("tweets.json:5")  # file:line
+    # only the grouping key (not asked for) came from it; each node shows its value read back
+    assert '  user_mentions  influencing  = [{"id_str": "lp", "name": "Lisa Paul"}]' in lines
+    assert "    [1]  influencing  accessed by 4  = {\"id_str\": \"lp\", \"name\": \"Lisa Paul\"}" in lines
     assert any(line.startswith("      name  influencing") for line in lines)
 
 

@@ -19,7 +19,7 @@ before any job runs, naming the operator. docs/capture.md lists every operator a
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -33,7 +33,7 @@ from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, o
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of
 from capture.tracking.project import map_in_pandas as project_map_in_pandas
-from capture.tracking.sources import file_row_ids, item_ids, layout_key
+from capture.tracking.sources import Locator, file_row_ids, item_ids, layout_key, locator, program_locator
 
 # nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
 _TRANSPARENT = frozenset({"SubqueryAlias", "View", "ResolvedHint"})
@@ -168,10 +168,16 @@ class _Walk:
         return self.run(seq(node.children())[0])
 
     # ---- sources ----------------------------------------------------------------------------
-    def _source(self, leaf, dataset: str, method: str, detail: str, by_row_index: bool = False) -> TrackedDataFrame:
+    def _source(self, leaf, dataset: str, method: str, detail: str, where: Locator | None = None,
+                by_row_index: bool = False) -> TrackedDataFrame:
+        """A source over plan node ``leaf``: ids by file and row index, else by position under a
+        layout key; ``where`` is a file scan's locator without its layout (None: the program's rows)."""
         df = self.frame(leaf)
-        ids = file_row_ids(df, dataset) if by_row_index else item_ids(dataset, layout_key(df))
-        return self.tracker._source(df, dataset, method, detail, ids)
+        if by_row_index:
+            return self.tracker._source(df, dataset, method, detail, file_row_ids(df, dataset), locator=where)
+        layout = layout_key(df)
+        where = program_locator(method) if where is None else replace(where, layout=layout, layout_options=())
+        return self.tracker._source(df, dataset, method, detail, item_ids(dataset, layout), locator=where)
 
     def on_LogicalRelation(self, node) -> TrackedDataFrame:
         rel = node.relation()
@@ -187,12 +193,19 @@ class _Walk:
             dataset = ",".join(sorted(str(p) for p in seq(rel.location().rootPaths())))
             dataset = dataset.removeprefix("file:")
         if fmt == "json":
-            lines = self._json_lines(node, rel, dataset)
+            lines = self._json_lines(node, rel, dataset, table)
             if lines is not None:
                 return lines
-        return self._source(node, dataset, f"read.{fmt}", f"{fmt} {dataset}", by_row_index=fmt == "parquet")
+        where = locator(self.frame(node), "row_index" if fmt == "parquet" else "position", fmt, self._options(rel),
+                        relation=rel, table=dataset if table.isDefined() else None)
+        return self._source(node, dataset, f"read.{fmt}", f"{fmt} {dataset}", where, by_row_index=fmt == "parquet")
 
-    def _json_lines(self, node, rel, dataset: str) -> TrackedDataFrame | None:
+    def _options(self, rel) -> dict[str, str]:
+        """A file relation's reader options (its paths aside: they are the relation's root paths)."""
+        return {k: v for k, v in dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(rel.options())).items()
+                if k.lower() not in ("path", "paths")}
+
+    def _json_lines(self, node, rel, dataset: str, table) -> TrackedDataFrame | None:
         """A JSON Lines scan read again with capture's offset reader (capture/jvm), as
         ``Tracker.read.json`` reads it: the same rows plus each line's offset, so item ids are
         ``(dataset, file, modification time, offset)`` — the Tracker's ids, independent of the
@@ -204,8 +217,7 @@ class _Walk:
         from capture.tracking.sources import file_line_ids
         from capture.tracking.tracker import _line_delimited
 
-        options = {k: v for k, v in dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(rel.options())).items()
-                   if k.lower() not in ("path", "paths")}  # the files come from the root paths below
+        options = self._options(rel)  # the files come from the root paths below
         if rel.partitionSchema().length() or not jvm.available(self.spark) \
                 or not _line_delimited(self.spark, options):
             return None
@@ -221,8 +233,9 @@ class _Walk:
         out = seq(node.output()) + [a for a in seq(leaf.output()) if a.name() == jvm.OFFSET]
         df = self.frame(self.jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
             leaf.relation(), self.seq_of(out), leaf.catalogTable(), leaf.isStreaming(), leaf.stream()))
+        where = locator(df, "offset", "json", options, relation=rel, table=dataset if table.isDefined() else None)
         return self.tracker._source(df, dataset, "read.json", f"json {dataset}", file_line_ids(df, dataset),
-                                    (jvm.OFFSET,))
+                                    (jvm.OFFSET,), where)
 
     def _local(self, node, what: str) -> TrackedDataFrame:
         text = node.toString() if what != "local" else "\n".join(

@@ -34,6 +34,8 @@ from capture.storing.tables import (
     OPERATORS_SCHEMA,
     RUNS,
     RUNS_SCHEMA,
+    SOURCES,
+    SOURCES_SCHEMA,
     output_table,
     result_table,
 )
@@ -336,7 +338,9 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots, cap.derived))
+            located = [(run, o.oid, tracker._locators[o.oid].to_json()) for o in ops if o.oid in tracker._locators]
             phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
+                                             located and tx.append_rows(SOURCES, located, SOURCES_SCHEMA),
                                              tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}

@@ -9,6 +9,9 @@
   Parquet output's files, linked;
 * ``capture_operators`` (:data:`OPERATORS`, :data:`OPERATORS_SCHEMA`): one row per operator,
   Definition 5.1's <oid, type, I, M> (schema level);
+* ``capture_sources`` (:data:`SOURCES`, :data:`SOURCES_SCHEMA`): one row per source operator
+  whose input can be found again: where its items live (``capture.tracking.sources.Locator``
+  as JSON: files with lengths and times, reader, options), for a trace's ``source`` and ``value``;
 * ``capture_runs`` (:data:`RUNS`, :data:`RUNS_SCHEMA`): one row per run (pipeline, output,
   times, result items, the slots saying where each operator's associations sit in the annotated
   result, and how to compute the derived ids).
@@ -29,7 +32,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-RUNS, OPERATORS = "capture_runs", "capture_operators"
+RUNS, OPERATORS, SOURCES = "capture_runs", "capture_operators", "capture_sources"
 RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
 RUN = "run"  # the run id column of capture_runs and capture_operators
 
@@ -66,6 +69,11 @@ OPERATORS_SCHEMA = StructType([
     ]), False), True),  # null = undefined (⊥)
     StructField("dataset", _S, True),
     StructField("detail", _S, True),
+])
+SOURCES_SCHEMA = StructType([
+    StructField(RUN, _S, False),
+    StructField("oid", _I, False),
+    StructField("locator", _S, False),  # capture.tracking.sources.Locator.to_json
 ])
 RUNS_SCHEMA = StructType([
     StructField(RUN, _S, False),

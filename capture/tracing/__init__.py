@@ -12,6 +12,8 @@ The only module other packages import (never the modules below it)::
 * ``compile.py``: patterns compiled to Spark Column expressions over a run's stored result;
 * ``backtrace.py``: Pebble's Algorithms 1-4 (:class:`Backtrace`) and the entry points
   :func:`trace` and :func:`describe`;
+* ``locate.py``: where traced input items live and their values read back
+  (:func:`trace_rows`: TRACE's rows with ``source`` and ``value``);
 * ``reports.py``: the data-usage heatmap and the audit report over backtraces.
 
 Item ids are named as in the store (:func:`item_element_id`, :func:`parse_item_element_id`).
@@ -19,6 +21,7 @@ Item ids are named as in the store (:func:`item_element_id`, :func:`parse_item_e
 
 from capture.ids import dataset_element_id, item_element_id, item_hex, parse_item_element_id
 from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode, describe, trace
+from capture.tracing.locate import trace_rows
 from capture.tracing.pattern import Pattern, PatternError, parse_pattern
 from capture.tracing.reports import HeatCell, Heatmap, audit, heatmap, heatmap_html, heatmap_png
 
@@ -41,4 +44,5 @@ __all__ = [
     "parse_item_element_id",
     "parse_pattern",
     "trace",
+    "trace_rows",
 ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from capture.ids import hydrate_rows, is_hidden, item_element_id
 from capture.operators import POS, OperatorProv, OpType
@@ -209,6 +209,7 @@ class Backtrace:
 
     items: tuple[TracedItem, ...]
     matched: int  # result items the pattern matched
+    run: str | None = None  # the traced run (set by :func:`trace`)
 
     def datasets(self) -> list[str]:
         return sorted({i.dataset for i in self.items})
@@ -431,14 +432,14 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
         t["run"] = time.perf_counter() - t0
         out = backtrace_run(stored, pattern, limit, compiled=compiled, timings=t)
         t["total"] = time.perf_counter() - t0
-        return out
+        return replace(out, run=head.run)
     t["run"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     rows = local.matched_rows(store, head, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t1
     out = _backtrace_matched(rows, head.slots, head.operators, head.result_oid, t)
     t["total"] = time.perf_counter() - t0
-    return out
+    return replace(out, run=head.run)
 
 
 def describe(store, run: str | None, pattern: Pattern, limit: int | None = None) -> list[str]:

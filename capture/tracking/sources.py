@@ -10,11 +10,14 @@ layout key that names how Spark cut the input into partitions (:func:`item_ids`,
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from dataclasses import asdict, dataclass
 
 from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from capture import jvm
 
@@ -107,3 +110,85 @@ def layout_key(df: DataFrame, options: dict | None = None) -> str:
     if scans != 1 or leaves.size() != 1:  # not a plain file read: the partitioning decides
         parts.append(f"{df.rdd.getNumPartitions()} partitions")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+# ---- where the items live ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Locator:
+    """Where a source operator's items live, recorded when the input is read, so that a trace can
+    say where each traced input item is (file and line, file and row index, catalog table) and
+    read its value back while the input is unchanged (capture/tracing/locate.py).
+
+    ``ids`` says how the item ids were made, hence how to find an item again:
+
+    * ``offset``: JSON Lines through the offset reader (:func:`file_line_ids`);
+    * ``row_index``: Parquet by file and row index (:func:`file_row_ids`);
+    * ``position``: any other file format, by row position under ``layout`` (:func:`item_ids`,
+      :func:`layout_key` called with ``layout_options``): finding an item again reads the input
+      with Spark and checks that it is cut the same way;
+    * ``program``: rows the program made (``createDataFrame``, ``range``, literal rows, a
+      DataFrame handed to ``Tracker.track``): nothing to read back.
+
+    ``files`` are the input's files when it was read: Hadoop path, length and modification time
+    (milliseconds), the test of "unchanged"."""
+
+    ids: str
+    format: str
+    files: tuple[tuple[str, int, int], ...] = ()
+    paths: tuple[str, ...] = ()  # the read's root paths
+    options: tuple[tuple[str, str], ...] = ()  # the reader's options
+    schema: str | None = None  # the read's schema (Spark JSON), to read a positional input again
+    table: str | None = None  # the catalog table read, if any
+    layout: str | None = None
+    layout_options: tuple[tuple[str, str], ...] | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if v not in (None, (), [])}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Locator:
+        d = json.loads(text)
+        return cls(d["ids"], d["format"], tuple(tuple(f) for f in d.get("files", ())), tuple(d.get("paths", ())),
+                   tuple(tuple(o) for o in d.get("options", ())), d.get("schema"), d.get("table"),
+                   d.get("layout"), tuple(tuple(o) for o in d["layout_options"]) if "layout_options" in d else None)
+
+
+def _scan(df: DataFrame):
+    """The one file relation (``HadoopFsRelation``) ``df`` reads, or None."""
+    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    found = [leaves.apply(i) for i in range(leaves.size())]
+    found = [x for x in found if x.getClass().getSimpleName() == "LogicalRelation"
+             and x.relation().getClass().getSimpleName() == "HadoopFsRelation"]
+    return found[0].relation() if len(found) == 1 else None
+
+
+def file_statuses(relation) -> tuple[tuple[str, int, int], ...]:
+    """The files of a ``HadoopFsRelation`` as (Hadoop path, length, modification time in ms),
+    sorted, fetched in one py4j call. Empty when the index does not list its statuses."""
+    try:
+        statuses = relation.location().allFiles()
+        found = _STATUS.findall(statuses.mkString("\n"))
+    except Py4JError:
+        return ()
+    if len(found) != statuses.size():
+        return ()
+    return tuple(sorted((p, int(n), int(t)) for p, n, t in found))
+
+
+def locator(df: DataFrame, ids: str, fmt: str, options: dict | None = None, *, relation=None,
+            table: str | None = None, layout: str | None = None, layout_options: dict | None = None) -> Locator:
+    """The :class:`Locator` of a file read ``df`` (its relation found in its analyzed plan unless
+    given): the files with their lengths and times, root paths, options and schema."""
+    rel = relation if relation is not None else _scan(df)
+    files = file_statuses(rel) if rel is not None else ()
+    paths = tuple(str(p) for p in rel.location().rootPaths().mkString("\n").split("\n")) if rel is not None else ()
+    schema = StructType([f for f in df.schema.fields if not f.name.startswith("__strata_")]).json()
+    opts = tuple(sorted((str(k), str(v)) for k, v in (options or {}).items()
+                        if str(k).lower() not in ("path", "paths")))
+    lopts = tuple(sorted((str(k), str(v)) for k, v in layout_options.items())) if layout_options is not None else None
+    return Locator(ids, fmt, files, paths, opts, schema, table, layout, lopts)
+
+
+def program_locator(what: str) -> Locator:
+    """The :class:`Locator` of rows the program made (``what``: local, range, rdd, track ...)."""
+    return Locator("program", what)

@@ -16,7 +16,15 @@ from capture.ids import Derived, hydrate, is_hidden, top
 from capture.operators import OperatorProv, OpType, Slot
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.sources import file_line_ids, file_row_ids, item_ids, layout_key
+from capture.tracking.sources import (
+    Locator,
+    file_line_ids,
+    file_row_ids,
+    item_ids,
+    layout_key,
+    locator,
+    program_locator,
+)
 
 
 @dataclass(frozen=True)
@@ -90,10 +98,15 @@ class _Reader:
             # inferred or given, so no second inference runs
             fields = [*df.schema.fields, StructField(jvm.OFFSET, LongType(), False)]
             df = spark.read.options(**options).schema(StructType(fields)).format(jvm.CLASS).load(path)
-            return self._tracker._source(df, dataset, "read.json", detail, file_line_ids(df, dataset), (jvm.OFFSET,))
-        ids = file_row_ids(df, dataset) if fmt == "parquet" else \
-            item_ids(dataset, layout_key(df, {"format": fmt, **options}))
-        return self._tracker._source(df, dataset, f"read.{fmt}", detail, ids)
+            return self._tracker._source(df, dataset, "read.json", detail, file_line_ids(df, dataset), (jvm.OFFSET,),
+                                         locator(df, "offset", fmt, options))
+        if fmt == "parquet":
+            return self._tracker._source(df, dataset, "read.parquet", detail, file_row_ids(df, dataset),
+                                         locator=locator(df, "row_index", fmt, options))
+        lopts = {"format": fmt, **options}
+        layout = layout_key(df, lopts)
+        return self._tracker._source(df, dataset, f"read.{fmt}", detail, item_ids(dataset, layout),
+                                     locator=locator(df, "position", fmt, options, layout=layout, layout_options=lopts))
 
     def json(self, path, name: str | None = None, **options) -> TrackedDataFrame:
         return self._read("json", path, name, options)
@@ -117,6 +130,7 @@ class Tracker:
         self.pipeline = pipeline
         self.model = model
         self._ops: dict[int, OperatorProv] = {}
+        self._locators: dict[int, Locator] = {}  # source operator id -> where its items live
         self._oid = 0
 
     @property
@@ -129,12 +143,14 @@ class Tracker:
             raise UnsupportedOperation.named("track", "the DataFrame is already tracked")
         if not name:
             raise UnsupportedOperation.named("track", "a dataset name is required: track(df, name='tweets')")
-        return self._source(df, name, "track", f"track {name}", item_ids(name, layout_key(df)))
+        return self._source(df, name, "track", f"track {name}", item_ids(name, layout_key(df)),
+                            locator=program_locator("track"))
 
     def _source(self, df: DataFrame, dataset: str, method: str, detail: str, ids: F.Column,
-                internal: tuple[str, ...] = ()) -> TrackedDataFrame:
+                internal: tuple[str, ...] = (), locator: Locator | None = None) -> TrackedDataFrame:
         """A source operator over ``df`` with item ids ``ids``; ``internal`` names the reader's
-        own columns the ids are computed from (dropped after)."""
+        own columns the ids are computed from (dropped after); ``locator`` says where its items
+        live (committed with the run: a trace reads values back through it)."""
         bad = [c for c in df.columns if is_hidden(c) and c not in internal]
         if bad:
             raise UnsupportedOperation.named(method, f"column names {bad} use the reserved prefix '__strata_'")
@@ -142,6 +158,8 @@ class Tracker:
         idk = f"__strata_id_{oid}"
         op = OperatorProv(oid, OpType.SOURCE, method, (), (), detail=detail, dataset=dataset)
         self._register(op)
+        if locator is not None:
+            self._locators[oid] = locator
         annotated = df.withColumn(idk, ids)
         return TrackedDataFrame(self, annotated.drop(*internal) if internal else annotated, oid, idk, ())
 

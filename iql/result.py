@@ -105,10 +105,11 @@ def format_table(columns, rows) -> str:
 
 def trace_tree(rows, width: int = 60) -> str:
     """The rows of a TRACE statement (columns `iql.TRACE_COLUMNS`) as indented trees, one per
-    traced input item (with where it lives), each node with its value when it was read back
-    (cut to `width` characters), for the CLI and the REPL:
+    traced input item, headed by where it lives (else its dataset) and its store element, each
+    node with its value when it was read back (cut to `width` characters), for the CLI and the
+    REPL:
 
-        tweets  dataset:tweets#e30a59a421e0f527  /data/tweets.json:3
+        /data/tweets.json:3  dataset:tweets#e30a59a421e0f527
           retweet_cnt  influencing  accessed by 2  = 0
           text  contributing  accessed by 3,7,8; manipulated by 3,7,8  = "Hello World"
     """
@@ -117,7 +118,7 @@ def trace_tree(rows, width: int = 60) -> str:
     for dataset, item, _, path, role, accessed, manipulated, source, value in rows:
         if (dataset, item) != current:
             current = (dataset, item)
-            lines.append(f"{dataset}  {item}" + (f"  {source}" if source else ""))
+            lines.append(f"{source or dataset}  {item}")
         segs = path.split(".")
         ops = [f"{word} by {','.join(map(str, v))}"
                for word, v in (("accessed", accessed), ("manipulated", manipulated)) if v]

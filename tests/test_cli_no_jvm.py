@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,7 +95,11 @@ def test_user_errors_keep_their_exit_code_without_a_jvm(movies_root):
 
 def test_trace_and_select_from_trace_start_no_jvm(traced_root):
     r = strata(traced_root, "query", "TRACE MATCH '/user/id_str = ''lp'''")
-    assert r.returncode == 0 and "tweets  dataset:tweets#" in r.stdout, r.stderr
+    # each traced input item is headed by where it lives (file:line), read back on the driver
+    assert r.returncode == 0 and re.search(r"tweets\.json:\d+  dataset:tweets#", r.stdout), r.stderr
+    r = strata(traced_root, "trace", "/user/id_str = 'lp'", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert all(re.fullmatch(r".*tweets\.json:\d+", row[7]) for row in json.loads(r.stdout)["rows"])
     r = strata(traced_root, "query", "SELECT path, count(*) AS n FROM TRACE(MATCH '//text') t GROUP BY path "
                                      "ORDER BY path", "--format", "csv")
     assert r.returncode == 0 and "text,5" in r.stdout.splitlines(), r.stderr

@@ -84,7 +84,7 @@ def test_no_match_gives_no_rows_and_rows_render_as_indented_trees(traced_store):
     rows = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''").rows()
     text = trace_tree(rows)
     lines = text.splitlines()
-    assert lines[0].startswith("tweets  dataset:tweets#") and lines[0].endswith("tweets.json:5")  # file:line
+    assert lines[0].startswith(f"{TWEETS}:5  dataset:tweets#")  # where the item lives: file:line
     # only the grouping key (not asked for) came from it; each node shows its value read back
     assert '  user_mentions  influencing  = [{"id_str": "lp", "name": "Lisa Paul"}]' in lines
     assert "    [1]  influencing  accessed by 4  = {\"id_str\": \"lp\", \"name\": \"Lisa Paul\"}" in lines
@@ -98,7 +98,7 @@ def test_strata_query_prints_trace_rows_as_trees(traced_store):
     result = iql.run(store, "TRACE MATCH '/tweets/text = ''Hello @lp'''")
     text = render(result, "table")
     assert result.form is iql.Form.TRACE and result.columns == tuple(n for n, _ in iql.TRACE_COLUMNS)
-    assert text.splitlines()[0].startswith("tweets  dataset:tweets#")
+    assert text.splitlines()[0].startswith(f"{TWEETS}:")
     assert "  text  contributing" in text
     # the same rows through SELECT * FROM TRACE(...) are a relation like any other: a table
     select = iql.run(store, "SELECT * FROM TRACE(MATCH '/tweets/text = ''Hello @lp''')")

@@ -4,18 +4,23 @@ Each script runs twice in the suite's Spark session through ``runpy`` with ``sys
 mechanism of `strata capture`: plainly, then inside ``capture.capturing``. Every output (files and
 catalog tables) must have the same schema and rows, with one committed run per write. For a sample
 of scripts, items of an output are traced and the input items the trace reaches are checked
-against a naive reference computed here in plain Python from the input records. One script also
-runs through the `strata capture` command in a new process.
+against a naive reference computed here in plain Python from the input records, and each traced
+item's `source` (file:line, file#row) read naively must hold that record. One script also runs
+through the `strata capture` command in a new process, started in the background once the suite's
+SparkSession is up (conftest.py) and checked at the end.
 """
 
 from __future__ import annotations
 
+import atexit
 import csv
 import json
 import os
 import runpy
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -52,7 +57,11 @@ EVENTS = {m: [{"user": f"u{(m + e) % 4 + 1}", "kind": ["click", "view", "buy"][(
 
 @pytest.fixture(scope="module")
 def corpus_inputs(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("corpus_in")
+    return _write_inputs(tmp_path_factory.mktemp("corpus_in"), spark)
+
+
+def _write_inputs(root: Path, spark) -> Path:
+    root.mkdir(exist_ok=True)
     (root / "orders.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ORDERS))
     lines = ["customer_id,name,country,active"] + [
         f"{c['customer_id']},{c['name']},{c['country']},{str(c['active']).lower()}" for c in CUSTOMERS]
@@ -204,19 +213,44 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
         assert _traced(store, cap.runs[k].run, pattern, ids, key) == expected()
 
 
-def test_strata_capture_command(corpus_inputs, tmp_path):
+_COMMAND: dict[str, object] = {}
+_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+
+
+def start_in_background() -> None:
+    """`strata capture` of one corpus script in a new process, started once the suite's
+    SparkSession is up (conftest.py) and checked by test_strata_capture_command: its JVM boots
+    and runs while other tests do."""
+    if _COMMAND:
+        return
+    from pyspark.sql import SparkSession
+
+    work = Path(tempfile.mkdtemp(prefix="strata-corpus-"))
+    atexit.register(shutil.rmtree, work, True)
+    inputs = _write_inputs(work / "in", SparkSession.getActiveSession())
+    (work / "out").mkdir()
+    _COMMAND.update(work=work, err=work / "stderr")
+    with open(work / "stderr", "w") as err:  # a file, not a pipe: nobody reads it until the end
+        _COMMAND["proc"] = subprocess.Popen(
+            [sys.executable, "-m", "strata.cli", "--store", str(work / "store"), "--master", "local[1]",
+             "capture", "--", str(CORPUS / "semi_anti.py"), str(inputs), str(work / "out"), "x"],
+            stdout=subprocess.DEVNULL, stderr=err, env=_ENV)
+
+
+def test_strata_capture_command(spark, tmp_path):
     """`strata capture -- script ARGS` in a new process: exit 0, one run per write, the output."""
-    out = tmp_path / "out"
-    out.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",
-         "capture", "--", str(CORPUS / "semi_anti.py"), str(corpus_inputs), str(out), "x"],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stderr.count("captured semi_anti/run-") == 2
+    start_in_background()
+    proc, out = _COMMAND["proc"], _COMMAND["work"] / "out"
+    try:
+        proc.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    stderr = _COMMAND["err"].read_text()
+    assert proc.returncode == 0, stderr[-2000:]
+    assert stderr.count("captured semi_anti/run-") == 2
     assert (out / "buyers.parquet").is_dir() and (out / "idle.parquet").is_dir()
     refused = subprocess.run(
         [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",
-         "capture", "--", str(tmp_path / "missing.py")], capture_output=True, text=True, env=env, timeout=120)
+         "capture", "--", str(tmp_path / "missing.py")], capture_output=True, text=True, env=_ENV, timeout=120)
     assert refused.returncode == 2 and "no such script" in refused.stderr and "Traceback" not in refused.stderr

@@ -221,8 +221,10 @@ class _Planner:
             t = scan.trace
             run = f"run {t.run!r}" if t.run is not None else "the last captured run"
             items = "the matched items" if t.limit is None else f"the first {t.limit} matched items"
+            asked = [c for c in ("source", "value") if c in scan.columns]
+            back = f"; then find the traced input items in the run's inputs for {' and '.join(asked)}" if asked else ""
             return (f"TRACE {s.alias} (match the tree pattern on the stored result of {run}, then "
-                    f"backtrace {items})")
+                    f"backtrace {items}{back})")
         how = []
         if scan.ids is not None:
             how.append(f"id pinned to {len(scan.ids)} element(s)")

@@ -199,3 +199,13 @@ def test_value_at_steps_into_fields_and_one_based_positions():
     assert value_at(rec, ["tags", "[2]"]) == "y" and value_at(rec, ["tags", "[3]"]) is None
     assert value_at(rec, ["l", "[pos]", "k"]) == [1, 2]
     assert value_at(rec, ["missing", "x"]) is None
+
+
+def test_inputs_are_read_only_when_source_or_value_is_used(run, tmp_path):
+    store, _ = run
+    plain = "\n".join(r[0] for r in iql.run(store, "EXPLAIN SELECT t.path FROM TRACE(MATCH '/a') t").rows())
+    asked = "\n".join(r[0] for r in iql.run(store, "EXPLAIN TRACE MATCH '/a'").rows())
+    assert "find the traced input items" not in plain
+    assert "find the traced input items in the run's inputs for source and value" in asked
+    rows = iql.run(store, "SELECT t.path, t.role FROM TRACE(MATCH '/a = 3') t").rows()
+    assert ("a", "contributing") in rows

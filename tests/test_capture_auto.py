@@ -168,6 +168,47 @@ def test_operator_row(spark, inputs, store, tmp_path, source_ids, case):
         assert {ids[r[1]] for r in got.rows() if r[1] in ids} == expected
 
 
+def _frame(x: int, column: str) -> list[int]:
+    """The naive reference of test_window_frames: the ids of the rows whose values make the
+    window value ``column`` of row ``x`` (its partition: the rows with the same ``k``, by ``id``)."""
+    part = sorted(r["id"] for r in ROWS if r["k"] == x % 3)
+    i = part.index(x)
+    return {"rs": part[:i + 1],                                  # RANGE UNBOUNDED PRECEDING .. CURRENT ROW
+            "ma": part[max(i - 1, 0):i + 2],                     # ROWS 1 PRECEDING .. 1 FOLLOWING
+            "rg": [p for p in part if x - 6 <= p <= x - 1],      # RANGE 6 PRECEDING .. 1 PRECEDING
+            "lg": part[i - 1:i] if i else [],                    # lag: the row before
+            "ld": part[i + 1:i + 2],                             # lead: the row after
+            "rk": [], "rn": []}[column]                           # ranking: the row's own place
+
+
+def test_window_frames(spark, inputs, store, tmp_path, source_ids):
+    """One Window node with frames of every kind: the same output as the plain program, and a
+    window value traces to its frame's rows as contributing (the function's argument) and to
+    the rest of its partition as influencing; a ranking value to the row's own keys."""
+    def program(s):
+        w = Window.partitionBy("k").orderBy("id")
+        return _json(s, inputs).select(
+            "id", "k", F.sum("v").over(w).alias("rs"), F.avg("v").over(w.rowsBetween(-1, 1)).alias("ma"),
+            F.sum("v").over(w.rangeBetween(-6, -1)).alias("rg"), F.rank().over(w).alias("rk"),
+            F.row_number().over(w).alias("rn"), F.lag("v").over(w).alias("lg"),
+            F.lead("name", 1, "none").over(w).alias("ld"))
+
+    out = str(tmp_path / "out")
+    with capturing(spark, store, pipeline="window", model=False) as cap:
+        program(spark).write.parquet(out)
+    written = spark.read.parquet(out)
+    assert [f.name for f in written.schema] == [f.name for f in program(spark).schema]
+    assert _rows(program(spark)) == _rows(written)
+    ids = source_ids["json"]
+    for x, column, arg in [(7, "rs", "v"), (7, "ma", "v"), (7, "rg", "v"), (4, "ma", "v"), (7, "lg", "v"),
+                           (4, "ld", "name"), (7, "ld", "name"), (7, "rk", "v"), (7, "rn", "v")]:
+        got = trace(store, cap.runs[0].run, parse_pattern(f"/id = {x} and /{column}"), limit=10).rows()
+        contributing = {(ids[r[1]], r[2]) for r in got if r[3] == "contributing"}
+        own = {(x, "id"), (x, "k")} if column in ("rk", "rn") else {(x, "id")}  # the matched id; a rank's keys
+        assert contributing == own | {(m, arg) for m in _frame(x, column)}, (x, column)
+        assert {ids[r[1]] for r in got} == {r["id"] for r in ROWS if r["k"] == x % 3}, (x, column)
+
+
 REFUSED = {
     "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
                       "Intersect"),
@@ -178,6 +219,8 @@ REFUSED = {
                         "Project"),
     "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),
                       "FlatMapGroupsInPandas"),
+    "lag IGNORE NULLS": (lambda s, i: s.sql("SELECT id, lag(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY id) AS l "
+                                            "FROM auto_rows"), "Window"),
 }
 
 

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from capture.auto import window
 from capture.errors import UnsupportedOperation
 from capture.ids import is_hidden
-from capture.operators import Manipulation, OperatorProv, OpInput, OpType
+from capture.operators import OpType
 from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, out_pairs, seq
+from capture.tracking.paths import analyzed, cls, seq
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of
 from capture.tracking.project import map_in_pandas as project_map_in_pandas
@@ -458,39 +459,9 @@ class _Walk:
 
     # ---- windows --------------------------------------------------------------------------------
     def on_Window(self, node) -> TrackedDataFrame:
-        """A window keeps its input rows and adds values computed over each row's partition:
-        an aggregation of the partition (its rows influence every row of it, through the
-        partition keys), joined back to each row, then the window functions over the row
-        (Pebble's rules for aggregation, join and select; docs/capture.md, "Window")."""
-        child = self.child(node)
-        keys = seq(node.partitionSpec())
-        names = [f"_strata_w{i}" for i in range(len(keys))]
-        group = grouping.aggregate(child, "window.partition",
-                                   tuple(column_of(self.spark, k).alias(n) for k, n in zip(keys, names, strict=True)),
-                                   [F.count(F.lit(1)).alias("_strata_wn")])
-        cond = F.lit(True)
-        for k, n in zip(keys, names, strict=True):
-            cond = cond & column_of(self.spark, k).eqNullSafe(group.annotated[n])
-        joined = binary.join(child, group, cond, "inner")
-        base = analyzed(joined.annotated)
-        windowed = self.frame(node.withNewChildren(self.seq_of([base])))
-        wout = seq(node.windowExpressions())
-        keep = [a for a in seq(analyzed(windowed).output())
-                if a.name() not in (*names, "_strata_wn")]
-        new = self.frame(self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
-            self.seq_of(keep), analyzed(windowed)))
-        attrs = attr_map([base])
-        if any(has_udf(w) for w in wout):
-            op = OperatorProv(self.tracker._new_oid(), OpType.MAP, "window", (OpInput(joined.oid, None),), None,
-                              detail=str(node.simpleString(25)))
-            return joined._next(new, op)
-        accessed = tuple(a.path for a in accesses(wout, attrs) if a.input == 0)
-        manipulated = [Manipulation(0, c, c) for c in child.visible()]
-        for w in wout:
-            manipulated += [m for m in out_pairs(w, w.name(), attrs, {}) if m.input == 0]
-        op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "window", (OpInput(joined.oid, accessed),),
-                          tuple(dict.fromkeys(manipulated)), detail=str(node.simpleString(25)))
-        return joined._next(new, op)
+        """A window value is influenced by its partition's rows and built from its frame's
+        (capture/auto/window.py; docs/capture.md, "Window")."""
+        return window.translate(self, node, refuse)
 
 
 def _refs(expr) -> set[int]:

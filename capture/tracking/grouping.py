@@ -118,12 +118,19 @@ def key_id(grouped: DataFrame, n: int, oid: int, idk: str, keep_keys: bool = Tru
     spark = grouped.sparkSession
     attrs = seq(analyzed(grouped).output())
     cols = [column_of(spark, a) for a in attrs]
-    parts = []
-    for col, f in zip(cols[:n], grouped.schema.fields[:n], strict=True):
-        plain = _positional(f.dataType)
-        parts.append(_key_value(col if plain == f.dataType else col.cast(plain), plain))
     kept = cols if keep_keys else cols[n:]
-    return grouped.select(*kept, F.xxhash64(F.lit(oid), *parts).alias(idk))
+    types = [f.dataType for f in grouped.schema.fields[:n]]
+    return grouped.select(*kept, key_hash(oid, cols[:n], types).alias(idk))
+
+
+def key_hash(oid: int, keys: list[Column], types: list[DataType]) -> Column:
+    """``xxhash64(oid, group key)`` over the key columns (of those types): nested ones cast to
+    positional field names, nulls and array bounds kept apart (:func:`_key_value`)."""
+    parts = []
+    for col, dtype in zip(keys, types, strict=True):
+        plain = _positional(dtype)
+        parts.append(_key_value(col if plain == dtype else col.cast(plain), plain))
+    return F.xxhash64(F.lit(oid), *parts)
 
 
 def _finish(tdf, new, op, agg: str, idk: str) -> TrackedDataFrame:

@@ -257,6 +257,69 @@ def test_sql_ctas_and_insert(spark, inputs, store, tmp_path):
         spark.sql("DROP DATABASE auto_db CASCADE")
 
 
+def _files(root) -> list[str]:
+    """The data files' folders under ``root``, relative (partition folders such as ``k=1``), with
+    how many files each holds (Spark's own files, not their names, which hold a job id)."""
+    from collections import Counter
+
+    return sorted(Counter(str(p.parent.relative_to(root)) for p in root.rglob("*.parquet")).items())
+
+
+def test_partitioned_write(spark, inputs, store, tmp_path, source_ids):
+    """``df.write.partitionBy(...)``: the same folders, files and rows as the plain write, and the
+    run traces back through them."""
+    def program(s, out):
+        _json(s, inputs).select("id", "k", "name").repartition(2, "id").write.partitionBy("k").parquet(str(out))
+
+    program(spark, tmp_path / "plain")
+    with capturing(spark, store, pipeline="partitioned", model=False) as cap:
+        program(spark, tmp_path / "cap")
+    assert _files(tmp_path / "cap") == _files(tmp_path / "plain")
+    plain, written = spark.read.parquet(str(tmp_path / "plain")), spark.read.parquet(str(tmp_path / "cap"))
+    assert written.schema == plain.schema and _rows(written) == _rows(plain)
+    got = trace(store, cap.runs[0].run, parse_pattern("/name = 'n4'"), limit=10).rows()
+    assert {source_ids["json"][r[1]] for r in got} == {4}
+
+
+def test_sql_partitioned_tables(spark, inputs, store, tmp_path, source_ids):
+    """CTAS with PARTITIONED BY and LOCATION, INSERT with a PARTITION clause and a column list,
+    INSERT … BY NAME, INSERT OVERWRITE of one static partition and INSERT OVERWRITE DIRECTORY:
+    each statement runs as Spark runs it (the same rows, partitions and location), with its query
+    captured."""
+    def program(db: str, location) -> None:
+        spark.catalog.setCurrentDatabase(db)
+        spark.sql(f"CREATE TABLE t USING parquet PARTITIONED BY (k) LOCATION '{location}' "  # noqa: S608 - a test path
+                  "AS SELECT id, name, k FROM auto_rows WHERE k < 2")
+        spark.sql("INSERT INTO t PARTITION (k = 2) (name, id) SELECT name, id FROM auto_rows WHERE k = 2")
+        spark.sql("INSERT INTO t BY NAME SELECT k, 100 + id AS id, upper(name) AS name FROM auto_rows WHERE id < 2")
+        spark.sql("INSERT OVERWRITE t PARTITION (k = 0) SELECT id, 'zero' FROM auto_rows WHERE k = 0")
+        spark.sql(f"INSERT OVERWRITE DIRECTORY '{location}_dir' USING parquet "  # noqa: S608 - a test path
+                  "SELECT id, k FROM auto_rows WHERE id > 6")
+        spark.catalog.setCurrentDatabase("default")
+
+    spark.sql(f"CREATE DATABASE auto_part_plain LOCATION '{tmp_path / 'plain_db'}'")
+    spark.sql(f"CREATE DATABASE auto_part_cap LOCATION '{tmp_path / 'cap_db'}'")
+    try:
+        program("auto_part_plain", tmp_path / "plain_t")
+        with capturing(spark, store, pipeline="sql_partitioned", model=False) as cap:
+            program("auto_part_cap", tmp_path / "cap_t")
+        assert len(cap.runs) == 5
+        plain, captured = spark.table("auto_part_plain.t"), spark.table("auto_part_cap.t")
+        assert captured.schema == plain.schema and _rows(captured) == _rows(plain)
+        partitions = [_rows(spark.sql(f"SHOW PARTITIONS auto_part_{db}.t")) for db in ("plain", "cap")]
+        assert partitions[0] == partitions[1]
+        assert _files(tmp_path / "cap_t") == _files(tmp_path / "plain_t")  # the table's own LOCATION
+        plain_dir, cap_dir = (spark.read.parquet(f"{tmp_path / n}_dir") for n in ("plain_t", "cap_t"))
+        assert cap_dir.schema == plain_dir.schema and _rows(cap_dir) == _rows(plain_dir)
+        # the BY NAME insert's query is the run's result: its rows trace to their input rows
+        got = trace(store, cap.runs[2].run, parse_pattern("/name = 'N1'"), limit=10).rows()
+        assert {source_ids["json"][r[1]] for r in got} == {1}
+    finally:
+        spark.catalog.setCurrentDatabase("default")
+        spark.sql("DROP DATABASE auto_part_plain CASCADE")
+        spark.sql("DROP DATABASE auto_part_cap CASCADE")
+
+
 def test_ids_are_deterministic(spark, inputs, store, tmp_path):
     """The same unmodified program captured twice (a later write in between): the same item ids,
     so the two runs share their input items in the store."""

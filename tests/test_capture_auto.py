@@ -107,6 +107,10 @@ CASES = {
                   "aggregation", None),
     "Except": (lambda s, i: _json(s, i).select("k").subtract(s.table("auto_labels").select("k")),
                "aggregation", None),
+    "Intersect ALL": (lambda s, i: s.sql("SELECT k FROM auto_rows INTERSECT ALL SELECT * FROM VALUES (0L), (0L), (1L)"),
+                      "flatten", ("/k = 0", {0, 3, 6})),  # k = 0 twice, each copy from every k = 0 row
+    "Except ALL": (lambda s, i: _json(s, i).select("k").exceptAll(s.table("auto_labels").select("k")), "flatten",
+                   ("/k = 2", {2, 5, 8})),
     "MapInPandas": (lambda s, i: _json(s, i).select("id", "v").mapInPandas(_doubler(), "id long, v double"),
                     "map", ("/id = 2", {2})),
     "Python UDF": (lambda s, i: _json(s, i).select(F.udf(lambda x: x * 2, "double")("v").alias("d")), "map",
@@ -210,8 +214,6 @@ def test_window_frames(spark, inputs, store, tmp_path, source_ids):
 
 
 REFUSED = {
-    "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
-                      "Intersect"),
     "Generate json_tuple": (lambda s, i: s.sql("SELECT id, json_tuple(name, 'a') FROM auto_rows"), "Generate"),
     "a column renamed twice": (
         lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),

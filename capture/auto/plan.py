@@ -391,7 +391,7 @@ class _Walk:
 
     def _set_op(self, node, how: str) -> TrackedDataFrame:
         if node.isAll():
-            raise refuse(node, f"{cls(node).upper()} ALL repeats rows by count; use the DISTINCT form")
+            return self._set_op_all(node, how)
         left, right = self.run(node.left()), self.run(node.right())
         ls, rs = seq(node.left().output()), seq(node.right().output())
         cond = None
@@ -400,6 +400,30 @@ class _Walk:
             cond = eq if cond is None else cond & eq
         joined = binary.join(left, right, cond, how)
         return grouping.deduplicate(joined, "distinct", None)
+
+    def _set_op_all(self, node, how: str) -> TrackedDataFrame:
+        """INTERSECT ALL / EXCEPT ALL: each side grouped by every column (a row value's copies
+        are the members of its group), the groups joined on null-safe equality (inner; left
+        for EXCEPT), then a flatten that repeats the row value min(left, right) times
+        (left - right for EXCEPT). Every output copy of a value is built from all of the left
+        side's copies of it; the right side's copies influence it (the join's condition)."""
+        method = "intersectAll" if how == "semi" else "exceptAll"
+        left, right = self.run(node.left()), self.run(node.right())
+        ls, rs = seq(node.left().output()), seq(node.right().output())
+        count = F.count(F.lit(1))
+        gl = grouping.aggregate(left, method, tuple(column_of(self.spark, a) for a in ls), [count.alias("_strata_nl")])
+        gr = grouping.aggregate(right, method, tuple(column_of(self.spark, b) for b in rs), [count.alias("_strata_nr")])
+        cond = None
+        for a, b in zip(ls, rs, strict=True):
+            eq = column_of(self.spark, a).eqNullSafe(column_of(self.spark, b))
+            cond = eq if cond is None else cond & eq
+        joined = binary.join(gl, gr, cond, "inner" if how == "semi" else "left")
+        nl, nr = joined.annotated["_strata_nl"], joined.annotated["_strata_nr"]
+        copies = F.least(nl, nr) if how == "semi" else nl - F.coalesce(nr, F.lit(0))
+        keep = [column_of(self.spark, a) for a in ls]
+        flat = project_apply(joined, method, lambda d, extra: d.select(
+            *keep, F.explode(F.array_repeat(F.lit(True), copies.cast("int"))).alias("_strata_copy"), *extra))
+        return project_apply(flat, "select", lambda d, extra: d.select(*keep, *extra), explicit=True)
 
     def on_Intersect(self, node) -> TrackedDataFrame:
         return self._set_op(node, "semi")

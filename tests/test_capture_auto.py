@@ -115,6 +115,12 @@ CASES = {
                     "map", ("/id = 2", {2})),
     "Python UDF": (lambda s, i: _json(s, i).select(F.udf(lambda x: x * 2, "double")("v").alias("d")), "map",
                    None),
+    "MapInArrow": (lambda s, i: _json(s, i).select("id", "v").mapInArrow(_arrow_doubler(), "id long, v double"),
+                   "map", ("/id = 2", {2})),
+    # a group's output row is built from every row of the group (k = 1: ids 1, 4, 7)
+    "FlatMapGroupsInPandas (applyInPandas)": (
+        lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(_top_two(), "k long, v double, n long"),
+        "flatten", ("/v = 7.0", {1, 4, 7})),
 }
 
 
@@ -124,6 +130,21 @@ def _doubler():
         for pdf in batches:
             yield pdf.assign(v=pdf.v * 2)
     return double
+
+
+def _arrow_doubler():
+    def double(batches):
+        import pyarrow.compute as pc
+
+        for b in batches:
+            yield b.set_column(1, "v", pc.multiply(b.column(1), 2))
+    return double
+
+
+def _top_two():
+    def top(key, pdf):
+        return pdf.nlargest(2, "v")[["k", "v"]].assign(n=len(pdf))
+    return top
 
 
 @pytest.fixture()
@@ -219,8 +240,9 @@ REFUSED = {
         lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
                         "Project"),
-    "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),
-                      "FlatMapGroupsInPandas"),
+    "cogrouped applyInPandas": (
+        lambda s, i: s.table("auto_rows").groupBy("k").cogroup(s.table("auto_labels").groupBy("k"))
+        .applyInPandas(lambda a, b: a[["k"]], "k long"), "FlatMapCoGroupsInPandas"),
     "lag IGNORE NULLS": (lambda s, i: s.sql("SELECT id, lag(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY id) AS l "
                                             "FROM auto_rows"), "Window"),
 }

@@ -32,8 +32,7 @@ from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.paths import analyzed, cls, seq
 from capture.tracking.project import apply as project_apply
-from capture.tracking.project import column_of
-from capture.tracking.project import map_in_pandas as project_map_in_pandas
+from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
 from capture.tracking.sources import file_row_ids, item_ids, layout_key
 
 # nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
@@ -468,18 +467,43 @@ class _Walk:
 
 
     # ---- opaque Python functions ---------------------------------------------------------------
-    def on_MapInPandas(self, node) -> TrackedDataFrame:
-        """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
-        per input row, in order; a function that drops or adds rows fails the task with a message).
-        The user's function is read back from the plan's pickled Python command."""
+    def _python_function(self, node):
+        """``(function, schema)`` of a Python node, read back from the plan's pickled command."""
         from pyspark.serializers import CloudPickleSerializer
 
         fn = node.functionExpr().func()
         try:
-            func, schema = CloudPickleSerializer().loads(bytes(fn.command().unsafeArray()))
+            return CloudPickleSerializer().loads(bytes(fn.command().unsafeArray()))
         except Exception as e:  # noqa: BLE001 - any unpickling failure means: cannot run it here
             raise refuse(node, f"its Python function cannot be read back from the plan ({type(e).__name__})") from None
-        return project_map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
+
+    def on_MapInPandas(self, node) -> TrackedDataFrame:
+        """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
+        per input row, in order; a function that drops or adds rows fails the task with a message)."""
+        func, schema = self._python_function(node)
+        return map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
+
+    def on_MapInArrow(self, node) -> TrackedDataFrame:
+        """``mapInArrow``: the map rule, as ``mapInPandas``."""
+        func, schema = self._python_function(node)
+        return map_in_arrow(self.child(node), func, schema, bool(node.isBarrier()))
+
+    def on_FlatMapGroupsInPandas(self, node) -> TrackedDataFrame:
+        """``groupBy(...).applyInPandas``: the group's aggregation (opaque) and a flatten into the
+        function's rows (capture/tracking/grouping.py ``apply_in_pandas``). Its child is the
+        Project Spark puts the keys in front with; the function sees the columns under it."""
+        func, schema = self._python_function(node)
+        below = seq(node.children())[0]
+        n = node.groupingAttributes().size()
+        if cls(below) != "Project":
+            raise refuse(node, f"a grouped map over {cls(below)} (Spark puts a Project of the keys under it)")
+        child = self.child(below)
+        keys = [column_of(self.spark, e) for e in seq(below.projectList())[:n]]
+        return grouping.apply_in_pandas(child, keys, func, schema)
+
+    def on_FlatMapCoGroupsInPandas(self, node) -> TrackedDataFrame:
+        raise refuse(node, "cogrouped applyInPandas: an output row's two groups come from two inputs; not yet "
+                           "(apply the function to a join of the two sides under capture)")
 
     # ---- windows --------------------------------------------------------------------------------
     def on_Window(self, node) -> TrackedDataFrame:

@@ -219,3 +219,38 @@ def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> Tracked
     op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, "mapInPandas", (OpInput(tdf.oid, None),), None,
                       detail=f"mapInPandas {getattr(func, '__name__', 'function')}")
     return tdf._next(new, op)
+
+
+def map_in_arrow(tdf: TrackedDataFrame, func, schema, barrier: bool) -> TrackedDataFrame:
+    """``mapInArrow`` under the map rule, as :func:`map_in_pandas`: the user's function gets each
+    Arrow batch's visible columns and must return as many rows as it got, in order."""
+    import pyarrow as pa
+    from pyspark.sql.types import _parse_datatype_string
+
+    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if not isinstance(out_schema, StructType):
+        raise UnsupportedOperation.named("mapInArrow", f"schema must be a struct type, got {schema!r}")
+    hidden, visible = tdf.hidden(), tdf.visible()
+    full = StructType(list(out_schema.fields) + [tdf.annotated.schema[h] for h in hidden])
+
+    def wrapped(batches):
+        for batch in batches:
+            names = batch.schema.names
+            shown = pa.RecordBatch.from_arrays([batch.column(names.index(c)) for c in visible], names=visible)
+            parts = [b for b in func(iter([shown])) if b.num_rows]
+            rows = sum(b.num_rows for b in parts)
+            if rows != batch.num_rows:
+                raise ValueError(
+                    f"strata capture: mapInArrow function returned {rows} rows for {batch.num_rows} input "
+                    "rows; under capture it must return one row per input row, in order (the map rule)")
+            if not rows:
+                continue
+            out = pa.Table.from_batches(parts).combine_chunks()
+            for h in hidden:
+                out = out.append_column(h, batch.column(names.index(h)))
+            yield from out.to_batches()
+
+    new = tdf.annotated.mapInArrow(wrapped, full, barrier)
+    op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, "mapInArrow", (OpInput(tdf.oid, None),), None,
+                      detail=f"mapInArrow {getattr(func, '__name__', 'function')}")
+    return tdf._next(new, op)

@@ -84,6 +84,12 @@ CASES = {
     "Expand (ROLLUP, CUBE, GROUPING SETS)": (
         lambda s, i: s.sql("SELECT k, user.uid, sum(v) AS s, grouping_id() AS g FROM auto_rows "
                            "GROUP BY CUBE(k, user.uid)"), "flatten", ("/g = 3", set(range(9)))),
+    "Generate posexplode over a map": (
+        lambda s, i: _json(s, i).select("id", F.create_map(F.lit("name"), "name", F.lit("uid"), "user.uid").alias("m"))
+        .select("id", F.posexplode("m")), "flatten", ("/id = 3 and /value = 'n3'", {3})),
+    "Generate json_tuple": (
+        lambda s, i: s.sql("SELECT id, json_tuple(to_json(user), 'uid', 'age') AS (uid, age) FROM auto_rows"),
+        "select", ("/uid = 'u1' and /age = '25'", {5})),
     "Generate stack (unpivot)": (
         lambda s, i: s.sql("SELECT id, stack(2, 'k', k, 'v', cast(v AS long)) AS (col, val) FROM auto_rows"),
         "flatten", ("/id = 7 and /col = 'v'", {7})),
@@ -235,7 +241,6 @@ def test_window_frames(spark, inputs, store, tmp_path, source_ids):
 
 
 REFUSED = {
-    "Generate json_tuple": (lambda s, i: s.sql("SELECT id, json_tuple(name, 'a') FROM auto_rows"), "Generate"),
     "a column renamed twice": (
         lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),

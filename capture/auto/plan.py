@@ -27,10 +27,10 @@ from pyspark.sql import functions as F
 from capture.auto import window
 from capture.errors import UnsupportedOperation
 from capture.ids import is_hidden
-from capture.operators import OpType
+from capture.operators import OperatorProv, OpInput, OpType
 from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.paths import analyzed, cls, seq
+from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, seq
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
 from capture.tracking.sources import file_row_ids, item_ids, layout_key
@@ -329,10 +329,33 @@ class _Walk:
         cols = [column_of(self.spark, i) for i in seq(project.projectList())]
         return project_apply(flat, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
 
+    def _json_tuple(self, project, gen) -> TrackedDataFrame:
+        """``json_tuple(doc, 'f1', 'f2', …)``: exactly one row per input row (a row of nulls for a
+        null or invalid document), so a select, not a flatten: Spark's own Generate over the
+        annotated rows, each field column built from the document's paths (A: those paths)."""
+        child = self.run(seq(gen.children())[0])
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        plan = analyzed(child.annotated)
+        new_gen = logical.Generate(gen.generator(), self.seq_of([]), gen.outer(), gen.qualifier(),
+                                   gen.generatorOutput(), plan)
+        hidden = [a for a in seq(plan.output()) if is_hidden(a.name())]
+        items = seq(project.projectList())
+        new = self.frame(logical.Project(self.seq_of(items + hidden), new_gen))
+        attrs = attr_map([plan])
+        doc = list(maximal_paths(gen.generator(), attrs))
+        fields = {a.exprId().id(): doc for a in seq(gen.generatorOutput())}
+        accessed = dict.fromkeys([p for _, p in doc] + [p for i in items for _, p in maximal_paths(i, attrs)])
+        manipulated = dict.fromkeys(m for i in items for m in out_pairs(i, i.name(), attrs, fields))
+        op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "json_tuple", (OpInput(child.oid, tuple(accessed)),),
+                          tuple(manipulated), detail=str(gen.simpleString(25)))
+        return child._next(new, op)
+
     def _generate(self, project, gen) -> TrackedDataFrame:
         kind = cls(gen.generator())
         if kind == "Stack":
             return self._stack(project, gen)
+        if kind == "JsonTuple":
+            return self._json_tuple(project, gen)
         if kind not in ("Explode", "PosExplode", "Inline"):
             raise refuse(gen, f"generator {kind}: explode, posexplode and inline (and their _outer forms) "
                               "are tracked")

@@ -114,19 +114,19 @@ def _generator_sources(gnode, attrs) -> tuple[list[tuple[int, str]], dict[int, l
         raise UnsupportedOperation.named(
             f"generator {kind}", "only explode, posexplode and inline (and their _outer forms) are tracked")
     child = g.child()
-    if cls(child.dataType()) != "ArrayType":
-        raise UnsupportedOperation.named(f"{_GENERATORS[kind]} over a map", "flatten is tracked over arrays only")
+    if cls(child.dataType()) not in ("ArrayType", "MapType"):
+        raise UnsupportedOperation.named(f"{_GENERATORS[kind]} over {child.dataType().simpleString()}",
+                                         "flatten is tracked over arrays and maps")
     base = as_path(child, attrs)
     outs = seq(gnode.generatorOutput())
     if base is None:  # a computed array, e.g. explode(split(text, ' ')): a derived value
         srcs = list(maximal_paths(child, attrs))
         gen = {a.exprId().id(): srcs for a in outs}
         return srcs, gen, kind
-    elem = (base[0], f"{base[1]}.{POS}")
-    if kind == "Explode":
-        gen = {outs[0].exprId().id(): [elem]}
-    elif kind == "PosExplode":
-        gen = {outs[0].exprId().id(): [], outs[1].exprId().id(): [elem]}
+    elem = (base[0], f"{base[1]}.{POS}")  # a map's entry: its key and its value (as m['k'] reads m.[pos])
+    if kind in ("Explode", "PosExplode"):
+        skip = 1 if kind == "PosExplode" else 0  # posexplode's position column is made, not read
+        gen = {a.exprId().id(): [elem] if i >= skip else [] for i, a in enumerate(outs)}
     else:
         fields = list(child.dataType().elementType().fieldNames())
         gen = {a.exprId().id(): [(elem[0], f"{elem[1]}.{f}")] for a, f in zip(outs, fields, strict=True)}
@@ -142,18 +142,19 @@ def _flatten(tdf, method, plan, gnode, in_plan, explicit) -> TrackedDataFrame:
     oid = tdf.tracker._new_oid()
     pos, elem, idk = f"__strata_pos_{oid}", f"__strata_elem_{oid}", f"__strata_id_{oid}"
     explode = F.posexplode_outer if gnode.outer() else F.posexplode
-    base = tdf.annotated.select("*", explode(column_of(spark, gnode.generator().child())).alias(pos, elem))
+    source = gnode.generator().child()
+    over_map = cls(source.dataType()) == "MapType"
+    value = f"__strata_value_{oid}"  # a map's entries: (position, key, value)
+    names = (pos, elem, value) if over_map else (pos, elem)
+    base = tdf.annotated.select("*", explode(column_of(spark, source)).alias(*names))
     outs = [a.exprId().id() for a in seq(gnode.generatorOutput())]
-    fields = (
-        list(gnode.generator().child().dataType().elementType().fieldNames()) if kind == "Inline" else []
-    )
+    fields = list(source.dataType().elementType().fieldNames()) if kind == "Inline" else []
 
     def gen_col(j: int) -> Column:
-        if kind == "Explode":
-            return F.col(elem)
-        if kind == "PosExplode":
-            return F.col(pos) if j == 0 else F.col(elem)
-        return F.col(elem).getField(fields[j])
+        if kind == "Inline":
+            return F.col(elem).getField(fields[j])
+        made = names[1:] if kind == "Explode" else names  # explode: no position column
+        return F.col(made[j])
 
     cols: list[Column] = []
     items = seq(plan.projectList())

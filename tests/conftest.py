@@ -13,8 +13,8 @@ generation included.
 The local-cluster test (test_cluster.py) and `strata capture` of a corpus script
 (test_capture_corpus.py) run in child processes of their own, and the REPL session in a terminal
 (test_repl_pty.py, mostly waiting) in a thread: all are started once the suite's SparkSession is
-up and checked last, so they overlap the rest of the suite instead of adding to it (a module's `start_in_background`; `pytest_collection_finish`,
-`pytest_collection_modifyitems`).
+up and checked last, so they overlap the rest of the suite instead of adding to it (a module's
+`start_in_background`; `pytest_collection_finish`, `pytest_collection_modifyitems`).
 
 The suite's JVM lives for all of it, and the store's index builds and queries pin
 intermediate results with localCheckpoint: those blocks stay in the driver's memory until

@@ -84,6 +84,12 @@ CASES = {
     "Expand (ROLLUP, CUBE, GROUPING SETS)": (
         lambda s, i: s.sql("SELECT k, user.uid, sum(v) AS s, grouping_id() AS g FROM auto_rows "
                            "GROUP BY CUBE(k, user.uid)"), "flatten", ("/g = 3", set(range(9)))),
+    "Generate posexplode over a map": (
+        lambda s, i: _json(s, i).select("id", F.create_map(F.lit("name"), "name", F.lit("uid"), "user.uid").alias("m"))
+        .select("id", F.posexplode("m")), "flatten", ("/id = 3 and /value = 'n3'", {3})),
+    "Generate json_tuple": (
+        lambda s, i: s.sql("SELECT id, json_tuple(to_json(user), 'uid', 'age') AS (uid, age) FROM auto_rows"),
+        "select", ("/uid = 'u1' and /age = '25'", {5})),
     "Generate stack (unpivot)": (
         lambda s, i: s.sql("SELECT id, stack(2, 'k', k, 'v', cast(v AS long)) AS (col, val) FROM auto_rows"),
         "flatten", ("/id = 7 and /col = 'v'", {7})),
@@ -107,10 +113,20 @@ CASES = {
                   "aggregation", None),
     "Except": (lambda s, i: _json(s, i).select("k").subtract(s.table("auto_labels").select("k")),
                "aggregation", None),
+    "Intersect ALL": (lambda s, i: s.sql("SELECT k FROM auto_rows INTERSECT ALL SELECT * FROM VALUES (0L), (0L), (1L)"),
+                      "flatten", ("/k = 0", {0, 3, 6})),  # k = 0 twice, each copy from every k = 0 row
+    "Except ALL": (lambda s, i: _json(s, i).select("k").exceptAll(s.table("auto_labels").select("k")), "flatten",
+                   ("/k = 2", {2, 5, 8})),
     "MapInPandas": (lambda s, i: _json(s, i).select("id", "v").mapInPandas(_doubler(), "id long, v double"),
                     "map", ("/id = 2", {2})),
     "Python UDF": (lambda s, i: _json(s, i).select(F.udf(lambda x: x * 2, "double")("v").alias("d")), "map",
                    None),
+    "MapInArrow": (lambda s, i: _json(s, i).select("id", "v").mapInArrow(_arrow_doubler(), "id long, v double"),
+                   "map", ("/id = 2", {2})),
+    # a group's output row is built from every row of the group (k = 1: ids 1, 4, 7)
+    "FlatMapGroupsInPandas (applyInPandas)": (
+        lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(_top_two(), "k long, v double, n long"),
+        "flatten", ("/v = 7.0", {1, 4, 7})),
 }
 
 
@@ -120,6 +136,21 @@ def _doubler():
         for pdf in batches:
             yield pdf.assign(v=pdf.v * 2)
     return double
+
+
+def _arrow_doubler():
+    def double(batches):
+        import pyarrow.compute as pc
+
+        for b in batches:
+            yield b.set_column(1, "v", pc.multiply(b.column(1), 2))
+    return double
+
+
+def _top_two():
+    def top(key, pdf):
+        return pdf.nlargest(2, "v")[["k", "v"]].assign(n=len(pdf))
+    return top
 
 
 @pytest.fixture()
@@ -168,16 +199,57 @@ def test_operator_row(spark, inputs, store, tmp_path, source_ids, case):
         assert {ids[r[1]] for r in got.rows() if r[1] in ids} == expected
 
 
+def _frame(x: int, column: str) -> list[int]:
+    """The naive reference of test_window_frames: the ids of the rows whose values make the
+    window value ``column`` of row ``x`` (its partition: the rows with the same ``k``, by ``id``)."""
+    part = sorted(r["id"] for r in ROWS if r["k"] == x % 3)
+    i = part.index(x)
+    return {"rs": part[:i + 1],                                  # RANGE UNBOUNDED PRECEDING .. CURRENT ROW
+            "ma": part[max(i - 1, 0):i + 2],                     # ROWS 1 PRECEDING .. 1 FOLLOWING
+            "rg": [p for p in part if x - 6 <= p <= x - 1],      # RANGE 6 PRECEDING .. 1 PRECEDING
+            "lg": part[i - 1:i] if i else [],                    # lag: the row before
+            "ld": part[i + 1:i + 2],                             # lead: the row after
+            "rk": [], "rn": []}[column]                           # ranking: the row's own place
+
+
+def test_window_frames(spark, inputs, store, tmp_path, source_ids):
+    """One Window node with frames of every kind: the same output as the plain program, and a
+    window value traces to its frame's rows as contributing (the function's argument) and to
+    the rest of its partition as influencing; a ranking value to the row's own keys."""
+    def program(s):
+        w = Window.partitionBy("k").orderBy("id")
+        return _json(s, inputs).select(
+            "id", "k", F.sum("v").over(w).alias("rs"), F.avg("v").over(w.rowsBetween(-1, 1)).alias("ma"),
+            F.sum("v").over(w.rangeBetween(-6, -1)).alias("rg"), F.rank().over(w).alias("rk"),
+            F.row_number().over(w).alias("rn"), F.lag("v").over(w).alias("lg"),
+            F.lead("name", 1, "none").over(w).alias("ld"))
+
+    out = str(tmp_path / "out")
+    with capturing(spark, store, pipeline="window", model=False) as cap:
+        program(spark).write.parquet(out)
+    written = spark.read.parquet(out)
+    assert [f.name for f in written.schema] == [f.name for f in program(spark).schema]
+    assert _rows(program(spark)) == _rows(written)
+    ids = source_ids["json"]
+    for x, column, arg in [(7, "rs", "v"), (7, "ma", "v"), (7, "rg", "v"), (4, "ma", "v"), (7, "lg", "v"),
+                           (4, "ld", "name"), (7, "ld", "name"), (7, "rk", "v"), (7, "rn", "v")]:
+        got = trace(store, cap.runs[0].run, parse_pattern(f"/id = {x} and /{column}"), limit=10).rows()
+        contributing = {(ids[r[1]], r[2]) for r in got if r[3] == "contributing"}
+        own = {(x, "id"), (x, "k")} if column in ("rk", "rn") else {(x, "id")}  # the matched id; a rank's keys
+        assert contributing == own | {(m, arg) for m in _frame(x, column)}, (x, column)
+        assert {ids[r[1]] for r in got} == {r["id"] for r in ROWS if r["k"] == x % 3}, (x, column)
+
+
 REFUSED = {
-    "Intersect ALL": (lambda s, i: _json(s, i).select("k").intersectAll(s.table("auto_labels").select("k")),
-                      "Intersect"),
-    "Generate json_tuple": (lambda s, i: s.sql("SELECT id, json_tuple(name, 'a') FROM auto_rows"), "Generate"),
     "a column renamed twice": (
         lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),
     "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
                         "Project"),
-    "applyInPandas": (lambda s, i: s.table("auto_rows").groupBy("k").applyInPandas(lambda p: p[["k"]], "k long"),
-                      "FlatMapGroupsInPandas"),
+    "cogrouped applyInPandas": (
+        lambda s, i: s.table("auto_rows").groupBy("k").cogroup(s.table("auto_labels").groupBy("k"))
+        .applyInPandas(lambda a, b: a[["k"]], "k long"), "FlatMapCoGroupsInPandas"),
+    "lag IGNORE NULLS": (lambda s, i: s.sql("SELECT id, lag(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY id) AS l "
+                                            "FROM auto_rows"), "Window"),
 }
 
 
@@ -212,6 +284,69 @@ def test_sql_ctas_and_insert(spark, inputs, store, tmp_path):
         assert sources == {"spark_catalog.auto_db.cap"}
     finally:
         spark.sql("DROP DATABASE auto_db CASCADE")
+
+
+def _files(root) -> list[str]:
+    """The data files' folders under ``root``, relative (partition folders such as ``k=1``), with
+    how many files each holds (Spark's own files, not their names, which hold a job id)."""
+    from collections import Counter
+
+    return sorted(Counter(str(p.parent.relative_to(root)) for p in root.rglob("*.parquet")).items())
+
+
+def test_partitioned_write(spark, inputs, store, tmp_path, source_ids):
+    """``df.write.partitionBy(...)``: the same folders, files and rows as the plain write, and the
+    run traces back through them."""
+    def program(s, out):
+        _json(s, inputs).select("id", "k", "name").repartition(2, "id").write.partitionBy("k").parquet(str(out))
+
+    program(spark, tmp_path / "plain")
+    with capturing(spark, store, pipeline="partitioned", model=False) as cap:
+        program(spark, tmp_path / "cap")
+    assert _files(tmp_path / "cap") == _files(tmp_path / "plain")
+    plain, written = spark.read.parquet(str(tmp_path / "plain")), spark.read.parquet(str(tmp_path / "cap"))
+    assert written.schema == plain.schema and _rows(written) == _rows(plain)
+    got = trace(store, cap.runs[0].run, parse_pattern("/name = 'n4'"), limit=10).rows()
+    assert {source_ids["json"][r[1]] for r in got} == {4}
+
+
+def test_sql_partitioned_tables(spark, inputs, store, tmp_path, source_ids):
+    """CTAS with PARTITIONED BY and LOCATION, INSERT with a PARTITION clause and a column list,
+    INSERT … BY NAME, INSERT OVERWRITE of one static partition and INSERT OVERWRITE DIRECTORY:
+    each statement runs as Spark runs it (the same rows, partitions and location), with its query
+    captured."""
+    def program(db: str, location) -> None:
+        spark.catalog.setCurrentDatabase(db)
+        spark.sql(f"CREATE TABLE t USING parquet PARTITIONED BY (k) LOCATION '{location}' "  # noqa: S608 - a test path
+                  "AS SELECT id, name, k FROM auto_rows WHERE k < 2")
+        spark.sql("INSERT INTO t PARTITION (k = 2) (name, id) SELECT name, id FROM auto_rows WHERE k = 2")
+        spark.sql("INSERT INTO t BY NAME SELECT k, 100 + id AS id, upper(name) AS name FROM auto_rows WHERE id < 2")
+        spark.sql("INSERT OVERWRITE t PARTITION (k = 0) SELECT id, 'zero' FROM auto_rows WHERE k = 0")
+        spark.sql(f"INSERT OVERWRITE DIRECTORY '{location}_dir' USING parquet "  # noqa: S608 - a test path
+                  "SELECT id, k FROM auto_rows WHERE id > 6")
+        spark.catalog.setCurrentDatabase("default")
+
+    spark.sql(f"CREATE DATABASE auto_part_plain LOCATION '{tmp_path / 'plain_db'}'")
+    spark.sql(f"CREATE DATABASE auto_part_cap LOCATION '{tmp_path / 'cap_db'}'")
+    try:
+        program("auto_part_plain", tmp_path / "plain_t")
+        with capturing(spark, store, pipeline="sql_partitioned", model=False) as cap:
+            program("auto_part_cap", tmp_path / "cap_t")
+        assert len(cap.runs) == 5
+        plain, captured = spark.table("auto_part_plain.t"), spark.table("auto_part_cap.t")
+        assert captured.schema == plain.schema and _rows(captured) == _rows(plain)
+        partitions = [_rows(spark.sql(f"SHOW PARTITIONS auto_part_{db}.t")) for db in ("plain", "cap")]
+        assert partitions[0] == partitions[1]
+        assert _files(tmp_path / "cap_t") == _files(tmp_path / "plain_t")  # the table's own LOCATION
+        plain_dir, cap_dir = (spark.read.parquet(f"{tmp_path / n}_dir") for n in ("plain_t", "cap_t"))
+        assert cap_dir.schema == plain_dir.schema and _rows(cap_dir) == _rows(plain_dir)
+        # the BY NAME insert's query is the run's result: its rows trace to their input rows
+        got = trace(store, cap.runs[2].run, parse_pattern("/name = 'N1'"), limit=10).rows()
+        assert {source_ids["json"][r[1]] for r in got} == {1}
+    finally:
+        spark.catalog.setCurrentDatabase("default")
+        spark.sql("DROP DATABASE auto_part_plain CASCADE")
+        spark.sql("DROP DATABASE auto_part_cap CASCADE")
 
 
 def test_ids_are_deterministic(spark, inputs, store, tmp_path):

@@ -1,13 +1,14 @@
 """Capture every write of unmodified PySpark code: ``with capturing(spark, store): ...``.
 
 Inside the block, each ``DataFrameWriter`` a DataFrame hands out (``df.write``) records its format,
-mode, options and partitioning; its terminal call (``save``, ``parquet``, ``json``, ``csv``, ``orc``,
-``text``, ``saveAsTable``, ``insertInto``) translates the DataFrame's analyzed plan
-(capture/auto/plan.py) and writes it with :meth:`Tracker.write`: the program's output, written
-from the same expressions, and its provenance in one store commit — one run per write.
-``spark.sql`` is intercepted for ``CREATE TABLE … AS SELECT`` and ``INSERT INTO/OVERWRITE …
-SELECT``: the query's plan is captured the same way and written into the table. Everything else
-passes through. A write that cannot be captured raises before any job runs.
+mode, options and layout (``partitionBy``, ``bucketBy``, ``sortBy``); its terminal call (``save``,
+``parquet``, ``json``, ``csv``, ``orc``, ``text``, ``saveAsTable``, ``insertInto``) translates the
+DataFrame's analyzed plan (capture/auto/plan.py) and writes it with :meth:`Tracker.write`: the
+program's output, written from the same expressions (a layout replayed on the captured result),
+and its provenance in one store commit — one run per write. ``spark.sql`` is intercepted for
+``CREATE TABLE … AS SELECT``, ``INSERT INTO/OVERWRITE … SELECT`` and ``INSERT OVERWRITE DIRECTORY``:
+the query's plan is captured the same way and the statement runs with the captured result as its
+query. Everything else passes through. A write that cannot be captured raises before any job runs.
 """
 
 from __future__ import annotations
@@ -53,16 +54,17 @@ class Capture:
     runs: list = field(default_factory=list)
 
     def write(self, df, target: str, fmt: str, mode: str, options: dict[str, str],
-              table: tuple[str, str] | None = None):
+              table: tuple[str, str] | None = None, sink=None):
         """Translate ``df``'s plan with a fresh tracker (operator ids start at 1 for every
-        write, so a run's ids do not depend on the writes before it) and write it."""
+        write, so a run's ids do not depend on the writes before it) and write it (with
+        ``sink(result)``, when given: the program's own write of the result)."""
         t = self.tracker
         tracker = Tracker(t.spark, t.store, pipeline=t.pipeline, model=t.model)
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
             tdf = translate(tracker, df)
             step.advance()
             with _writing():
-                info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, **options)
+                info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, sink=sink, **options)
             step.advance()
         self.runs.append(info)
         return info
@@ -79,7 +81,7 @@ class _Writer:
         self._format: str | None = None
         self._mode = "errorifexists"
         self._options: dict[str, str] = {}
-        self._refused: str | None = None
+        self._layout: list[tuple[str, tuple]] = []  # partitionBy / bucketBy / sortBy, as called
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._j, name)
@@ -105,23 +107,39 @@ class _Writer:
         return self._keep(self._j.options(opts))
 
     def partitionBy(self, cols):  # noqa: N802 - the JVM writer's name
-        if cols.size():
-            self._refused = "partitionBy (a partitioned output)"
+        self._layout.append(("partitionBy", tuple(_list(cols))))
         return self._keep(self._j.partitionBy(cols))
 
-    def bucketBy(self, *args):  # noqa: N802
-        self._refused = "bucketBy"
-        return self._keep(self._j.bucketBy(*args))
+    def bucketBy(self, n, col, cols):  # noqa: N802
+        self._layout.append(("bucketBy", (int(n), str(col), *_list(cols))))
+        return self._keep(self._j.bucketBy(n, col, cols))
 
-    def sortBy(self, *args):  # noqa: N802
-        self._refused = "sortBy"
-        return self._keep(self._j.sortBy(*args))
+    def sortBy(self, col, cols):  # noqa: N802
+        self._layout.append(("sortBy", (str(col), *_list(cols))))
+        return self._keep(self._j.sortBy(col, cols))
+
+    def _sink(self, method: str, target: str, fmt: str, mode: str, opts: dict[str, str]):
+        """The program's write, replayed on the captured result: its format, mode, options and
+        layout (``partitionBy``, ``bucketBy``, ``sortBy``) and terminal call. None without a
+        layout (the commit then writes the result itself, and may split it)."""
+        layout = [(name, args) for name, args in self._layout if args]
+        if not layout:
+            return None
+
+        def sink(df) -> None:
+            writer = df.write.mode(mode).options(**opts)
+            for name, args in layout:
+                writer = getattr(writer, name)(*args)
+            if method == "insertInto":
+                writer.insertInto(target, overwrite=mode == "overwrite")
+            elif method == "saveAsTable":
+                writer.format(fmt).saveAsTable(target)
+            else:
+                writer.format(fmt).save(target)
+
+        return sink
 
     def _target(self, method: str, args: tuple) -> Any:
-        if self._refused:
-            raise UnsupportedOperation(
-                f"capture: a write with {self._refused} cannot be captured yet. Nothing was written",
-                hint="write without it under capture, or run the script without capture")
         spark = self._df.sparkSession
         default = spark.conf.get("spark.sql.sources.default", "parquet")
         opts = dict(self._options)
@@ -130,14 +148,18 @@ class _Writer:
             mode = self._mode
             if method == "insertInto":
                 mode = "overwrite" if mode == "overwrite" else "append"
-            return self._capture.write(self._df, args[0], fmt, mode, opts, table=(method, args[0]))
+            return self._capture.write(self._df, args[0], fmt, mode, opts, table=(method, args[0]),
+                                       sink=self._sink(method, args[0], fmt, mode, opts))
         if method == "save":
             path = args[0] if args else opts.pop("path", None)
             if path is None:
                 raise UnsupportedOperation("capture: a save() without a path cannot be captured",
                                            hint="pass the path: df.write.save(path)")
-            return self._capture.write(self._df, path, self._format or default, self._mode, opts)
-        return self._capture.write(self._df, args[0], method, self._mode, opts)
+            fmt = self._format or default
+        else:
+            path, fmt = args[0], method
+        return self._capture.write(self._df, path, fmt, self._mode, opts,
+                                   sink=self._sink("save", path, fmt, self._mode, opts))
 
 
 def _terminal(method: str):
@@ -157,46 +179,85 @@ _REFUSED_SQL = {"MergeIntoTable": "MERGE INTO", "UpdateTable": "UPDATE", "Delete
                 "LoadData": "LOAD DATA"}
 
 
-def _sql_write(spark, query: str, capture: Capture):
-    """``(df, table, method, mode, fmt)`` when ``query`` is a CTAS or INSERT … SELECT, else None."""
+@dataclass(frozen=True)
+class _SqlWrite:
+    """A SQL statement that writes one query's rows: the query, where they go, and ``sink(df)``,
+    which runs the statement itself with ``df`` (the captured result) in place of its query, so
+    every clause (PARTITIONED BY, LOCATION, OPTIONS, a PARTITION clause, a column list, BY NAME …)
+    means what Spark makes of it."""
+
+    df: Any
+    target: str
+    method: str
+    mode: str
+    fmt: str
+    sink: Any
+
+
+def _sql_write(spark, query: str) -> _SqlWrite | None:
+    """The write of ``query`` when it is a CTAS, RTAS, INSERT … SELECT or INSERT OVERWRITE
+    DIRECTORY, else None (refused: writes capture cannot translate)."""
     try:
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(query)
     except Exception:  # noqa: BLE001 - Spark reports the syntax error when it runs the query
         return None
     kind = plan.getClass().getSimpleName()
-    ds = spark._jvm.org.apache.spark.sql.classic.Dataset
-    from pyspark.sql import DataFrame
-
-    if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
-        name = ".".join(str(p) for p in _list(plan.name().nameParts()))
-        spec = plan.tableSpec()
-        if plan.partitioning().size() or spec.location().isDefined():
-            raise UnsupportedOperation(
-                f"capture: CREATE TABLE {name} AS SELECT with PARTITIONED BY or LOCATION cannot be captured yet",
-                hint="create the table without them under capture")
-        provider = spec.provider()
-        fmt = provider.get() if provider.isDefined() else spark.conf.get("spark.sql.sources.default", "parquet")
-        if kind == "ReplaceTableAsSelect":
-            mode = "overwrite"
-        else:
-            mode = "ignore" if plan.ignoreIfExists() else "errorifexists"
-        df = DataFrame(ds.ofRows(spark._jsparkSession, plan.query()), spark)
-        return df, name, "saveAsTable", mode, fmt
     if kind in _REFUSED_SQL:
         raise UnsupportedOperation(f"capture: {_REFUSED_SQL[kind]} cannot be captured yet. Nothing was written",
                                    hint="write the result with CREATE TABLE … AS SELECT, INSERT … SELECT or df.write")
+    default = spark.conf.get("spark.sql.sources.default", "parquet")
+    if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
+        name = ".".join(str(p) for p in _list(plan.name().nameParts()))
+        if kind == "CreateTableAsSelect" and plan.ignoreIfExists() and \
+                spark._jsparkSession.catalog().tableExists(name):
+            return None  # IF NOT EXISTS of a table that exists: Spark writes nothing
+        provider = plan.tableSpec().provider()
+        fmt = provider.get() if provider.isDefined() else default
+        mode = "overwrite" if kind == "ReplaceTableAsSelect" else "errorifexists"
+        return _SqlWrite(_frame(spark, plan.query()), name, "saveAsTable", mode, fmt, _replay(spark, plan))
     if kind == "InsertIntoStatement":
         table = plan.table()
         if table.getClass().getSimpleName() != "UnresolvedRelation":
             return None
-        if plan.partitionSpec().size() or plan.userSpecifiedCols().size() or plan.byName():
-            raise UnsupportedOperation(
-                "capture: INSERT with a PARTITION clause, a column list or BY NAME cannot be captured yet",
-                hint="insert all columns in order under capture")
         name = ".".join(str(p) for p in _list(table.multipartIdentifier()))
-        df = DataFrame(ds.ofRows(spark._jsparkSession, plan.query()), spark)
-        return df, name, "insertInto", "overwrite" if plan.overwrite() else "append", "parquet"
+        if plan.ifPartitionNotExists():
+            raise UnsupportedOperation(
+                f"capture: INSERT OVERWRITE {name} PARTITION (…) IF NOT EXISTS cannot be captured yet. "
+                "Nothing was written", hint="drop IF NOT EXISTS under capture")
+        mode = "overwrite" if plan.overwrite() else "append"
+        return _SqlWrite(_frame(spark, plan.query()), name, "insertInto", mode, default, _replay(spark, plan))
+    if kind == "InsertIntoDir":
+        location = plan.storage().locationUri()
+        provider = plan.provider()
+        target = str(location.get().toString()) if location.isDefined() else "directory"
+        fmt = provider.get() if provider.isDefined() else "hive"
+        mode = "overwrite" if plan.overwrite() else "append"
+        return _SqlWrite(_frame(spark, plan.child()), target, "insertIntoDirectory", mode, fmt, _replay(spark, plan))
     return None
+
+
+def _frame(spark, plan):
+    from pyspark.sql import DataFrame
+
+    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+
+
+def _replay(spark, statement):
+    """``sink(df)``: runs ``statement`` (a parsed CTAS, RTAS or INSERT) with ``df``'s plan in
+    place of its query."""
+    query = statement.child() if statement.getClass().getSimpleName() == "InsertIntoDir" else statement.query()
+
+    def sink(df) -> None:
+        from capture.tracking.paths import analyzed
+
+        kids = _list(statement.children())
+        swapped = [analyzed(df) if k.equals(query) else k for k in kids]
+        jl = spark._jvm.java.util.ArrayList()
+        for k in swapped:
+            jl.add(k)
+        _frame(spark, statement.withNewChildren(spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)))
+
+    return sink
 
 
 def _list(jseq) -> list:
@@ -217,13 +278,13 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
 
     def session_sql(self, sqlQuery, args=None, **kwargs):  # noqa: N803 - pyspark's name
         if not _inside() and self is spark:
-            found = _sql_write(self, sqlQuery, capture)
+            found = _sql_write(self, sqlQuery)
             if found is not None:
                 if args or kwargs:
                     raise UnsupportedOperation("capture: a parameterized CREATE TABLE AS / INSERT cannot be "
                                                "captured yet", hint="inline the parameters under capture")
-                df, name, method, mode, fmt = found
-                capture.write(df, name, fmt, mode, {}, table=(method, name))
+                capture.write(found.df, found.target, found.fmt, found.mode, {}, table=(found.method, found.target),
+                              sink=found.sink)
                 return self.createDataFrame([], StructType([]))
         return sql(self, sqlQuery, args, **kwargs)
 

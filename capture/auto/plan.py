@@ -24,15 +24,15 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from capture.auto import window
 from capture.errors import UnsupportedOperation
 from capture.ids import is_hidden
-from capture.operators import Manipulation, OperatorProv, OpInput, OpType
+from capture.operators import OperatorProv, OpInput, OpType
 from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, out_pairs, seq
+from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, seq
 from capture.tracking.project import apply as project_apply
-from capture.tracking.project import column_of
-from capture.tracking.project import map_in_pandas as project_map_in_pandas
+from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
 from capture.tracking.sources import Locator, file_row_ids, item_ids, layout_key, locator, program_locator
 
 # nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
@@ -342,10 +342,33 @@ class _Walk:
         cols = [column_of(self.spark, i) for i in seq(project.projectList())]
         return project_apply(flat, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
 
+    def _json_tuple(self, project, gen) -> TrackedDataFrame:
+        """``json_tuple(doc, 'f1', 'f2', …)``: exactly one row per input row (a row of nulls for a
+        null or invalid document), so a select, not a flatten: Spark's own Generate over the
+        annotated rows, each field column built from the document's paths (A: those paths)."""
+        child = self.run(seq(gen.children())[0])
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        plan = analyzed(child.annotated)
+        new_gen = logical.Generate(gen.generator(), self.seq_of([]), gen.outer(), gen.qualifier(),
+                                   gen.generatorOutput(), plan)
+        hidden = [a for a in seq(plan.output()) if is_hidden(a.name())]
+        items = seq(project.projectList())
+        new = self.frame(logical.Project(self.seq_of(items + hidden), new_gen))
+        attrs = attr_map([plan])
+        doc = list(maximal_paths(gen.generator(), attrs))
+        fields = {a.exprId().id(): doc for a in seq(gen.generatorOutput())}
+        accessed = dict.fromkeys([p for _, p in doc] + [p for i in items for _, p in maximal_paths(i, attrs)])
+        manipulated = dict.fromkeys(m for i in items for m in out_pairs(i, i.name(), attrs, fields))
+        op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "json_tuple", (OpInput(child.oid, tuple(accessed)),),
+                          tuple(manipulated), detail=str(gen.simpleString(25)))
+        return child._next(new, op)
+
     def _generate(self, project, gen) -> TrackedDataFrame:
         kind = cls(gen.generator())
         if kind == "Stack":
             return self._stack(project, gen)
+        if kind == "JsonTuple":
+            return self._json_tuple(project, gen)
         if kind not in ("Explode", "PosExplode", "Inline"):
             raise refuse(gen, f"generator {kind}: explode, posexplode and inline (and their _outer forms) "
                               "are tracked")
@@ -403,7 +426,7 @@ class _Walk:
 
     def _set_op(self, node, how: str) -> TrackedDataFrame:
         if node.isAll():
-            raise refuse(node, f"{cls(node).upper()} ALL repeats rows by count; use the DISTINCT form")
+            return self._set_op_all(node, how)
         left, right = self.run(node.left()), self.run(node.right())
         ls, rs = seq(node.left().output()), seq(node.right().output())
         cond = None
@@ -412,6 +435,30 @@ class _Walk:
             cond = eq if cond is None else cond & eq
         joined = binary.join(left, right, cond, how)
         return grouping.deduplicate(joined, "distinct", None)
+
+    def _set_op_all(self, node, how: str) -> TrackedDataFrame:
+        """INTERSECT ALL / EXCEPT ALL: each side grouped by every column (a row value's copies
+        are the members of its group), the groups joined on null-safe equality (inner; left
+        for EXCEPT), then a flatten that repeats the row value min(left, right) times
+        (left - right for EXCEPT). Every output copy of a value is built from all of the left
+        side's copies of it; the right side's copies influence it (the join's condition)."""
+        method = "intersectAll" if how == "semi" else "exceptAll"
+        left, right = self.run(node.left()), self.run(node.right())
+        ls, rs = seq(node.left().output()), seq(node.right().output())
+        count = F.count(F.lit(1))
+        gl = grouping.aggregate(left, method, tuple(column_of(self.spark, a) for a in ls), [count.alias("_strata_nl")])
+        gr = grouping.aggregate(right, method, tuple(column_of(self.spark, b) for b in rs), [count.alias("_strata_nr")])
+        cond = None
+        for a, b in zip(ls, rs, strict=True):
+            eq = column_of(self.spark, a).eqNullSafe(column_of(self.spark, b))
+            cond = eq if cond is None else cond & eq
+        joined = binary.join(gl, gr, cond, "inner" if how == "semi" else "left")
+        nl, nr = joined.annotated["_strata_nl"], joined.annotated["_strata_nr"]
+        copies = F.least(nl, nr) if how == "semi" else nl - F.coalesce(nr, F.lit(0))
+        keep = [column_of(self.spark, a) for a in ls]
+        flat = project_apply(joined, method, lambda d, extra: d.select(
+            *keep, F.explode(F.array_repeat(F.lit(True), copies.cast("int"))).alias("_strata_copy"), *extra))
+        return project_apply(flat, "select", lambda d, extra: d.select(*keep, *extra), explicit=True)
 
     def on_Intersect(self, node) -> TrackedDataFrame:
         return self._set_op(node, "semi")
@@ -456,54 +503,49 @@ class _Walk:
 
 
     # ---- opaque Python functions ---------------------------------------------------------------
-    def on_MapInPandas(self, node) -> TrackedDataFrame:
-        """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
-        per input row, in order; a function that drops or adds rows fails the task with a message).
-        The user's function is read back from the plan's pickled Python command."""
+    def _python_function(self, node):
+        """``(function, schema)`` of a Python node, read back from the plan's pickled command."""
         from pyspark.serializers import CloudPickleSerializer
 
         fn = node.functionExpr().func()
         try:
-            func, schema = CloudPickleSerializer().loads(bytes(fn.command().unsafeArray()))
+            return CloudPickleSerializer().loads(bytes(fn.command().unsafeArray()))
         except Exception as e:  # noqa: BLE001 - any unpickling failure means: cannot run it here
             raise refuse(node, f"its Python function cannot be read back from the plan ({type(e).__name__})") from None
-        return project_map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
+
+    def on_MapInPandas(self, node) -> TrackedDataFrame:
+        """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
+        per input row, in order; a function that drops or adds rows fails the task with a message)."""
+        func, schema = self._python_function(node)
+        return map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
+
+    def on_MapInArrow(self, node) -> TrackedDataFrame:
+        """``mapInArrow``: the map rule, as ``mapInPandas``."""
+        func, schema = self._python_function(node)
+        return map_in_arrow(self.child(node), func, schema, bool(node.isBarrier()))
+
+    def on_FlatMapGroupsInPandas(self, node) -> TrackedDataFrame:
+        """``groupBy(...).applyInPandas``: the group's aggregation (opaque) and a flatten into the
+        function's rows (capture/tracking/grouping.py ``apply_in_pandas``). Its child is the
+        Project Spark puts the keys in front with; the function sees the columns under it."""
+        func, schema = self._python_function(node)
+        below = seq(node.children())[0]
+        n = node.groupingAttributes().size()
+        if cls(below) != "Project":
+            raise refuse(node, f"a grouped map over {cls(below)} (Spark puts a Project of the keys under it)")
+        child = self.child(below)
+        keys = [column_of(self.spark, e) for e in seq(below.projectList())[:n]]
+        return grouping.apply_in_pandas(child, keys, func, schema)
+
+    def on_FlatMapCoGroupsInPandas(self, node) -> TrackedDataFrame:
+        raise refuse(node, "cogrouped applyInPandas: an output row's two groups come from two inputs; not yet "
+                           "(apply the function to a join of the two sides under capture)")
 
     # ---- windows --------------------------------------------------------------------------------
     def on_Window(self, node) -> TrackedDataFrame:
-        """A window keeps its input rows and adds values computed over each row's partition:
-        an aggregation of the partition (its rows influence every row of it, through the
-        partition keys), joined back to each row, then the window functions over the row
-        (Pebble's rules for aggregation, join and select; docs/capture.md, "Window")."""
-        child = self.child(node)
-        keys = seq(node.partitionSpec())
-        names = [f"_strata_w{i}" for i in range(len(keys))]
-        group = grouping.aggregate(child, "window.partition",
-                                   tuple(column_of(self.spark, k).alias(n) for k, n in zip(keys, names, strict=True)),
-                                   [F.count(F.lit(1)).alias("_strata_wn")])
-        cond = F.lit(True)
-        for k, n in zip(keys, names, strict=True):
-            cond = cond & column_of(self.spark, k).eqNullSafe(group.annotated[n])
-        joined = binary.join(child, group, cond, "inner")
-        base = analyzed(joined.annotated)
-        windowed = self.frame(node.withNewChildren(self.seq_of([base])))
-        wout = seq(node.windowExpressions())
-        keep = [a for a in seq(analyzed(windowed).output())
-                if a.name() not in (*names, "_strata_wn")]
-        new = self.frame(self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
-            self.seq_of(keep), analyzed(windowed)))
-        attrs = attr_map([base])
-        if any(has_udf(w) for w in wout):
-            op = OperatorProv(self.tracker._new_oid(), OpType.MAP, "window", (OpInput(joined.oid, None),), None,
-                              detail=str(node.simpleString(25)))
-            return joined._next(new, op)
-        accessed = tuple(a.path for a in accesses(wout, attrs) if a.input == 0)
-        manipulated = [Manipulation(0, c, c) for c in child.visible()]
-        for w in wout:
-            manipulated += [m for m in out_pairs(w, w.name(), attrs, {}) if m.input == 0]
-        op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "window", (OpInput(joined.oid, accessed),),
-                          tuple(dict.fromkeys(manipulated)), detail=str(node.simpleString(25)))
-        return joined._next(new, op)
+        """A window value is influenced by its partition's rows and built from its frame's
+        (capture/auto/window.py; docs/capture.md, "Window")."""
+        return window.translate(self, node, refuse)
 
 
 def _refs(expr) -> set[int]:

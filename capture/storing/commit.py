@@ -276,7 +276,8 @@ def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, 
 
 
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
-                     message: str | None, options: dict[str, Any], catalog: tuple[str, str] | None = None) -> RunInfo:
+                     message: str | None, options: dict[str, Any], catalog: tuple[str, str] | None = None,
+                     sink: Callable[[DataFrame], None] | None = None) -> RunInfo:
     """Compute the annotated result ONCE and write both the visible result (to ``path``) and the
     run's stored annotated result (``capture_result/<run>``, the id column first) from it.
 
@@ -291,7 +292,10 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     within the local limit, ``Store.choose``), else with Spark (``to_model.sections``).
 
     ``catalog`` = ``("saveAsTable" | "insertInto", name)`` writes into a catalog table instead of
-    ``path`` (``path`` then names the table in the run row); never split."""
+    ``path`` (``path`` then names the table in the run row); never split. ``sink(df)``, when given,
+    writes the visible columns instead of ``df.write``: the program's own write (partitioned,
+    bucketed, or a SQL statement with the annotated result as its query); never split (a task may
+    write several files)."""
     if tracker.store is None:
         raise UserError("tracker.write needs a store to commit the provenance to",
                         hint="create the tracker with Tracker(spark, Store.open(path))")
@@ -309,6 +313,9 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
 
     def save(df: DataFrame, source: str = fmt, extra: dict[str, str] | None = None) -> None:
+        if sink is not None:
+            sink(df)
+            return
         writer = df.write.mode(mode).options(**options).options(**(extra or {}))
         if catalog is None:
             writer.format(source).save(path)
@@ -323,7 +330,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     try:
         with store.transaction(message or f"capture {run}") as tx:
             table = result_table(run)
-            output = split_output(spark, path, fmt, mode, options) if catalog is None else None
+            output = split_output(spark, path, fmt, mode, options) if catalog is None and sink is None else None
             split = _write_split(tx, run, ordered, visible, save, output, phases) if output is not None else None
             folder = None
             if split is None and tee.supported(ordered.schema):

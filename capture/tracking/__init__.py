@@ -3,8 +3,8 @@
 * ``tracker.py``: :class:`Tracker` (reads or wraps inputs, writes captured runs) and
   :class:`Captured` (the provenance of one tracked DataFrame before it is committed);
 * ``frame.py``: :class:`TrackedDataFrame`, whose methods record one operator each;
-* ``project.py`` (projections, flatten, mapInPandas), ``binary.py`` (joins, unions),
-  ``grouping.py`` (aggregation, distinct): the operators;
+* ``project.py`` (projections, flatten, mapInPandas, mapInArrow), ``binary.py`` (joins, unions),
+  ``grouping.py`` (aggregation, distinct, applyInPandas): the operators;
 * ``paths.py``: accessed and manipulated paths read off Catalyst's analyzed plans;
 * ``sources.py``: the ids of source items.
 """

@@ -118,12 +118,19 @@ def key_id(grouped: DataFrame, n: int, oid: int, idk: str, keep_keys: bool = Tru
     spark = grouped.sparkSession
     attrs = seq(analyzed(grouped).output())
     cols = [column_of(spark, a) for a in attrs]
-    parts = []
-    for col, f in zip(cols[:n], grouped.schema.fields[:n], strict=True):
-        plain = _positional(f.dataType)
-        parts.append(_key_value(col if plain == f.dataType else col.cast(plain), plain))
     kept = cols if keep_keys else cols[n:]
-    return grouped.select(*kept, F.xxhash64(F.lit(oid), *parts).alias(idk))
+    types = [f.dataType for f in grouped.schema.fields[:n]]
+    return grouped.select(*kept, key_hash(oid, cols[:n], types).alias(idk))
+
+
+def key_hash(oid: int, keys: list[Column], types: list[DataType]) -> Column:
+    """``xxhash64(oid, group key)`` over the key columns (of those types): nested ones cast to
+    positional field names, nulls and array bounds kept apart (:func:`_key_value`)."""
+    parts = []
+    for col, dtype in zip(keys, types, strict=True):
+        plain = _positional(dtype)
+        parts.append(_key_value(col if plain == dtype else col.cast(plain), plain))
+    return F.xxhash64(F.lit(oid), *parts)
 
 
 def _finish(tdf, new, op, agg: str, idk: str) -> TrackedDataFrame:
@@ -142,7 +149,10 @@ def _grouped(df: DataFrame, keys, exprs) -> tuple[DataFrame, bool]:
         return df.groupBy(*keys).agg(*exprs), False
 
 
-def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Column]) -> TrackedDataFrame:
+def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Column],
+              opaque: bool = False) -> TrackedDataFrame:
+    """``tdf.groupBy(*keys).agg(*exprs)``; ``opaque``: what the members make is computed elsewhere
+    by an opaque function (M = ⊥; A = the key and aggregated paths)."""
     oid = tdf.tracker._new_oid()
     collected, agg, idk = _collected(tdf, oid)
     grouped, retain = _grouped(tdf.annotated, keys, [*exprs, collected])
@@ -160,7 +170,8 @@ def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Colum
                           detail=str(anode.simpleString(25)))
         return _finish(tdf, new, op, agg, idk)
     accessed = tuple(a.path for a in accesses(grouping + outputs, attrs))
-    manipulated = tuple(dict.fromkeys(m for e in outputs for m in out_pairs(e, e.name(), attrs, {})))
+    pairs = (m for e in outputs for m in out_pairs(e, e.name(), attrs, {}))
+    manipulated = None if opaque else tuple(dict.fromkeys(pairs))
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(anode.simpleString(25)))
     return _finish(tdf, new, op, agg, idk)
@@ -185,3 +196,56 @@ def deduplicate(tdf: TrackedDataFrame, method: str, subset: list[str] | None) ->
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=f"{method}({', '.join(keys)})")
     return _finish(tdf, new, op, agg, idk)
+
+
+def apply_in_pandas(tdf: TrackedDataFrame, keys: list[Column], func, schema) -> TrackedDataFrame:
+    """``groupBy(keys).applyInPandas(func, schema)``: an output row of a group is built from all
+    of the group's rows by an opaque function. Recorded as an aggregation of the group (members:
+    its rows; A = the key paths, M = ⊥) and a flatten of the group's item into the rows the
+    function returned for it (A = M = ⊥; position = the row's place in the function's output).
+    The function runs on the visible columns, as in the plain program; its output rows are
+    joined back to their group on the key (null-safe) for the members' ids."""
+    import inspect
+
+    from pyspark.sql.types import IntegerType, _parse_datatype_string
+
+    from capture.ids import FLATTEN, Derived
+    from capture.tracking.project import column_of
+
+    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if not isinstance(out_schema, StructType):
+        raise UnsupportedOperation.named("applyInPandas", f"schema must be a struct type, got {schema!r}")
+    group = aggregate(tdf, "applyInPandas", tuple(keys), [], opaque=True)
+    spark = tdf.annotated.sparkSession
+    n = len(keys)
+    key_types = [f.dataType for f in tdf.annotated.select(*keys).schema.fields]
+    oid = tdf.tracker._new_oid()
+    pos, idk = f"__strata_pos_{oid}", f"__strata_id_{oid}"
+    tags = [f"__strata_key{i}_{oid}" for i in range(n)]
+    visible = tdf.visible()
+    with_key = len(inspect.getfullargspec(func).args) == 2
+    full = StructType([*out_schema.fields, *(StructField(t, d) for t, d in zip(tags, key_types, strict=True)),
+                       StructField(pos, IntegerType(), False)])
+
+    def wrapped(key, pdf):
+        out = func(key, pdf[visible]) if with_key else func(pdf[visible])
+        out = out.reset_index(drop=True)
+        for t, value in zip(tags, key, strict=True):
+            out[t] = [value] * len(out)
+        out[pos] = range(len(out))
+        return out
+
+    rows = tdf.annotated.groupBy(*keys).applyInPandas(wrapped, full)
+    gcols = [column_of(spark, a) for a in seq(analyzed(group.annotated).output())]
+    cond = None
+    for t, k in zip(tags, gcols[:n], strict=True):
+        eq = rows[t].eqNullSafe(k)
+        cond = eq if cond is None else cond & eq
+    joined = rows.join(group.annotated, cond if cond is not None else F.lit(True), "inner")
+    new = joined.select(*(rows[f.name] for f in out_schema.fields), *(group.annotated[h] for h in group.hidden()),
+                        rows[pos], F.xxhash64(F.lit(oid), group.annotated[group.id_column], rows[pos]).alias(idk))
+    op = OperatorProv(oid, OpType.FLATTEN, "applyInPandas", (OpInput(group.oid, None),), None,
+                      detail=f"applyInPandas {getattr(func, '__name__', 'function')}")
+    slots = (*(s.repeated_by(pos) for s in group._slots), Slot(oid, idk, InRef(group.id_column), pos_col=pos))
+    derived = (*group._derived, Derived(idk, FLATTEN, oid, (group.id_column, pos)))
+    return group._next(new, op, cur=idk, slots=slots, derived=derived)

@@ -114,19 +114,19 @@ def _generator_sources(gnode, attrs) -> tuple[list[tuple[int, str]], dict[int, l
         raise UnsupportedOperation.named(
             f"generator {kind}", "only explode, posexplode and inline (and their _outer forms) are tracked")
     child = g.child()
-    if cls(child.dataType()) != "ArrayType":
-        raise UnsupportedOperation.named(f"{_GENERATORS[kind]} over a map", "flatten is tracked over arrays only")
+    if cls(child.dataType()) not in ("ArrayType", "MapType"):
+        raise UnsupportedOperation.named(f"{_GENERATORS[kind]} over {child.dataType().simpleString()}",
+                                         "flatten is tracked over arrays and maps")
     base = as_path(child, attrs)
     outs = seq(gnode.generatorOutput())
     if base is None:  # a computed array, e.g. explode(split(text, ' ')): a derived value
         srcs = list(maximal_paths(child, attrs))
         gen = {a.exprId().id(): srcs for a in outs}
         return srcs, gen, kind
-    elem = (base[0], f"{base[1]}.{POS}")
-    if kind == "Explode":
-        gen = {outs[0].exprId().id(): [elem]}
-    elif kind == "PosExplode":
-        gen = {outs[0].exprId().id(): [], outs[1].exprId().id(): [elem]}
+    elem = (base[0], f"{base[1]}.{POS}")  # a map's entry: its key and its value (as m['k'] reads m.[pos])
+    if kind in ("Explode", "PosExplode"):
+        skip = 1 if kind == "PosExplode" else 0  # posexplode's position column is made, not read
+        gen = {a.exprId().id(): [elem] if i >= skip else [] for i, a in enumerate(outs)}
     else:
         fields = list(child.dataType().elementType().fieldNames())
         gen = {a.exprId().id(): [(elem[0], f"{elem[1]}.{f}")] for a, f in zip(outs, fields, strict=True)}
@@ -142,18 +142,19 @@ def _flatten(tdf, method, plan, gnode, in_plan, explicit) -> TrackedDataFrame:
     oid = tdf.tracker._new_oid()
     pos, elem, idk = f"__strata_pos_{oid}", f"__strata_elem_{oid}", f"__strata_id_{oid}"
     explode = F.posexplode_outer if gnode.outer() else F.posexplode
-    base = tdf.annotated.select("*", explode(column_of(spark, gnode.generator().child())).alias(pos, elem))
+    source = gnode.generator().child()
+    over_map = cls(source.dataType()) == "MapType"
+    value = f"__strata_value_{oid}"  # a map's entries: (position, key, value)
+    names = (pos, elem, value) if over_map else (pos, elem)
+    base = tdf.annotated.select("*", explode(column_of(spark, source)).alias(*names))
     outs = [a.exprId().id() for a in seq(gnode.generatorOutput())]
-    fields = (
-        list(gnode.generator().child().dataType().elementType().fieldNames()) if kind == "Inline" else []
-    )
+    fields = list(source.dataType().elementType().fieldNames()) if kind == "Inline" else []
 
     def gen_col(j: int) -> Column:
-        if kind == "Explode":
-            return F.col(elem)
-        if kind == "PosExplode":
-            return F.col(pos) if j == 0 else F.col(elem)
-        return F.col(elem).getField(fields[j])
+        if kind == "Inline":
+            return F.col(elem).getField(fields[j])
+        made = names[1:] if kind == "Explode" else names  # explode: no position column
+        return F.col(made[j])
 
     cols: list[Column] = []
     items = seq(plan.projectList())
@@ -218,4 +219,39 @@ def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> Tracked
     new = tdf.annotated.mapInPandas(wrapped, full, barrier)
     op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, "mapInPandas", (OpInput(tdf.oid, None),), None,
                       detail=f"mapInPandas {getattr(func, '__name__', 'function')}")
+    return tdf._next(new, op)
+
+
+def map_in_arrow(tdf: TrackedDataFrame, func, schema, barrier: bool) -> TrackedDataFrame:
+    """``mapInArrow`` under the map rule, as :func:`map_in_pandas`: the user's function gets each
+    Arrow batch's visible columns and must return as many rows as it got, in order."""
+    import pyarrow as pa
+    from pyspark.sql.types import _parse_datatype_string
+
+    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if not isinstance(out_schema, StructType):
+        raise UnsupportedOperation.named("mapInArrow", f"schema must be a struct type, got {schema!r}")
+    hidden, visible = tdf.hidden(), tdf.visible()
+    full = StructType(list(out_schema.fields) + [tdf.annotated.schema[h] for h in hidden])
+
+    def wrapped(batches):
+        for batch in batches:
+            names = batch.schema.names
+            shown = pa.RecordBatch.from_arrays([batch.column(names.index(c)) for c in visible], names=visible)
+            parts = [b for b in func(iter([shown])) if b.num_rows]
+            rows = sum(b.num_rows for b in parts)
+            if rows != batch.num_rows:
+                raise ValueError(
+                    f"strata capture: mapInArrow function returned {rows} rows for {batch.num_rows} input "
+                    "rows; under capture it must return one row per input row, in order (the map rule)")
+            if not rows:
+                continue
+            out = pa.Table.from_batches(parts).combine_chunks()
+            for h in hidden:
+                out = out.append_column(h, batch.column(names.index(h)))
+            yield from out.to_batches()
+
+    new = tdf.annotated.mapInArrow(wrapped, full, barrier)
+    op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, "mapInArrow", (OpInput(tdf.oid, None),), None,
+                      detail=f"mapInArrow {getattr(func, '__name__', 'function')}")
     return tdf._next(new, op)

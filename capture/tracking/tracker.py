@@ -193,9 +193,11 @@ class Tracker:
                         compact, tdf._derived)
 
     def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
-              message: str | None = None, table: tuple[str, str] | None = None, **options):
+              message: str | None = None, table: tuple[str, str] | None = None, sink=None, **options):
         """Write the result and commit its provenance in one store commit (capture/storing/commit.py).
-        ``table=("saveAsTable" | "insertInto", name)`` writes into that catalog table instead."""
+        ``table=("saveAsTable" | "insertInto", name)`` writes into that catalog table instead;
+        ``sink(df)`` writes the result's visible columns ``df`` instead of ``df.write`` (zero-change
+        capture: the program's own write, e.g. partitioned, or its SQL statement)."""
         from capture.storing.commit import write_and_commit
 
-        return write_and_commit(self, tdf, path, format, mode, message, options, table)
+        return write_and_commit(self, tdf, path, format, mode, message, options, table, sink)

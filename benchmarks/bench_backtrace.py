@@ -9,7 +9,8 @@ Per pipeline (bench_capture.py's T1-T5, D1-D5), in one process: the plain pipeli
 process) and warm (the next one, as in a REPL session), each split into its phases: run (read the
 run's operators and row, one job), match (the compiled pattern over the run's stored result, one
 job), associations (derived from the matched rows' hidden columns, one small job), backtrace (on
-the driver).
+the driver); then, for the warm trace's input items, finding them in the inputs and reading their
+values back (TRACE's ``source`` and ``value``: capture/tracing/locate.py).
 ``--udf`` also times the Python matcher (a UDF, the fallback) on the same items. Target: trace <= 0.5x plain.
 The default pattern is ``/<first result column>``; ``--pattern`` overrides it.
 """
@@ -32,8 +33,20 @@ def timed_trace(store, run: str, pattern: str, items: int, compiled: bool = True
 
     t: dict = {}
     traced = trace(store, run, parse_pattern(pattern), items, timings=t, compiled=compiled)
-    t.update(matched=traced.matched, reached=len(traced.items))
+    t.update(matched=traced.matched, reached=len(traced.items), traced=traced)
     return t
+
+
+def timed_locate(store, traced) -> float:
+    """Seconds to find the traced input items in the run's inputs and read their values back
+    (TRACE's ``source`` and ``value`` columns, ``capture.tracing.trace_rows``)."""
+    import time
+
+    from capture.tracing import trace_rows
+
+    t0 = time.perf_counter()
+    trace_rows(store, traced, where=True, values=True)
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -60,7 +73,7 @@ def main() -> None:
     names = [n for n in PIPELINES if not args.only or n in args.only.split(",")]
     print(f"load average: {os.getloadavg()}", flush=True)
     print("pipeline  plain_s | cold: run match assoc backtrace total ratio | warm: total ratio"
-          f"{' | udf: match total ratio' if args.udf else ''} | items reached", flush=True)
+          f"{' | udf: match total ratio' if args.udf else ''} | items reached | sources+values s", flush=True)
     for name in names:
         fn = PIPELINES[name]
         out = os.path.join(args.work, "out", name)
@@ -79,7 +92,7 @@ def main() -> None:
         if args.udf:
             udf = timed_trace(store, info.run, pattern, args.items, compiled=False)
             line += f" | {udf['match']:5.1f} {udf['total']:5.1f} {udf['total'] / plain:5.2f}"
-        print(f"{line} | {cold['matched']} {cold['reached']}", flush=True)
+        print(f"{line} | {cold['matched']} {cold['reached']} | {timed_locate(store, warm['traced']):.2f}", flush=True)
     print(f"load average: {os.getloadavg()}")
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, python {platform.python_version()}, "
           f"spark {spark.version}, master {args.master}")

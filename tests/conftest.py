@@ -10,11 +10,12 @@ evaluates a plan, not what it computes. The tests that start Spark in a child pr
 local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's defaults, code
 generation included.
 
-The local-cluster test (test_cluster.py) and `strata capture` of a corpus script
-(test_capture_corpus.py) run in child processes of their own, and the REPL session in a terminal
-(test_repl_pty.py, mostly waiting) in a thread: all are started once the suite's SparkSession is
-up and checked last, so they overlap the rest of the suite instead of adding to it (a module's
-`start_in_background`; `pytest_collection_finish`, `pytest_collection_modifyitems`).
+The local-cluster test (test_cluster.py), `strata capture` of a corpus script
+(test_capture_corpus.py) and the Spark writer killed mid-ingest (test_storage.py) run in child
+processes of their own, and the REPL session in a terminal (test_repl_pty.py, mostly waiting) in a
+thread: all are started once the suite's SparkSession is up and checked last, so they overlap the
+rest of the suite instead of adding to it (a module's `start_in_background`;
+`pytest_collection_finish`, `pytest_collection_modifyitems`).
 
 The suite's JVM lives for all of it, and the store's index builds and queries pin
 intermediate results with localCheckpoint: those blocks stay in the driver's memory until

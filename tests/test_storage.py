@@ -3,13 +3,18 @@ and a second concurrent writer gets a clear error instead of a lost update."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -99,13 +104,12 @@ KILL_SCRIPT_LOCAL = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("engine", ["spark", "local"])
-def test_sigkill_mid_ingest_leaves_the_previous_commit(spark, store_path, tmp_path, engine):
-    st = Store.open(store_path, spark=spark)
-    st.ingest(SMALL)
-    big = tmp_path / "big.json"
+def _kill_mid_ingest(store_path: Path, work: Path, script: str) -> tuple[int, bool]:
+    """A store at version 1, then a big ingest by ``script`` in a child process, SIGKILLed between
+    its first staged segment and its manifest: (the child's return code, whether it had staged)."""
+    Store.open(str(store_path), engine="local").ingest(SMALL)
+    big = work / "big.json"
     big.write_text(json.dumps(more("k", 20_000)))
-    script = KILL_SCRIPT if engine == "spark" else KILL_SCRIPT_LOCAL
     proc = subprocess.Popen([sys.executable, "-c", script, str(store_path), str(big)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tables = store_path / "tables"
@@ -124,9 +128,41 @@ def test_sigkill_mid_ingest_leaves_the_previous_commit(spark, store_path, tmp_pa
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the ingest finished before it could be killed mid-commit"
-    assert staged(), "the writer was killed before it staged a segment"
-    reopened = Store.open(store_path, spark=spark)
+    return proc.returncode, bool(staged())
+
+
+_ON_SPARK: dict[str, object] = {}
+
+
+def start_in_background() -> None:
+    """The Spark writer (a child process with a JVM of its own, ~15 s) killed mid-ingest from a
+    thread, started once the suite's SparkSession is up (conftest.py) and checked by the test."""
+    if _ON_SPARK:
+        return
+    work = Path(tempfile.mkdtemp(prefix="strata-sigkill-"))
+    atexit.register(shutil.rmtree, work, True)
+    _ON_SPARK["store"] = work / "store"
+
+    def run() -> None:
+        _ON_SPARK["result"] = _kill_mid_ingest(work / "store", work, KILL_SCRIPT)
+
+    _ON_SPARK["thread"] = threading.Thread(target=run, daemon=True)
+    _ON_SPARK["thread"].start()
+
+
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_sigkill_mid_ingest_leaves_the_previous_commit(spark, store_path, tmp_path, engine):
+    if engine == "spark":
+        start_in_background()
+        _ON_SPARK["thread"].join(timeout=330)
+        store_path, result = _ON_SPARK["store"], _ON_SPARK.get("result")
+    else:
+        result = _kill_mid_ingest(store_path, tmp_path, KILL_SCRIPT_LOCAL)
+    assert result is not None, "the writer did not finish in time"
+    code, staged = result
+    assert code == -signal.SIGKILL, "the ingest finished before it could be killed mid-commit"
+    assert staged, "the writer was killed before it staged a segment"
+    reopened = Store.open(str(store_path), spark=spark)
     assert reopened.version == 1
     assert ids(reopened) == {"t", "r"}
     assert reopened.table("ancestors").count() == 3

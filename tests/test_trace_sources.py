@@ -22,8 +22,9 @@ from pyspark.sql import functions as F
 
 import iql
 from capture import Tracker, capturing
-from capture.tracing.locate import _line_starts, hash_longs, value_at
+from capture.tracing.locate import _line_starts, value_at
 from store import Store
+from store.index.xxh import hash_longs
 from strata.cli import main
 
 RECORDS = [{"a": i, "s": f"rec {i}", "tags": [f"t{i}", f"u{i}"], "u": {"n": i * 10}} for i in range(12)]

@@ -43,6 +43,7 @@ import numpy as np
 
 from capture.operators import POS, OpType
 from capture.tracking.sources import Locator
+from store.index.xxh import hash_longs
 
 Key = tuple[str, int]  # (dataset, item id)
 
@@ -95,30 +96,7 @@ def value_at(record, segments: list[str]):
     return cur
 
 
-# ---- Spark's xxhash64, vectorized --------------------------------------------------------------
-_P1, _P2, _P3, _P4, _P5 = (np.uint64(x) for x in (
-    0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5))
-
-
-def _rotl(x, r: int):
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-def hash_longs(values: np.ndarray, seed: int) -> np.ndarray:
-    """Spark's ``XXH64.hashLong`` of every value with one seed, as signed 64-bit ids."""
-    with np.errstate(over="ignore"):
-        x = values.astype(np.int64).view(np.uint64)
-        h = np.uint64(seed & ((1 << 64) - 1)) + _P5 + np.uint64(8)
-        h = h ^ (_rotl(x * _P2, 31) * _P1)
-        h = _rotl(h, 27) * _P1 + _P4
-        h ^= h >> np.uint64(33)
-        h *= _P2
-        h ^= h >> np.uint64(29)
-        h *= _P3
-        h ^= h >> np.uint64(32)
-    return h.view(np.int64)
-
-
+# ---- Spark's xxhash64 -------------------------------------------------------------------------
 def _seed(*parts) -> int:
     """The hash after Spark's ``xxhash64`` has taken ``parts`` (strings, then longs)."""
     import xxhash

@@ -187,6 +187,18 @@ def _refs(expr) -> list[int]:
     return [r for c in seq(expr.children()) for r in _refs(c)]
 
 
+def _map_schemas(tdf: TrackedDataFrame, schema, method: str):
+    """A map function's output schema (a StructType or DDL string), the hidden and visible
+    columns of its input, and the schema it runs under (the output plus the hidden columns)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if not isinstance(out_schema, StructType):
+        raise UnsupportedOperation.named(method, f"schema must be a struct type, got {schema!r}")
+    hidden, visible = tdf.hidden(), tdf.visible()
+    return out_schema, hidden, visible, StructType(list(out_schema.fields) + [tdf.annotated.schema[h] for h in hidden])
+
+
 def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> TrackedDataFrame:
     """The paper's map rule: one output row per input row, access and manipulation undefined.
 
@@ -194,13 +206,8 @@ def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> Tracked
     return as many rows as it got, in order, so each output row keeps its input's id.
     """
     import pandas as pd
-    from pyspark.sql.types import _parse_datatype_string
 
-    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
-    if not isinstance(out_schema, StructType):
-        raise UnsupportedOperation.named("mapInPandas", f"schema must be a struct type, got {schema!r}")
-    hidden, visible = tdf.hidden(), tdf.visible()
-    full = StructType(list(out_schema.fields) + [tdf.annotated.schema[h] for h in hidden])
+    out_schema, hidden, visible, full = _map_schemas(tdf, schema, "mapInPandas")
 
     def wrapped(batches):
         for pdf in batches:
@@ -226,13 +233,8 @@ def map_in_arrow(tdf: TrackedDataFrame, func, schema, barrier: bool) -> TrackedD
     """``mapInArrow`` under the map rule, as :func:`map_in_pandas`: the user's function gets each
     Arrow batch's visible columns and must return as many rows as it got, in order."""
     import pyarrow as pa
-    from pyspark.sql.types import _parse_datatype_string
 
-    out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
-    if not isinstance(out_schema, StructType):
-        raise UnsupportedOperation.named("mapInArrow", f"schema must be a struct type, got {schema!r}")
-    hidden, visible = tdf.hidden(), tdf.visible()
-    full = StructType(list(out_schema.fields) + [tdf.annotated.schema[h] for h in hidden])
+    _, hidden, visible, full = _map_schemas(tdf, schema, "mapInArrow")
 
     def wrapped(batches):
         for batch in batches:

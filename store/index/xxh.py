@@ -1,4 +1,5 @@
-"""Spark's `xxhash64` of many strings at once, in numpy: the buckets of the in-process index build.
+"""Spark's `xxhash64` of many strings (or longs) at once, in numpy: the buckets of the in-process
+index build, and the ids of input items found again by a trace (capture/tracing/locate.py).
 
 Spark hashes a string column with XXH64 (seed 42) over its UTF-8 bytes and reads the result as
 a signed long; an index table's bucket is `pmod(hash, buckets)` (layout.py). `bucket_of_value`
@@ -25,6 +26,17 @@ SEED = 42  # Spark's seed for xxhash64
 
 def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _avalanche(h: np.ndarray) -> np.ndarray:
+    """XXH64's final mix, as signed 64-bit hashes."""
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> np.uint64(33))
+        h = h * P2
+        h = h ^ (h >> np.uint64(29))
+        h = h * P3
+        h = h ^ (h >> np.uint64(32))
+    return h.view(np.int64)
 
 
 def _round(acc: np.ndarray, lane: np.ndarray) -> np.ndarray:
@@ -105,12 +117,18 @@ def hashes(array) -> np.ndarray:
                 break
             h = np.where(live, _rotl(h ^ (data[pos].astype(np.uint64) * P5), 11) * P1, h)
             pos = pos + live
-        h ^= h >> np.uint64(33)
-        h *= P2
-        h ^= h >> np.uint64(29)
-        h *= P3
-        h ^= h >> np.uint64(32)
-    return h.view(np.int64)
+    return _avalanche(h)
+
+
+def hash_longs(values: np.ndarray, seed: int) -> np.ndarray:
+    """Spark's ``XXH64.hashLong`` of every value with one seed (the hash of the columns before
+    it, as a signed or unsigned 64-bit number), as signed 64-bit hashes."""
+    with np.errstate(over="ignore"):
+        x = values.astype(np.int64).view(np.uint64)
+        h = np.uint64(seed & ((1 << 64) - 1)) + P5 + np.uint64(8)
+        h = h ^ (_rotl(x * P2, 31) * P1)
+        h = _rotl(h, 27) * P1 + P4
+    return _avalanche(h)
 
 
 def buckets_of(array, buckets: int) -> np.ndarray:

@@ -3,8 +3,8 @@
 Code generation is off in this session, whole-stage and per expression (`factoryMode`
 NO_CODEGEN: projections, predicates and orderings are interpreted), and so is adaptive query
 execution: the suite runs hundreds of queries over a few rows each, where compiling Java and
-re-planning at each shuffle cost more than they save (test_semantics.py and
-test_index_maintenance.py, on a loaded machine: 103 s against 127 s with only whole-stage code
+re-planning at each shuffle cost more than they save (test_semantics.py and the index
+maintenance test, on a loaded machine: 103 s against 127 s with only whole-stage code
 generation off; NO_CODEGEN alone, in a second pair, 175 s against 204 s). They change how Spark
 evaluates a plan, not what it computes. The tests that start Spark in a child process (the
 local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's defaults, code

@@ -205,8 +205,9 @@ def _batch(root: Path, edges) -> str:
 
 def test_updates_on_both_paths_equal_a_full_build(spark, tmp_path):
     """Old edges: 60% of the lineage batch without table Td's; new: the rest (components merge,
-    the workflow graph gains a table, so the split plan changes). The in-process update, and a
-    Spark incremental update of an index built in-process, both equal a full build."""
+    values are added, the workflow graph gains a table, so the split plan changes and components
+    are split again). The in-process update, and a Spark incremental update of an index built
+    in-process (store/index/maintenance.py `merge_frames`), both equal a full build."""
     import random
 
     triples, tables = batch_triples()

@@ -14,7 +14,7 @@ That is the Spark path. When `inmemory.choose_builder` builds in this process, `
 recomputes the whole index there instead: reading the old index would cost as much as reading
 the edges, and writing every table again is the larger part of either (docs/index.md).
 `update_index` equals `build_index` on the same edges on both paths
-(tests/test_index_maintenance.py, tests/test_index_inmemory.py).
+(tests/test_index_inmemory.py).
 """
 
 from __future__ import annotations

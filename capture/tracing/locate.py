@@ -171,7 +171,8 @@ def _line_starts(data: bytes, sep: bytes | None) -> np.ndarray:
 
 def _json_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
                wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
-    data = open(local, "rb").read()
+    with open(local, "rb") as f:
+        data = f.read()
     ext = os.path.splitext(local)[1].lower()
     if ext in _OPENERS:
         data = _OPENERS[ext](data)

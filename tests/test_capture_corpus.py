@@ -5,9 +5,10 @@ mechanism of `strata capture`: plainly, then inside ``capture.capturing``. Every
 catalog tables) must have the same schema and rows, with one committed run per write. For a sample
 of scripts, items of an output are traced and the input items the trace reaches are checked
 against a naive reference computed here in plain Python from the input records, and each traced
-item's `source` (file:line, file#row) read naively must hold that record. One script also runs
-through the `strata capture` command in a new process, started in the background once the suite's
-SparkSession is up (conftest.py) and checked at the end.
+item's `source` (file:line, file#row) read naively must hold that record. Two programs also run
+through the `strata capture` command in new processes (a corpus script with two writes, and the
+job of examples/capture, whose run `strata trace` then traces to its input line), started in the
+background once the suite's SparkSession is up (conftest.py) and checked at the end.
 """
 
 from __future__ import annotations
@@ -215,41 +216,58 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
 
 _COMMAND: dict[str, object] = {}
 _ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+EXAMPLE = Path(__file__).parents[1] / "examples" / "capture"
+
+
+def _strata(store: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "strata.cli", "--store", str(store), "--master", "local[1]", *args],
+                          capture_output=True, text=True, env=_ENV, timeout=300)
 
 
 def start_in_background() -> None:
-    """`strata capture` of one corpus script in a new process, started once the suite's
-    SparkSession is up (conftest.py) and checked by test_strata_capture_command: its JVM boots
-    and runs while other tests do."""
+    """`strata capture` in new processes, from a thread started once the suite's SparkSession is
+    up (conftest.py) and checked by test_strata_capture_command, so the children's JVMs run while
+    other tests do: a corpus script with two writes, then the job of examples/capture and
+    `strata trace` over its run (the example docs/capture.md shows)."""
     if _COMMAND:
         return
+    import threading
+
     from pyspark.sql import SparkSession
 
     work = Path(tempfile.mkdtemp(prefix="strata-corpus-"))
     atexit.register(shutil.rmtree, work, True)
     inputs = _write_inputs(work / "in", SparkSession.getActiveSession())
     (work / "out").mkdir()
-    _COMMAND.update(work=work, err=work / "stderr")
-    with open(work / "stderr", "w") as err:  # a file, not a pipe: nobody reads it until the end
-        _COMMAND["proc"] = subprocess.Popen(
-            [sys.executable, "-m", "strata.cli", "--store", str(work / "store"), "--master", "local[1]",
-             "capture", "--", str(CORPUS / "semi_anti.py"), str(inputs), str(work / "out"), "x"],
-            stdout=subprocess.DEVNULL, stderr=err, env=_ENV)
+
+    def run() -> None:
+        _COMMAND["corpus"] = _strata(work / "store", "capture", "--", str(CORPUS / "semi_anti.py"), str(inputs),
+                                     str(work / "out"), "x")
+        _COMMAND["example"] = _strata(work / "example", "capture", "--", str(EXAMPLE / "tweets_job.py"),
+                                      str(EXAMPLE / "tweets.json"), str(work / "by_user"))
+        _COMMAND["trace"] = _strata(work / "example", "trace", "/texts = 'Bonjour'")
+
+    _COMMAND.update(work=work, thread=threading.Thread(target=run, daemon=True))
+    _COMMAND["thread"].start()
 
 
 def test_strata_capture_command(spark, tmp_path):
-    """`strata capture -- script ARGS` in a new process: exit 0, one run per write, the output."""
+    """`strata capture -- script ARGS` in a new process: exit 0, one run per write, the output;
+    the example job's run traced by `strata trace` to the input line and its values."""
     start_in_background()
-    proc, out = _COMMAND["proc"], _COMMAND["work"] / "out"
-    try:
-        proc.wait(timeout=300)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-    stderr = _COMMAND["err"].read_text()
-    assert proc.returncode == 0, stderr[-2000:]
-    assert stderr.count("captured semi_anti/run-") == 2
+    _COMMAND["thread"].join(timeout=600)
+    corpus, out = _COMMAND.get("corpus"), _COMMAND["work"] / "out"
+    assert corpus is not None, "strata capture did not finish in time"
+    assert corpus.returncode == 0, corpus.stderr[-2000:]
+    assert corpus.stderr.count("captured semi_anti/run-") == 2
     assert (out / "buyers.parquet").is_dir() and (out / "idle.parquet").is_dir()
+    example, traced = _COMMAND["example"], _COMMAND["trace"]
+    assert example.returncode == 0 and example.stderr.count("captured tweets_job/run-") == 1, example.stderr[-2000:]
+    assert traced.returncode == 0, traced.stderr[-2000:]
+    lines = traced.stdout.splitlines()  # Bonjour is line 3 of the input; the filter read retweet_cnt
+    assert lines[0].startswith(f"{EXAMPLE / 'tweets.json'}:3  dataset:")
+    assert '  text  contributing  accessed by 3; manipulated by 3  = "Bonjour"' in lines
+    assert "  retweet_cnt  influencing  accessed by 2  = 0" in lines
     refused = subprocess.run(
         [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",
          "capture", "--", str(tmp_path / "missing.py")], capture_output=True, text=True, env=_ENV, timeout=120)

@@ -17,15 +17,22 @@ from strata.cli import store_of
 def render(result: iql.Result, fmt: str) -> str:
     """The text `strata query` prints on stdout for `result` (pure once rows are collected)."""
     rows = result.rows()
-    if fmt == "json":
-        return format_json(result.columns, rows, result.warnings)
-    if fmt == "csv":
-        return format_csv(result.columns, rows).rstrip("\n")
-    if result.explain:
+    if result.explain and fmt == "table":
         return "\n".join(str(r[0]) for r in rows)
-    if result.form is iql.Form.TRACE:  # a TRACE statement's rows read best as indented trees
+    # a TRACE statement's rows read best as indented trees
+    return render_rows(result.columns, rows, "tree" if fmt == "table" and result.form is iql.Form.TRACE else fmt,
+                       result.warnings)
+
+
+def render_rows(columns, rows, fmt: str, warnings=()) -> str:
+    """Rows as `fmt`: json, csv, table, or tree (TRACE rows as indented trees)."""
+    if fmt == "json":
+        return format_json(columns, rows, warnings)
+    if fmt == "csv":
+        return format_csv(columns, rows).rstrip("\n")
+    if fmt == "tree":
         return trace_tree(rows)
-    return format_table(result.columns, rows)
+    return format_table(columns, rows)
 
 
 @click.command("query")
@@ -72,12 +79,4 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
 
     st = store_of(ctx)
     rows = trace_rows(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)
-    columns = tuple(name for name, _ in iql.TRACE_COLUMNS)
-    if fmt == "tree":
-        click.echo(trace_tree(rows))
-    elif fmt == "json":
-        click.echo(format_json(columns, rows))
-    elif fmt == "csv":
-        click.echo(format_csv(columns, rows).rstrip("\n"))
-    else:
-        click.echo(format_table(columns, rows))
+    click.echo(render_rows(tuple(name for name, _ in iql.TRACE_COLUMNS), rows, fmt))

@@ -243,10 +243,12 @@ def _on_driver(dataset: str, loc: Locator, wanted: dict[int, list[Key]], values:
             _json_file(dataset, loc, file, local, wanted, out, values)
         else:
             _parquet_file(dataset, loc, file, local, wanted, out, values)
-    for keys in wanted.values():
-        for key in keys:
-            out[key] = Place(_changed(loc, changed))
-    return out
+    return out | _every(wanted, _changed(loc, changed))
+
+
+def _every(wanted: dict[int, list[Key]], source: str) -> dict[Key, Place]:
+    """The same ``source`` (why an item cannot be read back) for every item still wanted."""
+    return {k: Place(source) for keys in wanted.values() for k in keys}
 
 
 def _changed(loc: Locator, changed: list[str]) -> str:
@@ -276,10 +278,8 @@ def _with_spark(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]],
             .format(jvm.CLASS).load(paths)
     else:
         df = (reader.schema(schema) if schema is not None else reader).format(loc.format).load(paths)
-    leaf = df._jdf.queryExecution().analyzed()
-    if file_statuses(leaf.relation()) != loc.files:
-        return {k: Place(_changed(loc, [p for p in (local_file(f[0]) or f[0] for f in loc.files)]))
-                for keys in wanted.values() for k in keys}
+    if file_statuses(df._jdf.queryExecution().analyzed().relation().location()) != loc.files:
+        return _every(wanted, _changed(loc, [local_file(f[0]) or f[0] for f in loc.files]))
     meta = df.metadataColumn("_metadata")
     file = meta.getField("file_path")
     visible = [F.col(f"`{f.name}`") for f in (schema.fields if schema is not None else [])]
@@ -290,8 +290,7 @@ def _with_spark(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]],
     else:
         layout = layout_key(df, dict(loc.layout_options or ()))
         if layout != loc.layout:
-            return {k: Place(f"{_where(loc)} (Spark now cuts the input otherwise than at the run: not read back)")
-                    for keys in wanted.values() for k in keys}
+            return _every(wanted, f"{_where(loc)} (Spark now cuts the input otherwise than at the run: not read back)")
         ids, index = item_ids(dataset, loc.layout), F.monotonically_increasing_id()
     rows = df.select(ids.alias("_id"), file.alias("_file"), index.alias("_index"),
                      F.struct(*visible).alias("_record"))
@@ -311,16 +310,14 @@ def _with_spark(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]],
         record = r["_record"].asDict(recursive=True) if values else None
         for key in wanted.pop(r["_id"], ()):
             out[key] = Place(_label(loc, place), record, values)
-    for keys in wanted.values():
-        for key in keys:
-            out[key] = Place(_changed(loc, []))
-    return out
+    return out | _every(wanted, _changed(loc, []))
 
 
 def _file_name(uri: str) -> str:
+    """A file as Spark's ``_metadata.file_path`` names it (a URI): its local path, else the URI."""
     from urllib.parse import unquote
 
-    return unquote(uri[5:]) if uri.startswith("file:") else uri
+    return local_file(unquote(uri)) or uri
 
 
 # ---- entry point -------------------------------------------------------------------------------
@@ -359,27 +356,23 @@ def locate(store, head, keys: Iterable[Key], values: bool = True) -> dict[Key, P
     for dataset, items in wanted.items():
         loc = by_dataset.get(dataset)
         if loc is None:
-            text = f"{detail.get(dataset, dataset)} (where its items live was not recorded with this run)"
-            out.update({k: Place(text) for keys in items.values() for k in keys})
+            found = _every(items, f"{detail.get(dataset, dataset)} "
+                                  "(where its items live was not recorded with this run)")
         elif loc.ids == "program":
-            text = f"rows the program made ({detail.get(dataset, loc.format)}): nothing to read back"
-            out.update({k: Place(text) for keys in items.values() for k in keys})
+            found = _every(items, f"rows the program made ({detail.get(dataset, loc.format)}): nothing to read back")
         else:
             found = _on_driver(dataset, loc, items, values)
             if found is None and store.engine is Engine.LOCAL:
-                text = f"{_where(loc)} (finding its rows needs Spark: not with --engine local)"
-                found = {k: Place(text) for keys in items.values() for k in keys}
+                found = _every(items, f"{_where(loc)} (finding its rows needs Spark: not with --engine local)")
             elif found is None:
                 found = _with_spark(store.spark, dataset, loc, items, values)
-            out.update(found)
+        out.update(found)
     return out
 
 
-ROW_COLUMNS = ("dataset", "item", "item_id", "path", "role", "accessed_by", "manipulated_by", "source", "value")
-
-
 def trace_rows(store, bt, where: bool = True, values: bool = True) -> list[tuple]:
-    """The rows of TRACE (:data:`ROW_COLUMNS`): one per node of each traced input item's tree,
+    """The rows of TRACE (dataset, item, item_id, path, role, accessed_by, manipulated_by, source,
+    value: ``iql.TRACE_COLUMNS``): one per node of each traced input item's tree,
     with the item's store element, its ``source`` (when ``where``) and the value at the node's
     path (when ``values``); input items are located only when one of the two is asked for."""
     from capture.ids import item_element_id

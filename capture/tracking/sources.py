@@ -71,18 +71,37 @@ def _split_bytes(spark, conf, files: int, size: int) -> int:
 _STATUS = re.compile(r"path=([^;]*);.*?length=(\d+);.*?modification_time=(\d+);")
 
 
-def _listing(index) -> list[str]:
-    """The input files of a file index as sorted ``path length mtime`` lines, fetched in one py4j
-    call (Hadoop's ``FileStatus`` text, without its access time, which reads may change). An
-    index that does not list its statuses, or text in another format, gives the paths alone."""
+def file_statuses(index) -> tuple[tuple[str, int, int], ...]:
+    """The files of a file index as (Hadoop path, length, modification time in ms), sorted,
+    fetched in one py4j call (Hadoop's ``FileStatus`` text, without its access time, which reads
+    may change). Empty when the index does not list its statuses, or lists them in another format."""
     try:
         statuses = index.allFiles()
-        found = [" ".join(m) for m in _STATUS.findall(statuses.mkString("\n"))]
-        if len(found) == statuses.size():
-            return sorted(found)
+        found = _STATUS.findall(statuses.mkString("\n"))
     except Py4JError:
-        pass
-    return sorted(index.inputFiles())
+        return ()
+    if len(found) != statuses.size():
+        return ()
+    return tuple(sorted((p, int(n), int(t)) for p, n, t in found))
+
+
+def _listing(index) -> list[str]:
+    """The input files of a file index as sorted ``path length mtime`` lines (the paths alone when
+    the index does not list its statuses)."""
+    statuses = file_statuses(index)
+    return sorted(" ".join(map(str, f)) for f in statuses) if statuses else sorted(index.inputFiles())
+
+
+def _leaves(df: DataFrame) -> list:
+    """The leaves of ``df``'s analyzed plan."""
+    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    return [leaves.apply(i) for i in range(leaves.size())]
+
+
+def _is_file_scan(leaf) -> bool:
+    """Whether a plan leaf reads files (a ``LogicalRelation`` over a ``HadoopFsRelation``)."""
+    return leaf.getClass().getSimpleName() == "LogicalRelation" and \
+        leaf.relation().getClass().getSimpleName() == "HadoopFsRelation"
 
 
 def layout_key(df: DataFrame, options: dict | None = None) -> str:
@@ -92,13 +111,11 @@ def layout_key(df: DataFrame, options: dict | None = None) -> str:
     file read the number of partitions."""
     spark = df.sparkSession
     conf = spark._jsparkSession.sessionState().conf()
-    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    leaves = _leaves(df)
     parts = [spark.version.rsplit(".", 1)[0], repr(sorted((options or {}).items()))]
     scans = 0
-    for i in range(leaves.size()):
-        leaf = leaves.apply(i)
-        if leaf.getClass().getSimpleName() != "LogicalRelation" or \
-                leaf.relation().getClass().getSimpleName() != "HadoopFsRelation":
+    for leaf in leaves:
+        if not _is_file_scan(leaf):
             continue
         index = leaf.relation().location()
         files = _listing(index)
@@ -107,7 +124,7 @@ def layout_key(df: DataFrame, options: dict | None = None) -> str:
         parts.append(f"{len(files)} files {size} B split {_split_bytes(spark, conf, len(files), size)} "
                      f"open {conf.filesOpenCostInBytes()} max {conf.filesMaxPartitionNum()} "
                      f"{hashlib.sha256(chr(10).join(files).encode()).hexdigest()[:16]}")
-    if scans != 1 or leaves.size() != 1:  # not a plain file read: the partitioning decides
+    if scans != 1 or len(leaves) != 1:  # not a plain file read: the partitioning decides
         parts.append(f"{df.rdd.getNumPartitions()} partitions")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
@@ -155,24 +172,8 @@ class Locator:
 
 def _scan(df: DataFrame):
     """The one file relation (``HadoopFsRelation``) ``df`` reads, or None."""
-    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
-    found = [leaves.apply(i) for i in range(leaves.size())]
-    found = [x for x in found if x.getClass().getSimpleName() == "LogicalRelation"
-             and x.relation().getClass().getSimpleName() == "HadoopFsRelation"]
-    return found[0].relation() if len(found) == 1 else None
-
-
-def file_statuses(relation) -> tuple[tuple[str, int, int], ...]:
-    """The files of a ``HadoopFsRelation`` as (Hadoop path, length, modification time in ms),
-    sorted, fetched in one py4j call. Empty when the index does not list its statuses."""
-    try:
-        statuses = relation.location().allFiles()
-        found = _STATUS.findall(statuses.mkString("\n"))
-    except Py4JError:
-        return ()
-    if len(found) != statuses.size():
-        return ()
-    return tuple(sorted((p, int(n), int(t)) for p, n, t in found))
+    found = [leaf.relation() for leaf in _leaves(df) if _is_file_scan(leaf)]
+    return found[0] if len(found) == 1 else None
 
 
 def locator(df: DataFrame, ids: str, fmt: str, options: dict | None = None, *, relation=None,
@@ -180,7 +181,7 @@ def locator(df: DataFrame, ids: str, fmt: str, options: dict | None = None, *, r
     """The :class:`Locator` of a file read ``df`` (its relation found in its analyzed plan unless
     given): the files with their lengths and times, root paths, options and schema."""
     rel = relation if relation is not None else _scan(df)
-    files = file_statuses(rel) if rel is not None else ()
+    files = file_statuses(rel.location()) if rel is not None else ()
     paths = tuple(str(p) for p in rel.location().rootPaths().mkString("\n").split("\n")) if rel is not None else ()
     schema = StructType([f for f in df.schema.fields if not f.name.startswith("__strata_")]).json()
     opts = tuple(sorted((str(k), str(v)) for k, v in (options or {}).items()

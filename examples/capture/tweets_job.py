@@ -1,8 +1,8 @@
 """An ordinary PySpark job, nothing Strata in it: per user, the original tweets' texts.
 
-    python examples/capture/tweets_job.py examples/capture/tweets.json /tmp/by_user
-    strata --store /tmp/s capture -- examples/capture/tweets_job.py examples/capture/tweets.json /tmp/by_user
-    strata --store /tmp/s trace "/texts = 'Bonjour'"
+    python examples/capture/tweets_job.py examples/capture/tweets.json by_user
+    strata --store example-store capture -- examples/capture/tweets_job.py examples/capture/tweets.json by_user
+    strata --store example-store trace "/texts = 'Bonjour'"
 """
 
 import sys

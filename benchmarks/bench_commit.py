@@ -41,7 +41,7 @@ def main() -> None:
 
     from capture import Tracker
     from store import Store
-    from store.session import get_session
+    from store.spark.session import get_session
 
     tweets_path = os.path.join(ROOT, "tests", "fixtures", "capture", "tweets.json")
     shutil.rmtree(OUT, ignore_errors=True)

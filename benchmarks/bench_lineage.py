@@ -98,7 +98,8 @@ def _peak_rss_mb() -> float:
 
 def child_build(store: str, theta: int) -> dict:
     """(in a child) The index build `auto` chooses, timed, with this process's peak memory."""
-    from store.index import IndexParams, build_index
+    from store.index import IndexParams
+    from store.indexing import build_index
     from store.store import Store
 
     st = Store.open(store, spark=lambda: sys.exit("the in-process build asked for Spark"))
@@ -137,8 +138,8 @@ def child_floor(store: str) -> dict:
 
 def timed_build(spark, root: Path, theta: int, index_engine: str) -> tuple[dict, float, dict]:
     """(meta, seconds, measurements) of one index build of the store at `root`."""
-    from store.index import IndexParams, build_index
-    from store.index.inmemory import choose_builder
+    from store.index import IndexParams
+    from store.indexing import build_index, choose_builder
     from store.store import Store
 
     st = Store.open(str(root), spark=spark, engine=index_engine)
@@ -158,8 +159,8 @@ def run_scale(spark, scale: float, work: Path, theta: int, rq_limit: int | None,
               methods: Sequence[str] = METHODS) -> dict:
     import duckdb
 
+    from store.duckdb.index_reads import CACHE, CACHE_ENV
     from store.index.layout import META_KEY
-    from store.index.local import CACHE, CACHE_ENV
     from store.lineage import Method, lineage
     from store.store import Store
 

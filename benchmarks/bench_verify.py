@@ -1,4 +1,4 @@
-"""What tamper evidence costs (store/integrity.py, docs/verify.md): hashing at commit, and
+"""What tamper evidence costs (store/seal.py, store/verify.py, docs/verify.md): hashing at commit, and
 `strata verify` against one full scan of the store's files.
 
     python benchmarks/bench_verify.py commit --triples benchmarks/out/lineage/scale-1.0/triples.parquet \
@@ -13,7 +13,7 @@ seconds spent hashing inside the hashed commit, and the overhead. The last hashe
 at WORK/hashed (build its index with `strata --store WORK/hashed index` to measure `verify` on
 a store with index tables too).
 
-``verify``: times, over the files the newest manifest lists, (a) `integrity.verify` (every
+``verify``: times, over the files the newest manifest lists, (a) `verify.verify` (every
 recorded file hashed, the chain checked), (b) a full scan: every file read and decoded with
 pyarrow (`pq.read_table`), and (c) reading the files' bytes (the floor of any scan). The page
 cache is warm for all three after the first rep (each is timed on its median).
@@ -38,9 +38,9 @@ def _no_spark():
 
 
 def commit(args) -> None:
-    from store import Store, integrity
+    from store import Store, seal
 
-    real = integrity.digest_file
+    real = seal.digest_file
     spent = [0.0]
 
     def timed(path):
@@ -51,14 +51,14 @@ def commit(args) -> None:
             spent[0] += time.perf_counter() - t0
 
     def constant(path):
-        return integrity.FileDigest(0, 0, "0" * 64, (), "")
+        return seal.FileDigest(0, 0, "0" * 64, (), "")
 
     out: dict[str, list[float]] = {"hashed": [], "unhashed": [], "hashing": []}
     for _ in range(args.reps):
         for mode in ("unhashed", "hashed"):
             path = os.path.join(args.work, mode)
             shutil.rmtree(path, ignore_errors=True)
-            integrity.digest_file = timed if mode == "hashed" else constant
+            seal.digest_file = timed if mode == "hashed" else constant
             spent[0] = 0.0
             st = Store.open(path, spark=_no_spark, engine="local")
             t0 = time.perf_counter()
@@ -66,7 +66,7 @@ def commit(args) -> None:
             out[mode].append(time.perf_counter() - t0)
             if mode == "hashed":
                 out["hashing"].append(spent[0])
-    integrity.digest_file = real
+    seal.digest_file = real
     med = {k: statistics.median(v) for k, v in out.items()}
     print(json.dumps({"reps": args.reps, **{f"{k}_s": round(v, 3) for k, v in med.items()},
                       "overhead_pct": round(100 * (med["hashed"] - med["unhashed"]) / med["unhashed"], 1),
@@ -76,15 +76,15 @@ def commit(args) -> None:
 def verify(args) -> None:
     import pyarrow.parquet as pq
 
-    from store import Store, integrity
+    from store import Store, seal, verify
 
     st = Store.open(args.store, spark=_no_spark, engine="local")
     files = [st.storage.local_path(f) for e in st.manifest.tables.values() for seg in e.segments
-             for f in integrity.segment_files(st.storage, seg)]
+             for f in seal.segment_files(st.storage, seg)]
     size = sum(os.path.getsize(f) for f in files)
 
     def run_verify():
-        rep = integrity.verify(st.storage)
+        rep = verify.verify(st.storage)
         assert rep.ok, rep.to_json()["problems"][:3]
         return rep
 

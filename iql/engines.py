@@ -20,8 +20,8 @@ import weakref
 from iql import ast as A
 from iql import plan as P
 from store import schema as S
+from store.duckdb.semantics import SCOPED_IDS
 from store.engine import Choice, Engine
-from store.local.semantics import SCOPED_IDS
 
 _STATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -122,7 +122,7 @@ def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
     """The engine for `plan` on `st` (store/engine.py); `plan` None: a statement that reads nothing."""
     if st.engine is not Engine.AUTO or not st.storage.is_local or st.cluster() or plan is None:
         return st.choose(None)
-    from store.local.semantics import store_rows
+    from store.duckdb.semantics import store_rows
 
     return st.choose(reads(plan, stats, lambda: store_rows(st)))
 

@@ -1,7 +1,7 @@
 """Logical plan -> Spark DataFrame: the Spark engine's physical layer (iql/engines.py chooses).
 
 Every value the user wrote reaches Spark as a `F.lit(...)` Column, never as SQL text.
-Provenance predicates are evaluated by `store.semantics` from the bound side(s): a bound side is
+Provenance predicates are evaluated by `store.spark.semantics` from the bound side(s): a bound side is
 a one-column DataFrame `id` of the element ids the relation holds so far.
 Internally each binding column is named `<uid>__<name>` and each output `__o<i>`; the caller
 renames the outputs (`DataFrame.toDF`) so user-chosen names never need parsing.
@@ -20,7 +20,7 @@ from iql.errors import IqlRuntimeError
 from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
-from store import semantics as SEM
+from store.spark import semantics as SEM
 
 _CAST = {
     A.ValueType.STRING: "string",
@@ -125,7 +125,7 @@ class Executor(ExpressionCompiler):
                 return new_df.select(F.col(col).alias(S.ID)).distinct()
             return None
 
-        # store.semantics returns each pair once, so no distinct() here.
+        # store.spark.semantics returns each pair once, so no distinct() here.
         return pairs(self.st, pred, ids(pred.left.uid), ids(pred.right.uid))
 
     def visit_Filter(self, rel: P.Filter, domains) -> DataFrame:

@@ -21,7 +21,7 @@ from iql.errors import IqlRuntimeError
 from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
-from store.local import semantics as LS
+from store.duckdb import semantics as LS
 
 _TYPES = {
     A.ValueType.STRING: "VARCHAR",

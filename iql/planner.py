@@ -178,7 +178,7 @@ class _Planner:
                 provs.remove(pred)
                 new_uid = pred.right.uid if pred.left.uid in joined else pred.left.uid
                 new = remaining.pop(new_uid)
-                # influences expands from one bound side (store.semantics starts from src when
+                # influences expands from one bound side (store.spark.semantics starts from src when
                 # it is given): bind only the side already joined, the more selective one, and
                 # let the join with the new scan filter the other end. The other predicates
                 # use a bound side only as a semi-join filter, so bind it whenever it helps.

@@ -30,20 +30,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-)
+import pyarrow as pa
 
 from store.errors import BundleError
 from store.model import AttrType
@@ -51,41 +41,19 @@ from store.model import AttrType
 FORMAT = "strata-bundle/1"
 SECTIONS = ("elements", "vertices", "edges")
 
-_S = StringType()
-_MAP = MapType(_S, _S, True)
-SECTION_SCHEMAS: dict[str, StructType] = {
-    "elements": StructType([
-        StructField("idx", LongType(), False), StructField("id", _S), StructField("granularity", _S),
-        StructField("parents", ArrayType(_S)), StructField("attrs", _MAP),
-        StructField("attr_types", _MAP), StructField("problem", _S),
-    ]),
-    "vertices": StructType([
-        StructField("idx", LongType(), False), StructField("id", _S),
-        StructField("type", ArrayType(_S)), StructField("type_is_list", BooleanType()),
-        StructField("elements", ArrayType(_MAP)), StructField("attrs", _MAP),
-        StructField("attr_types", _MAP), StructField("problem", _S),
-    ]),
-    "edges": StructType([
-        StructField("idx", LongType(), False), StructField("src", _S), StructField("process", _S),
-        StructField("dst", _S), StructField("problem", _S),
-    ]),
+# The normalized layout of each section, as Arrow schemas (the driver's reader and Spark's share
+# it; store/spark/bundle.py derives the Spark schemas from it).
+_S = pa.string()
+_MAP = pa.map_(_S, _S)
+SECTION_COLUMNS: dict[str, pa.Schema] = {
+    "elements": pa.schema([pa.field("idx", pa.int64(), False), ("id", _S), ("granularity", _S),
+                           ("parents", pa.list_(_S)), ("attrs", _MAP), ("attr_types", _MAP), ("problem", _S)]),
+    "vertices": pa.schema([pa.field("idx", pa.int64(), False), ("id", _S), ("type", pa.list_(_S)),
+                           ("type_is_list", pa.bool_()), ("elements", pa.list_(_MAP)), ("attrs", _MAP),
+                           ("attr_types", _MAP), ("problem", _S)]),
+    "edges": pa.schema([pa.field("idx", pa.int64(), False), ("src", _S), ("process", _S), ("dst", _S),
+                        ("problem", _S)]),
 }
-
-
-@dataclass
-class Bundle:
-    """A loaded bundle: the small header as Python data, the sections as DataFrames."""
-
-    gsets: Mapping[str, Any]
-    types: list[Any]
-    elements: DataFrame
-    vertices: DataFrame
-    edges: DataFrame
-    source: str = "<bundle>"
-    sizes: tuple[int, int, int] | None = None  # record counts, when known without a Spark job
-
-    def section(self, name: str) -> DataFrame:
-        return getattr(self, name)
 
 
 # ---------------------------------------------------------------------------- record shapes
@@ -127,7 +95,7 @@ def _str(rec: Mapping[str, Any], key: str, required: bool = True) -> tuple[str |
 def normalize(section: str, idx: int, rec: Any) -> tuple:
     """One raw record -> a row of SECTION_SCHEMAS[section] (pure; runs on executors too)."""
     if not isinstance(rec, Mapping):
-        blank = (idx,) + (None,) * (len(SECTION_SCHEMAS[section]) - 2)
+        blank = (idx,) + (None,) * (len(SECTION_COLUMNS[section]) - 2)
         return blank + (f"a record must be a JSON object, got {type(rec).__name__}",)
     if hasattr(rec, "asDict"):
         rec = rec.asDict(recursive=True)
@@ -177,7 +145,7 @@ def normalize(section: str, idx: int, rec: Any) -> tuple:
 
 
 # ---------------------------------------------------------------------------- sources
-def _check_header(doc: Mapping[str, Any], where: str) -> None:
+def check_header(doc: Mapping[str, Any], where: str) -> None:
     fmt = doc.get("format")
     if fmt != FORMAT:
         raise BundleError(
@@ -188,80 +156,6 @@ def _check_header(doc: Mapping[str, Any], where: str) -> None:
     if unknown:
         raise BundleError(f"invalid bundle {where}: unknown top-level key(s) {sorted(unknown)}",
                           hint="a bundle has format, gsets, types, elements, vertices and edges")
-
-
-def _rows_df(spark, section: str, records: Any, where: str) -> DataFrame:
-    if isinstance(records, DataFrame):
-        if records.columns == SECTION_SCHEMAS[section].fieldNames():
-            return records  # already normalized
-        return from_dataframe(section, records)
-    if records is None:
-        records = []
-    if not isinstance(records, list):
-        raise BundleError(f"invalid bundle {where}: section '{section}' must be a list")
-    rows = [normalize(section, i, r) for i, r in enumerate(records)]
-    return spark.createDataFrame(rows, SECTION_SCHEMAS[section])
-
-
-def from_dict(spark, doc: Mapping[str, Any], where: str = "<dict>") -> Bundle:
-    """A bundle given as Python data. Sections may also be DataFrames (for large inputs)."""
-    if not isinstance(doc, Mapping):
-        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
-    _check_header(doc, where)
-    types = doc.get("types") or []
-    if not isinstance(types, list):
-        raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
-    frames = {s: _rows_df(spark, s, doc.get(s), where) for s in SECTIONS}
-    local = [doc.get(s) for s in SECTIONS]
-    sizes = None
-    if all(x is None or isinstance(x, list) for x in local):
-        sizes = tuple(len(x or []) for x in local)
-    return Bundle(doc.get("gsets") or {}, types, source=where, sizes=sizes, **frames)
-
-
-def from_dataframe(section: str, df: DataFrame) -> DataFrame:
-    """Normalize a DataFrame section (e.g. read from Parquet) with executors, keeping order."""
-    names = df.columns
-    schema = SECTION_SCHEMAS[section]
-
-    def rows(it):
-        for row, i in it:
-            rec = {n: row[n] for n in names}
-            yield normalize(section, i, {k: v for k, v in rec.items() if v is not None})
-
-    rdd = df.rdd.zipWithIndex().mapPartitions(rows)
-    return df.sparkSession.createDataFrame(rdd, schema)
-
-
-def _jsonl_section(spark, path: str, section: str | None) -> DataFrame:
-    """Parse JSON Lines on executors; with section=None, keep records tagged for each section."""
-    lines = spark.sparkContext.textFile(path).zipWithIndex()
-
-    def parse(it):
-        for line, lineno in it:
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                yield ("__error__", lineno, f"line {lineno + 1} is not valid JSON ({e.msg})")
-                continue
-            yield (section or (rec.get("section") if isinstance(rec, dict) else None), lineno, rec)
-
-    return lines.mapPartitions(parse)
-
-
-def from_path(spark, path: str | os.PathLike[str], fmt: str | None = None) -> Bundle:
-    """Load a bundle from a `.json` file, a `.jsonl` file or a folder of section files."""
-    p = Path(path)
-    where = str(path)
-    if not p.exists():
-        raise BundleError(f"no such bundle file or folder: {where}")
-    if p.is_dir():
-        return _from_folder(spark, p)
-    if p.suffix == ".jsonl":
-        return _from_jsonl(spark, p)
-    return from_dict(spark, read_json(p, where), where)
 
 
 def read_json(p: Path, where: str) -> Any:
@@ -289,25 +183,8 @@ def jsonl_header(p: Path) -> dict:
     if not isinstance(header, dict) or "format" not in header:
         raise BundleError(f"invalid bundle {where}: line 1 must be the header "
                           '{"format": "strata-bundle/1", "gsets": ..., "types": ...}')
-    _check_header({k: v for k, v in header.items() if k not in SECTIONS}, where)
+    check_header({k: v for k, v in header.items() if k not in SECTIONS}, where)
     return header
-
-
-def _from_jsonl(spark, p: Path) -> Bundle:
-    where = str(p)
-    header = jsonl_header(p)
-    tagged = _jsonl_section(spark, str(p.resolve()), None).filter(lambda t: t[1] > 0).cache()
-    bad = tagged.filter(lambda t: t[0] not in SECTIONS).take(1)
-    if bad:
-        tag, lineno, rec = bad[0]
-        reason = rec if tag == "__error__" else f"record has section {tag!r}; use elements, vertices or edges"
-        raise BundleError(f"invalid bundle {where}: line {lineno + 1}: {reason}")
-    frames = {}
-    for s in SECTIONS:
-        recs = tagged.filter(lambda t, s=s: t[0] == s).map(lambda t: t[2]).zipWithIndex()
-        rdd = recs.map(lambda ri, s=s: normalize(s, ri[1], {k: v for k, v in ri[0].items() if k != "section"}))
-        frames[s] = spark.createDataFrame(rdd, SECTION_SCHEMAS[s])
-    return Bundle(header.get("gsets") or {}, header.get("types") or [], source=where, **frames)
 
 
 def folder_header(p: Path) -> dict:
@@ -330,25 +207,44 @@ def section_files(p: Path, section: str) -> tuple[Path, Path]:
     return jsonl, parquet
 
 
-def _from_folder(spark, p: Path) -> Bundle:
-    where = str(p)
-    doc = folder_header(p)
-    for s in SECTIONS:
-        jsonl, parquet = section_files(p, s)
-        if jsonl.exists():
-            rdd = _jsonl_section(spark, str(jsonl.resolve()), s)
-            bad = rdd.filter(lambda t: t[0] == "__error__").take(1)
-            if bad:
-                raise BundleError(f"invalid bundle {jsonl}: {bad[0][2]}")
-            doc[s] = spark.createDataFrame(
-                rdd.map(lambda t: t[2]).zipWithIndex().map(lambda ri, s=s: normalize(s, ri[1], ri[0])),
-                SECTION_SCHEMAS[s],
-            )
-        elif parquet.exists():
-            doc[s] = from_dataframe(s, spark.read.parquet(str(parquet.resolve())))
-    bundle = from_dict(spark, doc, where)
-    return bundle
+# ---------------------------------------------------------------------------- counting
+def parquet_paths(path: Path) -> list[Path]:
+    """The data files Spark reads for a Parquet path, in the order Spark numbers their rows: a
+    file, or a folder's files (not those starting with `_` or `.`), largest first."""
+    if path.is_file():
+        return [path]
+    files = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+        files += [Path(dirpath, f) for f in sorted(filenames) if not f.startswith(("_", "."))]
+    return sorted(files, key=lambda f: -f.stat().st_size)
 
 
-__all__ = ["Bundle", "FORMAT", "SECTION_SCHEMAS", "from_dict", "from_path", "from_dataframe",
-           "normalize"]
+def parquet_rows(path: Path) -> int:
+    """Rows of a Parquet file or folder, from the footers (no data read)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_paths(path))
+
+
+def line_count(path: Path) -> int:
+    """Lines of a text file (a last line without a newline counts), without parsing it."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def count_records(path: Path) -> int:
+    """Records of a bundle file or folder, counted without parsing the records."""
+    if path.is_dir():
+        n = 0
+        for s in SECTIONS:
+            if (path / f"{s}.jsonl").exists():
+                n += line_count(path / f"{s}.jsonl")
+            elif (path / f"{s}.parquet").exists():
+                n += parquet_rows(path / f"{s}.parquet")
+        return n
+    return line_count(path)

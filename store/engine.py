@@ -19,9 +19,11 @@ and the local engine otherwise. `local` and `spark` force one engine (`--engine`
 
 from __future__ import annotations
 
+import abc
 import enum
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from store.errors import UserError
 
@@ -153,3 +155,36 @@ def duckdb_connect():
     con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
     con.execute("SET enable_progress_bar = false")
     return con
+
+
+class StoreEngine(abc.ABC):
+    """What an engine does for the store: one implementation per engine, each in the folder
+    named after it (store/duckdb/engine.py, store/spark/engine.py), picked by `store.wings`
+    from the one `Choice` made per question; nothing below asks again which engine runs.
+
+    The query language and the tracing have wings of their own (iql/duckdb, iql/spark,
+    capture/tracing/duckdb, capture/tracing/spark), picked from the same choice."""
+
+    kind: Engine
+
+    @abc.abstractmethod
+    def ingest(self, stx, item) -> Any:
+        """Validate and stage one planned source (`store.ingest.Planned`) in transaction `stx`;
+        its `IngestCounts`."""
+
+    @abc.abstractmethod
+    def counts(self, st) -> tuple[list[tuple], list[tuple], int]:
+        """(kind, type, implicit, n) per vertex type, (granularity, n) per granularity, and the
+        number of edges, of store `st` (what `strata info` shows)."""
+
+    @abc.abstractmethod
+    def build_index(self, st, params, message: str, extra_meta: dict) -> dict:
+        """Build the whole component index and commit it; its manifest meta."""
+
+    @abc.abstractmethod
+    def update_index(self, st, params, meta: dict, extra_meta: dict) -> dict:
+        """Bring the index `meta` describes up to the committed edges; the new meta."""
+
+    @abc.abstractmethod
+    def refresh_scopes(self, st, meta: dict) -> dict:
+        """Recompute the influence scopes alone (the edges did not change); the new meta."""

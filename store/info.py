@@ -1,9 +1,9 @@
 """`strata info`: what a store holds.
 
 The counts are three small aggregations (vertices per kind and type, elements per granularity,
-edges). On a local store answered by the local engine they run in DuckDB over the committed
-Parquet files (the edge count comes from the files' footers) and no JVM starts; otherwise each
-is one small Spark job. Both give the same dictionary.
+edges), made by the engine the store chooses (`StoreEngine.counts`): on the DuckDB engine over
+the committed Parquet files (the edge count comes from the files' footers), no JVM; on Spark one
+small job each. Both give the same dictionary.
 """
 
 from __future__ import annotations
@@ -11,35 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from store import schema as S
-from store.engine import Engine
+from store.wings import engine_for
 
 if TYPE_CHECKING:
     from store.store import Store
 
 
-def _counts_local(st: Store) -> tuple[list[tuple], list[tuple], int]:
-    local = st.local()
-    by_type = local.relation(S.VERTICES).aggregate(
-        f"{S.KIND}, {S.TYPE}, {S.IMPLICIT}, count(*) AS n", f"{S.KIND}, {S.TYPE}, {S.IMPLICIT}").fetchall()
-    elements = local.relation(S.ELEMENTS).aggregate(
-        f"{S.GRANULARITY}, count(*) AS n", S.GRANULARITY).fetchall()
-    return by_type, elements, local.rows(S.EDGES)
-
-
-def _counts_spark(st: Store) -> tuple[list[tuple], list[tuple], int]:
-    from pyspark.sql import functions as F
-
-    by_type = [(r[S.KIND], r[S.TYPE], r[S.IMPLICIT], r["n"]) for r in
-               st.table(S.VERTICES).groupBy(S.KIND, S.TYPE, S.IMPLICIT).agg(F.count("*").alias("n")).collect()]
-    elements = [(r[S.GRANULARITY], r["n"]) for r in
-                st.table(S.ELEMENTS).groupBy(S.GRANULARITY).agg(F.count("*").alias("n")).collect()]
-    return by_type, elements, st.table(S.EDGES).count()
-
-
 def info(st: Store) -> dict[str, Any]:
     cat = st.catalog
-    local = st.storage.is_local and st.choose(None).engine is Engine.LOCAL
-    type_rows, element_rows, edges = _counts_local(st) if local else _counts_spark(st)
+    type_rows, element_rows, edges = engine_for(st.choose(None).engine).counts(st)
     by_type: dict[tuple[str, str, bool], int] = {}
     for kind, key, implicit, n in type_rows:
         by_type[(kind, key, bool(implicit))] = by_type.get((kind, key, bool(implicit)), 0) + n

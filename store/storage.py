@@ -3,7 +3,7 @@
 Layout under the store root (a local path or any Hadoop-supported URI):
 
     _strata/manifests/00000001.json     one manifest per committed version
-    _strata/digests/00000001-<id>.json  the digests of the files that commit wrote (store/integrity.py)
+    _strata/digests/00000001-<id>.json  the digests of the files that commit wrote (store/seal.py)
     tables/<table>/<segment>/part-*.parquet
 
 A commit writes new segment folders first, then publishes manifest N+1 with an exclusive create
@@ -27,7 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from store import seal
 from store.errors import ConcurrentWriteError, StoreError
+from store.schema import schema_json, spark_json
 
 MANIFEST_DIR = "_strata/manifests"
 TABLES_DIR = "tables"
@@ -267,11 +271,12 @@ class Storage:
         return Manifest.from_text(self.fs.read_text(rel), f"{self.root}/{rel}")
 
     def read_table(self, entry: TableEntry | None, schema):
-        """A committed table as a DataFrame (empty with `schema` when there are no segments)."""
-        from pyspark.sql.types import StructType
+        """A committed table as a Spark DataFrame (empty with Arrow `schema` when there are no
+        segments)."""
+        from pyspark.sql.types import StructType  # deferred: pyspark, on the Spark path only
 
         if entry is None or not entry.segments:
-            return self.spark.createDataFrame([], schema)
+            return self.spark.createDataFrame([], StructType.fromJson(spark_json(schema)))
         stored = StructType.fromJson(json.loads(entry.schema))
         paths = [self.fs.uri(s) for s in entry.segments]
         if entry.partition_by:
@@ -303,21 +308,21 @@ class Storage:
         return rel
 
     def write_rows(self, table: str, version: int, rows: Sequence[tuple], schema) -> str:
-        """A segment of a few rows (tuples, nested structs as tuples) of Spark ``schema``. A local
+        """A segment of a few rows (tuples, nested structs as tuples) of Arrow ``schema``. A local
         store writes ONE Parquet file with pyarrow on the driver (milliseconds; a Spark write job
         costs ~0.3 s); another store writes it with Spark."""
         rel = self._new_segment(table, version)
         folder = self.local_path(rel)
         if folder is None:
-            return self.write_segment(table, version, self.spark.createDataFrame(list(rows), schema), files=1)
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        from pyspark.sql.pandas.types import to_arrow_schema
+            from pyspark.sql.types import StructType  # deferred: pyspark, for a store on a Hadoop URI
 
-        arrow = to_arrow_schema(schema)
-        records = [_arrow_record(row, schema) for row in rows]
+            df = self.spark.createDataFrame(list(rows), StructType.fromJson(spark_json(schema)))
+            return self.write_segment(table, version, df, files=1)
+        import pyarrow.parquet as pq
+
+        records = [_arrow_record(row, pa.struct(list(schema))) for row in rows]
         os.makedirs(folder)
-        pq.write_table(pa.Table.from_pylist(records, schema=arrow),
+        pq.write_table(pa.Table.from_pylist(records, schema=schema),
                        os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
         return rel
 
@@ -350,9 +355,7 @@ class Transaction:
         if old and old.partition_by:
             raise StoreError(f"table {name} is partitioned; use replace()")
         if old is not None and old.schema != df.schema.json():
-            from pyspark.sql.types import StructType
-
-            df = df.select(*StructType.fromJson(json.loads(old.schema)).fieldNames())
+            df = df.select(*[f["name"] for f in json.loads(old.schema)["fields"]])
         self._add_segment(name, self.storage.write_segment(name, self.version, df, files=files, sort_by=sort_by),
                           df.schema.json())
 
@@ -365,9 +368,10 @@ class Transaction:
     def append_rows(self, name: str, rows: Sequence[tuple], schema) -> None:
         """Append a few rows (``Storage.write_rows``: no Spark job on a local store)."""
         old = self.tables.get(name)
-        if old is not None and json.loads(old.schema) != json.loads(schema.json()):
+        text = schema_json(schema)
+        if old is not None and json.loads(old.schema) != json.loads(text):
             raise StoreError(f"table {name} has another schema than the rows appended to it")
-        self._add_segment(name, self.storage.write_rows(name, self.version, rows, schema), schema.json())
+        self._add_segment(name, self.storage.write_rows(name, self.version, rows, schema), text)
 
     def stage_local(self, name: str, schema_json: str, partition_by: Sequence[str] = (),
                     sort_by: Sequence[str] = ()) -> str | None:
@@ -422,10 +426,8 @@ class Transaction:
         self.meta[key] = value
 
     def commit(self) -> Manifest:
-        """Publish the manifest, with the commit's hashes and chain (store/integrity.py)."""
-        from store import integrity
-
-        sealed, digests = integrity.commit_integrity(self.storage, self.base, self.version, self.tables,
+        """Publish the manifest, with the commit's hashes and chain (store/seal.py)."""
+        sealed, digests = seal.commit_integrity(self.storage, self.base, self.version, self.tables,
                                                      self.changed)
         if digests is not None:  # written first; an abort deletes it, as it does the segments
             self.written.append(digests[0])
@@ -439,7 +441,7 @@ class Transaction:
             created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             integrity=sealed,
         )
-        manifest.integrity["root"] = integrity.manifest_root(json.loads(manifest.to_text()))
+        manifest.integrity["root"] = seal.manifest_root(json.loads(manifest.to_text()))
         try:
             self.storage.publish(manifest)
         except ConcurrentWriteError:
@@ -453,18 +455,16 @@ class Transaction:
         self.written = []
 
 
-def _arrow_record(value, dtype):
+def _arrow_record(value, dtype: pa.DataType):
     """A Spark-style value (structs as tuples or Rows) as pyarrow's from_pylist wants it."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
     if value is None:
         return None
-    if isinstance(dtype, StructType):
-        return {f.name: _arrow_record(v, f.dataType) for f, v in zip(dtype.fields, value, strict=True)}
-    if isinstance(dtype, ArrayType):
-        return [_arrow_record(v, dtype.elementType) for v in value]
-    if isinstance(dtype, MapType):
-        return [(k, _arrow_record(v, dtype.valueType)) for k, v in value.items()]
+    if pa.types.is_struct(dtype):
+        return {f.name: _arrow_record(v, f.type) for f, v in zip(dtype, value, strict=True)}
+    if pa.types.is_map(dtype):
+        return [(k, _arrow_record(v, dtype.item_type)) for k, v in value.items()]
+    if pa.types.is_list(dtype):
+        return [_arrow_record(v, dtype.value_type) for v in value]
     return value
 
 

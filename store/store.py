@@ -7,13 +7,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame
-
-from store import progress
 from store import schema as S
-from store.bundle import Bundle, from_dict, from_path
 from store.engine import (
     INGEST_BYTES_PER_TRIPLE,
     Choice,
@@ -24,10 +20,13 @@ from store.engine import (
     within_memory,
 )
 from store.errors import StoreError, UserError
-from store.ingest import IngestCounts, table_rows
+from store.ingest import IngestCounts, Planned, is_triples, plan
 from store.model import Catalog
 from store.storage import Manifest, Storage, Transaction
-from store.validate import validate
+from store.wings import engine_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 DEFAULT_STORE = ".strata"
 
@@ -104,52 +103,16 @@ class StoreTransaction:
             raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
         pq.write_table(rows, os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
 
-    def ingest(self, source: Bundle | Mapping[str, Any] | str | os.PathLike[str], *, triples: bool = False,
-               engine: Engine | None = None) -> IngestCounts:
+    def ingest(self, source, *, triples: bool = False, engine: Engine | None = None) -> IngestCounts:
         """Validate a bundle (or, with ``triples``, a triples file) against everything committed or
         staged so far, then stage its rows. engine: where it runs; None: the store's choice for
         this source (`Store.ingest_choice`)."""
-        from store.local.ingest import Planned, ingest_planned, plan
-
         item = source if isinstance(source, Planned) else plan(source, triples)
         if engine is None:
             engine = self.store.ingest_choice([item]).engine
-        if engine is Engine.LOCAL:
-            counts = ingest_planned(self, item)
-        elif item.triples:
-            from store.triples import ingest_triples
-
-            return ingest_triples(self, item.source)  # its bundle comes back here, and is counted then
-        else:
-            counts = self._ingest_spark(item.source if item.loaded is None
-                                        else from_dict(self.store.spark, item.loaded, str(item.source)))
-        self.counts = IngestCounts(self.counts.elements + counts.elements,
-                                   self.counts.vertices + counts.vertices,
-                                   self.counts.edges + counts.edges)
-        return counts
-
-    def _ingest_spark(self, source: Bundle | Mapping[str, Any] | str | os.PathLike[str]) -> IngestCounts:
-        spark = self.store.spark
-        bundle = source if isinstance(source, Bundle) else (
-            from_dict(spark, source) if isinstance(source, Mapping) else from_path(spark, source))
-        frames = [bundle.elements, bundle.vertices, bundle.edges]
-        if bundle.sizes is None:  # read from files: parse once, not once per check and table
-            frames = [f.persist() for f in frames]
-        try:
-            catalog = self.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
-            resolved = validate(bundle, catalog, self.table(S.ELEMENTS), self.table(S.VERTICES))
-            rows = table_rows(bundle, resolved, self.table(S.ANCESTORS))
-            counts = IngestCounts(*(bundle.sizes or [f.count() for f in frames]))
-            files = 1 if max(counts.elements, counts.vertices, counts.edges) < 500_000 else None
-            with progress.step(f"write {bundle.source}", total=len(S.CORE_TABLES)) as step:
-                for name in S.CORE_TABLES:
-                    self.append(name, rows[name], files=files)
-                    step.advance()
-            self.set_catalog(resolved.catalog)
-        finally:
-            if bundle.sizes is None:
-                for f in frames:
-                    f.unpersist()
+        counts = engine_for(engine).ingest(self, item)
+        if engine is Engine.LOCAL or not item.triples:  # a Spark triples file counts through its bundle
+            self.counts = self.counts + counts
         return counts
 
 
@@ -189,14 +152,14 @@ class Store:
         """Open (lazily create) the store at `path` ($STRATA_STORE, else ./.strata).
 
         spark: a SparkSession, or a function that starts one; None: the active SparkSession, else
-        one started with the store's defaults (`store.session.get_session(master, conf)`), in
+        one started with the store's defaults (`store.spark.session.get_session(master, conf)`), in
         both cases only when a step first needs Spark. engine: auto (default, or
         $STRATA_ENGINE), local or spark (store/engine.py); local_rows: `auto`'s threshold.
         as_of: read committed version `as_of` instead of the newest (a read-only view: commits
         are refused).
         """
         if spark is None:
-            from store.session import get_session
+            from store.spark.session import get_session  # deferred: pyspark, imported once Spark starts
 
             def spark():
                 return get_session(master, conf)
@@ -245,7 +208,7 @@ class Store:
     def local(self):
         """DuckDB relations over this store's committed version (store/local/tables.py)."""
         if self._local is None or self._local.version != self.version:
-            from store.local.tables import LocalTables
+            from store.duckdb.tables import LocalTables  # deferred: DuckDB, imported at the first local read
 
             self._local = LocalTables(self)
         return self._local
@@ -280,7 +243,7 @@ class Store:
         return entry is not None and bool(entry.segments)
 
     def table(self, name: str) -> DataFrame:
-        """A committed table; core tables exist (empty) even in a new store."""
+        """A committed table as a Spark DataFrame; core tables exist (empty) even in a new store."""
         entry = self._manifest.tables.get(name)
         if entry is None and name not in S.SCHEMAS:
             raise StoreError(f"store {self.root} has no table '{name}'",
@@ -319,7 +282,7 @@ class Store:
             raise
 
     def ingest_choice(self, planned) -> Choice:
-        """Where an ingest of these sources (`store.local.ingest.plan`) runs: the local path when
+        """Where an ingest of these sources (`store.duckdb.ingest.plan`) runs: the local path when
         the store is a local folder, its bundles hold at most the local limit of records and its
         triples files at most the local limit of triples (or `engine="local"` forces it), Spark
         otherwise (docs/engines.md, "Ingest")."""
@@ -342,16 +305,14 @@ class Store:
                                  f"ingesting {triples:,} triples in this process") or choice
         return choice
 
-    def ingest(self, *sources: Bundle | Mapping[str, Any] | str | os.PathLike[str],
+    def ingest(self, *sources: Mapping[str, Any] | str | os.PathLike[str],
                fmt: str | None = None, message: str | None = None) -> CommitInfo:
         """Ingest bundles and triples files in ONE commit (all or nothing).
 
         fmt: "bundle" or "triples" when a path's extension is ambiguous. The sources are counted
-        first (`store.local.ingest.plan`) and all of them are ingested on the engine
+        first (`store.duckdb.ingest.plan`) and all of them are ingested on the engine
         `ingest_choice` picks for their total.
         """
-        from store.local.ingest import plan
-
         if not sources:
             raise UserError("nothing to ingest", hint="name at least one bundle")
         names = [s if isinstance(s, (str, os.PathLike)) else "<bundle>" for s in sources]
@@ -365,19 +326,13 @@ class Store:
 
     # ---------------------------------------------------------------- facades
     def info(self) -> dict[str, Any]:
-        from store.info import info
+        from store.info import info  # store.info reads a Store: imported here to keep no cycle
 
         return info(self)
 
     def graph(self):
-        from store.graph import graph
+        """The store as a GraphFrame (store/spark/graph.py)."""
+        from store.spark.graph import graph  # deferred: pyspark and graphframes
 
         return graph(self)
 
-
-def is_triples(src: str | os.PathLike[str], fmt: str | None = None) -> bool:
-    """Triples files are .csv or .parquet files (bundle sections come as folders or .json/.jsonl)."""
-    if fmt:
-        return fmt == "triples"
-    p = Path(src)
-    return p.suffix == ".csv" or (p.suffix == ".parquet" and not (p.parent / "bundle.json").exists())

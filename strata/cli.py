@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
+from store.arrow import defer_pandas
 from store.errors import StrataError, UserError
 from strata import progress
 
@@ -50,7 +51,7 @@ class App:
     _store: Any = field(default=None, repr=False)
 
     def spark(self):
-        from store.session import parse_conf
+        from store.spark.session import parse_conf
         from strata.spark import get_session
 
         return get_session(self.master, parse_conf(self.conf), quiet=not self.debug)
@@ -65,7 +66,7 @@ class App:
     def store(self):
         if self._store is None:
             from store import Store
-            from store.session import parse_conf
+            from store.spark.session import parse_conf
 
             parse_conf(self.conf)  # a bad --conf is an error even when no step starts Spark
             self._store = Store.open(self.store_path, spark=self.spark, master=self.master,
@@ -137,6 +138,8 @@ class StrataGroup(click.Group):
 def main(ctx: click.Context, store_path: str | None, master: str | None, conf: tuple[str, ...],
          engine: str | None, as_of: int | None, debug: bool) -> None:
     """Strata: multi-granularity provenance on Apache Spark."""
+    if ctx.invoked_subcommand != "capture":  # capture runs the user's program: its pandas is its own
+        defer_pandas()  # a question the DuckDB engine answers needs no pandas (store/arrow.py)
     if isinstance(ctx.obj, App):  # embedded around an open store (App.of): keep it
         ctx.obj.debug = ctx.obj.debug or debug
         if as_of is not None:

@@ -56,9 +56,10 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
     It is built in this process when the store is a local folder whose edges fit in memory
     (at most $STRATA_LOCAL_TRIPLES rows), else on Spark; the global --engine local|spark
     forces either (docs/index.md)."""
-    from store.index import CCEngine, IndexParams, build_index, update_index
+    from store.index import CCEngine, IndexParams
     from store.index.layout import META_KEY
-    from store.index.maintenance import params_from_meta
+    from store.index.params import params_from_meta
+    from store.indexing import build_index, update_index
 
     st = store_of(ctx)
     old = st.meta(META_KEY)

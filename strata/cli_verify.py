@@ -1,6 +1,6 @@
 """`strata verify` and `strata diff` (docs/cli.md, docs/verify.md).
 
-`verify` recomputes the hash chain of the store's commits (store/integrity.py) and prints what
+`verify` recomputes the hash chain of the store's commits (store/seal.py, store/verify.py) and prints what
 differs; exit code 3 when anything does. `diff A B` compares two runs or a dataset at two
 versions (store/diff.py).
 """
@@ -28,7 +28,7 @@ def verify(ctx, item, forward, expect_root, fmt) -> None:
     """Recompute the commits' hash chain and report tampering (exit code 3).
 
     With ITEM, check only the manifests and the row groups holding ITEM's lineage."""
-    from store import integrity
+    from store import verify as checks
     from store.errors import StoreError
 
     if item is None:
@@ -37,11 +37,11 @@ def verify(ctx, item, forward, expect_root, fmt) -> None:
             storage, upto = st.storage, st.as_of
         except StoreError:  # the newest manifest is unreadable: verify reports it, with the rest
             storage, upto = _storage(ctx), None
-        rep = integrity.verify(storage, expect_root=expect_root, upto=upto)
+        rep = checks.verify(storage, expect_root=expect_root, upto=upto)
     else:
-        rep, _ = integrity.verify_lineage(store_of(ctx), item, forward=forward)
+        rep, _ = checks.verify_lineage(store_of(ctx), item, forward=forward)
         if expect_root and rep.root != expect_root:
-            rep.problems.append(integrity.Problem("chain", None, rep.head, None,
+            rep.problems.append(checks.Problem("chain", None, rep.head, None,
                                                   f"head root {rep.root} is not the expected {expect_root}"))
     if fmt == "json":
         click.echo(json.dumps(rep.to_json(), indent=2))

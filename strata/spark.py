@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from store import session
+from store.spark import session
 
 
 def capture_jars() -> tuple[str, ...]:
@@ -22,5 +22,5 @@ def capture_jars() -> tuple[str, ...]:
 
 def get_session(master: str | None = None, conf: Mapping[str, str] | None = None,
                 quiet: bool = False):
-    """`store.session.get_session` with capture's jar on the classpath of a session it starts."""
+    """`store.spark.session.get_session` with capture's jar on the classpath of a session it starts."""
     return session.get_session(master, conf, quiet=quiet, jars=capture_jars())

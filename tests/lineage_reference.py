@@ -77,7 +77,8 @@ def batch_triples():
 def shared_index(spark):
     """(triples, tables, IndexFrames) for batch_triples(), computed once per test session."""
     if "frames" not in _CACHE:
-        from store.index import CCEngine, IndexParams, compute_index
+        from store.index import CCEngine, IndexParams
+        from store.spark.index.build import compute_index
 
         triples, tables = batch_triples()
         tdf = spark.createDataFrame(triples, ["src", "dst", "op"])
@@ -93,7 +94,7 @@ def shared_store(spark, root):
     shared_index() written for it: what the lineage tests run against on either engine."""
     if "store" not in _CACHE:
         from store.index import CCEngine, IndexParams
-        from store.index.build import write_index
+        from store.spark.index.build import write_index
         from store.store import Store
 
         triples, tables, frames, _ = shared_index(spark)

@@ -15,7 +15,7 @@ from capture.storing.materialize import identity_frame, identity_rows
 from capture.storing.tables import OPERATORS, RUNS
 from capture.tracing import item_element_id, parse_item_element_id
 from store import Store
-from store.semantics import feeds
+from store.spark.semantics import feeds
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     from strata.spark import get_session
     from store import Store
-    from store import semantics as sem
+    from store.spark import semantics as sem
     spark = get_session("local-cluster[2,1,1024]", {"spark.sql.shuffle.partitions": "4"})
     assert spark.sparkContext.master.startswith("local-cluster")
     st = Store.open(sys.argv[1], spark=spark)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from lineage_reference import random_graphs
 
-from store.index.components import COMPONENT, CCEngine, connected_components
-from store.session import graphframes_available
+from store.spark.index.components import COMPONENT, CCEngine, connected_components
+from store.spark.session import graphframes_available
 
 
 def _union_find(ids, edges):

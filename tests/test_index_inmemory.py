@@ -31,10 +31,10 @@ from strategies import SPARK_EXAMPLES
 from store import progress
 from store import schema as S
 from store.engine import LOCAL_TRIPLES_ENV, Engine
-from store.index import IndexParams, build_index, update_index
+from store.index import IndexParams
 from store.index import layout as L
-from store.index.inmemory import choose_builder
 from store.index.xxh import buckets_of, hashes
+from store.indexing import build_index, choose_builder, update_index
 from store.lineage import Method, lineage
 from store.store import Store
 
@@ -285,7 +285,8 @@ def test_a_killed_build_commits_nothing(tmp_path):
         sys.path.insert(0, {str(ROOT / 'tests')!r})
         from test_index_inmemory import _Fail
         from store import progress
-        from store.index import IndexParams, build_index
+        from store.index import IndexParams
+        from store.indexing import build_index
         from store.store import Store
         with progress.reporting(_Fail("write index_setdeps", kill=True)):
             build_index(Store.open({root!r}, engine="local"), IndexParams(theta=4, buckets=4))
@@ -349,8 +350,8 @@ def test_vectorized_hash_is_sparks_xxhash64(keys, buckets):
 def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, monkeypatch):
     """`auto` compares the build's expected peak memory with what the machine has available;
     `--engine local` still forces the in-process build."""
+    import store.duckdb.index as im
     import store.engine as engine
-    import store.index.inmemory as im
 
     triples, _ = batch_triples()
     root = _batch(tmp_path / "s", triples)

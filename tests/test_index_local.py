@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.index.local import _IN_LIST, read_buckets, read_sorted
+from store.index.files import IN_LIST, read_buckets, read_sorted
 
 KEYS = [f"k{i:03d}" for i in range(300)]
 
@@ -26,7 +26,7 @@ def _folder(tmp_path):
 
 
 @settings(max_examples=30, deadline=None)
-@given(order=st.permutations(KEYS + ["missing"]), n=st.sampled_from([0, 1, 7, _IN_LIST, _IN_LIST + 1, 150, 301]),
+@given(order=st.permutations(KEYS + ["missing"]), n=st.sampled_from([0, 1, 7, IN_LIST, IN_LIST + 1, 150, 301]),
        ccid=st.sampled_from(["c1", "c2"]))
 def test_membership_lists_of_any_length_read_exactly_the_matching_rows(tmp_path_factory, order, n, ccid):
     wanted = order[:n]
@@ -48,7 +48,7 @@ def test_missing_buckets_read_nothing(tmp_path):
 def test_rows_of_each_set_are_the_same_whether_grouped_by_runs_or_by_codes(values, data):
     """A held component groups its triples by set: by runs when the file is in set order, by
     dictionary codes otherwise; both must give each set exactly its rows."""
-    from store.index.local import _encode, _gather, _groups, _sorted_runs
+    from store.duckdb.index_reads import _encode, _gather, _groups, _sorted_runs
 
     ordered = pa.array(sorted(values), pa.string())
     runs = _sorted_runs(ordered)

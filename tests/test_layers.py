@@ -46,7 +46,7 @@ def test_imports_keep_the_layer_contract(lint_report, contract):
 
 
 def test_importing_the_store_loads_no_other_package():
-    code = ("import sys, store, store.store, store.session, store.semantics, store.lineage; "
+    code = ("import sys, store, store.store, store.spark.session, store.spark.semantics, store.lineage; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'iql', 'capture', 'grammar', 'strata'}))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

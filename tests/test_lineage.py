@@ -11,7 +11,8 @@ from lineage_reference import TABLE6, THETA, reference_lineage, shared_index, sh
 
 from store.engine import Engine
 from store.errors import UserError
-from store.lineage import IndexView, Method, component_members, lineage
+from store.lineage import Method, component_members, lineage
+from store.spark.lineage import IndexView, view_lineage
 from store.store import Store
 
 ENGINES = ("local", "spark")
@@ -96,7 +97,7 @@ def test_row_group_reads_of_a_large_component_give_the_same_lineage(root, frames
     """The local engine's row-group reads for large components (store/index/local.py
     `read_sorted`, taken above `_SORTED_READ_ROWS` rows), forced here on the small graph: the
     same answers and triples read as reading each component at once."""
-    import store.index.local as loc
+    import store.duckdb.index_reads as loc
 
     triples = frames[0]
     st_ = Store.open(root, engine="local")
@@ -142,11 +143,11 @@ def test_an_index_view_of_dataframes_answers_like_the_store(spark, root, frames)
     view = IndexView(tdf, fr.nodes, fr.triples, fr.setdeps, known=known)
     st = Store.open(root, spark=spark, engine="local")
     for item, method in (("8", Method.CS), ("p23", Method.CC), ("4", Method.RQ)):
-        a, b = lineage(view, item, method=method), lineage(st, item, method=method)
+        a, b = view_lineage(view, item, method=method), lineage(st, item, method=method)
         assert (a.nodes, a.edges, a.method) == (b.nodes, b.edges, b.method)
         assert a.engine.engine is Engine.SPARK
     with pytest.raises(UserError, match="unknown item 'nope'"):
-        lineage(view, "nope", method=Method.CS)
+        view_lineage(view, "nope", method=Method.CS)
 
 
 @pytest.mark.parametrize("method", [Method.RQ, Method.CC, Method.CS])
@@ -233,7 +234,7 @@ def test_a_component_held_in_memory_answers_like_the_files(root, frames, monkeyp
     """The second lineage query on a component loads it into the process's cache (here every
     component, whatever its size); answers, `triples_read` included, stay those of the files.
     With the cache off ($STRATA_LINEAGE_CACHE=0) nothing is held."""
-    from store.index import local as LI
+    from store.duckdb import index_reads as LI
 
     st = Store.open(root, engine="local")
     items = ["8", "4", "p23", *random.Random(5).sample(_random_values(frames[0]), 6)]
@@ -253,7 +254,7 @@ def test_a_component_held_in_memory_answers_like_the_files(root, frames, monkeyp
 
 
 def test_a_bad_cache_budget_is_a_user_error(root, monkeypatch):
-    from store.index import local as LI
+    from store.duckdb import index_reads as LI
 
     monkeypatch.setenv(LI.CACHE_ENV, "lots")
     monkeypatch.setattr(LI, "_CACHE_MIN_TRIPLES", 0)
@@ -273,7 +274,7 @@ def test_skeleton_files_answer_like_the_index_files(root, frames, monkeypatch, t
     import os
     import shutil
 
-    from store.index import local as LI
+    from store.duckdb import index_reads as LI
 
     copy = tmp_path / "store"
     shutil.copytree(root, copy)
@@ -290,7 +291,7 @@ def test_skeleton_files_answer_like_the_index_files(root, frames, monkeypatch, t
     os.makedirs(stale)
     written = LI.write_skeletons(st, threshold=0)
     assert written == st.meta("index")["components"] and not os.path.exists(stale)
-    from store.integrity import verify
+    from store.verify import verify
 
     assert verify(st.storage).ok  # derived files, outside every commit: the store still verifies
     LI.CACHE.clear()

@@ -14,9 +14,10 @@ from strategies import SPARK_EXAMPLES, bundles
 
 from store import Store
 from store import scopegraph as SG
-from store import semantics as sem
-from store.index import IndexParams, build_index, update_index
+from store.index import IndexParams
 from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ScopeFiles
+from store.indexing import build_index, update_index
+from store.spark import semantics as sem
 
 
 def rows_of(ref: Reference) -> list[tuple]:

@@ -12,8 +12,8 @@ from reference import Reference
 from strategies import SPARK_EXAMPLES, bundle_pairs, bundles
 
 from store import Store
-from store import semantics as sem
-from store.local import semantics as local
+from store.duckdb import semantics as local
+from store.spark import semantics as sem
 
 ROOT_MOVIES = "examples/movies.json"
 

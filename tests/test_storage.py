@@ -75,7 +75,7 @@ def test_failed_transaction_publishes_nothing(spark, store_path):
 
 KILL_SCRIPT = textwrap.dedent("""
     import sys
-    from store.session import get_session
+    from store.spark.session import get_session
     from store import Store
     spark = get_session("local[1]", {"spark.sql.shuffle.partitions": "1", "spark.ui.enabled": "false"})
     Store.open(sys.argv[1], spark=spark, engine="spark").ingest(sys.argv[2])
@@ -182,22 +182,15 @@ def test_hadoop_filesystem_path_reads_and_publishes(spark, tmp_path):
 def test_a_few_rows_append_without_spark_and_read_back_the_same(spark, tmp_path):
     """append_rows (capture's run and operator rows) writes one Parquet file with pyarrow on a local
     store and with Spark on a Hadoop path; Spark reads both the same, nested structs and nulls too."""
-    from pyspark.sql.types import (
-        ArrayType,
-        IntegerType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-    )
+    import pyarrow as pa
 
     from store.storage import Storage
 
-    schema = StructType([
-        StructField("run", StringType(), False), StructField("n", LongType(), True),
-        StructField("inputs", ArrayType(StructType([StructField("input", IntegerType(), False),
-                                                    StructField("accessed", ArrayType(StringType(), False), True)]),
-                                        False), False)])
+    schema = pa.schema([
+        pa.field("run", pa.string(), False), pa.field("n", pa.int64()),
+        pa.field("inputs", pa.list_(pa.field("element", pa.struct([
+            pa.field("input", pa.int32(), False),
+            pa.field("accessed", pa.list_(pa.field("element", pa.string(), False)))]), False)), False)])
     rows = [("r1", 7, [(0, ["text", "user.id_str"]), (1, None)]), ("r1", None, [])]
     for root in (str(tmp_path / "local"), "file://" + str(tmp_path / "hadoop")):
         st = Store.open(root, spark=spark)

@@ -10,9 +10,11 @@ from click.testing import CliRunner
 from test_lineage_reach import TABLE4
 
 from store.errors import BundleError
-from store.index import IndexParams, build_index
+from store.index import IndexParams
 from store.index import layout as L
+from store.indexing import build_index
 from store.lineage import Method, lineage
+from store.spark.index.layout import bucket_filter
 from store.store import Store
 from strata.cli import main
 
@@ -52,8 +54,8 @@ def test_index_is_bucketed_and_a_set_lookup_prunes_to_one_bucket(store):
     folders = sorted(p.name for p in Path(st.root, "tables", L.TRIPLES).glob("*/bucket=*"))
     assert folders and len(folders) <= 4
     meta = st.meta(L.META_KEY)
-    row = st.table(L.NODES).where(L.bucket_filter("id", "23", 4)).first()
-    scope = st.table(L.TRIPLES).where(L.bucket_filter(L.CCID, row[L.CCID], meta["buckets"]))
+    row = st.table(L.NODES).where(bucket_filter("id", "23", 4)).first()
+    scope = st.table(L.TRIPLES).where(bucket_filter(L.CCID, row[L.CCID], meta["buckets"]))
     plan = scope._jdf.queryExecution().executedPlan().toString()
     assert "PartitionFilters: [isnotnull(bucket" in plan and "bucket#" in plan
     assert "PushedFilters: [IsNotNull(ccid), EqualTo(ccid," in plan

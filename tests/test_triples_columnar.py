@@ -1,5 +1,5 @@
 """A triples file ingested column-wise (store/local/triples.py `table_rows`) gives the rows the
-record-by-record path gives (`triples_bundle` + `store.local.validate`, which
+record-by-record path gives (`triples_bundle` + `store.duckdb.validate`, which
 tests/test_ingest_local.py compares with Spark), and takes the column-wise path exactly when
 that path finds the file valid.
 
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import store.local.triples as lt
+import store.duckdb.triples as lt
 from store import BundleError, Store
 from store import schema as S
-from store.local.ingest import TxTables
+from store.duckdb.ingest import TxTables
 
 BASE = {
     "format": "strata-bundle/1",
@@ -128,7 +128,7 @@ def test_a_triples_file_too_big_for_this_memory_is_ingested_with_spark(tmp_path,
     """`auto` sends a triples file to Spark when its in-process ingest would not fit in the memory
     available; within the limits it stays local, and `--engine local` forces it."""
     import store.engine as engine
-    from store.local.ingest import Planned
+    from store.duckdb.ingest import Planned
 
     planned = [Planned(str(tmp_path / "t.csv"), True, 1_000_000)]
     st_ = Store.open(tmp_path / "s", engine="auto")

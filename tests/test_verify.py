@@ -1,4 +1,4 @@
-"""Tamper evidence (store/integrity.py, docs/verify.md): every way a person could edit a store
+"""Tamper evidence (store/seal.py, store/verify.py, docs/verify.md): every way a person could edit a store
 is named by `strata verify`, and clean stores verify.
 
 The stores are real: bundles and triples ingested in this process, an index built, a pipeline
@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import Store, integrity
+from store import Store, seal
 from store.storage import MANIFEST_DIR
 from strata.cli import main
 
@@ -35,7 +35,8 @@ def movies(tmp_path_factory):
     """Movies ingested (v1), indexed (v2), a table of small row groups appended (v3): no JVM."""
     st = Store.open(str(tmp_path_factory.mktemp("verify") / "movies"), spark=_no_spark)
     st.ingest(MOVIES)
-    from store.index import IndexParams, build_index
+    from store.index import IndexParams
+    from store.indexing import build_index
 
     build_index(st, IndexParams())
     with st.transaction("notes") as tx:
@@ -62,7 +63,7 @@ def copy(root: str, tmp_path) -> str:
 
 def files_of(root: str, table: str) -> list[str]:
     st = Store.open(root, spark=_no_spark)
-    return [f for seg in st.manifest.tables[table].segments for f in integrity.segment_files(st.storage, seg)]
+    return [f for seg in st.manifest.tables[table].segments for f in seal.segment_files(st.storage, seg)]
 
 
 def only(problems: list[dict], kind: str) -> dict:
@@ -149,7 +150,7 @@ def test_a_replaced_manifest_breaks_the_chain_at_the_next_version(movies, tmp_pa
     root = copy(movies, tmp_path)
     body = json.load(open(_manifest(root, 2)))
     body["meta"]["index"]["theta"] = 1
-    body["integrity"]["root"] = integrity.manifest_root(body)
+    body["integrity"]["root"] = seal.manifest_root(body)
     json.dump(body, open(_manifest(root, 2), "w"))
     p = only(verify(root)[1]["problems"], "chain")
     assert p["version"] == 3 and "version 2" in p["detail"]
@@ -215,7 +216,8 @@ def test_a_clean_triples_store_with_its_index_verifies(tmp_path):
     csv.write_text("src,dst,op\n" + "".join(f"a{i},a{i + 1},R{i % 3}\n" for i in range(40)), encoding="utf-8")
     st = Store.open(str(tmp_path / "store"), spark=_no_spark)
     st.ingest(str(csv))
-    from store.index import IndexParams, build_index
+    from store.index import IndexParams
+    from store.indexing import build_index
 
     build_index(st, IndexParams())
     code, rep = verify(st.root)
@@ -230,7 +232,7 @@ def test_a_clean_triples_store_with_its_index_verifies(tmp_path):
 def test_an_edited_or_removed_digests_file(tmp_path, monkeypatch):
     """A commit whose digests are too many for its manifest writes a digests file (made to happen
     here for the movies bundle by lowering the limit)."""
-    monkeypatch.setattr(integrity, "INLINE_DIGESTS", 0)
+    monkeypatch.setattr(seal, "INLINE_DIGESTS", 0)
     st = Store.open(str(tmp_path / "store"), spark=_no_spark)
     st.ingest(MOVIES)
     body = json.load(open(_manifest(st.root, 1)))

@@ -40,9 +40,9 @@ from capture.storing.tables import (
     result_table,
 )
 from store import schema as S
+from store.duckdb.ingest import TxTables
 from store.engine import Engine
 from store.errors import StoreError, UserError
-from store.local.ingest import TxTables
 from store.storage import spark_conf
 
 if TYPE_CHECKING:

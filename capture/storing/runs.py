@@ -314,7 +314,7 @@ def output_values(store, run: str) -> dict[str, dict] | None:
 
     from capture.ids import item_hex
     from capture.storing.to_model import operator_id
-    from store.local.tables import parquet_files
+    from store.segments import parquet_files
 
     try:
         head = read_head(store, run)

@@ -23,14 +23,7 @@ from __future__ import annotations
 
 import re
 
-from pyspark.sql.types import (
-    ArrayType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+import pyarrow as pa
 
 RUNS, OPERATORS, SOURCES = "capture_runs", "capture_operators", "capture_sources"
 RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
@@ -53,38 +46,49 @@ def output_table(run: str) -> str:
     return OUTPUT_PREFIX + _safe(run)
 
 
-_S, _I = StringType(), IntegerType()
-OPERATORS_SCHEMA = StructType([
-    StructField(RUN, _S, False),
-    StructField("oid", _I, False),
-    StructField("type", _S, False),
-    StructField("method", _S, False),
-    StructField("inputs", ArrayType(StructType([
-        StructField("input", _I, False),
-        StructField("pred", _I, False),
-        StructField("accessed", ArrayType(_S, False), True),  # null = undefined (⊥)
-    ]), False), False),
-    StructField("manipulated", ArrayType(StructType([
-        StructField("input", _I, False), StructField("src", _S, False), StructField("dst", _S, False),
-    ]), False), True),  # null = undefined (⊥)
-    StructField("dataset", _S, True),
-    StructField("detail", _S, True),
+_S, _I = pa.string(), pa.int32()
+
+
+def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
+    return pa.field(name, type_, nullable)
+
+
+def _list(type_: pa.DataType, nullable: bool = True) -> pa.DataType:
+    return pa.list_(pa.field("element", type_, nullable))
+
+
+OPERATORS_SCHEMA = pa.schema([
+    _f(RUN, _S),
+    _f("oid", _I),
+    _f("type", _S),
+    _f("method", _S),
+    _f("inputs", _list(pa.struct([
+        _f("input", _I),
+        _f("pred", _I),
+        _f("accessed", _list(_S, False), True),  # null = undefined (⊥)
+    ]), False)),
+    _f("manipulated", _list(pa.struct([_f("input", _I), _f("src", _S), _f("dst", _S)]), False),
+       True),  # null = undefined (⊥)
+    _f("dataset", _S, True),
+    _f("detail", _S, True),
 ])
-SOURCES_SCHEMA = StructType([
-    StructField(RUN, _S, False),
-    StructField("oid", _I, False),
-    StructField("locator", _S, False),  # capture.tracking.sources.Locator.to_json
+
+SOURCES_SCHEMA = pa.schema([
+    _f(RUN, _S),
+    _f("oid", _I),
+    _f("locator", _S),  # capture.tracking.sources.Locator.to_json
 ])
-RUNS_SCHEMA = StructType([
-    StructField(RUN, _S, False),
-    StructField("pipeline", _S, False),
-    StructField("result_oid", _I, False),
-    StructField("output_path", _S, False),
-    StructField("output_format", _S, False),
-    StructField("started", _S, False),
-    StructField("finished", _S, False),
-    StructField("operators", _I, False),
-    StructField("items", LongType(), False),
-    StructField("id_column", _S, False),
-    StructField("slots", _S, False),  # JSON: capture.storing.runs.slots_json
+
+RUNS_SCHEMA = pa.schema([
+    _f(RUN, _S),
+    _f("pipeline", _S),
+    _f("result_oid", _I),
+    _f("output_path", _S),
+    _f("output_format", _S),
+    _f("started", _S),
+    _f("finished", _S),
+    _f("operators", _I),
+    _f("items", pa.int64()),
+    _f("id_column", _S),
+    _f("slots", _S),  # JSON: capture.storing.runs.slots_json
 ])

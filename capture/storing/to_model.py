@@ -85,7 +85,8 @@ def _datasets(spark, run: str, ops: list[OperatorProv]) -> tuple[DataFrame, Data
 def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: DataFrame,
              existing_ids: DataFrame, run_attrs: dict[str, Any], output: dict[str, Any]) -> dict[str, Any]:
     """The bundle of one run, sections as DataFrames in the store's normalized layout."""
-    from store.bundle import SECTION_SCHEMAS, normalize
+    from store.bundle import normalize
+    from store.spark.bundle import SECTION_SCHEMAS
 
     out_df, in_df = _datasets(spark, run, ops)
     rows = assoc.join(F.broadcast(out_df), OID).join(F.broadcast(in_df), [OID, INPUT])

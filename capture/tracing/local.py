@@ -211,7 +211,7 @@ def _in_read_order(paths: list[str]) -> list[str]:
 def _arrow_types(items):
     """The pyarrow schema the stored items are read as (Spark's types: timestamps as UTC
     instants, whatever physical type the writer used)."""
-    from store.local.tables import arrow_schema
+    from store.duckdb.tables import arrow_schema
 
     return arrow_schema(items.jsonValue())
 

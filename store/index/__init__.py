@@ -1,19 +1,10 @@
-"""The component index (CCProv / CSProv): components, connected sets, set dependencies.
-
-`build_index(st, params)` builds it from scratch; `update_index(st, params)` merges newly
-ingested edges into only the affected components and sets (falling back to a full build when
-there is no index yet). See docs/index.md for the layout and the split strategy.
+"""The component index (CCProv / CSProv): components, connected sets, set dependencies, influence
+scopes; its layout, parameters and driver-side reads, shared by both engines. Building it:
+`store.indexing.build_index` / `update_index` (docs/index.md); the builders are in the engines'
+wings (store/duckdb/index.py, store/spark/index/).
 """
 
-from store.index.build import (
-    DEFAULT_BUCKETS,
-    DEFAULT_THETA,
-    IndexParams,
-    build_index,
-    compute_index,
-)
-from store.index.components import CCEngine, connected_components
-from store.index.maintenance import update_index
+from store.index.params import DEFAULT_BUCKETS, DEFAULT_THETA, CCEngine, IndexParams, params_from_meta
 from store.index.splits import Split, plan_splits
 
 __all__ = [
@@ -22,9 +13,6 @@ __all__ = [
     "CCEngine",
     "IndexParams",
     "Split",
-    "build_index",
-    "compute_index",
-    "connected_components",
+    "params_from_meta",
     "plan_splits",
-    "update_index",
 ]

@@ -1,4 +1,5 @@
-"""Names, schemas and the on-disk layout of the component index tables.
+"""Names and the on-disk layout of the component index tables (the Spark writers of this layout:
+store/spark/index/layout.py).
 
 Every index table is Parquet partitioned by `bucket = pmod(xxhash64(key), buckets)` and sorted
 inside each file by its lookup key, written with small row groups. A point query on one
@@ -18,10 +19,7 @@ its key (row-group statistics: few row groups of that folder's file).
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
-from store.storage import spark_conf
+from store.schema import EDGES
 
 CCID = "ccid"
 CSID = "csid"
@@ -61,11 +59,6 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
 ROW_GROUP_BYTES = 1 << 20  # small row groups: statistics then skip most of a large file
 
 
-def bucket_of(key: Column, buckets: int) -> Column:
-    """The bucket of a key column or literal (Spark's xxhash64, so writers and readers agree)."""
-    return F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int")
-
-
 def bucket_of_value(value: str, buckets: int) -> int:
     """The bucket of one key, computed on the driver: Spark's `xxhash64` is XXH64 with seed 42
     over the UTF-8 bytes (tests/test_index_local.py checks it against Spark)."""
@@ -77,22 +70,7 @@ def bucket_of_value(value: str, buckets: int) -> int:
     return h % buckets  # Python's % is pmod for a positive divisor
 
 
-def bucket_filter(key_col: str, value: str, buckets: int) -> Column:
-    """Predicate selecting one key: the bucket part folds to a constant, so it prunes folders."""
-    return (F.col(BUCKET) == bucket_of(F.lit(value), buckets)) & (F.col(key_col) == F.lit(value))
-
-
-def with_bucket(table: str, df: DataFrame, buckets: int) -> DataFrame:
-    key, _ = LAYOUT[table]
-    return df.withColumn(BUCKET, bucket_of(F.col(key), buckets))
-
-
-def write_index_table(tx, table: str, df: DataFrame, buckets: int,
-                      row_group_bytes: int = ROW_GROUP_BYTES) -> None:
-    """Replace one index table inside transaction `tx`, bucketed, sorted, small row groups."""
-    _, sort_by = LAYOUT[table]
-    spark = df.sparkSession
-    if BUCKET not in df.columns:
-        df = with_bucket(table, df, buckets)
-    with spark_conf(spark, "parquet.block.size", str(row_group_bytes)):
-        tx.replace(table, df, partition_by=(BUCKET,), sort_by=sort_by, files=buckets)
+def edge_segments(st) -> tuple[str, ...]:
+    """The committed segments of the edges table: the index covers exactly these."""
+    entry = st.manifest.tables.get(EDGES)
+    return tuple(entry.segments) if entry is not None else ()

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from store import schema as S
 from store.interop.openlineage import canonical, read_events, to_bundle
 
@@ -45,10 +47,8 @@ class OLIngest:
     committed: bool = False
 
 
-def events_schema():
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    return StructType([StructField(c, StringType(), True) for c in ("key", "event", "source")])
+def events_schema() -> pa.Schema:
+    return pa.schema([(c, pa.string()) for c in ("key", "event", "source")])
 
 
 def stored_events(st) -> dict[str, str]:
@@ -59,7 +59,7 @@ def stored_events(st) -> dict[str, str]:
     if st.storage.is_local:
         import pyarrow.parquet as pq
 
-        from store.local.tables import parquet_files
+        from store.segments import parquet_files
 
         out: dict[str, str] = {}
         for seg in entry.segments:
@@ -76,7 +76,7 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
     if not ids:
         return {}
     if tx.store.storage.is_local:
-        from store.local.ingest import TxTables
+        from store.duckdb.ingest import TxTables
 
         return TxTables(tx).lookup(table, column, ids)
     from pyspark.sql import functions as F

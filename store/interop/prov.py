@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pyarrow as pa
+
 from store.errors import BundleError, UserError
 
 ENTITY, ACTIVITY, DERIVATION = "Entity", "Activity", "Derivation"
@@ -225,10 +227,8 @@ class ProvIngest:
     committed: bool = True
 
 
-def documents_schema():
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    return StructType([StructField(c, StringType(), True) for c in ("key", "source", "document")])
+def documents_schema() -> pa.Schema:
+    return pa.schema([(c, pa.string()) for c in ("key", "source", "document")])
 
 
 def ingest_prov(st, paths: Iterable[str | Path], fmt: str | None = None) -> ProvIngest:

@@ -1,12 +1,12 @@
-"""Triples files (docs/triples.md) ingested on the driver, as `store.triples` does with Spark.
+"""Triples files (docs/triples.md) ingested on the driver, as `store.spark.triples` does with Spark.
 
 The file (CSV with a header, or Parquet) and its table mapping are read with pyarrow and checked
-as `store.triples.load_triples` checks them (same messages). The new triples (those not already
-in the store's `edges`) become the rows of `store.triples.triples_bundle`'s bundle — values,
+as `store.spark.triples.load_triples` checks them (same messages). The new triples (those not already
+in the store's `edges`) become the rows of `store.spark.triples.triples_bundle`'s bundle — values,
 tables and ops as elements, triples as edges, ids already in the store reused — computed
 column-wise with Arrow (`table_rows`) when a few set-wise checks show they are valid, which is
 what every real file hits; otherwise the bundle goes record by record through the local
-validation (`store.local.validate`), which names the first problem as the Spark path does.
+validation (`store.duckdb.validate`), which names the first problem as the Spark path does.
 """
 
 from __future__ import annotations
@@ -21,21 +21,12 @@ import numpy as np
 
 from store import progress
 from store import schema as S
+from store.bundle import parquet_paths
+from store.duckdb.bundle import LocalBundle
+from store.duckdb.ingest import stored_schema
+from store.duckdb.tables import arrow_schema
 from store.errors import BundleError
-from store.local.bundle import LocalBundle, line_count, parquet_paths, parquet_rows
-from store.local.ingest import stored_schema
-from store.local.tables import arrow_schema
-from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, _sibling_tables
-
-
-def count_triples(path: Path) -> int:
-    """Rows of a triples file and of its sibling table mapping (line counts, Parquet footers)."""
-    n = 0
-    for p in (path, _sibling_tables(path)):
-        if p is None or not p.exists():
-            continue
-        n += max(line_count(p) - 1, 0) if p.suffix == ".csv" else parquet_rows(p)
-    return n
+from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, sibling_tables
 
 
 def read_frame(path: str | os.PathLike[str]):
@@ -116,7 +107,7 @@ def load_triples(path: str | os.PathLike[str], tables: str | os.PathLike[str] | 
         if col in df.column_names:
             m = df.filter(_present(df.column(col)))
             maps.append(pa.table({ITEM: m.column(side), TABLE: m.column(col)}))
-    mapping_path = Path(tables) if tables else _sibling_tables(Path(path))
+    mapping_path = Path(tables) if tables else sibling_tables(Path(path))
     if mapping_path is not None:
         m = read_frame(mapping_path)
         _require(m, (ITEM, TABLE), str(mapping_path), "a table mapping file")
@@ -168,7 +159,7 @@ def ids_of(triples, mapping, source: str) -> Ids:
 
 
 def triples_bundle(triples, mapping, ids: Ids, existing_elements, source: str) -> LocalBundle:
-    """The bundle for validated triples (`store.triples.triples_bundle`) whose ids are `ids`
+    """The bundle for validated triples (`store.spark.triples.triples_bundle`) whose ids are `ids`
     (`ids_of`); `existing_elements`: the ids among them already in the store (a pyarrow array;
     reused, not added)."""
     parent = dict(zip(mapping.column(ITEM).to_pylist(), mapping.column(TABLE).to_pylist(), strict=True))
@@ -198,9 +189,9 @@ def _only(found: dict[str, Any], keys, want: str) -> bool:
 def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, Any] | None:
     """The rows a triples file adds to each core table, computed column-wise with Arrow — or None
     when validation might find a problem, and the caller takes the record-by-record path
-    (`triples_bundle` + `store.local.validate`), which names it as the Spark path does.
+    (`triples_bundle` + `store.duckdb.validate`), which names it as the Spark path does.
 
-    The rows are those `store.local.ingest.table_rows` makes of `triples_bundle`, and they are
+    The rows are those `store.duckdb.ingest.table_rows` makes of `triples_bundle`, and they are
     valid when: the three granularities have their kinds; no new id is a vertex in the store;
     the table of each new value is a new table (then `Value` must be strictly finer than
     `Table`) or an element in the store of a granularity strictly coarser than `Value`; and each
@@ -284,8 +275,8 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
     import duckdb
     import pyarrow as pa
 
-    from store.ingest import IngestCounts
-    from store.local.ingest import TxTables, ingest_bundle, stage_rows
+    from store.duckdb.ingest import TxTables, ingest_bundle, stage_rows
+    from store.ingest import IngestCounts  # deferred: store.ingest imports this wing lazily too
 
     source = str(path)
     with progress.step(f"read {source}"):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from store import schema as S
-from store.session import graphframes_available
+from store.spark.session import graphframes_available
 
 if TYPE_CHECKING:
     from store.store import Store

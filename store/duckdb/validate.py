@@ -1,4 +1,4 @@
-"""Validate a `LocalBundle` on the driver: every check of `store.validate`, record by record.
+"""Validate a `LocalBundle` on the driver: every check of `store.spark.validate`, record by record.
 
 The checks, their order, the reasons and the messages are those of `store/validate.py` (the
 shared parts live in `store.model`: `REASONS`, `CHECKS`, `record_error`, `resolve_type`,
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from store.local.bundle import LocalBundle
+from store.duckdb.bundle import LocalBundle
 from store.model import (
     CHECKS,
     REASONS,
@@ -44,7 +44,7 @@ class Existing:
 
 @dataclass
 class LocalResolved:
-    """What validation learned that ingest needs (as `store.validate.Resolved`)."""
+    """What validation learned that ingest needs (as `store.spark.validate.Resolved`)."""
 
     catalog: Catalog
     vertex_types: list[tuple[str | None, str | None, int | None]]  # per vertex row: tkey, tkind, ce_size
@@ -214,7 +214,7 @@ def validate(bundle: LocalBundle, catalog: Catalog, existing: Existing) -> Local
 
 
 def _infer_attributes(bundle: LocalBundle, catalog: Catalog, vertex_types) -> Catalog:
-    """Attribute types for types without a declared schema (as `store.validate._infer_attributes`)."""
+    """Attribute types for types without a declared schema (as `store.spark.validate._infer_attributes`)."""
     seen: list[tuple[str, int | None, str, str, str, str]] = []  # section, idx, id, key, attr, type
     for r in bundle.elements:
         seen += [("elements", r[0], r[1], r[2], a, t) for a, t in (r[5] or {}).items() if t is not None]

@@ -46,45 +46,14 @@ import numpy as np
 
 from store import progress
 from store import schema as S
-from store.engine import Choice, Engine, choose, duckdb_connect, local_triples_setting, within_memory
+from store.engine import duckdb_connect
 from store.errors import UserError
 from store.index import layout as L
+from store.index.params import DEFAULT_BUCKETS
 from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
 from store.index.xxh import buckets_of
 
 _NO = np.iinfo(np.int64).max  # "no value" in min-reductions over codes
-
-
-# ---------------------------------------------------------------------------- choosing the path
-# Peak memory of an in-process build per row it reads, measured (docs/index.md, "Memory and
-# time"): the triples with their components and sets, and the complex-element rows that make
-# influence-scope rows (every value of a store ingested from a triples file is an element with an
-# implicit vertex, so one complex row each).
-BYTES_PER_EDGE = 300
-BYTES_PER_COMPLEX_ROW = 1000
-
-
-def estimated_bytes(edges: int, complex_rows: int) -> int:
-    """The peak memory an in-process build of a store with these row counts is expected to need."""
-    return edges * BYTES_PER_EDGE + complex_rows * BYTES_PER_COMPLEX_ROW
-
-
-def choose_builder(st) -> Choice:
-    """Where `strata index` builds: `local` (this module) or `spark` (build.py).
-
-    The store's engine setting decides (store/engine.py): `local` and `spark` force one path,
-    `auto` builds here when the store is a local folder, no cluster was asked for, its `edges`
-    table has at most `$STRATA_LOCAL_TRIPLES` rows (counted from the Parquet footers), and the
-    build's expected peak memory (`estimated_bytes`) fits in the memory the machine has
-    available; otherwise on Spark, which spills to disk instead of running out of memory."""
-    local = st.storage.is_local
-    rows = st.local().rows(S.EDGES) if local and st.engine is not Engine.SPARK else None
-    choice = choose(st.engine, local_store=local, cluster=st.cluster(), reads=rows,
-                    local_rows=local_triples_setting())
-    if choice.engine is Engine.LOCAL and st.engine is Engine.AUTO:
-        return within_memory(estimated_bytes(rows or 0, st.local().rows(S.COMPLEX)),
-                             "an in-process build") or choice
-    return choice
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -184,7 +153,7 @@ class Graph:
 def _relation(st, con, name: str):
     """A committed core table as a relation on DuckDB connection `con`, read from exactly the
     files of the store's version (store/local/tables.py lists them)."""
-    from store.local.tables import arrow_schema
+    from store.duckdb.tables import arrow_schema
 
     tables = st.local()
     files = tables.files(name)
@@ -609,8 +578,6 @@ def write_scopes(tx, st, buckets: int, edges: tuple | None = None) -> dict:
 
 # ---------------------------------------------------------------------------- entry points
 def _base_meta(st, params, ix: Index | None) -> dict:
-    from store.index.build import _edge_segments
-
     meta = {
         "theta": params.theta, "bands": params.bands, "buckets": params.buckets,
         "user_splits": [list(s) for s in params.splits] if params.splits else None,
@@ -618,7 +585,7 @@ def _base_meta(st, params, ix: Index | None) -> dict:
     }
     if ix is not None:
         meta.update({"splits": [s.to_json() for s in ix.splits], "workflow": [list(p) for p in ix.workflow]})
-    meta["edges_segments"] = list(_edge_segments(st))
+    meta["edges_segments"] = list(L.edge_segments(st))
     return meta
 
 
@@ -646,8 +613,6 @@ def build_index(st, params, message: str = "index: full build", extra_meta: dict
 def refresh_scopes(st, meta: dict) -> dict:
     """Recompute only the influence scopes, in this process (the edges did not change)."""
     t0 = time.perf_counter()
-    from store.index.build import DEFAULT_BUCKETS
-
     buckets = int(meta.get("buckets", DEFAULT_BUCKETS))
     with st.transaction("index: refresh scopes") as tx:
         meta = {**meta, **write_scopes(tx, st, buckets), "mode": "scopes", "builder": "local",

@@ -1,10 +1,10 @@
 """Ingest on the driver, without Spark: bundles and triples files small enough for one process.
 
 `Store.ingest` sends a source here when the store is a local folder and the input holds at most
-the local limit of records (`store.engine`, `$STRATA_LOCAL_ROWS`; `plan_ingest` counts them
-cheaply), or when `--engine local` forces it. The source is loaded (`store.local.bundle`,
-`store.local.triples`), validated (`store.local.validate`: every check of `store.validate`, the
-same messages), turned into the rows `store.ingest.table_rows` would make for each core table
+the local limit of records (`store.engine`, `$STRATA_LOCAL_ROWS`; `store.ingest.plan` counts them
+cheaply), or when `--engine local` forces it. The source is loaded (`store.duckdb.bundle`,
+`store.duckdb.triples`), validated (`store.duckdb.validate`: every check of `store.spark.validate`, the
+same messages), turned into the rows `store.spark.ingest.table_rows` would make for each core table
 (`table_rows` below), and each table's rows are written as one Parquet file with pyarrow into a
 new segment of the transaction (`StoreTransaction.append_arrow`), so the commit stays atomic.
 
@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from store import progress
 from store import schema as S
+from store.duckdb.bundle import LocalBundle, NotLocal, from_dict, from_path
+from store.duckdb.tables import arrow_schema
+from store.duckdb.validate import Existing, LocalResolved, validate
 from store.engine import duckdb_connect
-from store.local.bundle import LocalBundle, NotLocal, count_records, from_dict, from_path, is_dataframe
-from store.local.tables import arrow_schema, parquet_files
-from store.local.validate import Existing, LocalResolved, validate
+from store.ingest import IngestCounts, Planned
+from store.segments import parquet_files
 
 
 # ---------------------------------------------------------------------------- the store's tables
@@ -84,21 +86,18 @@ class TxTables:
 # ---------------------------------------------------------------------------- rows
 def stored_schema(name: str, triples: bool = False) -> str:
     """The schema JSON Spark's writer records for core table `name` when an ingest creates it:
-    every column nullable but the ones Spark derives as never NULL (`store.ingest.table_rows`
+    every column nullable but the ones Spark derives as never NULL (`store.spark.ingest.table_rows`
     builds them from literals and positions; from a triples file also the granularities)."""
-    from pyspark.sql.types import StructField, StructType
-
     required = {(S.COMPLEX, S.CE), (S.VERTICES, S.IMPLICIT)}
     if triples:
         required |= {(S.ELEMENTS, S.GRANULARITY), (S.COMPLEX, S.GRANULARITY)}
-    return StructType([StructField(f.name, f.dataType, (name, f.name) not in required)
-                       for f in S.SCHEMAS[name].fields]).json()
+    return S.schema_json(pa.schema([f.with_nullable((name, f.name) not in required) for f in S.SCHEMAS[name]]))
 
 
 def closure(bundle: LocalBundle, old: TxTables) -> tuple[list[str], list[str], list[int]]:
     """The reflexive-transitive ancestor rows (id, ancestor, depth: the shortest path) of the new
     elements, reusing the committed closure of parents already in the store (as
-    `store.ingest.ancestors`)."""
+    `store.spark.ingest.ancestors`)."""
     parents = {r[1]: r[3] for r in bundle.elements}
     old_rows = old.ancestors({p for ps in parents.values() for p in ps if p not in parents})
     memo: dict[str, dict[str, int]] = {}
@@ -128,12 +127,12 @@ def closure(bundle: LocalBundle, old: TxTables) -> tuple[list[str], list[str], l
 
 def table_rows(bundle: LocalBundle, resolved: LocalResolved, old: TxTables, triples: bool = False
                ) -> dict[str, Any]:
-    """The rows this bundle adds to each core table, as pyarrow Tables (`store.ingest.table_rows`)."""
+    """The rows this bundle adds to each core table, as pyarrow Tables (`store.spark.ingest.table_rows`)."""
     import pyarrow as pa
 
     E, V, D = bundle.elements, bundle.vertices, bundle.edges
     kinds = resolved.kinds
-    cols: dict[str, dict[str, list]] = {name: {f.name: [] for f in S.SCHEMAS[name].fields} for name in S.CORE_TABLES}
+    cols: dict[str, dict[str, list]] = {name: {f.name: [] for f in S.SCHEMAS[name]} for name in S.CORE_TABLES}
     el, par, vx, cx, ed = (cols[S.ELEMENTS], cols[S.PARENTS], cols[S.VERTICES], cols[S.COMPLEX], cols[S.EDGES])
     for _idx, ident, gran, parents, attrs, _types, _problem in E:
         kind = kinds.get(gran)
@@ -176,8 +175,6 @@ def ingest_bundle(stx, bundle: LocalBundle, triples: bool = False, rows: dict[st
     """Validate `bundle` against everything committed or staged in `stx` (a StoreTransaction),
     then stage its rows; returns its IngestCounts. `rows`: the tables' rows when the caller made
     them, else `table_rows`'s."""
-    from store.ingest import IngestCounts
-
     tables = TxTables(stx)
     with progress.step(f"validate {bundle.source}", total=sum(bundle.sizes())) as step:
         catalog = stx.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
@@ -206,48 +203,10 @@ def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
         return from_path(source)
 
 
-@dataclass
-class Planned:
-    """One source of an ingest: what it is, how many records it holds (None: it cannot be read
-    without Spark) and what was already read of it."""
-
-    source: Any
-    triples: bool
-    records: int | None
-    loaded: Any = None  # a parsed .json document
-
-
-def plan(source: Any, triples: bool) -> Planned:
-    """Count a source's records cheaply: list lengths of a dict, a .json document's records (it
-    is parsed once, here, and kept), line counts of JSON Lines and CSV, Parquet footers."""
-    if isinstance(source, Mapping):
-        if any(is_dataframe(source.get(s)) for s in ("elements", "vertices", "edges")):
-            return Planned(source, False, None)
-        return Planned(source, False, sum(len(v) for s in ("elements", "vertices", "edges")
-                                          if isinstance(v := source.get(s), list)))
-    if not isinstance(source, (str, os.PathLike)):
-        return Planned(source, triples, None)  # a loaded Spark Bundle
-    p = Path(source)
-    if not p.exists():
-        return Planned(source, triples, 0)  # the loader reports it
-    if triples:
-        from store.local.triples import count_triples
-
-        return Planned(source, True, count_triples(p))
-    if p.is_dir() or p.suffix == ".jsonl":
-        return Planned(source, False, count_records(p))
-    from store.bundle import read_json
-
-    doc = read_json(p, str(p))
-    n = sum(len(v) for s in ("elements", "vertices", "edges") if isinstance(v := (doc or {}).get(s), list)) \
-        if isinstance(doc, dict) else 0
-    return Planned(source, False, n, doc)
-
-
 def ingest_planned(stx, item: Planned):
     """Ingest one planned source on the driver into transaction `stx`."""
     if item.triples:
-        from store.local.triples import ingest_triples
+        from store.duckdb.triples import ingest_triples
 
         return ingest_triples(stx, item.source)
     if item.loaded is not None:
@@ -257,5 +216,5 @@ def ingest_planned(stx, item: Planned):
     return ingest_bundle(stx, bundle)
 
 
-__all__ = ["NotLocal", "Planned", "TxTables", "ingest_bundle", "ingest_planned", "plan", "stage_rows",
+__all__ = ["NotLocal", "TxTables", "ingest_bundle", "ingest_planned", "stage_rows",
            "stored_schema", "table_rows"]

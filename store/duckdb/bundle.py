@@ -7,7 +7,7 @@ the same `store.bundle.normalize`), numbered as Spark numbers them, so that vali
 the same record for the same input. Files are read with `json` and pyarrow.
 
 `count_records` counts a source's records cheaply (line counts of JSON Lines, Parquet footers),
-for the choice between this path and Spark's (`store.local.ingest`).
+for the choice between this path and Spark's (`store.duckdb.ingest`).
 """
 
 from __future__ import annotations
@@ -21,16 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from store.bundle import (
-    FORMAT,
     SECTIONS,
-    _check_header,
+    check_header,
     folder_header,
     jsonl_header,
     normalize,
+    parquet_paths,
     read_json,
     section_files,
 )
 from store.errors import BundleError
+from store.ingest import is_dataframe
 
 
 @dataclass
@@ -52,16 +53,12 @@ class NotLocal(Exception):
     """The source cannot be read without Spark (a section is a Spark DataFrame)."""
 
 
-def is_dataframe(value: Any) -> bool:
-    return type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pyspark")
-
-
 # ---------------------------------------------------------------------------- sources
 def from_dict(doc: Any, where: str = "<dict>") -> LocalBundle:
     """A bundle given as Python data (`store.bundle.from_dict`'s checks, in the same order)."""
     if not isinstance(doc, Mapping):
         raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
-    _check_header(doc, where)
+    check_header(doc, where)
     types = doc.get("types") or []
     if not isinstance(types, list):
         raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
@@ -159,18 +156,6 @@ def _from_folder(p: Path) -> LocalBundle:
 
 
 # ---------------------------------------------------------------------------- Parquet
-def parquet_paths(path: Path) -> list[Path]:
-    """The data files Spark reads for a Parquet path, in the order Spark numbers their rows: a
-    file, or a folder's files (not those starting with `_` or `.`), largest first."""
-    if path.is_file():
-        return [path]
-    files = []
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-        files += [Path(dirpath, f) for f in sorted(filenames) if not f.startswith(("_", "."))]
-    return sorted(files, key=lambda f: -f.stat().st_size)
-
-
 def parquet_records(path: Path) -> list[dict[str, Any]]:
     """A Parquet file's (or folder's) rows as dicts of the values Spark's rows hold: maps as
     dicts, structs as tuples (Spark's Row is a tuple, not a mapping), lists as lists."""
@@ -201,35 +186,4 @@ def _spark_value(value: Any, arrow_type) -> Any:
     return value
 
 
-def parquet_rows(path: Path) -> int:
-    """Rows of a Parquet file or folder, from the footers (no data read)."""
-    import pyarrow.parquet as pq
-
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_paths(path))
-
-
-def line_count(path: Path) -> int:
-    """Lines of a text file (a last line without a newline counts), without parsing it."""
-    n, last = 0, b"\n"
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")
-
-
-def count_records(path: Path) -> int:
-    """Records of a bundle file or folder, counted without parsing the records."""
-    if path.is_dir():
-        n = 0
-        for s in SECTIONS:
-            if (path / f"{s}.jsonl").exists():
-                n += line_count(path / f"{s}.jsonl")
-            elif (path / f"{s}.parquet").exists():
-                n += parquet_rows(path / f"{s}.parquet")
-        return n
-    return line_count(path)
-
-
-__all__ = ["FORMAT", "LocalBundle", "NotLocal", "count_records", "from_dict", "from_path", "line_count",
-           "parquet_records", "parquet_rows"]
+__all__ = ["LocalBundle", "NotLocal", "from_dict", "from_path", "parquet_records"]

@@ -9,12 +9,12 @@ queries with DuckDB's relational API and expressions.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from typing import Any
 
 from store.engine import duckdb_connect
 from store.errors import StoreError
+from store.segments import parquet_files
 
 _PRIMITIVES = {
     "string": "string", "long": "int64", "integer": "int32", "short": "int16", "byte": "int8",
@@ -57,16 +57,6 @@ def arrow_schema(schema_json: str | dict):
 
     d = json.loads(schema_json) if isinstance(schema_json, str) else schema_json
     return pa.schema([pa.field(f["name"], arrow_type(f["type"])) for f in d["fields"]])
-
-
-def parquet_files(folder: str) -> list[str]:
-    """The Parquet files of one segment folder (Hive partition folders included), sorted."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        out += [os.path.join(dirpath, f) for f in sorted(filenames)
-                if f.endswith(".parquet") and not f.startswith((".", "_"))]
-    return out
 
 
 # Tables of at most this many rows are held in memory once read (see `LocalTables.relation`).
@@ -113,7 +103,7 @@ class LocalTables:
         if entry is not None:
             return entry.schema
         if name in S.SCHEMAS:
-            return S.SCHEMAS[name].json()
+            return S.schema_json(S.SCHEMAS[name])
         raise StoreError(f"store {self.store.root} has no table '{name}'",
                          hint="run `strata index` if this is an index table")
 

@@ -1,9 +1,9 @@
 """Full build of the component index: components, splits, sets, set dependencies (Alg. 1 + 3).
 
 `compute_index` is the DataFrame pipeline (no store); `build_index` reads a store's derivation
-edges, runs it and commits the index tables and the parameters in one transaction. A store
-whose edges fit in memory is built in this process instead (inmemory.py, same tables);
-`build_index` chooses (`inmemory.choose_builder`).
+edges, runs it and commits the index tables and the parameters in one transaction. The DuckDB
+engine builds the same tables in this process (store/duckdb/index.py); store/indexing.py
+chooses which.
 """
 
 from __future__ import annotations
@@ -16,33 +16,13 @@ from pyspark.sql import functions as F
 
 from store.errors import UserError
 from store.index import layout as L
-from store.index.components import COMPONENT, CCEngine, checkpoint, connected_components
-from store.index.scopes import compute_scopes, write_scopes
-from store.index.sets import partition_sets, set_dependencies
+from store.index.params import DEFAULT_BUCKETS, CCEngine, IndexParams
 from store.index.splits import UNKNOWN_TABLE, Split, plan_splits, split_rows
 from store.schema import ANCESTOR, ANCESTORS, DEPTH, DST, EDGES, ID, PROCESS, SRC
-
-DEFAULT_THETA = 25_000  # CSProv's θ (nodes)
-DEFAULT_BUCKETS = 16
-
-
-@dataclass(frozen=True, slots=True)
-class IndexParams:
-    """How to build the index. `splits`: user-given top-level splits (lists of tables)."""
-
-    theta: int = DEFAULT_THETA
-    bands: int = 3
-    splits: tuple[tuple[str, ...], ...] | None = None
-    engine: CCEngine = CCEngine.AUTO
-    buckets: int = DEFAULT_BUCKETS
-
-    def __post_init__(self) -> None:
-        if self.theta < 2:
-            raise UserError(f"theta must be at least 2 nodes, got {self.theta}")
-        if self.buckets < 1:
-            raise UserError(f"buckets must be at least 1, got {self.buckets}")
-        if self.bands < 1:
-            raise UserError(f"bands must be at least 1, got {self.bands}")
+from store.spark.index.components import COMPONENT, checkpoint, connected_components
+from store.spark.index.layout import write_index_table
+from store.spark.index.scopes import compute_scopes, write_scopes
+from store.spark.index.sets import partition_sets, set_dependencies
 
 
 @dataclass(frozen=True)
@@ -134,10 +114,10 @@ def compute_index(triples: DataFrame, tables: DataFrame | None, params: IndexPar
     splits, wf = plan_for(nodes, triples, params)
     assigned = partition_sets(nodes, triples, split_rows(splits), params.theta, params.engine)
     nodes = checkpoint(nodes.join(assigned, ID).select(ID, L.TABLE, L.CCID, L.CSID, L.LEVEL, L.SPLIT))
-    return _finish(nodes, triples, splits, wf, {"components_s": t1 - t0, "sets_s": time.perf_counter() - t1})
+    return finish_frames(nodes, triples, splits, wf, {"components_s": t1 - t0, "sets_s": time.perf_counter() - t1})
 
 
-def _finish(nodes, triples, splits, wf, stats) -> IndexFrames:
+def finish_frames(nodes, triples, splits, wf, stats) -> IndexFrames:
     set_levels = nodes.select(L.CSID, L.LEVEL, L.SPLIT).dropDuplicates([L.CSID])
     nodes = nodes.select(ID, L.TABLE, L.CCID, L.CSID)
     labelled = checkpoint(label_triples(triples, nodes))
@@ -162,7 +142,7 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
         "components": int(counts[0] or 0), "nodes": int(counts[1] or 0),
         "triples": int(counts[2] or 0), "sets": int(counts[3] or 0),
         "split_components": int(counts[4] or 0), "set_dependencies": int(n_deps),
-        "edges_segments": list(_edge_segments(st)),
+        "edges_segments": list(L.edge_segments(st)),
         **(extra_meta or {}),
         **{k: round(v, 3) for k, v in frames.stats.items()},
     }
@@ -172,7 +152,7 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
         for name, df in ((L.NODES, frames.nodes), (L.TRIPLES, frames.triples),
                          (L.SETDEPS, frames.setdeps), (L.SETS, frames.sets),
                          (L.COMPONENTS, frames.components)):
-            L.write_index_table(tx, name, df, params.buckets)
+            write_index_table(tx, name, df, params.buckets)
         meta.update(write_scopes(tx, st, scope_nodes, scope_rows, params.buckets))
         meta["scopes_s"] = round(time.perf_counter() - t0, 3)
         tx.set_meta(L.META_KEY, meta)
@@ -180,58 +160,25 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
 
 
 def refresh_scopes(st, meta: dict) -> dict:
-    """Recompute only the influence scopes (the derivation edges did not change), in this
-    process or on Spark as `inmemory.choose_builder` decides."""
-    from store.engine import Engine
-    from store.index import inmemory
-
-    choice = inmemory.choose_builder(st)
-    if choice.engine is Engine.LOCAL:
-        return inmemory.refresh_scopes(st, {**meta, "builder_reason": choice.reason})
+    """Recompute only the influence scopes on Spark (the derivation edges did not change)."""
     t0 = time.perf_counter()
     buckets = int(meta.get("buckets", DEFAULT_BUCKETS))
     nodes, rows = compute_scopes(st, buckets, CCEngine(meta.get("engine", CCEngine.AUTO.value)))
     with st.transaction("index: refresh scopes") as tx:
         meta = {**meta, **write_scopes(tx, st, nodes, rows, buckets), "mode": "scopes", "builder": "spark",
-                "builder_reason": choice.reason, "scopes_s": round(time.perf_counter() - t0, 3)}
+                "scopes_s": round(time.perf_counter() - t0, 3)}
         tx.set_meta(L.META_KEY, meta)
     return meta
 
 
-def _edge_segments(st) -> tuple[str, ...]:
-    """The committed segments of the edges table: the index covers exactly these."""
-    entry = st.manifest.tables.get(EDGES)
-    return tuple(entry.segments) if entry is not None else ()
-
-
-def build_index(st, params: IndexParams = IndexParams()) -> dict:
-    """Build the index from scratch over every derivation edge of the store: in this process
-    (inmemory.py) when `inmemory.choose_builder` picks the local engine, else on Spark.
-    The meta records which (`builder`) and why (`builder_reason`)."""
-    from store.engine import Engine
-    from store.index import inmemory
-
-    choice = inmemory.choose_builder(st)
-    if choice.engine is Engine.LOCAL:
-        return with_skeletons(st, inmemory.build_index(st, params, extra_meta={"builder_reason": choice.reason}))
+def build_index(st, params: IndexParams, extra_meta: dict | None = None) -> dict:
+    """Build the index from scratch on Spark over every derivation edge of the store."""
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
     if triples.limit(1).count() == 0:
         raise UserError(f"nothing to index: store {st.root} has no derivation edges yet",
                         hint="ingest a bundle or a triples file first (strata ingest FILE)")
     frames = compute_index(triples, tables, params)
-    return with_skeletons(st, write_index(st, frames, params, "index: full build",
-                                          {"mode": "full", "builder": "spark", "builder_reason": choice.reason,
-                                           "build_s": round(time.perf_counter() - t0, 3)}))
-
-
-def with_skeletons(st, meta: dict) -> dict:
-    """`meta` of a committed index, with how many lineage skeletons were written for its large
-    components (store/index/local.py `write_skeletons`; local stores only)."""
-    from store.index.local import write_skeletons
-
-    t0 = time.perf_counter()
-    written = write_skeletons(st)
-    if written:
-        meta = {**meta, "skeletons": written, "skeletons_s": round(time.perf_counter() - t0, 3)}
-    return meta
+    return write_index(st, frames, params, "index: full build",
+                       {"mode": "full", "builder": "spark", **(extra_meta or {}),
+                        "build_s": round(time.perf_counter() - t0, 3)})

@@ -16,10 +16,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
-from store.index.components import COMPONENT, CCEngine, checkpoint, connected_components
 from store.index.layout import CCID, CSID, DST_CSID, LEVEL, SPLIT, SRC_CSID, TABLE
+from store.index.params import CCEngine
 from store.index.splits import SplitRow
 from store.schema import DST, ID, SRC
+from store.spark.index.components import COMPONENT, checkpoint, connected_components
 
 _GROUP = "grp"
 _LEAF = "leaf"

@@ -14,26 +14,17 @@ components keeps the smallest id).
 
 from __future__ import annotations
 
-import enum
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from store.errors import UserError
+from store.index.params import CCEngine
 from store.schema import DST, ID, SRC
-from store.session import graphframes_available
+from store.spark.session import graphframes_available
 
 COMPONENT = "component"
 _U, _V = "u", "v"
 MAX_ROUNDS = 200
-
-
-class CCEngine(str, enum.Enum):
-    """Which connected-components implementation to run."""
-
-    AUTO = "auto"
-    GRAPHFRAMES = "graphframes"
-    STARS = "stars"
 
 
 def resolve_engine(spark, engine: CCEngine) -> CCEngine:

@@ -10,11 +10,10 @@ New triples can only merge components, never split them. So:
    every split component is affected too.
 3. Everything else is kept as it is; the index tables are committed in one transaction.
 
-That is the Spark path. When `inmemory.choose_builder` builds in this process, `update_index`
-recomputes the whole index there instead: reading the old index would cost as much as reading
-the edges, and writing every table again is the larger part of either (docs/index.md).
-`update_index` equals `build_index` on the same edges on both paths
-(tests/test_index_inmemory.py).
+That is the Spark path. When the index is built in this process (store/indexing.py chooses),
+the DuckDB engine recomputes the whole index instead: reading the old index would cost as much
+as reading the edges, and writing every table again is the larger part of either
+(docs/index.md). `update_index` equals a full build on the same edges on both paths.
 """
 
 from __future__ import annotations
@@ -24,40 +23,19 @@ import time
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from store.engine import Engine
-from store.index import inmemory
 from store.index import layout as L
-from store.index.build import (
-    IndexFrames,
-    IndexParams,
-    _edge_segments,
-    _finish,
-    build_index,
-    node_tables,
-    refresh_scopes,
-    source_triples,
-    with_skeletons,
-    write_index,
-)
-from store.index.components import COMPONENT, checkpoint, connected_components
-from store.index.scopes import current as scopes_current
-from store.index.sets import partition_sets
+from store.index.params import IndexParams
 from store.index.splits import plan_splits, split_rows
 from store.schema import DST, ID, SRC
-
-
-def params_from_meta(meta: dict, **overrides) -> IndexParams:
-    from store.index.components import CCEngine
-
-    splits = meta.get("user_splits")
-    base = IndexParams(
-        theta=int(meta["theta"]), bands=int(meta["bands"]), buckets=int(meta["buckets"]),
-        splits=tuple(tuple(s) for s in splits) if splits else None,
-        engine=CCEngine(meta.get("engine", "auto")),
-    )
-    fields = {f: getattr(base, f) for f in IndexParams.__slots__}
-    fields.update({k: v for k, v in overrides.items() if v is not None})
-    return IndexParams(**fields)
+from store.spark.index.build import (
+    IndexFrames,
+    finish_frames,
+    node_tables,
+    source_triples,
+    write_index,
+)
+from store.spark.index.components import COMPONENT, checkpoint, connected_components
+from store.spark.index.sets import partition_sets
 
 
 def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFrame,
@@ -69,7 +47,7 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
     old_sets: DataFrame[csid, level, split]; old_workflow: the old (src_table, dst_table) pairs.
     Returns the new IndexFrames and how many components were affected (merged, new, re-split).
     """
-    from store.index.build import workflow_graph
+    from store.spark.index.build import workflow_graph
 
     new = checkpoint(new_triples.select(SRC, DST, L.OP).distinct()
                       .join(old_triples.select(SRC, DST, L.OP), [SRC, DST, L.OP], "left_anti"))
@@ -118,25 +96,11 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
             F.coalesce(L.LEVEL, "l0").alias(L.LEVEL), F.coalesce(L.SPLIT, "s0").alias(L.SPLIT))
     )
     n_affected = affected.count()
-    return _finish(nodes, triples, splits, tuple(wf), {}), n_affected
+    return finish_frames(nodes, triples, splits, tuple(wf), {}), n_affected
 
 
-def update_index(st, params: IndexParams | None = None) -> dict:
-    """Merge the edges committed since the last index build into it (or build it if absent)."""
-    meta = st.meta(L.META_KEY)
-    if not meta:
-        return build_index(st, params or IndexParams())
-    if params is not None and params_from_meta(meta) != params:
-        return build_index(st, params)  # other parameters: the old index is no guide
-    params = params_from_meta(meta)
-    if list(_edge_segments(st)) == list(meta.get("edges_segments", [])):
-        if not scopes_current(st):  # new elements or vertices without new edges
-            return refresh_scopes(st, meta)
-        return {**meta, "mode": "unchanged"}
-    choice = inmemory.choose_builder(st)
-    if choice.engine is Engine.LOCAL:  # recomputing in-process costs less than merging
-        return with_skeletons(st, inmemory.build_index(st, params, "index: update (recomputed in-process)",
-                                                       {"builder_reason": choice.reason, "update": "recomputed"}))
+def update_index(st, params: IndexParams, meta: dict, extra_meta: dict | None = None) -> dict:
+    """Merge the edges committed since the index `meta` describes into it, on Spark."""
     t0 = time.perf_counter()
     triples, tables = source_triples(st)
     old_nodes = st.table(L.NODES).drop(L.BUCKET)
@@ -144,8 +108,7 @@ def update_index(st, params: IndexParams | None = None) -> dict:
     frames, n_affected = merge_frames(
         old_nodes, old_triples, st.table(L.SETS), triples, tables, params,
         tuple(map(tuple, meta.get("workflow", []))))
-    return with_skeletons(st, write_index(st, frames, params, "index: incremental update",
-                                          {"mode": "incremental", "builder": "spark",
-                                           "builder_reason": choice.reason,
-                                           "affected_components": int(n_affected),
-                                           "build_s": round(time.perf_counter() - t0, 3)}))
+    return write_index(st, frames, params, "index: incremental update",
+                       {"mode": "incremental", "builder": "spark", **(extra_meta or {}),
+                        "affected_components": int(n_affected),
+                        "build_s": round(time.perf_counter() - t0, 3)})

@@ -35,144 +35,12 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from store.engine import count_setting, duckdb_connect, within_memory
+from store.engine import count_setting, within_memory
 from store.index import layout as L
-
-
-def bucket_files(folder: str, buckets: Iterable[int]) -> list[str]:
-    """The Parquet files of the given buckets of a hive-partitioned (`bucket=N`) segment."""
-    files = []
-    for b in sorted(set(buckets)):
-        path = os.path.join(folder, f"{L.BUCKET}={b}")
-        if os.path.isdir(path):
-            files += [os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".parquet")]
-    return files
-
-
-_CON = None
-_IN_LIST = 64  # longer membership lists are joined, not written out as constants
-
-
-def _con():
-    """The DuckDB connection of these point reads (one per process, in memory)."""
-    global _CON
-    if _CON is None:
-
-        _CON = duckdb_connect()
-    return _CON
-
-
-def condition(where: Sequence[tuple[str, object]]):
-    """A DuckDB condition from (column, value) pairs: equality, or membership when the value
-    is a list, tuple or set (values become constants, never SQL text)."""
-    import duckdb
-
-    out = None
-    for column, value in where:
-        c = duckdb.ColumnExpression(column)
-        if isinstance(value, (list, tuple, set, frozenset)):
-            test = c.isin(*[duckdb.ConstantExpression(v) for v in sorted(value)]) if value \
-                else duckdb.ConstantExpression(False)
-        else:
-            test = c == duckdb.ConstantExpression(value)
-        out = test if out is None else out & test
-    return out
-
-
-def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], where: Sequence[tuple[str, object]]):
-    """The rows matching `where` (see `condition`) in the given buckets' files (a pyarrow Table;
-    row groups whose statistics exclude it are skipped), or None when those buckets have no file."""
-    files = bucket_files(folder, buckets)
-    if not files:
-        return None
-    con = _con()
-    rel = con.read_parquet(files)
-    # A long membership list is a semi-join with an Arrow table of its values: as constants it
-    # would be rendered, parsed and bound one by one (thousands of set ids for a large lineage).
-    small = [(c, v) for c, v in where if not (isinstance(v, (list, tuple, set, frozenset)) and len(v) > _IN_LIST)]
-    if small:
-        rel = rel.filter(condition(small))
-    for column, values in where:
-        if (column, values) not in small:
-            import pyarrow as pa
-
-            rel = rel.join(con.from_arrow(pa.table({column: pa.array(sorted(values), pa.string())})), column,
-                           how="semi")
-    return rel.project(*columns).to_arrow_table() if columns else rel.to_arrow_table()
-
-
-_STATS: dict[str, tuple] = {}  # file -> (ParquetFile, per row group (key min, key max, sort min, sort max))
-
-
-def _row_group_stats(path: str, key: str, sort: str):
-    """A file's row groups as (min, max) of its bucket key and of its sort column and their row
-    count (read from the footer once per process: segment files never change)."""
-    import pyarrow.parquet as pq
-
-    hit = _STATS.get(path)
-    if hit is None or hit[2] != (key, sort):
-        pf = pq.ParquetFile(path)
-        md = pf.metadata
-        names = md.schema.names
-        ki, si = names.index(key), names.index(sort)
-        groups = []
-        for g in range(md.num_row_groups):
-            rg = md.row_group(g)
-            k, v = rg.column(ki).statistics, rg.column(si).statistics
-            ok = k is not None and v is not None and k.has_min_max and v.has_min_max
-            groups.append((k.min, k.max, v.min, v.max, rg.num_rows) if ok else None)
-        hit = _STATS[path] = (pf, groups, (key, sort))
-    return hit[0], hit[1]
-
-
-def key_rows(folder: str, bucket: int, key: str, key_value: str, sort: str) -> int:
-    """Rows of a bucket's files in row groups that may hold `key` = `key_value` (footers only)."""
-    n = 0
-    for path in bucket_files(folder, [bucket]):
-        _pf, groups = _row_group_stats(path, key, sort)
-        n += sum(g[4] for g in groups if g is not None and g[0] <= key_value <= g[1])
-    return n
-
-
-def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, values: Sequence[str],
-                columns: Sequence[str]):
-    """The rows with `key` = `key_value` and `sort` in `values` (a pyarrow Table of `columns`),
-    from a bucket's files, with pyarrow: only the row groups whose statistics (min and max of
-    both columns) may hold one of the values are read. Files sorted by (key, sort), as the index
-    writes them, make that a few row groups for a handful of values, where a scan would read the
-    whole component; any order gives the right rows."""
-    import bisect
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    wanted = sorted(set(values))
-    parts = []
-    for path in bucket_files(folder, [bucket]):
-        pf, groups = _row_group_stats(path, key, sort)
-        pick = []
-        for g, st in enumerate(groups):
-            if st is None:
-                pick.append(g)
-                continue
-            kmin, kmax, vmin, vmax, _rows = st
-            if not (kmin <= key_value <= kmax):
-                continue
-            i = bisect.bisect_left(wanted, vmin)
-            if i < len(wanted) and wanted[i] <= vmax:
-                pick.append(g)
-        if pick:
-            t = pf.read_row_groups(pick, columns=list(dict.fromkeys([*columns, key, sort])))
-            mask = pc.and_(pc.equal(t.column(key), key_value),
-                           pc.is_in(t.column(sort), value_set=pa.array(wanted, pa.string())))
-            parts.append(t.filter(mask).select(list(columns)))
-    if not parts:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
+from store.index.files import bucket_files, condition, connection, key_rows, read_buckets, read_sorted
 
 CACHE_ENV = "STRATA_LINEAGE_CACHE"
 DEFAULT_CACHE_TRIPLES = 4_000_000
@@ -628,7 +496,7 @@ class LocalIndex:
         files = bucket_files(self.folders[L.TRIPLES], [L.bucket_of_value(ccid, self.buckets)])
         if not files:
             return 0
-        rel = _con().read_parquet(files).filter(condition(self._scope_filter(ccid, sets)))
+        rel = connection().read_parquet(files).filter(condition(self._scope_filter(ccid, sets)))
         return int(rel.aggregate("count(*)").fetchall()[0][0])
 
     def scope(self, ccid: str, sets: Sequence[str] | None, limit: int | None = None):
@@ -700,7 +568,7 @@ def write_skeletons(st, threshold: int | None = None) -> int:
     files = bucket_files(index.folders[L.COMPONENTS], range(index.buckets))
     if not files:
         return 0
-    large = (_con().read_parquet(files).filter(f"{L.N_TRIPLES} > {int(limit)}")
+    large = (connection().read_parquet(files).filter(f"{L.N_TRIPLES} > {int(limit)}")
              .project(f"{L.CCID}, {L.N_TRIPLES}").fetchall())
     written = 0
     with progress.step("lineage skeletons", total=len(large)) as step:

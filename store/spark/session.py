@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from store.arrow import restore_pandas
 from store.errors import UserError
 
 DEFAULT_MASTER = "local[*]"
@@ -82,6 +83,8 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     import sys
 
     from pyspark.sql import SparkSession
+
+    restore_pandas()  # Spark's Arrow conversions hand pyarrow pandas objects (store/arrow.py)
 
     # Python workers must run the same interpreter (and so see the same packages) as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -16,7 +16,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from store.bundle import Bundle
 from store.model import (
     CHECKS,
     REASONS,
@@ -29,6 +28,7 @@ from store.model import (
     resolve_type,
 )
 from store.schema import DATA, ELEM, GRANULARITY, ID, KIND
+from store.spark.bundle import Bundle
 
 
 @dataclass

@@ -1,0 +1,50 @@
+"""The DuckDB engine's `StoreEngine`: everything in this process (DuckDB, pyarrow, numpy), no
+JVM; for stores in a folder on this machine."""
+
+from __future__ import annotations
+
+from store import schema as S
+from store.duckdb import lineage
+from store.duckdb.ingest import ingest_planned
+from store.engine import Engine, StoreEngine
+
+
+class DuckDBEngine(StoreEngine):
+    kind = Engine.LOCAL
+
+    def ingest(self, stx, item):
+        return ingest_planned(stx, item)
+
+    def counts(self, st):
+        local = st.local()
+        by_type = local.relation(S.VERTICES).aggregate(
+            f"{S.KIND}, {S.TYPE}, {S.IMPLICIT}, count(*) AS n", f"{S.KIND}, {S.TYPE}, {S.IMPLICIT}").fetchall()
+        elements = local.relation(S.ELEMENTS).aggregate(
+            f"{S.GRANULARITY}, count(*) AS n", S.GRANULARITY).fetchall()
+        return by_type, elements, local.rows(S.EDGES)
+
+    def build_index(self, st, params, message, extra_meta):
+        from store.duckdb import index  # deferred: numpy and the build load only for a build
+
+        return index.build_index(st, params, message, extra_meta)
+
+    def update_index(self, st, params, meta, extra_meta):
+        # Recomputing in this process costs less than merging: reading the old index would cost
+        # as much as reading the edges, and every table is written again either way.
+        from store.duckdb import index  # deferred: numpy and the build load only for a build
+
+        return index.build_index(st, params, "index: update (recomputed in-process)",
+                                 {**extra_meta, "update": "recomputed"})
+
+    def refresh_scopes(self, st, meta):
+        from store.duckdb import index  # deferred: numpy and the build load only for a build
+
+        return index.refresh_scopes(st, meta)
+
+    def lineage_plan(self, st, item, method, forward):
+        """What a lineage of `item` reads on this engine (`LineagePlan.reads`), and its answer
+        (`LineagePlan.run`)."""
+        return lineage.LineagePlan(st, item, method, forward)
+
+    def component_members(self, plan):
+        return lineage.component_members(plan)

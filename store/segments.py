@@ -1,0 +1,16 @@
+"""The files of a store segment on this machine's file system (both engines and the commit's
+hashing list them the same way)."""
+
+from __future__ import annotations
+
+import os
+
+
+def parquet_files(folder: str) -> list[str]:
+    """The Parquet files of one segment folder (Hive partition folders included), sorted."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        out += [os.path.join(dirpath, f) for f in sorted(filenames)
+                if f.endswith(".parquet") and not f.startswith((".", "_"))]
+    return out

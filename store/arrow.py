@@ -44,7 +44,7 @@ def defer_pandas() -> None:
     sys.meta_path.insert(0, _BLOCKER)
     shim = _shim()
     if shim is not None:
-        shim.have_pandas  # pyarrow tries to import pandas once, here, and remembers it has none
+        _ = shim.have_pandas  # pyarrow tries to import pandas once, here, and remembers it has none
 
 
 def restore_pandas() -> None:
@@ -55,6 +55,6 @@ def restore_pandas() -> None:
     shim = _shim()
     if shim is not None and not shim.have_pandas:
         try:
-            shim.compat  # pyarrow's explicit pandas entry point imports pandas again
+            _ = shim.compat  # pyarrow's explicit pandas entry point imports pandas again
         except ImportError:
             pass

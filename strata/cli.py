@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from store.arrow import defer_pandas
-from store.errors import StrataError, UserError
+from store.errors import UserError
 from strata import progress
+from strata.app import App, report
 
 # name -> "module:attribute" of commands that live next to their subsystem.
 LAZY_COMMANDS = {
@@ -36,69 +34,6 @@ LAZY_COMMANDS = {
     "diff": "strata.cli_verify:diff",
     "capture": "strata.cli_capture:capture",
 }
-
-
-@dataclass
-class App:
-    """Global options, and the store opened on first use."""
-
-    store_path: str | None = None
-    master: str | None = None
-    conf: tuple[str, ...] = ()
-    debug: bool = False
-    engine: str | None = None
-    as_of: int | None = None
-    _store: Any = field(default=None, repr=False)
-
-    def spark(self):
-        from store.spark.session import parse_conf
-        from strata.spark import get_session
-
-        return get_session(self.master, parse_conf(self.conf), quiet=not self.debug)
-
-    @classmethod
-    def of(cls, store) -> App:
-        """An App around an already open store (for embedding and tests)."""
-        app = cls(store_path=store.root)
-        app._store = store
-        return app
-
-    def store(self):
-        if self._store is None:
-            from store import Store
-            from store.spark.session import parse_conf
-
-            parse_conf(self.conf)  # a bad --conf is an error even when no step starts Spark
-            self._store = Store.open(self.store_path, spark=self.spark, master=self.master,
-                                     engine=self.engine, as_of=self.as_of)
-        return self._store
-
-
-def store_of(ctx: click.Context):
-    """The store named by the global options, opened on first use (for every subcommand)."""
-    app = ctx.find_object(App)
-    if app is None:  # a command invoked on its own, outside the `strata` group
-        app = ctx.ensure_object(App)
-    return app.store()
-
-
-def fail(message: str, code: int) -> NoReturn:
-    click.echo(message, err=True)
-    sys.exit(code)
-
-
-def report(e: BaseException, debug: bool) -> NoReturn:
-    """The one mapping from errors to exit codes: `UserError` 2, any other `StrataError` 1,
-    anything else 1 as an internal error; the traceback only with --debug."""
-    if debug:
-        traceback.print_exception(e)
-    if isinstance(e, StrataError):
-        text = e.render()  # an error in a language ("iql: ...") names it instead of the program
-        fail(text if e.prefix else f"strata: {text}", 2 if isinstance(e, UserError) else 1)
-    if isinstance(e, KeyboardInterrupt):
-        fail("strata: interrupted", 130)
-    fail(f"strata: internal error: {type(e).__name__}: {e}"
-         + ("" if debug else "\n  (run with --debug for the traceback)"), 1)
 
 
 class StrataGroup(click.Group):

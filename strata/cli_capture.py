@@ -20,7 +20,7 @@ import click
 
 from store.errors import StrataError, UserError
 from strata import progress
-from strata.cli import App
+from strata.app import App
 
 
 class ScriptFailed(StrataError):

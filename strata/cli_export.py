@@ -16,18 +16,11 @@ from pathlib import Path
 
 import click
 
-import iql
 from store.errors import UserError
 from store.export.property_graph import DEFAULT_MAX_NODES
-from store.export.selection import Selection, subgraph
+from store.export.selection import Selection
 from strata import progress
-from strata.cli import store_of
-
-
-def subgraph_for(st, sel: Selection, max_nodes: int):
-    """The bounded subgraph of a selection; a query selection runs its IQL statement here (on
-    the engine iql chooses; a local answer's rows are used as they are, without Spark)."""
-    return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text))
+from strata.app import store_of, subgraph_for
 
 
 def _selection_options(fn):

@@ -15,7 +15,7 @@ import click
 
 from store.errors import UserError
 from strata import progress
-from strata.cli import store_of
+from strata.app import store_of
 
 
 def _splits(path: str | None) -> tuple[tuple[str, ...], ...] | None:

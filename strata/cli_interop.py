@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from strata.cli import App
+from strata.app import App
 
 
 def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
@@ -75,7 +75,7 @@ def export_openlineage(ctx: click.Context, runs: tuple[str, ...], out: str | Non
     """Captured (and ingested) runs as OpenLineage RunEvents (JSON Lines), or sent to --url."""
     import json
 
-    from strata.cli import store_of
+    from strata.app import store_of
 
     events = openlineage_events(store_of(ctx), runs)
     if url:
@@ -98,7 +98,7 @@ def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ..
     from store.export.property_graph import DEFAULT_MAX_NODES, RelType
     from store.export.selection import Selection
     from store.interop.prov import stored_documents, to_document
-    from strata.cli_export import subgraph_for
+    from strata.app import subgraph_for
 
     sg = subgraph_for(st, Selection(item=lineage, query=query, ids=ids), max_nodes or DEFAULT_MAX_NODES)
     for w in sg.warnings:
@@ -122,7 +122,7 @@ def export_prov(ctx: click.Context, query: str | None, lineage: str | None, fmt:
     from prov.serializers import DoNotExist
 
     from store.errors import UserError
-    from strata.cli import store_of
+    from strata.app import store_of
 
     doc = prov_document(store_of(ctx), lineage, query, max_nodes=max_nodes)
     try:

@@ -11,7 +11,7 @@ import click
 
 import iql
 from iql.result import format_csv, format_json, format_table, trace_tree
-from strata.cli import store_of
+from strata.app import store_of
 
 
 def render(result: iql.Result, fmt: str) -> str:

@@ -28,7 +28,7 @@ import click
 
 from capture.tracing import item_hex
 from store.errors import StrataError, UserError
-from strata.cli import store_of
+from strata.app import store_of
 
 DEFAULT_LIMIT = 100
 _STATEMENT = re.compile(r"\s*(trace|explain|select)\b", re.IGNORECASE)

@@ -11,7 +11,7 @@ import json
 
 import click
 
-from strata.cli import store_of
+from strata.app import store_of
 
 TAMPERED = 3  # exit code: the store was tampered with (docs/cli.md)
 
@@ -55,7 +55,7 @@ def _storage(ctx):
     """The store's files without reading its manifest (`Store.open` parses the newest one)."""
     from store import Store
     from store.storage import Storage
-    from strata.cli import App
+    from strata.app import App
 
     app = ctx.find_object(App) or ctx.ensure_object(App)
     root = app._store.root if app._store is not None else Store.path_of(app.store_path)

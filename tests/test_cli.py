@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from iql.errors import IqlSemanticError
 from store.errors import StoreError, UserError
-from strata.cli import App, main
+from strata.app import App
+from strata.cli import main
 
 
 @pytest.fixture()

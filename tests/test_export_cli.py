@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 from export_helpers import NASTY, lint, problems, shared_store
 
-from strata.cli import App, main
+from strata.app import App
+from strata.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,7 @@ def test_both_engines_select_and_extract_the_same_subgraphs(store, spark):
     from store.engine import Engine
     from store.export.selection import select_ids
     from store.export.subgraph import engine_for
-    from strata.cli_export import subgraph_for
+    from strata.app import subgraph_for
 
     local, on_spark = (Store.open(store.root, spark=spark, engine=e) for e in ("local", "spark"))
     assert engine_for(local).engine is Engine.LOCAL and engine_for(on_spark).engine is Engine.SPARK

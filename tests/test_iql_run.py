@@ -17,7 +17,8 @@ from click.testing import CliRunner
 import iql
 from iql.binder import WARN_AGGREGATE, WARN_NEGATED, WARN_NOT_EXISTS
 from iql.errors import IqlSemanticError, IqlSyntaxError
-from strata.cli import App, main
+from strata.app import App
+from strata.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

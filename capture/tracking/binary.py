@@ -31,10 +31,9 @@ _HOW = {
 }
 
 
-def _tracked(other, method: str) -> TrackedDataFrame:
-    from capture.tracking.frame import TrackedDataFrame
-
-    if not isinstance(other, TrackedDataFrame):
+def _tracked(other, method: str, left: TrackedDataFrame) -> TrackedDataFrame:
+    """`other` when it is tracked like `left` (a TrackedDataFrame), else a named refusal."""
+    if not isinstance(other, type(left)):
         raise UnsupportedOperation.named(
             method, "the other DataFrame is not tracked; wrap it with tracker.track(df, name=...) first"
         )
@@ -42,7 +41,7 @@ def _tracked(other, method: str) -> TrackedDataFrame:
 
 
 def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame:
-    right = _tracked(other, "join")
+    right = _tracked(other, "join", left)
     kind = _HOW.get((how or "inner").lower().replace("_", ""))
     if kind is None:
         raise UnsupportedOperation.named(f"join(how={how!r})", f"known join types: {', '.join(sorted(_HOW))}")
@@ -94,7 +93,7 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
     """Spark itself matches the visible columns (by position, or by name as the session's case
     sensitivity says, with ``allowMissingColumns``); each side carries every hidden column (null
     where it has none), its side number and the union id."""
-    right = _tracked(other, method)
+    right = _tracked(other, method, left)
     oid = left.tracker._new_oid()
     side, idk = f"__strata_side_{oid}", f"__strata_id_{oid}"
     lh, rh = left.hidden(), right.hidden()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from store import schema as S
 from store.duckdb import lineage
-from store.duckdb.ingest import ingest_planned
+from store.duckdb.bundle import from_dict
+from store.duckdb.ingest import ingest_bundle, load
+from store.duckdb.triples import ingest_triples
 from store.engine import Engine, StoreEngine
 
 
@@ -13,7 +15,10 @@ class DuckDBEngine(StoreEngine):
     kind = Engine.LOCAL
 
     def ingest(self, stx, item):
-        return ingest_planned(stx, item)
+        if item.triples:
+            return ingest_triples(stx, item.source)
+        bundle = load(item.source) if item.loaded is None else from_dict(item.loaded, str(item.source))
+        return ingest_bundle(stx, bundle)
 
     def counts(self, st):
         local = st.local()

@@ -27,7 +27,7 @@ from store.duckdb.bundle import LocalBundle, NotLocal, from_dict, from_path
 from store.duckdb.tables import arrow_schema
 from store.duckdb.validate import Existing, LocalResolved, validate
 from store.engine import duckdb_connect
-from store.ingest import IngestCounts, Planned
+from store.ingest import IngestCounts
 from store.segments import parquet_files
 
 
@@ -203,18 +203,5 @@ def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
         return from_path(source)
 
 
-def ingest_planned(stx, item: Planned):
-    """Ingest one planned source on the driver into transaction `stx`."""
-    if item.triples:
-        from store.duckdb.triples import ingest_triples
-
-        return ingest_triples(stx, item.source)
-    if item.loaded is not None:
-        bundle = from_dict(item.loaded, str(item.source))
-    else:
-        bundle = load(item.source)
-    return ingest_bundle(stx, bundle)
-
-
-__all__ = ["NotLocal", "TxTables", "ingest_bundle", "ingest_planned", "stage_rows",
+__all__ = ["NotLocal", "TxTables", "ingest_bundle", "load", "stage_rows",
            "stored_schema", "table_rows"]

@@ -1,8 +1,8 @@
 """Imports point one way (docs/architecture.md): the contracts in pyproject.toml hold.
 
-store imports nothing of the other packages; capture imports store; iql imports store, grammar
-and capture.tracing's public names; strata may import anything. import-linter (a dev
-dependency, installed by `make test`) checks them all in one run.
+store imports nothing of the other packages; capture imports store and grammar (the tree-pattern
+grammar); iql imports store, grammar and capture.tracing's public names; strata may import
+anything. import-linter (a dev dependency, installed by `make test`) checks them all in one run.
 """
 
 from __future__ import annotations

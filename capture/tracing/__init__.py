@@ -8,7 +8,7 @@ The only module other packages import (never the modules below it)::
     bt.rows()   # (dataset, item_id, path, role, accessed_by, manipulated_by) per tree node
 
 * ``pattern.py``: the tree-pattern language (:func:`parse_pattern`, :class:`Pattern`,
-  :class:`PatternError`) and its reference matcher;
+  :class:`PatternError`, :class:`Embedded`), parsed from grammar/pattern.lark, and its reference matcher;
 * ``compile.py``: patterns compiled to Spark Column expressions over a run's stored result;
 * ``backtrace.py``: Pebble's Algorithms 1-4 (:class:`Backtrace`) and the entry points
   :func:`trace` and :func:`describe`;
@@ -22,11 +22,12 @@ Item ids are named as in the store (:func:`item_element_id`, :func:`parse_item_e
 from capture.ids import dataset_element_id, item_element_id, item_hex, parse_item_element_id
 from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode, describe, trace
 from capture.tracing.locate import trace_rows
-from capture.tracing.pattern import Pattern, PatternError, parse_pattern
+from capture.tracing.pattern import Embedded, Pattern, PatternError, parse_pattern
 from capture.tracing.reports import HeatCell, Heatmap, audit, heatmap, heatmap_html, heatmap_png
 
 __all__ = [
     "Backtrace",
+    "Embedded",
     "HeatCell",
     "Heatmap",
     "Pattern",

@@ -16,7 +16,7 @@ import pytest
 from importlinter import api
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTRACTS = {"store", "grammar", "capture", "iql", "tracing-public"}
+CONTRACTS = {"store", "grammar", "capture", "iql", "tracing-public", "tracing-wings", "tracing-duckdb-no-spark"}
 
 
 @pytest.fixture(scope="module")

@@ -198,3 +198,26 @@ def test_the_driver_reads_a_runs_schema_as_json_as_the_spark_wing_reads_its_type
     if spark_says is None:
         assert unviewable(t, as_json=False) is None
     assert (unviewable(t, as_json=True) is None) == (not isinstance(dtype, (T.DayTimeIntervalType, T.NullType)))
+
+
+def test_the_engine_is_chosen_once_and_an_engine_given_is_the_one_that_traces(spark, runs, monkeypatch):
+    from capture.tracing import choose, describe
+    from store.engine import Choice, Engine
+
+    root, run = runs["split"]
+    pattern = parse_pattern("/user")
+    st = Store.open(root, spark=no_spark, engine="spark")  # the setting says Spark; the caller says local
+    assert trace(st, run, pattern, engine=Engine.LOCAL).matched == 3
+    assert "on the driver (no Spark job)" in "\n".join(describe(st, run, pattern, engine=Engine.LOCAL))
+    assert not st.spark_started
+    assert choose(Store.open(root, spark=no_spark), run).engine is Engine.LOCAL
+    assert choose(Store.open(root, spark=spark, local_rows=1), run) == Choice(
+        Engine.SPARK, "reads 3 rows, more than the local limit of 1")
+    # a run the driver cannot read: auto goes to Spark and says why; a forced local engine refuses
+    import capture.tracing.duckdb as wing
+
+    monkeypatch.setattr(wing, "unreadable", lambda store, head: "table 'x' is partitioned")
+    assert choose(Store.open(root, spark=spark), run) == Choice(
+        Engine.SPARK, "the driver cannot read the run: table 'x' is partitioned")
+    with pytest.raises(UserError, match="cannot be traced by the local engine: table 'x' is partitioned"):
+        trace(Store.open(root, spark=no_spark, engine="local"), run, pattern)

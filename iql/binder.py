@@ -54,27 +54,20 @@ WARN_AGGREGATE = (
 _TRACE_HINT = "trace rows have the columns " + ", ".join(name for name, _ in A.TRACE_COLUMNS)
 
 
-def _span_at(text: str, start: int, end: int) -> A.Span:
-    """The span of text[start:end], with the line and column of `start`."""
-    line = text.count("\n", 0, start) + 1
-    return A.Span(start, end, line, start - (text.rfind("\n", 0, start) + 1) + 1)
-
-
 def trace_pattern(ref: A.TraceSource, text: str):
     """The parsed tree pattern of a TRACE (`capture.tracing.Pattern`); a pattern error becomes
-    an `IqlSyntaxError` pointing into the query `text`."""
-    from capture.tracing import PatternError, parse_pattern
+    an `IqlSyntaxError` pointing into the query `text` (the pattern parser places it there,
+    given where the pattern's string literal starts)."""
+    from capture.tracing import Embedded, PatternError, parse_pattern
 
     try:
-        return parse_pattern(ref.pattern)
+        return parse_pattern(ref.pattern, Embedded(text, ref.pattern_span.start + 1))
     except PatternError as e:
-        start, end = e.span if e.span is not None else (0, len(ref.pattern))
-        # offsets in the pattern -> offsets in the query: past the opening quote, and each
-        # quote before the offset is written '' inside the IQL string literal
-        first = ref.pattern_span.start + 1 + start + ref.pattern.count("'", 0, start)
-        last = ref.pattern_span.start + 1 + end + ref.pattern.count("'", 0, end)
-        raise IqlSyntaxError.at(f"bad tree pattern in TRACE: {e.message}",
-                                _span_at(text, first, max(first + 1, last)), text, e.hint) from None
+        message = f"bad tree pattern in TRACE: {e.message}"
+        if e.span is None:  # the empty pattern: its literal
+            raise IqlSyntaxError.at(message, ref.pattern_span, text, e.hint) from None
+        raise IqlSyntaxError(message, hint=e.hint, line=e.line,
+                             column=e.column, span=e.span, source=text) from None
 
 
 def _close(word: str, options) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedInput, VisitError
 
 import grammar
 from iql import ast as A
@@ -71,13 +71,8 @@ _EXAMPLES: dict[str, list[str]] = {
 _AGGREGATES = {f.value: f for f in A.AggFunc}
 
 
-@lru_cache(maxsize=1)
 def _lark() -> Lark:
-    # cache=True: Lark keeps the built LALR tables in a file of the temp folder, keyed by the
-    # grammar's hash, the options and Lark's version (about 5 ms to load instead of 60 ms to
-    # build, in every new process).
-    return Lark(grammar.load("iql"), parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=True, cache=True)
+    return grammar.parser("iql")
 
 
 @lru_cache(maxsize=1)
@@ -88,9 +83,7 @@ def _keywords() -> frozenset[str]:
     )
 
 
-def _word(terminal: str) -> str:
-    """A keyword terminal's word: `_SELECT` -> `SELECT` (an underscore only keeps it out of the tree)."""
-    return terminal.lstrip("_")
+_word = grammar.word  # a keyword terminal's word: `_SELECT` -> `SELECT`
 
 
 def keywords() -> list[str]:
@@ -340,21 +333,6 @@ class _ToAst(Transformer):
         return A.Literal(None, _span_meta(meta))
 
 
-def _words(names) -> str:
-    words = []
-    for name in sorted(set(names)):
-        if name.startswith("__") or name == "COMMENT":
-            continue
-        name = _word(name)
-        words.append(EXPECTED_WORDS.get(name, name if name.isupper() else repr(name)))
-    words = sorted(set(words), key=lambda w: (w.startswith("'") or w.startswith("a"), w))
-    if not words:
-        return "something else"
-    if len(words) > 12:
-        return ", ".join(words[:12]) + ", ..."
-    return ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1]
-
-
 def _keyword_hint(text: str, tok: Token, expected) -> str | None:
     """'did you mean FROM?' when the offending word, or the word before it, is a misspelt keyword."""
     all_keywords = {_word(k) for k in _keywords()}
@@ -370,42 +348,15 @@ def _keyword_hint(text: str, tok: Token, expected) -> str | None:
 
 
 def _syntax_error(e: UnexpectedInput, text: str) -> IqlSyntaxError:
-    label = e.match_examples(_lark().parse, _EXAMPLES, use_accepts=True)
-    if isinstance(e, UnexpectedCharacters):
-        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
-        message = f"unexpected character {ch!r}"
-        hint = label
-        if ch == '"':
-            hint = "strings use single quotes, e.g. 'avatar_lead_actor_v1'"
-        elif ch == "'":
-            message = "unterminated string"
-            hint = "close the string with ' (write '' for a quote inside it)"
-        width = 1
-        return IqlSyntaxError(message, hint=hint, line=e.line, column=e.column,
-                              span=(e.pos_in_stream, e.pos_in_stream + width), source=text)
-    assert isinstance(e, UnexpectedToken)
-    tok = e.token
-    expected = _words(e.accepts or e.expected)
-    if tok.type == "$END":
-        lines = text.splitlines() or [""]
-        line = len(lines)
-        column = len(lines[-1]) + 1
-        return IqlSyntaxError(
-            f"query ended early; expected {expected}",
-            hint=label,
-            line=line,
-            column=column,
-            span=(len(text), len(text)),
-            source=text,
-        )
-    return IqlSyntaxError(
-        f"unexpected {str(tok)!r}; expected {expected}",
-        hint=_keyword_hint(text, tok, e.accepts or e.expected) or label,
-        line=tok.line,
-        column=tok.column,
-        span=(tok.start_pos, tok.end_pos),
-        source=text,
-    )
+    p = grammar.syntax_problem(e, text, _lark(), EXPECTED_WORDS, what="query", examples=_EXAMPLES,
+                               hint=lambda tok, expected: _keyword_hint(text, tok, expected))
+    message, hint = p.message, p.hint
+    if p.char == '"':
+        hint = "strings use single quotes, e.g. 'avatar_lead_actor_v1'"
+    elif p.char == "'":
+        message = "unterminated string"
+        hint = "close the string with ' (write '' for a quote inside it)"
+    return IqlSyntaxError(message, hint=hint, line=p.line, column=p.column, span=p.span, source=text)
 
 
 def parse(text: str) -> A.Statement:

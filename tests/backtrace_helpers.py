@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from capture.operators import OperatorProv
 from capture.storing.runs import StoredRun
 from capture.tracing import Backtrace
-from capture.tracing.backtrace import AssocRow, Fetch, backtrace, backtrace_run
-from capture.tracing.compile import match_docs
+from capture.tracing.backtrace import AssocRow, Fetch, backtrace
+from capture.tracing.spark.compile import match_docs
+from capture.tracing.spark.match import backtrace_run
 
 _ISIN_LIMIT = 200
 

@@ -159,7 +159,8 @@ def test_bad_patterns_exit_2_with_the_position_and_no_spark_work(cli, tmp_path):
     r = cli("usage", "--workload", str(workload))
     assert r.exit_code == 2 and f"{workload}, line 3: " in r.stderr and "bad tree pattern in TRACE" in r.stderr
     # the pattern's error points into the TRACE statement: at the ']' where a literal should be
-    assert "found ']' (line 1, column 33)\n  TRACE MATCH '/user[count(text) >]'\n" + " " * 34 + "^\n" in r.stderr
+    assert ("unexpected ']'; expected a boolean (true, false), a number or a string ('text') (line 1, column 33)\n"
+            "  TRACE MATCH '/user[count(text) >]'\n" + " " * 34 + "^\n") in r.stderr
 
     r = cli("audit", "SELECT * FROM TRACE(MATCH '/user')")
     assert r.exit_code == 2 and "PATTERN: not a trace" in r.stderr

@@ -1,4 +1,4 @@
-"""TRACE on the driver (capture/tracing/local.py) against TRACE on Spark: the same backtraces.
+"""TRACE on the driver (capture/tracing/duckdb/) against TRACE on Spark: the same backtraces.
 
 Each run is traced twice from the same committed files: through a store whose Spark cannot start
 (the local engine: pyarrow reads, the reference matcher) and through a store forced onto Spark
@@ -162,3 +162,62 @@ def test_a_run_over_the_local_limit_is_traced_on_spark(spark, runs):
     assert "compiled: Spark higher-order functions" in text
     forced = Store.open(root, spark=no_spark, engine="local", local_rows=1)
     assert trace(forced, run, parse_pattern("/user")).matched == 3 and not forced.spark_started
+
+
+def _spark_types():
+    from pyspark.sql import types as T
+
+    inner = T.StructType([T.StructField("k", T.StringType()), T.StructField("v", T.DecimalType(10, 0))])
+    return [T.IntegerType(), T.LongType(), T.ShortType(), T.ByteType(), T.FloatType(), T.DoubleType(),
+            T.DecimalType(10, 2), T.BooleanType(), T.StringType(), T.BinaryType(), T.DateType(),
+            T.TimestampType(), T.TimestampNTZType(), T.ArrayType(inner), inner,
+            T.MapType(T.StringType(), T.IntegerType()), T.ArrayType(T.MapType(T.IntegerType(), T.LongType())),
+            T.DayTimeIntervalType(), T.NullType()]
+
+
+@pytest.mark.parametrize("dtype", _spark_types(), ids=lambda t: t.simpleString())
+def test_the_driver_reads_a_runs_schema_as_json_as_the_spark_wing_reads_its_types(dtype):
+    """The DuckDB wing reads the manifest's schema JSON without pyspark (duckdb/view.py): its
+    names and its JSON-view verdicts are those of pyspark's types and the Spark wing's json_view."""
+    import json
+
+    from pyspark.sql import types as T
+
+    from capture.tracing.duckdb.view import simple_string, struct, unviewable, why_not_cast
+    from capture.tracing.spark.compile import NotCompilable, json_view
+
+    t = json.loads(dtype.json())
+    assert simple_string(t) == dtype.simpleString()
+    items = T.StructType([T.StructField("c", dtype)])
+    try:
+        json_view(items)
+        spark_says = None
+    except NotCompilable as e:
+        spark_says = e.message
+    assert why_not_cast(struct(json.loads(items.json())["fields"])) == spark_says
+    if spark_says is None:
+        assert unviewable(t, as_json=False) is None
+    assert (unviewable(t, as_json=True) is None) == (not isinstance(dtype, (T.DayTimeIntervalType, T.NullType)))
+
+
+def test_the_engine_is_chosen_once_and_an_engine_given_is_the_one_that_traces(spark, runs, monkeypatch):
+    from capture.tracing import choose, describe
+    from store.engine import Choice, Engine
+
+    root, run = runs["split"]
+    pattern = parse_pattern("/user")
+    st = Store.open(root, spark=no_spark, engine="spark")  # the setting says Spark; the caller says local
+    assert trace(st, run, pattern, engine=Engine.LOCAL).matched == 3
+    assert "on the driver (no Spark job)" in "\n".join(describe(st, run, pattern, engine=Engine.LOCAL))
+    assert not st.spark_started
+    assert choose(Store.open(root, spark=no_spark), run).engine is Engine.LOCAL
+    assert choose(Store.open(root, spark=spark, local_rows=1), run) == Choice(
+        Engine.SPARK, "reads 3 rows, more than the local limit of 1")
+    # a run the driver cannot read: auto goes to Spark and says why; a forced local engine refuses
+    import capture.tracing.duckdb as wing
+
+    monkeypatch.setattr(wing, "unreadable", lambda store, head: "table 'x' is partitioned")
+    assert choose(Store.open(root, spark=spark), run) == Choice(
+        Engine.SPARK, "the driver cannot read the run: table 'x' is partitioned")
+    with pytest.raises(UserError, match="cannot be traced by the local engine: table 'x' is partitioned"):
+        trace(Store.open(root, spark=no_spark, engine="local"), run, pattern)

@@ -62,38 +62,70 @@ def test_numbers_and_nested_arrays():
 
 
 @pytest.mark.parametrize(
-    ("pattern", "span", "what"),
+    ("pattern", "span", "what", "hint"),
     [
-        ("user/id_str", (0, 4), "expected a step '/name' or '//name', found 'user'"),
-        ("/user[", (6, 6), "expected a condition (a position, a field, '.' or count(...)), found the end"),
-        ("/a = ", (5, 5), "expected a literal after '=' ('text', a number, true or false), found the end"),
-        ("/a[0]", (3, 4), "a position is a whole number >= 1, got 0"),
-        ("/a[count(b)]", (11, 12), "count(...) needs a comparison with a whole number, e.g. >= 2"),
-        ("/a ! 'x'", (3, 4), "unexpected character '!'"),
-        ("/a /b extra", (6, 11), "expected 'and' or the end, found 'extra'"),
+        ("user/id_str", (0, 4), "unexpected 'user'; expected a step ('/name' or '//name')",
+         "a pattern starts with a step"),
+        ("/user[", (6, 6), "the pattern ended early; expected '.', a field name or a number",
+         "a condition is a position, a field, '.' or count(...)"),
+        ("/a = ", (5, 5), "the pattern ended early; expected a boolean (true, false), a number or a string ('text')",
+         "compare with a literal"),
+        ("/a = b", (5, 6), "unexpected 'b'; expected a boolean (true, false), a number or a string ('text')",
+         "compare with a literal"),
+        ("/a[0]", (3, 4), "a position is a whole number >= 1, got 0", "//id_str = 'lp'"),
+        ("/a[count(b)]", (11, 12), "count(...) needs a comparison with a whole number, e.g. >= 2", "//id_str = 'lp'"),
+        ("/a[cnt(b) > 1]", (3, 6), "unknown function 'cnt'", "count(...) is the one function"),
+        ("/a ! 'x'", (3, 4), "unexpected character '!'", "//id_str = 'lp'"),
+        ("/a = 'x", (5, 6), "unterminated string", "close the string with '"),
+        ("/a /b extra", (6, 11), "unexpected 'extra'; expected the end of the pattern, '[', 'and', a comparison "
+                                "(=, !=, <, <=, >, >=) or a step ('/name' or '//name')", "//id_str = 'lp'"),
     ],
 )
-def test_bad_patterns_say_what_and_where(pattern, span, what):
+def test_bad_patterns_say_what_and_where(pattern, span, what, hint):
     with pytest.raises(PatternError) as err:
         parse_pattern(pattern)
     e = err.value
     assert isinstance(e, UserError)
     assert (e.message, e.span, e.column, e.line, e.source) == (what, span, span[0] + 1, 1, pattern)
     assert "\n" not in e.message and "^" not in e.message
-    assert e.hint and "//id_str = 'lp'" in e.hint  # an example of a correct pattern
+    assert e.hint and hint in e.hint  # what to write instead, or an example of a correct pattern
     carets = " " * (span[0] + 2) + "^" * max(1, span[1] - span[0])
     assert str(e) == (f"tree pattern: {what} (line 1, column {span[0] + 1})\n  {pattern}\n{carets}\n"
                       f"  hint: {e.hint}")
 
 
-def test_a_pattern_error_points_into_an_enclosing_text_by_its_offset():
-    """A caller holding the pattern inside a query re-points the span by the pattern's offset."""
-    query = "TRACE MATCH '/a[0]'"
+@pytest.mark.parametrize(
+    ("pattern", "branches"),
+    [
+        ("/and/true[count = 2]",
+         "(Branch(steps=(Step(descendant=False, name='and', preds=()), Step(descendant=False, "
+         "name='true', preds=(Rel(names=('count',), cmp=Cmp(op='=', value=2)),))), cmp=None),)"),
+        ("/a = TRUE and //b[COUNT(.) > 1 AND c/d != \"x\\\"y\"]",
+         "(Branch(steps=(Step(descendant=False, name='a', preds=()),), cmp=Cmp(op='=', value=True)), "
+         "Branch(steps=(Step(descendant=True, name='b', preds=(Count(rel=Rel(names=(), cmp=None), "
+         "cmp=Cmp(op='>', value=1)), Rel(names=('c', 'd'), cmp=Cmp(op='!=', value='x\"y')))),), cmp=None))"),
+    ],
+    ids=["keywords-as-field-names", "case-and-escapes"],
+)
+def test_keywords_are_words_only_where_they_can_be(pattern, branches):
+    """and, true, false and count are field names wherever a field name goes; keywords match in
+    any case; a backslash escapes a quote in a string."""
+    assert repr(parse_pattern(pattern).branches) == branches
+
+
+def test_a_pattern_error_points_into_an_enclosing_text():
+    """A pattern held in a string literal of a larger text (a TRACE statement, quotes written
+    twice) reports its error there: line, column and caret in the enclosing text."""
+    from capture.tracing.pattern import Embedded
+
+    query = "TRACE MATCH '/a[b = ''x''][0]'"
+    pattern = "/a[b = 'x'][0]"
     with pytest.raises(PatternError) as err:
-        parse_pattern("/a[0]")
-    start, end = err.value.span
-    offset = query.index("/a[0]")
-    assert query[offset + start:offset + end] == "0"
+        parse_pattern(pattern, Embedded(query, query.index("/a")))
+    e = err.value
+    start, end = e.span
+    assert query[start:end] == "0" and e.source == query and (e.line, e.column) == (1, start + 1)
+    assert f"\n  {query}\n  {' ' * start}^\n" in str(e)
 
 
 def test_a_pattern_over_several_lines_gives_the_line_and_column():

@@ -117,7 +117,7 @@ def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(trace
     from capture.operators import OpType
     from capture.storing import load_run
     from capture.tracing.backtrace import backtrace
-    from capture.tracing.compile import prepare_items, run_match
+    from capture.tracing.spark.compile import prepare_items, run_match
 
     store, run, rows = traced
     stored = load_run(store, run)

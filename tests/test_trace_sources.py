@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 
 import iql
 from capture import Tracker, capturing
-from capture.tracing.locate import _line_starts, value_at
+from capture.tracing.duckdb.locate import _line_starts
+from capture.tracing.places import value_at
 from store import Store
 from store.index.xxh import hash_longs
 from strata.cli import main
@@ -183,7 +184,8 @@ def test_vectorized_hash_is_xxh64_of_each_long(values, seed):
 
 
 def test_hashes_equal_sparks_xxhash64(spark):
-    from capture.tracing.locate import _seed, spark_file_path
+    from capture.tracing.duckdb.locate import _seed
+    from capture.tracing.places import spark_file_path
 
     path = "file:/tmp/a b%c/ü x.json"
     got = hash_longs(np.array([0, 17, 1 << 40]), _seed("ds", spark_file_path(path), 1795574716451000)).tolist()

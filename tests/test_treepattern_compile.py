@@ -1,4 +1,4 @@
-"""Tree patterns compiled to Spark expressions (capture/tracing/compile.py) give exactly what the
+"""Tree patterns compiled to Spark expressions (capture/tracing/spark/compile.py) give exactly what the
 Python matcher (capture.tracing.pattern.match, the reference) gives: same items, same matched paths."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SPARK_EXAMPLES
 
-from capture.tracing.compile import docs_schema, match_column, match_docs, prepare_match
 from capture.tracing.pattern import match, parse_pattern
+from capture.tracing.spark.compile import docs_schema, match_column, match_docs, prepare_match
 
 LP = {"user": {"id_str": "lp", "name": "Lisa Paul"},
       "tweets": [{"text": "Hello @ls"}, {"text": "Hello World"}, {"text": "Hello World"}, {"text": "Hello @lp"}]}
@@ -156,7 +156,7 @@ def test_stored_result_columns_match_like_their_json(spark):
 
     from pyspark.sql import functions as F
 
-    from capture.tracing.compile import matched_frame, prepare_items
+    from capture.tracing.spark.compile import matched_frame, prepare_items
 
     rows = [(1, "lp", 3, 1.5, ["a", "b"], [("x", 2)], datetime.date(2024, 5, 1), {"k": 1}),
             (2, "jm", None, 2.0, None, [("y", 5), ("x", 7)], None, {}),

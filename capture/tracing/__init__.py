@@ -8,25 +8,30 @@ The only module other packages import (never the modules below it)::
     bt.rows()   # (dataset, item_id, path, role, accessed_by, manipulated_by) per tree node
 
 * ``pattern.py``: the tree-pattern language (:func:`parse_pattern`, :class:`Pattern`,
-  :class:`PatternError`) and its reference matcher;
-* ``compile.py``: patterns compiled to Spark Column expressions over a run's stored result;
-* ``backtrace.py``: Pebble's Algorithms 1-4 (:class:`Backtrace`) and the entry points
-  :func:`trace` and :func:`describe`;
-* ``locate.py``: where traced input items live and their values read back
-  (:func:`trace_rows`: TRACE's rows with ``source`` and ``value``);
+  :class:`PatternError`, :class:`Embedded`), parsed from grammar/pattern.lark, and its reference matcher;
+* ``backtrace.py``: Pebble's Algorithms 1-4 (:class:`Backtrace`) over the matched rows;
+* ``entry.py``: the entry points :func:`trace` and :func:`describe` (``engine=``: which wing;
+  None: :func:`choose` decides once, by the store's rule and whether the driver can read the run);
+* ``spark/`` and ``duckdb/``: the two wings, one per engine -- the match (compiled to Spark Column
+  expressions, one job; or on the driver with pyarrow and the reference matcher) and the reading
+  of traced inputs -- each behind the same few functions, independent of each other;
+* ``locate.py`` (with ``places.py``): where traced input items live and their values read back
+  (:func:`trace_rows`: TRACE's rows with ``source`` and ``value``), through either wing;
 * ``reports.py``: the data-usage heatmap and the audit report over backtraces.
 
 Item ids are named as in the store (:func:`item_element_id`, :func:`parse_item_element_id`).
 """
 
 from capture.ids import dataset_element_id, item_element_id, item_hex, parse_item_element_id
-from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode, describe, trace
+from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode
+from capture.tracing.entry import choose, describe, trace
 from capture.tracing.locate import trace_rows
-from capture.tracing.pattern import Pattern, PatternError, parse_pattern
+from capture.tracing.pattern import Embedded, Pattern, PatternError, parse_pattern
 from capture.tracing.reports import HeatCell, Heatmap, audit, heatmap, heatmap_html, heatmap_png
 
 __all__ = [
     "Backtrace",
+    "Embedded",
     "HeatCell",
     "Heatmap",
     "Pattern",
@@ -34,6 +39,7 @@ __all__ = [
     "TracedItem",
     "TracedNode",
     "audit",
+    "choose",
     "dataset_element_id",
     "describe",
     "heatmap",

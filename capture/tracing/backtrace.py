@@ -7,14 +7,12 @@ through an operator undoes its manipulations (``manipulatePath``) and records it
 (``accessPath``), operator by operator, until every tree sits on a source dataset.
 
 The core (:func:`backtrace`) is pure Python over the operators' schema-level provenance and a
-``fetch(oid, ids)`` callback returning the id associations of just those output items. The Spark
-edge (:func:`backtrace_run`; matching: capture/tracing/compile.py) matches the pattern on a
-run's annotated result and derives the associations of the matched rows alone from their hidden
-columns -- never the full provenance of an operator; operators that keep ids (filter, select,
-map, sort, limit: in id = out id) need no association at all. :func:`trace` and
-:func:`describe` are the entry points over a store (re-exported by ``capture.tracing``); on a
-local store answered by the local engine they match and read on the driver instead, with no
-Spark job (capture/tracing/local.py), and backtrace the same way.
+``fetch(oid, ids)`` callback returning the id associations of just those output items.
+:func:`backtrace_rows` backtraces the matched rows either engine's wing brings to the driver
+(capture/tracing/spark/, capture/tracing/duckdb/): it derives the associations of the matched
+rows alone from their hidden columns -- never the full provenance of an operator; operators that
+keep ids (filter, select, map, sort, limit: in id = out id) need no association at all. The
+entry points over a store, :func:`trace` and :func:`describe`, are in capture/tracing/entry.py.
 """
 
 from __future__ import annotations
@@ -22,13 +20,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from capture.ids import hydrate_rows, is_hidden, item_element_id
+from capture.ids import item_element_id
 from capture.operators import POS, OperatorProv, OpType
-from capture.storing.runs import ROW_KEY, StoredRun, hidden_rows, opened, read_head
-from capture.tracing.compile import matched_frame, prepare_items
-from capture.tracing.pattern import Pattern
 
 Path = tuple[str, ...]
 AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
@@ -339,7 +334,7 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
     return out
 
 
-# ---- Spark edges -----------------------------------------------------------------------------
+# ---- from matched rows on the driver (both wings bring them) ----------------------------------
 def _rows_fetcher(rows: Iterable[tuple]) -> Fetch:
     """A fetch over association rows already on the driver (``oid, out_id, input, in_id, pos``),
     those derived from the matched result rows."""
@@ -354,37 +349,10 @@ def _rows_fetcher(rows: Iterable[tuple]) -> Fetch:
     return fetch
 
 
-def backtrace_run(stored: StoredRun, pattern: Pattern | str, limit: int | None = None, *,
-                  compiled: bool = True, timings: dict | None = None) -> Backtrace:
-    """Match ``pattern`` on the annotated result of ``stored`` (visible + hidden id columns) and
-    backtrace the matches (at most ``limit`` matched result items).
-
-    ONE Spark job whatever the pipeline: the match, which brings the matched rows to the driver
-    with their hidden columns (Arrow). Their id associations come from those columns
-    (:func:`capture.storing.materialize.assoc_rows`, the driver-side twin of ``assoc_frame(...,
-    complete=True)``) -- no association table is scanned -- and the backtrace runs on the driver.
-
-    A split copy (``stored.outputs`` set) takes a second step: the match runs on the output files
-    alone and brings back each matched row's key, :func:`capture.storing.runs.hidden_rows` reads
-    those rows' hidden columns, and the ids the copy does not store are computed from them
-    (:func:`capture.ids.hydrate_rows`). ``timings`` (if given) receives the phases' seconds."""
-
-    t = timings if timings is not None else {}
-    t0 = time.perf_counter()
-    if stored.outputs is None:
-        result = stored.full
-        hidden = tuple(c for c in result.columns if is_hidden(c))
-        prep = prepare_items(result, stored.id_col, stored.visible, pattern, compiled, carry=hidden)
-        rows = matched_frame(prep, limit).toArrow().to_pylist()
-    else:
-        rows = _split_rows(stored, pattern, limit, compiled)
-    t["match"] = time.perf_counter() - t0
-    return _backtrace_matched(rows, stored.slots, stored.operators, stored.result_oid, t)
-
-
-def _backtrace_matched(rows: list[dict], slots, operators, result_oid, t: dict) -> Backtrace:
-    """Backtrace the matched rows (id, `_paths` and the hidden columns) of a run; records the
-    `associations` and `backtrace` phases' seconds in `t`."""
+def backtrace_rows(rows: list[dict], slots, operators, result_oid, t: dict) -> Backtrace:
+    """Backtrace the matched rows of a run as either wing brings them to the driver (``id``,
+    ``_paths`` and the hidden columns); records the ``associations`` and ``backtrace`` phases'
+    seconds in ``t``."""
     from capture.storing.materialize import assoc_rows
 
     t1 = time.perf_counter()
@@ -395,76 +363,3 @@ def _backtrace_matched(rows: list[dict], slots, operators, result_oid, t: dict) 
     out = backtrace(operators, result_oid, matched, fetch)
     t["backtrace"] = time.perf_counter() - t2
     return out
-
-
-def _split_rows(stored: StoredRun, pattern: Pattern | str, limit: int | None, compiled: bool) -> list[dict]:
-    """The matched rows of a split copy, as :func:`backtrace_run` reads them from one table: the
-    match over the output files (their row key as the id), then the matched keys' hidden columns."""
-    prep = prepare_items(*stored.match_source(), stored.visible, pattern, compiled)
-    paths = {r["id"]: r["_paths"] for r in matched_frame(prep, limit).select("id", "_paths").toArrow().to_pylist()}
-    if not paths:
-        return []
-    rows = hydrate_rows(hidden_rows(stored.hidden, list(paths)), stored.derived)
-    return [{**r, "id": r[stored.id_col], "_paths": paths[r[ROW_KEY]]} for r in rows]
-
-
-# ---- over a store ------------------------------------------------------------------------------
-def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
-          timings: dict | None = None, compiled: bool = True) -> Backtrace:
-    """Trace run ``run`` (None: the store's last captured run): match ``pattern`` on its stored
-    annotated result and backtrace at most ``limit`` matched result items to the input items and
-    attributes that made or influenced them.
-
-    Reads the run's operators and row (pyarrow on a local store, else one job). On a local store
-    answered by the local engine (capture/tracing/local.py ``on_driver``) the match and the
-    matched rows' hidden columns are read on the driver too (no Spark job, no JVM); otherwise
-    :func:`backtrace_run`. ``compiled=False`` matches with the Python matcher instead of the
-    compiled Spark expression (on the driver: over the items' ``to_json`` values). ``timings``
-    (if given) receives the phases' seconds: ``run``, ``match``, ``associations``, ``backtrace``
-    and ``total``."""
-    from capture.tracing import local
-
-    t = timings if timings is not None else {}
-    t0 = time.perf_counter()
-    head = read_head(store, run)
-    if not local.on_driver(store, head):
-        stored = opened(store, head)
-        t["run"] = time.perf_counter() - t0
-        out = backtrace_run(stored, pattern, limit, compiled=compiled, timings=t)
-        t["total"] = time.perf_counter() - t0
-        return replace(out, run=head.run)
-    t["run"] = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    rows = local.matched_rows(store, head, pattern, limit, compiled)
-    t["match"] = time.perf_counter() - t1
-    out = _backtrace_matched(rows, head.slots, head.operators, head.result_oid, t)
-    t["total"] = time.perf_counter() - t0
-    return replace(out, run=head.run)
-
-
-def describe(store, run: str | None, pattern: Pattern, limit: int | None = None) -> list[str]:
-    """How :func:`trace` would trace: the run, how the pattern is matched (on the driver, or
-    compiled to Spark expressions or not, and why), the operators the backtrace walks and which
-    associations it reads. Reads the run's operators (no job on a local store; no JVM either when
-    the local engine answers); matches nothing."""
-    from capture.tracing import local
-
-    head = read_head(store, run)
-    lines = [f"Trace run {head.run!r}" + (f", the first {limit} matching result items" if limit else "")]
-    if local.on_driver(store, head):
-        lines += ["  " + line for line in local.plan_lines(store, head, pattern)]
-        if head.split:
-            lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
-                         "pyarrow reads their row groups")
-    else:
-        stored = opened(store, head)
-        prep = prepare_items(*stored.match_source(), stored.visible, pattern)
-        lines += ["  " + line for line in prep.plan.describe()]
-        if stored.outputs is not None:
-            lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "
-                         "pyarrow reads their row groups on a local store, else a broadcast join")
-    lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")
-    for op, how in walk(head.operators, head.result_oid):
-        preds = ",".join(str(i.pred) for i in op.inputs)
-        lines.append(f"    {op.oid} {op.type.value} ({op.method}{' <- ' + preds if preds else ''}): {how}")
-    return lines

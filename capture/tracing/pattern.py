@@ -26,8 +26,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+from lark import Transformer, v_args
+from lark.exceptions import UnexpectedInput, VisitError
+
+import grammar
 from store.errors import UserError
 
 CMPS = ("<=", ">=", "!=", "=", "<", ">")
@@ -93,170 +97,178 @@ class Pattern:
     text: str = ""
 
 
-_TOKEN = re.compile(
-    r"\s*(?:(?P<str>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|(?P<num>-?\d+(?:\.\d+)?)"
-    r"|(?P<op>//|<=|>=|!=|[/\[\]()=<>.*])|(?P<name>[A-Za-z_][A-Za-z0-9_]*))"
-)
+# ---- parsing: grammar/pattern.lark through grammar.parser, as IQL is parsed ------------------
+# Terminal names of grammar/pattern.lark in words, for "expected ..." messages.
+EXPECTED_WORDS: dict[str, str] = {
+    "SLASH": "a step ('/name' or '//name')",
+    "DSLASH": "a step ('/name' or '//name')",
+    "NAME": "a field name",
+    "STAR": "'*'",
+    "STRING": "a string ('text')",
+    "NUMBER": "a number",
+    "TRUE": "a boolean (true, false)",
+    "FALSE": "a boolean (true, false)",
+    "CMP": "a comparison (=, !=, <, <=, >, >=)",
+    "AND": "'and'",
+    "DOT": "'.'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "$END": "the end of the pattern",
+}
+
+# Common mistakes, labelled with lark's match_examples (parser state + offending token): the hint.
+_EXAMPLES: dict[str, list[str]] = {
+    "a pattern starts with a step: /name (a child) or //name (a descendant at any depth)": [
+        "user/id_str", "id_str = 'lp'", "[1]",
+    ],
+    "a condition is a position, a field, '.' or count(...), e.g. [2], [id_str = 'lp'], "
+    "[count(text) >= 2]": ["/a[", "/a[]", "/a[= 1]", "/a[and]"],
+    "compare with a literal: 'text', a number, true or false": [
+        "/a = ", "/a = b", "/a[b = ]", "/a = ]", "/a[count(b) >]",
+    ],
+}
 
 
-class _Token(NamedTuple):
-    kind: str  # str, num, op, name, end
-    value: Any
-    start: int  # offsets into the pattern text
-    end: int
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """Where a pattern's text sits in a larger text ``source``: a string literal whose first
+    character after the opening quote is at offset ``start``, and inside which every ``quote``
+    is written twice (IQL's ``TRACE MATCH '//id_str = ''lp'''``). :func:`parse_pattern` reports
+    errors at the positions :meth:`offset` gives, so their caret points into ``source``."""
 
-    def shown(self) -> str:
-        return "the end" if self.kind == "end" else repr(self.value)
+    source: str
+    start: int
+    quote: str = "'"
 
-
-def _tokens(text: str) -> list[_Token]:
-    out, i = [], 0
-    while i < len(text):
-        if text[i:].strip() == "":
-            break
-        m = _TOKEN.match(text, i)
-        if not m or m.end() == i:
-            j = len(text) - len(text[i:].lstrip())
-            raise _error(text, j, j + 1, f"unexpected character {text[j]!r}")
-        kind = m.lastgroup
-        raw = m.group(kind)
-        if kind == "str":
-            value: Any = re.sub(r"\\(.)", r"\1", raw[1:-1])
-        elif kind == "num":
-            value = float(raw) if "." in raw else int(raw)
-        else:
-            value = raw
-        out.append(_Token(kind, value, m.start(kind), m.end()))
-        i = m.end()
-    out.append(_Token("end", None, len(text), len(text)))
-    return out
+    def offset(self, pattern: str, i: int) -> int:
+        """Offset ``i`` of the (unescaped) ``pattern`` as an offset into ``source``: past the
+        literal's start, one more character for each quote before ``i`` (written twice)."""
+        return self.start + i + pattern.count(self.quote, 0, i)
 
 
-def _error(text: str, start: int, end: int, what: str) -> PatternError:
-    """The error at characters ``start:end`` of the pattern ``text``."""
-    line = text.count("\n", 0, start) + 1
-    column = start - (text.rfind("\n", 0, start) + 1) + 1
-    return PatternError(what, hint=HINT, line=line, column=column, span=(start, end), source=text)
+def _error(text: str, start: int, end: int, what: str, hint: str | None = None,
+           within: Embedded | None = None) -> PatternError:
+    """The error at characters ``start:end`` of the pattern ``text`` (of ``within.source`` when
+    the pattern is embedded there)."""
+    source = text
+    if within is not None:
+        source, start, end = within.source, within.offset(text, start), within.offset(text, end)
+    line = source.count("\n", 0, start) + 1
+    column = start - (source.rfind("\n", 0, start) + 1) + 1
+    return PatternError(what, hint=hint or HINT, line=line, column=column, span=(start, end), source=source)
 
 
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.toks = _tokens(text)
-        self.i = 0
-
-    def peek(self) -> _Token:
-        return self.toks[self.i]
-
-    def take(self) -> _Token:
-        tok = self.toks[self.i]
-        self.i += 1
-        return tok
-
-    def error(self, tok: _Token, what: str) -> PatternError:
-        return _error(self.text, tok.start, tok.end, what)
-
-    def expect(self, value: str, what: str) -> None:
-        tok = self.take()
-        if tok.value != value or tok.kind not in ("op", "name"):
-            raise self.error(tok, f"expected {what}, found {tok.shown()}")
-
-    def is_op(self, *values: str) -> bool:
-        tok = self.peek()
-        return tok.kind == "op" and tok.value in values
-
-    def is_word(self, word: str) -> bool:
-        tok = self.peek()
-        return tok.kind == "name" and tok.value.lower() == word
-
-    def pattern(self) -> Pattern:
-        branches = [self.branch()]
-        while self.is_word("and"):
-            self.take()
-            branches.append(self.branch())
-        tok = self.peek()
-        if tok.kind != "end":
-            raise self.error(tok, f"expected 'and' or the end, found {tok.shown()}")
-        return Pattern(tuple(branches), self.text)
-
-    def branch(self) -> Branch:
-        steps = []
-        while self.is_op("/", "//"):
-            steps.append(self.step())
-        if not steps:
-            tok = self.peek()
-            raise self.error(tok, f"expected a step '/name' or '//name', found {tok.shown()}")
-        return Branch(tuple(steps), self.maybe_cmp())
-
-    def step(self) -> Step:
-        sep = self.take().value
-        tok = self.take()
-        if not (tok.kind == "name" or (tok.kind == "op" and tok.value == "*")):
-            raise self.error(tok, f"expected a field name or '*' after {sep!r}, found {tok.shown()}")
-        preds: list[Cond] = []
-        while self.is_op("["):
-            self.take()
-            preds.append(self.cond())
-            while self.is_word("and"):
-                self.take()
-                preds.append(self.cond())
-            self.expect("]", "']'")
-        return Step(sep == "//", tok.value, tuple(preds))
-
-    def cond(self) -> Cond:
-        tok = self.peek()
-        if tok.kind == "num":
-            self.take()
-            if not isinstance(tok.value, int) or tok.value < 1:
-                raise self.error(tok, f"a position is a whole number >= 1, got {tok.value}")
-            return Position(tok.value)
-        if tok.kind == "name" and tok.value.lower() == "count" and self.toks[self.i + 1].value == "(":
-            self.take()
-            self.take()
-            rel = self.rel()
-            self.expect(")", "')' closing count(")
-            cmp = self.maybe_cmp()
-            if cmp is None or not isinstance(cmp.value, int):
-                raise self.error(self.peek(), "count(...) needs a comparison with a whole number, e.g. >= 2")
-            return Count(rel, cmp)
-        return self.rel()
-
-    def rel(self) -> Rel:
-        tok = self.take()
-        if tok.kind == "op" and tok.value == ".":
-            names: tuple[str, ...] = ()
-        elif tok.kind == "name":
-            parts = [tok.value]
-            while self.is_op("/"):
-                self.take()
-                part = self.take()
-                if part.kind != "name":
-                    raise self.error(part, f"expected a field name after '/', found {part.shown()}")
-                parts.append(part.value)
-            names = tuple(parts)
-        else:
-            raise self.error(tok, "expected a condition (a position, a field, '.' or count(...)), "
-                                  f"found {tok.shown()}")
-        return Rel(names, self.maybe_cmp())
-
-    def maybe_cmp(self) -> Cmp | None:
-        if not self.is_op(*CMPS):
-            return None
-        op = self.take().value
-        tok = self.take()
-        if tok.kind == "name" and tok.value.lower() in ("true", "false"):
-            return Cmp(op, tok.value.lower() == "true")
-        if tok.kind not in ("str", "num"):
-            raise self.error(tok, f"expected a literal after {op!r} ('text', a number, true or false), "
-                                  f"found {tok.shown()}")
-        return Cmp(op, tok.value)
+def _unquote(raw: str) -> str:
+    return re.sub(r"\\(.)", r"\1", raw[1:-1])
 
 
-def parse_pattern(text: str) -> Pattern:
-    """Parse a tree pattern; raises :class:`PatternError` pointing at the problem."""
+def _number(raw: str) -> int | float:
+    return float(raw) if "." in raw else int(raw)
+
+
+@v_args(meta=True)
+class _ToPattern(Transformer):
+    """Parse tree -> Pattern (one method per grammar alternative); the checks the grammar cannot
+    make (a position >= 1, count(...) named and compared with a whole number) raise
+    :class:`PatternError` at the offending characters."""
+
+    def __init__(self, text: str, within: Embedded | None) -> None:
+        super().__init__()
+        self.text, self.within = text, within
+
+    def error(self, start: int, end: int, what: str, hint: str | None = None) -> PatternError:
+        return _error(self.text, start, end, what, hint, self.within)
+
+    def start(self, meta, ch):
+        return Pattern(tuple(ch), self.text)
+
+    def branch(self, meta, ch):
+        *steps, cmp = ch
+        return Branch(tuple(steps), cmp)
+
+    def child(self, meta, ch):
+        name, *preds = ch
+        return Step(False, name, tuple(c for p in preds for c in p))
+
+    def descendant(self, meta, ch):
+        name, *preds = ch
+        return Step(True, name, tuple(c for p in preds for c in p))
+
+    def field(self, meta, ch):
+        return str(ch[0])
+
+    def pred(self, meta, ch):
+        return tuple(ch)
+
+    def position(self, meta, ch):
+        tok = ch[0]
+        n = _number(tok)
+        if not isinstance(n, int) or n < 1:
+            raise self.error(tok.start_pos, tok.end_pos, f"a position is a whole number >= 1, got {n}")
+        return Position(n)
+
+    def count(self, meta, ch):
+        name, rel, cmp = ch
+        if name.lower() != "count":
+            raise self.error(name.start_pos, name.end_pos, f"unknown function {str(name)!r}",
+                             hint="count(...) is the one function of a pattern, e.g. [count(text) >= 2]")
+        if cmp is None or isinstance(cmp.value, bool) or not isinstance(cmp.value, int):
+            raise self.error(meta.end_pos, meta.end_pos + 1,
+                             "count(...) needs a comparison with a whole number, e.g. >= 2")
+        return Count(rel, cmp)
+
+    def self(self, meta, ch):
+        return Rel((), ch[0])
+
+    def path(self, meta, ch):
+        *names, cmp = ch
+        return Rel(tuple(str(n) for n in names), cmp)
+
+    def cmp(self, meta, ch):
+        op, value = ch
+        return Cmp(str(op), value)
+
+    def string(self, meta, ch):
+        return _unquote(str(ch[0]))
+
+    def number(self, meta, ch):
+        return _number(str(ch[0]))
+
+    def true(self, meta, ch):
+        return True
+
+    def false(self, meta, ch):
+        return False
+
+
+def _lark():
+    return grammar.parser("pattern", lexer="contextual")
+
+
+def parse_pattern(text: str, within: Embedded | None = None) -> Pattern:
+    """Parse a tree pattern; raises :class:`PatternError` pointing at the problem: into ``text``,
+    or, with ``within``, into the larger text that holds it (see :class:`Embedded`)."""
     if not text or not text.strip():
-        raise PatternError("the pattern is empty", hint="e.g. //id_str = 'lp'", source=text)
-    return _Parser(text).pattern()
+        source = text if within is None else within.source
+        raise PatternError("the pattern is empty", hint="e.g. //id_str = 'lp'", source=source)
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as e:
+        p = grammar.syntax_problem(e, text, _lark(), EXPECTED_WORDS, what="the pattern",
+                                   examples=_EXAMPLES)
+        message, hint = p.message, p.hint
+        if p.char in ("'", '"'):
+            message = "unterminated string"
+            hint = f"close the string with {p.char} (write \\{p.char} for a quote inside it)"
+        raise _error(text, *p.span, message, hint, within) from None
+    try:
+        return _ToPattern(text, within).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, PatternError):
+            raise e.orig_exc from None
+        raise
 
 
 # ---- matching ------------------------------------------------------------------------------

@@ -1,0 +1,145 @@
+"""Traced input items found on the driver: local JSON Lines and Parquet files, no JVM.
+
+Every line start (JSON, read with the offset reader) or row index (Parquet) of each unchanged
+file is hashed with numpy as Spark's ``xxhash64`` hashes it (capture/tracking/sources.py computes
+the same ids in the capture); a JSON item is then ``file:line`` (lines counted from 1) and its
+value the line's JSON, a Parquet item ``file#row`` (row indexes from 0) and its value the row,
+read from the row group that holds it. :func:`read_input` returns None for any other input (the
+Spark wing reads those: capture/tracing/spark/locate.py).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import os
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from capture.tracing.places import Key, Place, every, gone, label, local_file, spark_file_path
+from store.index.xxh import hash_longs
+
+if TYPE_CHECKING:
+    from capture.tracking.sources import Locator
+
+
+# ---- Spark's xxhash64 -------------------------------------------------------------------------
+def _seed(*parts) -> int:
+    """The hash after Spark's ``xxhash64`` has taken ``parts`` (strings, then longs)."""
+    import xxhash
+
+    from capture.ids import _SEED, _mix  # noqa: PLC2701 - Spark's xxhash64 seed and mixing step
+
+    h = _SEED
+    for p in parts:
+        if isinstance(p, str):
+            v = xxhash.xxh64_intdigest(p.encode(), seed=h & ((1 << 64) - 1))
+            h = v - (1 << 64) if v >= 1 << 63 else v
+        else:
+            h = _mix(h, p, "<q")
+    return h
+
+
+def _unchanged(path: str, length: int, mtime: int) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_size == length and st.st_mtime_ns // 1_000_000 == mtime
+
+
+
+_OPENERS = {".gz": gzip.decompress, ".bz2": bz2.decompress, ".xz": lzma.decompress}
+
+
+def _line_starts(data: bytes, sep: bytes | None) -> np.ndarray:
+    """The offsets at which lines start (Hadoop's LineRecordReader: ``\\n``, ``\\r\\n`` or ``\\r``
+    end a line, or the reader's ``lineSep``)."""
+    if sep:
+        ends = np.array([m.end() for m in re.finditer(re.escape(sep), data)], dtype=np.int64)
+    else:
+        arr = np.frombuffer(data, dtype=np.uint8)
+        nl = np.flatnonzero(arr == 10)
+        cr = np.flatnonzero(arr == 13)
+        if len(cr):
+            nxt = cr + 1
+            cr = cr[(nxt >= len(arr)) | (arr[np.minimum(nxt, len(arr) - 1)] != 10)]
+            nl = np.sort(np.concatenate([nl, cr]))
+        ends = nl + 1
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), ends.astype(np.int64)])
+    return starts[starts < len(data)]
+
+
+def _json_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
+               wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
+    with open(local, "rb") as f:
+        data = f.read()
+    ext = os.path.splitext(local)[1].lower()
+    if ext in _OPENERS:
+        data = _OPENERS[ext](data)
+    opts = {k.lower(): v for k, v in loc.options}
+    sep = opts.get("linesep")
+    starts = _line_starts(data, sep.encode() if sep else None)
+    ids = hash_longs(starts, _seed(dataset, spark_file_path(file[0]), file[2] * 1000))
+    hit = np.flatnonzero(np.isin(ids, np.fromiter(wanted, dtype=np.int64, count=len(wanted))))
+    encoding = opts.get("encoding") or opts.get("charset") or "utf-8"
+    for i in hit.tolist():
+        record, found = None, False
+        if values:
+            end = starts[i + 1] if i + 1 < len(starts) else len(data)
+            try:
+                record, found = json.loads(data[starts[i]:end].decode(encoding)), True
+            except (ValueError, LookupError):
+                pass
+        for key in wanted.pop(int(ids[i])):
+            out[key] = Place(label(loc, f"{local}:{i + 1}"), record, found)
+
+
+def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
+                  wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(local)
+    ids = hash_longs(np.arange(pf.metadata.num_rows, dtype=np.int64), _seed(dataset, spark_file_path(file[0])))
+    hit = np.flatnonzero(np.isin(ids, np.fromiter(wanted, dtype=np.int64, count=len(wanted))))
+    if not len(hit):
+        return
+    starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+    groups: dict[int, object] = {}
+    for row in hit.tolist():
+        record = None
+        if values:
+            g = int(np.searchsorted(starts, row, side="right") - 1)
+            if g not in groups:
+                groups[g] = pf.read_row_group(g)
+            record = groups[g].slice(row - int(starts[g]), 1).to_pylist()[0]
+        for key in wanted.pop(int(ids[row])):
+            out[key] = Place(label(loc, f"{local}#{row}"), record, values)
+
+
+def read_input(dataset: str, loc: Locator, wanted: dict[int, list[Key]], values: bool) -> dict[Key, Place] | None:
+    """Items of a local JSON Lines or Parquet input, or None when it is not one."""
+    if loc.ids not in ("offset", "row_index") or not loc.files:
+        return None
+    locals_ = [local_file(f[0]) for f in loc.files]
+    if any(p is None for p in locals_):
+        return None
+    out: dict[Key, Place] = {}
+    changed = []
+    for file, local in zip(loc.files, locals_, strict=True):
+        if not wanted:
+            break
+        if not _unchanged(local, file[1], file[2]):
+            changed.append(local)
+            continue
+        if loc.ids == "offset":
+            _json_file(dataset, loc, file, local, wanted, out, values)
+        else:
+            _parquet_file(dataset, loc, file, local, wanted, out, values)
+    return out | every(wanted, gone(loc, changed))
+
+

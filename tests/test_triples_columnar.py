@@ -128,7 +128,7 @@ def test_a_triples_file_too_big_for_this_memory_is_ingested_with_spark(tmp_path,
     """`auto` sends a triples file to Spark when its in-process ingest would not fit in the memory
     available; within the limits it stays local, and `--engine local` forces it."""
     import store.engine as engine
-    from store.duckdb.ingest import Planned
+    from store.ingest import Planned
 
     planned = [Planned(str(tmp_path / "t.csv"), True, 1_000_000)]
     st_ = Store.open(tmp_path / "s", engine="auto")

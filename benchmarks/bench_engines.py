@@ -8,8 +8,9 @@ equal (as sets) before anything is timed.
 Measured, side by side in one run:
 - warm, in one process: each Table 1 query through `iql.run` on the local engine, on Spark
   (`--spark`), and the peer's SQL on a DuckDB connection (median and max of `--repeat` runs);
-- new process: `strata query` and `strata lineage` on the local engine, and a Python process
-  that opens DuckDB and runs the peer's Q3, in turns (median of `--processes` runs each).
+- new process: `strata query` and `strata lineage` on the local engine against a Python process
+  that opens DuckDB and runs the peer's Q3, and `strata --help` against a Python process that
+  imports click, in turns (median of `--processes` runs each).
 
     .venv/bin/python benchmarks/bench_engines.py [--work benchmarks/out/engines] [--spark]
 """
@@ -190,16 +191,21 @@ def main() -> None:
         "strata query Q3": [strata, "--store", str(store_path), "query", q3],
         "strata lineage": [strata, "--store", str(store_path), "lineage", "avatar_lead_actor_v1"],
         "python + DuckDB SQL Q3": [sys.executable, "-c", peer_script, *files],
+        "strata --help": [strata, "--help"],
+        "python -c 'import click'": [sys.executable, "-c", "import click"],
     }
+    peers = {"strata query Q3": "python + DuckDB SQL Q3", "strata lineage": "python + DuckDB SQL Q3",
+             "strata --help": "python -c 'import click'"}
     times: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(args.processes):
         for name, cmd in commands.items():
             times[name].append(new_process(cmd, env))
     print(f"new process, wall seconds, median of {args.processes} (in turns; no JVM may start):")
-    peer = statistics.median(times["python + DuckDB SQL Q3"])
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"  {name:24} {med:6.2f} s  (min {min(ts):.2f}, max {max(ts):.2f}; {med / peer:.2f}x the peer)")
+        peer = peers.get(name)
+        ratio = f"; {med / statistics.median(times[peer]):.2f}x {peer}" if peer else ""
+        print(f"  {name:26} {med:6.2f} s  (min {min(ts):.2f}, max {max(ts):.2f}{ratio})")
 
 
 if __name__ == "__main__":

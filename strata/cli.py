@@ -20,19 +20,29 @@ from store.errors import UserError
 from strata import progress
 from strata.app import App, report
 
-# name -> "module:attribute" of commands that live next to their subsystem.
+# name -> ("module:attribute", short help) of the commands that live next to their subsystem. The
+# short help is what `strata --help` lists, so that listing the commands imports none of them (a
+# test checks each against its command's own help).
 LAZY_COMMANDS = {
-    "query": "strata.cli_query:query",
-    "trace": "strata.cli_query:trace",
-    "index": "strata.cli_index:index",
-    "lineage": "strata.cli_index:lineage",
-    "export": "strata.cli_export:export",
-    "show": "strata.cli_export:show",
-    "report": "strata.cli_report:report",
-    "repl": "strata.repl:repl",
-    "verify": "strata.cli_verify:verify",
-    "diff": "strata.cli_verify:diff",
-    "capture": "strata.cli_capture:capture",
+    "capture": ("strata.cli_capture:capture",
+                "Run an unmodified PySpark script and capture every write it makes (one run per write)."),
+    "diff": ("strata.cli_verify:diff", "Compare two runs (captured run ids or OpenLineage runIds) or a dataset "
+                                       "at two versions (NAME@1 NAME@2)."),
+    "export": ("strata.cli_export:export", "Export a subgraph of the store to other tools."),
+    "index": ("strata.cli_index:index",
+              "Build or update the component index (components, connected sets, set dependencies)."),
+    "lineage": ("strata.cli_index:lineage",
+                "Lineage of ITEM: every value with a path to it (or from it, with --forward)."),
+    "query": ("strata.cli_query:query", 'Run one IQL statement, e.g. strata query "select p.id from WebPage p".'),
+    "repl": ("strata.repl:repl", "Interactive IQL shell: statements end with ;, \\? lists commands, Ctrl-D quits."),
+    "report": ("strata.cli_report:report",
+               "Data-usage heatmap and audit report over traces of a captured run (docs/tracing.md)."),
+    "show": ("strata.cli_export:show", "Draw the lineage of ITEM (or --query / --id / --component) as a "
+                                       "self-contained HTML page."),
+    "trace": ("strata.cli_query:trace", "Where the result items matching PATTERN come from: each input item "
+                                        "that made or influenced them, where it lives (file:line, file#row, "
+                                        "catalog table) and its values."),
+    "verify": ("strata.cli_verify:verify", "Recompute the commits' hash chain and report tampering (exit code 3)."),
 }
 
 
@@ -44,9 +54,22 @@ class StrataGroup(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in LAZY_COMMANDS:
-            module, attr = LAZY_COMMANDS[name].split(":")
+            module, attr = LAZY_COMMANDS[name][0].split(":")
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `--help`, the lazy commands' lines from LAZY_COMMANDS (no import)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            if name in LAZY_COMMANDS:
+                rows.append((name, click.utils.make_default_short_help(LAZY_COMMANDS[name][1], limit)))
+            else:
+                rows.append((name, super().get_command(ctx, name).get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

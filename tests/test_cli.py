@@ -95,3 +95,17 @@ def test_errors_become_exit_codes_in_one_place(monkeypatch, store_path, error, c
     assert (r.exit_code, r.stderr, r.stdout) == (code, shown, "")
     r = CliRunner().invoke(main, ["--store", str(store_path), "--debug", "info"])
     assert r.exit_code == code and "Traceback" in r.stderr and "in broken" in r.stderr
+
+
+def test_the_help_lists_every_command_with_its_own_short_help_without_importing_it():
+    """`strata --help` lists the lazy commands from LAZY_COMMANDS (no import): each line is the
+    command's own short help."""
+    import click
+
+    from strata.cli import LAZY_COMMANDS
+
+    ctx = click.Context(main)
+    for name, (_, short) in LAZY_COMMANDS.items():
+        assert short == main.get_command(ctx, name).get_short_help_str(limit=1000), name
+    out = CliRunner().invoke(main, ["--help"]).output
+    assert all(name in out for name in LAZY_COMMANDS)

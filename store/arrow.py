@@ -40,12 +40,8 @@ _BLOCKER = _NoPandas()
 def defer_pandas() -> None:
     """Keep pandas out of this process until `restore_pandas`: pyarrow's checks for it (in
     Python and in its C++ conversions) then find none."""
-    if "pandas" in sys.modules or _BLOCKER in sys.meta_path:
-        return
-    sys.meta_path.insert(0, _BLOCKER)
-    shim = _shim()
-    if shim is not None:
-        _ = shim.have_pandas  # pyarrow tries to import pandas once, here, and remembers it has none
+    if "pandas" not in sys.modules and _BLOCKER not in sys.meta_path:
+        sys.meta_path.insert(0, _BLOCKER)
 
 
 def restore_pandas() -> None:
@@ -53,7 +49,7 @@ def restore_pandas() -> None:
     if _BLOCKER not in sys.meta_path:
         return
     sys.meta_path.remove(_BLOCKER)
-    shim = _shim()
+    shim = _shim() if "pyarrow" in sys.modules else None
     if shim is not None and not shim.have_pandas:
         try:
             _ = shim.compat  # pyarrow's explicit pandas entry point imports pandas again

@@ -33,26 +33,33 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from store.errors import BundleError
 from store.model import AttrType
 
 FORMAT = "strata-bundle/1"
 SECTIONS = ("elements", "vertices", "edges")
 
-# The normalized layout of each section, as Arrow schemas (the driver's reader and Spark's share
-# it; store/spark/bundle.py derives the Spark schemas from it).
-_S = pa.string()
-_MAP = pa.map_(_S, _S)
-SECTION_COLUMNS: dict[str, pa.Schema] = {
-    "elements": pa.schema([pa.field("idx", pa.int64(), False), ("id", _S), ("granularity", _S),
-                           ("parents", pa.list_(_S)), ("attrs", _MAP), ("attr_types", _MAP), ("problem", _S)]),
-    "vertices": pa.schema([pa.field("idx", pa.int64(), False), ("id", _S), ("type", pa.list_(_S)),
-                           ("type_is_list", pa.bool_()), ("elements", pa.list_(_MAP)), ("attrs", _MAP),
-                           ("attr_types", _MAP), ("problem", _S)]),
-    "edges": pa.schema([pa.field("idx", pa.int64(), False), ("src", _S), ("process", _S), ("dst", _S),
-                        ("problem", _S)]),
+def section_schemas() -> dict:
+    """The normalized layout of each section as Arrow schemas (the driver's reader and Spark's
+    share it; store/spark/bundle.py derives the Spark schemas from it)."""
+    import pyarrow as pa  # deferred: loaded by the readers, not by every start
+
+    s, m = pa.string(), pa.map_(pa.string(), pa.string())
+    idx = pa.field("idx", pa.int64(), False)
+    return {
+        "elements": pa.schema([idx, ("id", s), ("granularity", s), ("parents", pa.list_(s)), ("attrs", m),
+                               ("attr_types", m), ("problem", s)]),
+        "vertices": pa.schema([idx, ("id", s), ("type", pa.list_(s)), ("type_is_list", pa.bool_()),
+                               ("elements", pa.list_(m)), ("attrs", m), ("attr_types", m), ("problem", s)]),
+        "edges": pa.schema([idx, ("src", s), ("process", s), ("dst", s), ("problem", s)]),
+    }
+
+
+# The columns of each section's normalized rows (`section_schemas` gives their types).
+SECTION_FIELDS = {
+    "elements": ("idx", "id", "granularity", "parents", "attrs", "attr_types", "problem"),
+    "vertices": ("idx", "id", "type", "type_is_list", "elements", "attrs", "attr_types", "problem"),
+    "edges": ("idx", "src", "process", "dst", "problem"),
 }
 
 
@@ -95,7 +102,7 @@ def _str(rec: Mapping[str, Any], key: str, required: bool = True) -> tuple[str |
 def normalize(section: str, idx: int, rec: Any) -> tuple:
     """One raw record -> a row of SECTION_SCHEMAS[section] (pure; runs on executors too)."""
     if not isinstance(rec, Mapping):
-        blank = (idx,) + (None,) * (len(SECTION_COLUMNS[section]) - 2)
+        blank = (idx,) + (None,) * (len(SECTION_FIELDS[section]) - 2)
         return blank + (f"a record must be a JSON object, got {type(rec).__name__}",)
     if hasattr(rec, "asDict"):
         rec = rec.asDict(recursive=True)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
-
 # Column names (GraphFrames' conventions for id/src/dst).
 ID = "id"
 SRC = "src"
@@ -44,39 +42,50 @@ VERTICES = "vertices"
 COMPLEX = "complex"
 EDGES = "edges"
 
-_S = pa.string()
+def _schemas() -> dict:
+    import pyarrow as pa  # deferred: an answer read with DuckDB alone needs no pyarrow
+
+    def f(name: str, type_, nullable: bool = False):
+        return pa.field(name, type_, nullable)
+
+    text = pa.string()
+    return {
+        ELEMENTS: pa.schema([f(ID, text), f(GRANULARITY, text), f(KIND, text)]),
+        PARENTS: pa.schema([f(ID, text), f(PARENT, text)]),
+        ANCESTORS: pa.schema([f(ID, text), f(ANCESTOR, text), f(DEPTH, pa.int32())]),
+        VERTICES: pa.schema([
+            f(ID, text), f(KIND, text), f(TYPE, text), f(N_CE, pa.int32()), f(CE_SIZE, pa.int32()),
+            f(ATTRS, pa.map_(text, text), True), f(IMPLICIT, pa.bool_()),
+        ]),
+        COMPLEX: pa.schema([f(VERTEX, text), f(CE, pa.int32()), f(GRANULARITY, text), f(ELEM, text)]),
+        EDGES: pa.schema([f(SRC, text), f(DST, text), f(PROCESS, text)]),
+    }
 
 
-def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
-    return pa.field(name, type_, nullable)
+def __getattr__(name: str):
+    """``SCHEMAS``: table name -> Arrow schema of the core tables, built on first use."""
+    if name == "SCHEMAS":
+        globals()["SCHEMAS"] = found = _schemas()
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-SCHEMAS: dict[str, pa.Schema] = {
-    ELEMENTS: pa.schema([_f(ID, _S), _f(GRANULARITY, _S), _f(KIND, _S)]),
-    PARENTS: pa.schema([_f(ID, _S), _f(PARENT, _S)]),
-    ANCESTORS: pa.schema([_f(ID, _S), _f(ANCESTOR, _S), _f(DEPTH, pa.int32())]),
-    VERTICES: pa.schema([
-        _f(ID, _S), _f(KIND, _S), _f(TYPE, _S), _f(N_CE, pa.int32()), _f(CE_SIZE, pa.int32()),
-        _f(ATTRS, pa.map_(_S, _S), True), _f(IMPLICIT, pa.bool_()),
-    ]),
-    COMPLEX: pa.schema([_f(VERTEX, _S), _f(CE, pa.int32()), _f(GRANULARITY, _S), _f(ELEM, _S)]),
-    EDGES: pa.schema([_f(SRC, _S), _f(DST, _S), _f(PROCESS, _S)]),
-}
 
 CORE_TABLES = (ELEMENTS, PARENTS, ANCESTORS, VERTICES, COMPLEX, EDGES)
 
-# Arrow types and the names Spark's JSON gives them.
+# Arrow type ids and the names Spark's JSON gives them.
 _SPARK_NAMES = {
-    pa.string(): "string", pa.large_string(): "string", pa.int8(): "byte", pa.int16(): "short",
-    pa.int32(): "integer", pa.int64(): "long", pa.float32(): "float", pa.float64(): "double",
-    pa.bool_(): "boolean", pa.binary(): "binary", pa.date32(): "date",
+    "string": "string", "large_string": "string", "int8": "byte", "int16": "short", "int32": "integer",
+    "int64": "long", "float": "float", "double": "double", "bool": "boolean", "binary": "binary",
+    "date32[day]": "date",
 }
 
 
-def _spark_type(t: pa.DataType):
+def _spark_type(t):
     """An Arrow type in Spark's JSON form (what ``DataType.jsonValue()`` gives)."""
-    if t in _SPARK_NAMES:
-        return _SPARK_NAMES[t]
+    import pyarrow as pa  # an Arrow type in hand: pyarrow is loaded already
+
+    if str(t) in _SPARK_NAMES:
+        return _SPARK_NAMES[str(t)]
     if pa.types.is_timestamp(t):
         return "timestamp" if t.tz else "timestamp_ntz"
     if pa.types.is_map(t):
@@ -95,12 +104,12 @@ def _struct_json(fields) -> dict:
         {"name": f.name, "type": _spark_type(f.type), "nullable": f.nullable, "metadata": {}} for f in fields]}
 
 
-def spark_json(schema: pa.Schema) -> dict:
+def spark_json(schema) -> dict:
     """``schema`` as Spark's StructType JSON value (a dict), without pyspark."""
     return _struct_json(schema)
 
 
-def schema_json(schema: pa.Schema) -> str:
+def schema_json(schema) -> str:
     """``schema`` as the text a manifest entry stores (Spark's ``StructType.json()``)."""
     return json.dumps(spark_json(schema), separators=(",", ":"), sort_keys=True)
 

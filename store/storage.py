@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from store import seal
 from store.errors import ConcurrentWriteError, StoreError
 from store.schema import schema_json, spark_json
@@ -318,6 +316,7 @@ class Storage:
 
             df = self.spark.createDataFrame(list(rows), StructType.fromJson(spark_json(schema)))
             return self.write_segment(table, version, df, files=1)
+        import pyarrow as pa  # deferred: a few rows written on the driver
         import pyarrow.parquet as pq
 
         records = [_arrow_record(row, pa.struct(list(schema))) for row in rows]
@@ -455,8 +454,10 @@ class Transaction:
         self.written = []
 
 
-def _arrow_record(value, dtype: pa.DataType):
+def _arrow_record(value, dtype):
     """A Spark-style value (structs as tuples or Rows) as pyarrow's from_pylist wants it."""
+    import pyarrow as pa  # loaded by the caller already
+
     if value is None:
         return None
     if pa.types.is_struct(dtype):

@@ -82,7 +82,7 @@ class LocalTables:
         self._lock = threading.Lock()
         self._files: dict[str, list[str]] = {}
         self._rows: dict[str, int] = {}
-        self._memory: dict[str, Any] = {}  # table -> pyarrow Table (None: too large to hold)
+        self._memory: dict[str, str | None] = {}  # table -> its in-memory table's name (None: too large)
         self.scans: dict[Any, Any] = {}  # the local executor's scans of held tables, by plan node
 
     def files(self, name: str) -> list[str]:
@@ -111,38 +111,47 @@ class LocalTables:
         """Rows in table `name`, from the Parquet footers (no data read)."""
         hit = self._rows.get(name)
         if hit is None:
-            import pyarrow.parquet as pq
-
-            hit = self._rows[name] = sum(pq.ParquetFile(f).metadata.num_rows for f in self.files(name))
+            files = self.files(name)
+            hit = self._rows[name] = int(self.con.execute(
+                "SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata(?)", [files]).fetchall()[0][0]) \
+                if files else 0
         return hit
 
     def relation(self, name: str):
         """Table `name` as a DuckDB relation with the columns (and types) of its stored schema.
 
-        A table of at most `MEMORY_ROWS` rows is read once into memory and scanned from there
-        (a small store's every question then reads no file); a larger one is scanned from its
-        Parquet files each time, with DuckDB's projection and filter pushdown."""
-        held = self._memory.get(name)
-        if held is None and name not in self._memory:
-            held = self._memory[name] = self._parquet(name).to_arrow_table() if self.rows(name) <= MEMORY_ROWS \
-                else None
-        return self.con.from_arrow(held) if held is not None else self._parquet(name)
+        A table of at most `MEMORY_ROWS` rows is read once into a table of this connection's
+        memory and scanned from there (a small store's every question then reads no file); a
+        larger one is scanned from its Parquet files each time, with DuckDB's projection and
+        filter pushdown."""
+        with self._lock:
+            if name not in self._memory:
+                held = None
+                if self.rows(name) <= MEMORY_ROWS:
+                    held = f"held_{len(self._memory)}"
+                    self._parquet(name).create(held)
+                self._memory[name] = held
+        held = self._memory[name]
+        return self.con.table(held) if held is not None else self._parquet(name)
 
     def _parquet(self, name: str):
         import duckdb
 
-        schema = arrow_schema(self.schema_json(name))
+        fields = json.loads(self.schema_json(name))["fields"]
         files = self.files(name)
-        if not files:
-            return self.con.from_arrow(schema.empty_table())
+        if not files:  # no rows: an empty relation of the stored schema
+            empty = self.con.sql("SELECT NULL AS _none WHERE false")
+            return empty.project(*[duckdb.ConstantExpression(None).cast(duckdb.sqltype(duck_type(f["type"])))
+                                   .alias(f["name"]) for f in fields])
         entry = self.manifest.tables.get(name)
         partitioned = bool(entry and entry.partition_by)
         rel = self.con.read_parquet(files, hive_partitioning=partitioned)
         if partitioned:
             cols = set(rel.columns)
-            rel = rel.project(*[duckdb.ColumnExpression(f.name).cast(_duck_type(f.type)).alias(f.name)
-                                if f.name in entry.partition_by else duckdb.ColumnExpression(f.name)
-                                for f in schema if f.name in cols])
+            rel = rel.project(*[duckdb.ColumnExpression(f["name"]).cast(duckdb.sqltype(duck_type(f["type"])))
+                                .alias(f["name"]) if f["name"] in entry.partition_by
+                                else duckdb.ColumnExpression(f["name"])
+                                for f in fields if f["name"] in cols])
         return rel
 
     def held(self, name: str) -> bool:
@@ -153,19 +162,27 @@ class LocalTables:
 
     def arrow(self, name: str):
         """Table `name` read whole into a pyarrow Table."""
-        held = self._memory.get(name)
-        return held if held is not None else self.relation(name).to_arrow_table()
+        return self.relation(name).to_arrow_table()
 
 
-def _duck_type(arrow):
-    """The DuckDB type of a primitive pyarrow type (partition columns are primitives)."""
-    import duckdb
-    import pyarrow as pa
+_DUCK = {"string": "VARCHAR", "integer": "INTEGER", "long": "BIGINT", "short": "SMALLINT", "byte": "TINYINT",
+         "boolean": "BOOLEAN", "double": "DOUBLE", "float": "FLOAT", "binary": "BLOB", "date": "DATE",
+         "timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP"}
 
-    for check, name in ((pa.types.is_int32, "INTEGER"), (pa.types.is_int64, "BIGINT"),
-                        (pa.types.is_string, "VARCHAR"), (pa.types.is_boolean, "BOOLEAN"),
-                        (pa.types.is_int16, "SMALLINT"), (pa.types.is_float64, "DOUBLE")):
-        if check(arrow):
-            return duckdb.sqltype(name)
-    raise StoreError(f"partition column of type {arrow} is not supported by the local engine",
+
+def duck_type(spark_type: Any) -> str:
+    """The DuckDB type of a Spark type in its JSON form (as manifests store schemas)."""
+    if isinstance(spark_type, str):
+        if spark_type in _DUCK:
+            return _DUCK[spark_type]
+        if spark_type.startswith("decimal("):
+            return spark_type.upper()
+    elif spark_type.get("type") == "array":
+        return duck_type(spark_type["elementType"]) + "[]"
+    elif spark_type.get("type") == "map":
+        return f"MAP({duck_type(spark_type['keyType'])}, {duck_type(spark_type['valueType'])})"
+    elif spark_type.get("type") == "struct":
+        return "STRUCT(" + ", ".join('"' + f["name"].replace('"', '""') + '" ' + duck_type(f["type"])
+                                     for f in spark_type["fields"]) + ")"
+    raise StoreError(f"a table has a column of Spark type {spark_type!r} the local engine cannot read",
                      hint="use --engine spark")

@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from store.bundle import (
-    SECTION_COLUMNS,
     SECTIONS,
     check_header,
     folder_header,
@@ -22,12 +21,13 @@ from store.bundle import (
     normalize,
     read_json,
     section_files,
+    section_schemas,
 )
 from store.errors import BundleError
 from store.schema import spark_json
 
 SECTION_SCHEMAS: dict[str, StructType] = {
-    s: StructType.fromJson(spark_json(cols)) for s, cols in SECTION_COLUMNS.items()}
+    s: StructType.fromJson(spark_json(cols)) for s, cols in section_schemas().items()}
 
 
 @dataclass

@@ -97,3 +97,12 @@ def format_error(
     if hint:
         parts.append(f"  hint: {hint}")
     return "\n".join(parts)
+
+
+def no_vertex_ids(cols) -> UserError:
+    """A result given as vertex ids (export, show) with no column of them."""
+    return UserError(
+        f"no column of vertex ids in the result: its columns are {cols} and none holds strings",
+        hint="select vertex ids, e.g. `select d.id from Row d ...`",
+    )
+

@@ -99,7 +99,7 @@ def test_component_selection_needs_the_index_then_exports_the_component(store, t
     res = run(store, "show", "--component", "out_row", "-o", str(out))
     if res.exit_code == 2:  # the shared store has no index yet: that is a clear user error
         assert "strata index" in res.output
-        from store.spark.index.build import build_index
+        from store.indexing import build_index
 
         build_index(store)
         res = run(store, "show", "--component", "out_row", "-o", str(out))

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from store import schema as S
 from store.duckdb import lineage
-from store.duckdb.bundle import from_dict
-from store.duckdb.ingest import ingest_bundle, load
-from store.duckdb.triples import ingest_triples
+from store.duckdb.subgraph import SubgraphReader
 from store.engine import Engine, StoreEngine
 
 
@@ -15,6 +13,11 @@ class DuckDBEngine(StoreEngine):
     kind = Engine.LOCAL
 
     def ingest(self, stx, item):
+        # deferred: the readers and writers load pyarrow and numpy, which a question does not need
+        from store.duckdb.bundle import from_dict
+        from store.duckdb.ingest import ingest_bundle, load
+        from store.duckdb.triples import ingest_triples
+
         if item.triples:
             return ingest_triples(stx, item.source)
         bundle = load(item.source) if item.loaded is None else from_dict(item.loaded, str(item.source))
@@ -53,3 +56,7 @@ class DuckDBEngine(StoreEngine):
 
     def component_members(self, plan):
         return lineage.component_members(plan)
+
+    def subgraph_reader(self, source, spark=None):
+        """The rows touching a few vertex ids, for export (store/export/subgraph.py)."""
+        return SubgraphReader(source)

@@ -56,7 +56,7 @@ class Selection:
 def select_ids(st, sel: Selection, run_query: Callable[[str], Any] | None = None,
                limit: int | None = None):
     """The selection's vertex ids: a list of strings, or, for a query Spark answered, its
-    result DataFrame (read as vertex ids by `store.export.subgraph.vertex_ids`).
+    result DataFrame (read as vertex ids by `store.spark.subgraph.vertex_ids`).
 
     run_query: runs a query selection's IQL statement and returns its result: an object with
     `columns`, `rows()`, `engine` (a store.engine.Choice) and `df` (iql.Result), or a Spark

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from store.engine import Choice, Engine
-from store.errors import UserError
+from store.errors import UserError, no_vertex_ids
 from store.export.property_graph import (
     DEFAULT_MAX_NODES,
     Node,
@@ -28,16 +28,13 @@ from store.export.property_graph import (
     sanitize_label,
 )
 from store.schema import (
-    ANCESTOR,
     ANCESTORS,
     ATTRS,
     CE,
     COMPLEX,
-    DEPTH,
     DST,
     EDGES,
     ELEM,
-    GRANULARITY,
     ID,
     KIND,
     N_CE,
@@ -47,6 +44,7 @@ from store.schema import (
     VERTEX,
     VERTICES,
 )
+from store.wings import engine_for
 
 _SCANNED = (EDGES, VERTICES, ANCESTORS, COMPLEX)  # the tables extraction reads
 
@@ -60,30 +58,8 @@ class TableSource(Protocol):
     def table(self, name: str): ...
 
 
-def vertex_ids(df):
-    """One column `id` of vertex ids from a Spark result: its `id` column, its only column, or
-    every string column together (an IQL result such as `select d.id, p.id ...`)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
-
-    def col(name: str):  # IQL names columns `d.id`: quoted, not a struct field
-        return F.col("`" + name.replace("`", "``") + "`")
-
-    cols = df.columns
-    if ID in cols or len(cols) == 1:
-        return df.select(col(ID if ID in cols else cols[0]).cast("string").alias(ID))
-    strings = [f.name for f in df.schema.fields if isinstance(f.dataType, StringType)]
-    if not strings:
-        raise _no_ids(cols)
-    frames = [df.select(col(c).alias(ID)) for c in strings]
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
-
-
 def row_ids(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """`vertex_ids` for rows already in this process (a local engine's result): the `id`
+    """The vertex ids of rows already in this process (a local engine's result): the `id`
     column, the only column, or every column of strings (a column with no value but nulls
     counts as strings, as in `iql.Result.df`). Nulls are dropped."""
     cols = list(columns)
@@ -92,7 +68,7 @@ def row_ids(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
         return [_text(r[i]) for r in rows if r[i] is not None]
     strings = [i for i in range(len(cols)) if _strings(r[i] for r in rows)]
     if not strings:
-        raise _no_ids(cols)
+        raise no_vertex_ids(cols)
     return [r[i] for i in strings for r in rows if r[i] is not None]
 
 
@@ -108,13 +84,6 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _no_ids(cols) -> UserError:
-    return UserError(
-        f"no column of vertex ids in the result: its columns are {cols} and none holds strings",
-        hint="select vertex ids, e.g. `select d.id from Row d ...`",
-    )
-
-
 def _type_info(catalog, key: str) -> tuple[str, dict[str, str]]:
     """(label, attribute schema) for a type key, from the catalog's display name."""
     info = None
@@ -126,7 +95,7 @@ def _type_info(catalog, key: str) -> tuple[str, dict[str, str]]:
     return sanitize_label(info.name), schema
 
 
-def engine_for(source) -> Choice:
+def choose_reader(source) -> Choice:
     """The engine extraction reads `source` with: the store's choice for the rows of the tables
     it scans (counted from Parquet footers, only when the local engine is possible)."""
     if not hasattr(source, "choose") or not hasattr(source, "local"):
@@ -146,26 +115,17 @@ def extract(
     max_rels: int | None = None,
 ) -> Subgraph:
     """The subgraph induced by the vertex ids `ids` (a sequence of ids, or a Spark DataFrame read
-    by `vertex_ids`), at most `max_nodes` nodes: the given vertices (smallest ids first when
+    by `store.spark.subgraph.vertex_ids`), at most `max_nodes` nodes: the given vertices (smallest ids first when
     there are more), then the processes of the provenance edges among them while the budget
-    lasts. Reads with DuckDB or Spark as `engine_for(source)` chooses; the answer is the same."""
+    lasts. Reads with DuckDB or Spark as `choose_reader(source)` chooses; the answer is the same."""
     if max_nodes < 1:
         raise UserError(f"the node budget must be at least 1, got {max_nodes}", hint="--max-nodes 1000")
     max_rels = max_rels if max_rels is not None else 20 * max_nodes
-    spark = None
-    if _is_frame(ids):
-        from pyspark.sql import functions as F
-
-        spark = ids.sparkSession
-        wanted = [
-            r[0]
-            for r in vertex_ids(ids)
-            .where(F.col(ID).isNotNull())
-            .distinct()
-            .orderBy(ID)
-            .limit(max_nodes + 1)
-            .collect()
-        ]
+    frame = type(ids).__name__ == "DataFrame" and type(ids).__module__.startswith("pyspark")
+    choice = Choice(Engine.SPARK, "the ids are a Spark DataFrame") if frame else choose_reader(source)
+    reader = engine_for(choice.engine).subgraph_reader(source, ids.sparkSession if frame else None)
+    if frame:
+        wanted = reader.first_ids(ids, max_nodes + 1)
     else:
         wanted = sorted({_text(i) for i in ids if i is not None})[: max_nodes + 1]
     warnings: list[str] = []
@@ -176,11 +136,6 @@ def extract(
             f"more than {max_nodes} vertices were asked for; exporting the first {max_nodes} by id "
             "(raise the budget with --max-nodes, or narrow the query)"
         )
-    if engine_for(source).engine is Engine.LOCAL:
-        reader = _LocalReader(source)
-    else:
-        reader = _SparkReader(source, spark if spark is not None else source.spark)
-
     edge_rows = reader.edges(wanted, max_rels + 1)
     if len(edge_rows) > max_rels:
         edge_rows = edge_rows[:max_rels]
@@ -214,102 +169,6 @@ def extract(
         warnings=warnings,
         truncated=truncated,
     )
-
-
-def _is_frame(ids) -> bool:
-    from pyspark.sql import DataFrame
-
-    return isinstance(ids, DataFrame)
-
-
-class _LocalReader:
-    """The rows touching a few ids, read with DuckDB (the ids join as an Arrow table)."""
-
-    def __init__(self, st) -> None:
-        self.tables = st.local()
-        self.con = self.tables.con
-
-    def _semi(self, rel, column: str, ids: Sequence[str]):
-        import pyarrow as pa
-
-        keys = self.con.from_arrow(pa.table({column: pa.array(list(ids), pa.string())}))
-        return rel.join(keys, column, how="semi")
-
-    @staticmethod
-    def _dicts(rel) -> list[dict]:
-        cols = rel.columns
-        return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
-
-    def edges(self, ids: Sequence[str], limit: int) -> list[dict]:
-        edges = self.tables.relation(EDGES)
-        both = self._semi(self._semi(edges, SRC, ids), DST, ids)
-        proc = self._semi(edges, PROCESS, ids)
-        rel = both.union(self._semi(proc, SRC, ids)).union(self._semi(proc, DST, ids)).distinct()
-        return self._dicts(rel.order(f"{SRC}, {DST}, {PROCESS}").limit(limit))
-
-    def vertices(self, ids: Sequence[str]) -> list[dict]:
-        return self._dicts(self._semi(self.tables.relation(VERTICES), ID, ids))
-
-    def ancestors(self, ids: Sequence[str]) -> list[tuple[str, str]]:
-        import duckdb
-
-        rel = self._semi(self._semi(self.tables.relation(ANCESTORS), ID, ids), ANCESTOR, ids)
-        rel = rel.filter(duckdb.ColumnExpression(DEPTH) > duckdb.ConstantExpression(0))
-        return [(i, a) for i, a in rel.project(ID, ANCESTOR).fetchall()]
-
-    def members(self, ids: Sequence[str]) -> list[dict]:
-        import duckdb
-
-        rel = self._semi(self._semi(self.tables.relation(COMPLEX), VERTEX, ids), ELEM, ids)
-        rel = rel.filter(duckdb.ColumnExpression(VERTEX) != duckdb.ColumnExpression(ELEM))
-        return self._dicts(rel.project(VERTEX, CE, GRANULARITY, ELEM))
-
-
-class _SparkReader:
-    """The same rows as Spark jobs (the ids join as a broadcast DataFrame)."""
-
-    def __init__(self, source, spark) -> None:
-        self.source = source
-        self.spark = spark
-
-    def _ids(self, ids: Sequence[str]):
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import StringType, StructField, StructType
-
-        schema = StructType([StructField(ID, StringType(), False)])
-        return F.broadcast(self.spark.createDataFrame([(i,) for i in ids], schema))
-
-    @staticmethod
-    def _semi(df, column: str, ids):
-        return df.join(ids.withColumnRenamed(ID, column), on=column, how="left_semi")
-
-    def edges(self, ids: Sequence[str], limit: int) -> list[dict]:
-        chosen = self._ids(ids)
-        edges = self.source.table(EDGES)
-        both = self._semi(self._semi(edges, SRC, chosen), DST, chosen)
-        proc = self._semi(edges, PROCESS, chosen)
-        proc = self._semi(proc, SRC, chosen).unionByName(self._semi(proc, DST, chosen))
-        rows = both.unionByName(proc).distinct().orderBy(SRC, DST, PROCESS).limit(limit).collect()
-        return [r.asDict() for r in rows]
-
-    def vertices(self, ids: Sequence[str]) -> list[dict]:
-        return [r.asDict() for r in self._semi(self.source.table(VERTICES), ID, self._ids(ids)).collect()]
-
-    def ancestors(self, ids: Sequence[str]) -> list[tuple[str, str]]:
-        from pyspark.sql import functions as F
-
-        every = self._ids(ids)
-        rows = (self._semi(self._semi(self.source.table(ANCESTORS), ID, every), ANCESTOR, every)
-                .where(F.col(DEPTH) > 0).select(ID, ANCESTOR).collect())
-        return [(r[ID], r[ANCESTOR]) for r in rows]
-
-    def members(self, ids: Sequence[str]) -> list[dict]:
-        from pyspark.sql import functions as F
-
-        every = self._ids(ids)
-        rows = (self._semi(self._semi(self.source.table(COMPLEX), VERTEX, every), ELEM, every)
-                .where(F.col(VERTEX) != F.col(ELEM)).select(VERTEX, CE, GRANULARITY, ELEM).collect())
-        return [r.asDict() for r in rows]
 
 
 def membership(vertex: str, elem: str, ces: set[int], n_ce: int, single_granularity: bool) -> Rel:
@@ -374,4 +233,4 @@ def build(
     return Subgraph(sg.nodes, sg.rels, tuple(warnings) + tuple(browser_warnings(sg)), truncated)
 
 
-__all__ = ["TableSource", "engine_for", "extract", "build", "vertex_ids", "row_ids", "membership"]
+__all__ = ["TableSource", "choose_reader", "extract", "build", "row_ids", "membership"]

@@ -10,6 +10,7 @@ from store.engine import Engine, StoreEngine
 from store.spark import lineage
 from store.spark.index import build, maintenance
 from store.spark.ingest import ingest_planned
+from store.spark.subgraph import SubgraphReader
 
 
 class SparkEngine(StoreEngine):
@@ -40,3 +41,7 @@ class SparkEngine(StoreEngine):
 
     def component_members(self, st, item, limit):
         return lineage.component_members(lineage.view_of(st), item, limit)
+
+    def subgraph_reader(self, source, spark=None):
+        """The rows touching a few vertex ids, for export (store/export/subgraph.py)."""
+        return SubgraphReader(source, spark if spark is not None else source.spark)

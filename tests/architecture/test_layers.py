@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from importlinter import api
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CONTRACTS = {"store", "grammar", "capture", "iql", "tracing-public"}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql import functions as F
-from test_capture_example import TABLE_2, running_example
-from test_capture_helpers import TWEETS
+from support.capture_helpers import TWEETS
+from support.running_example import TABLE_2, running_example
 
 from capture import Tracker
 from capture.ids import item_element_column

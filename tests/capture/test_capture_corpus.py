@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from support.paths import EXAMPLES, ROOT
 
 from capture import capturing
 from capture.auto.plan import translate
@@ -215,8 +216,8 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
 
 
 _COMMAND: dict[str, object] = {}
-_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-EXAMPLE = Path(__file__).parents[1] / "examples" / "capture"
+_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+EXAMPLE = EXAMPLES / "capture"
 
 
 def _strata(store: Path, *args: str) -> subprocess.CompletedProcess:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from test_capture_helpers import USERS, USERS_SCHEMA
-from test_capture_identity import PIPELINES, SCHEMA, _tweet, double_flatten
+from support.capture_helpers import USERS, USERS_SCHEMA
+from support.pipelines import PIPELINES, SCHEMA, double_flatten, tweet
 
 from capture import Tracker
 from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate, hydrate_rows
@@ -60,7 +60,7 @@ def rows_of(df) -> list:
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=st.lists(_tweet, min_size=3, max_size=8))
+@given(rows=st.lists(tweet, min_size=3, max_size=8))
 @pytest.mark.parametrize("pipeline", ALL, ids=[p.__name__ for p in ALL])
 def test_derived_ids_equal_the_eagerly_collected_ones(spark, pipeline, rows):
     """Hydrating the lazily captured result (in Spark, and on the driver from its compact rows)
@@ -106,8 +106,8 @@ def test_driver_hashes_are_sparks_xxhash64(spark, values, oid):
 def test_a_stored_run_keeps_only_what_cannot_be_derived(spark, tmp_path):
     """T2-like flattens: the store keeps the source id and the positions, not the three flatten
     ids; reading the run (and TRACE's driver-side fetch) computes them again."""
-    from backtrace_helpers import trace_captured
-    from test_capture_helpers import TWEETS
+    from support.backtrace_helpers import trace_captured
+    from support.capture_helpers import TWEETS
 
     from capture.tracing import parse_pattern, trace
 

@@ -9,30 +9,11 @@ and the texts are nested into a list of {text}.
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
-from test_capture_helpers import TWEETS, normalize
+from support.capture_helpers import TWEETS, normalize
+from support.running_example import TABLE_2, running_example, walk_associations
 
 from capture import OpType, Tracker
 from capture.operators import Manipulation as M
-
-TABLE_2 = {
-    ("ls", "Lauren Smith"): ["Hello @ls @jm @ls", "Hello @ls @jm @ls"],
-    ("lp", "Lisa Paul"): ["Hello @ls @jm @ls", "Hello World", "Hello World", "Hello @lp"],
-    ("jm", "John Miller"): ["Hello @ls @jm @ls", "This is me @jm", "This is me @jm"],
-}
-
-
-def running_example(tweets):
-    upper = tweets.filter(F.col("retweet_cnt") == 0).select(
-        "text", F.col("user.id_str").alias("id_str"), F.col("user.name").alias("name"))
-    lower = tweets.select("text", F.explode("user_mentions").alias("m_user")).select(
-        "text", F.col("m_user.id_str").alias("id_str"), F.col("m_user.name").alias("name"))
-    return (
-        upper.union(lower)
-        .select(F.struct("id_str", "name").alias("user"), "text")
-        .groupBy("user")
-        .agg(F.collect_list(F.struct("text")).alias("tweets"))
-    )
 
 
 @pytest.fixture(scope="module")
@@ -80,31 +61,10 @@ def test_operator_provenance_per_definition_5_1(captured):
     assert ops[1].dataset == "tweets"
 
 
-def _backtrace(assoc, oid: int, out_id: int, ops) -> list[tuple[int, int, int | None]]:
-    """Follow the associations from an item of operator `oid` to source items:
-    [(source id, position at the flatten or None, position at the aggregation or None)]."""
-    preds = {o.oid: [i.pred for i in o.inputs] for o in ops}
-    types = {o.oid: o.type for o in ops}
-    out: list = []
-
-    def walk(oid, item, flat_pos, agg_pos):
-        if types[oid] is OpType.SOURCE:
-            out.append((item, flat_pos, agg_pos))
-            return
-        for o, oi, inp, i, pos in assoc:
-            if o == oid and oi == item:
-                fp = pos if types[oid] is OpType.FLATTEN else flat_pos
-                ap = pos if types[oid] is OpType.AGGREGATION else agg_pos
-                walk(preds[oid][inp], i, fp, ap)
-
-    walk(oid, out_id, None, None)
-    return out
-
-
 def test_backtracing_lisa_paul_finds_the_two_hello_world_tweets(captured):
     cap, assoc, sources, rows, _ = captured
     (lp,) = [r for r in rows if r.user.id_str == "lp"]
-    traced = _backtrace(assoc, 8, lp._pid, cap.operators)
+    traced = walk_associations(assoc, 8, lp._pid, cap.operators)
     text_of = {p: t for t, p in sources}
     # every nested position of the result comes from exactly one source tweet, with that text
     assert sorted(ap for _, _, ap in traced) == [1, 2, 3, 4]
@@ -119,7 +79,7 @@ def test_backtracing_lisa_paul_finds_the_two_hello_world_tweets(captured):
 def test_backtracing_lauren_smith_keeps_both_mention_positions(captured):
     cap, assoc, sources, rows, _ = captured
     (ls,) = [r for r in rows if r.user.id_str == "ls"]
-    traced = _backtrace(assoc, 8, ls._pid, cap.operators)
+    traced = walk_associations(assoc, 8, ls._pid, cap.operators)
     (tweet1,) = [p for t, p in sources if t == "Hello @ls @jm @ls"]
     assert sorted((src, fp) for src, fp, _ in traced) == [(tweet1, 1), (tweet1, 3)]
 

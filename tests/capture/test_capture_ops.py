@@ -6,7 +6,7 @@ import os
 
 import pytest
 from pyspark.sql import functions as F
-from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
+from support.capture_helpers import TWEETS, USERS, USERS_SCHEMA, assoc, ids_by
 
 from capture import OpType, Tracker, UnsupportedOperation, jvm
 from capture.operators import Manipulation

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from test_capture_helpers import USERS, USERS_SCHEMA, normalize
-from test_capture_identity import PIPELINES, SCHEMA, _tweet
+from support.capture_helpers import USERS, USERS_SCHEMA, normalize
+from support.pipelines import PIPELINES, SCHEMA, tweet
 
 from capture import Tracker, jvm
 from capture.storing import load_run, tee
@@ -102,7 +102,7 @@ def test_every_path_writes_the_untracked_output_and_stores_the_same_result(spark
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=st.lists(_tweet, min_size=0, max_size=6))
+@given(rows=st.lists(tweet, min_size=0, max_size=6))
 @pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.__name__ for p in PIPELINES])
 def test_written_output_equals_the_untracked_write(spark, tmp_path_factory, pipeline, rows):
     root = tmp_path_factory.mktemp("tee")
@@ -174,7 +174,7 @@ def flattened(t, users):  # no shuffle: one output file per input partition
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=st.lists(_tweet, min_size=4, max_size=24))
+@given(rows=st.lists(tweet, min_size=4, max_size=24))
 @pytest.mark.parametrize("pipeline", [*PIPELINES, flattened], ids=[p.__name__ for p in [*PIPELINES, flattened]])
 def test_split_copy_pairs_every_output_row_with_its_hidden_columns(spark, tmp_path_factory, pipeline, rows):
     """The split copy stores each output row's hidden columns in a separate file, paired by task

@@ -8,49 +8,28 @@ started no JVM. The stores are built once, with the session's Spark.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from test_iql_run import TABLE1
+from support.capture_helpers import TWEETS
+from support.cli import strata
+from support.movies import TABLE1
+from support.paths import EXAMPLES
+from support.running_example import running_example
 
 from store import Store
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STRATA = Path(sys.executable).parent / "strata"  # the console script, as a user runs it
 Q3 = next(text for qid, text, _, _ in TABLE1 if qid == "q3")
 
 
 @pytest.fixture(scope="module")
-def movies_root(spark, tmp_path_factory):
-    st = Store.open(str(tmp_path_factory.mktemp("no-jvm") / "movies"), spark=spark)
-    st.ingest(os.path.join(ROOT, "examples", "movies.json"))
-    return st.root
-
-
-@pytest.fixture(scope="module")
 def traced_root(spark, tmp_path_factory):
-    from test_capture_example import running_example
-    from test_capture_helpers import TWEETS
-
     from capture import Tracker
 
     base = tmp_path_factory.mktemp("no-jvm-trace")
     tracker = Tracker(spark, Store.open(str(base / "store"), spark=spark), pipeline="running-example", model=False)
     tracker.write(running_example(tracker.read.json(TWEETS, name="tweets")), str(base / "out"), format="parquet")
     return str(base / "store")
-
-
-def strata(root: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`strata --store root args...` in a new process that cannot start a JVM."""
-    child = {k: v for k, v in os.environ.items() if k not in ("STRATA_STORE", "STRATA_ENGINE", "STRATA_LOCAL_ROWS")}
-    child.update(JAVA_HOME="/nonexistent", **(env or {}))
-    command = [str(STRATA)] if STRATA.exists() else [sys.executable, "-m", "strata.cli"]
-    return subprocess.run([*command, "--store", root, *args], env=child, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
 
 
 def test_starting_spark_fails_in_these_processes(movies_root):
@@ -118,7 +97,7 @@ def test_ingest_of_a_small_bundle_starts_no_jvm(spark, tmp_path):
     """`strata ingest` of a bundle within the local limit, into a local store, runs on the driver;
     the store it commits reads back the same with Spark."""
     root = str(tmp_path / "store")
-    r = strata(root, "ingest", os.path.join(ROOT, "examples", "movies.json"))
+    r = strata(root, "ingest", str(EXAMPLES / "movies.json"))
     assert r.returncode == 0, r.stderr
     st = Store.open(root, spark=spark)
     assert st.version == 1 and st.table("vertices").count() == 33

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from test_capture_example import running_example
-from test_capture_helpers import TWEETS
+from support.capture_helpers import TWEETS
+from support.running_example import running_example
 
 from capture import Tracker
 from capture.tracing import item_element_id, item_hex

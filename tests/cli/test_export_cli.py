@@ -8,7 +8,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from export_helpers import NASTY, lint, problems, shared_store
+from support.export_helpers import NASTY, lint, problems, shared_store
 
 from strata.cli import App, main
 

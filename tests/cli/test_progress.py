@@ -10,7 +10,8 @@ import sys
 
 import pexpect
 import pytest
-from test_cli_no_jvm import STRATA, movies_root, strata  # noqa: F401 - the fixture is used below
+from support.cli import STRATA, strata
+from support.paths import EXAMPLES
 
 from store import progress
 from strata.progress import RichReporter
@@ -80,7 +81,7 @@ def _in_a_terminal(*args: str) -> tuple[int, str]:
 
 def test_ingest_and_index_draw_their_steps_on_a_terminal(tmp_path):
     root = str(tmp_path / "store")
-    bundle = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "movies.json")
+    bundle = str(EXAMPLES / "movies.json")
     status, drawn = _in_a_terminal("--store", root, "ingest", bundle)
     assert status == 0, drawn
     assert "movies.json" in drawn and "committed version 1" in drawn
@@ -91,7 +92,7 @@ def test_ingest_and_index_draw_their_steps_on_a_terminal(tmp_path):
     assert piped.returncode == 0 and "encode ids" not in piped.stderr, piped.stderr
 
 
-def test_show_draws_progress_on_a_terminal_and_nothing_when_piped(movies_root, tmp_path):  # noqa: F811
+def test_show_draws_progress_on_a_terminal_and_nothing_when_piped(movies_root, tmp_path):
     html = tmp_path / "lineage.html"
     piped = strata(movies_root, "show", "avatar_lead_actor_v1", "-o", str(html))
     assert piped.returncode == 0, piped.stderr

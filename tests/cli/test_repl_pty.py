@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support.paths import ROOT
 
 pexpect = pytest.importorskip("pexpect")
 
-ROOT = Path(__file__).resolve().parents[1]
 STRATA = Path(sys.executable).parent / "strata"
 START = 60  # seconds: the REPL starts no JVM, but the machine may be loaded
 STEP = 180  # a step that starts Spark may take minutes on a loaded machine
@@ -94,6 +94,7 @@ def _prompt(child, timeout=STEP) -> None:
     child.expect("iql>", timeout=timeout)
 
 
+@pytest.mark.spark  # the session's `\engine spark` starts Spark in the child
 @pytest.mark.skipif(not STRATA.exists(), reason="the strata script is not installed in this venv")
 def test_repl_session_in_a_terminal():
     start_in_background()

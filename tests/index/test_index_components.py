@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from lineage_reference import random_graphs
+from support.lineage_reference import random_graphs
 
 from store.index.components import COMPONENT, CCEngine, connected_components
 from store.session import graphframes_available

@@ -25,8 +25,10 @@ import hypothesis.strategies as hst
 import pytest
 import xxhash
 from hypothesis import HealthCheck, given, settings
-from lineage_reference import batch_triples, reference_lineage
-from strategies import SPARK_EXAMPLES
+from support.lineage_reference import batch_triples, reference_lineage
+from support.paths import ROOT, TESTS
+from support.progress import FailingReporter
+from support.strategies import SPARK_EXAMPLES
 
 from store import progress
 from store import schema as S
@@ -38,7 +40,6 @@ from store.index.xxh import buckets_of, hashes
 from store.lineage import Method, lineage
 from store.store import Store
 
-ROOT = Path(__file__).resolve().parents[1]
 META_SAME = ("splits", "workflow", "components", "nodes", "triples", "sets", "split_components",
              "set_dependencies", "edges_segments", "scope_segments", "theta", "bands", "buckets")
 
@@ -241,23 +242,6 @@ def test_updates_on_both_paths_equal_a_full_build(spark, tmp_path):
     assert update_index(Store.open(roots["local"], spark=_no_spark, engine="local"))["mode"] == "unchanged"
 
 
-class _Fail:
-    """A progress reporter that fails (or kills this process) when a step with `name` starts."""
-
-    def __init__(self, name: str, kill: bool = False) -> None:
-        self.name, self.kill = name, kill
-
-    def start(self, name: str, total):
-        if name == self.name:
-            if self.kill:
-                os.kill(os.getpid(), signal.SIGKILL)
-            raise RuntimeError(f"failed at {name}")
-        return progress.SILENT
-
-    def finish(self, step) -> None:
-        pass
-
-
 def _index_segments(root: str) -> list[str]:
     tables = Path(root) / "tables"
     return sorted(str(p) for t in tables.iterdir() if t.name.startswith("index_") for p in t.iterdir())
@@ -269,7 +253,7 @@ def test_a_failed_build_commits_nothing_and_leaves_no_files(tmp_path):
     st = Store.open(root, spark=_no_spark, engine="local")
     version = st.version
     for step in ("write index_sets", "write index_scope_rows"):  # before and after the first tables
-        with progress.reporting(_Fail(step)), pytest.raises(RuntimeError, match="failed at"):
+        with progress.reporting(FailingReporter(step)), pytest.raises(RuntimeError, match="failed at"):
             build_index(st, IndexParams(theta=4, buckets=4))
         assert st.refresh().version == version and st.meta(L.META_KEY) is None
         assert _index_segments(root) == []
@@ -282,12 +266,12 @@ def test_a_killed_build_commits_nothing(tmp_path):
     version = Store.open(root, spark=_no_spark).version
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(ROOT / 'tests')!r})
-        from test_index_inmemory import _Fail
+        sys.path.insert(0, {str(TESTS)!r})
+        from support.progress import FailingReporter
         from store import progress
         from store.index import IndexParams, build_index
         from store.store import Store
-        with progress.reporting(_Fail("write index_setdeps", kill=True)):
+        with progress.reporting(FailingReporter("write index_setdeps", kill=True)):
             build_index(Store.open({root!r}, engine="local"), IndexParams(theta=4, buckets=4))
     """)
     env = {**os.environ, "JAVA_HOME": "/nonexistent"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from lineage_reference import TABLE6, THETA, reference_lineage, shared_index, shared_store
+from support.lineage_reference import TABLE6, THETA, reference_lineage, shared_index, shared_store
 
 from store.engine import Engine
 from store.errors import UserError

@@ -5,17 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lineage_reference import reference_lineage
+from support.lineage_reference import TABLE4, reference_lineage
 
 from store.errors import UserError
 from store.lineage import Direction, Lineage, Method, reach, reach_table
-
-TABLE4 = [
-    ("1", "13", "R1"), ("4", "16", "R1"), ("7", "19", "R1"), ("2", "14", "R1"),
-    ("5", "17", "R1"), ("14", "22", "R2"), ("17", "22", "R2"), ("8", "20", "R1"),
-    ("20", "24", "R2"), ("3", "15", "R1"), ("6", "18", "R1"), ("15", "23", "R2"),
-    ("18", "23", "R2"), ("9", "21", "R1"), ("21", "25", "R2"),
-]
 
 graphs = st.lists(
     st.tuples(st.integers(0, 9).map(str), st.integers(0, 9).map(str), st.sampled_from(["a", "b"])),

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from export_helpers import NASTY
+from support.export_helpers import NASTY
 
 from store.export import RelType, build
 from store.export.html import layout, render

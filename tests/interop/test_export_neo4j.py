@@ -7,9 +7,9 @@ import os
 import random
 
 import pytest
-from export_helpers import NASTY, decode_cypher_string, lint, problems, shared_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.export_helpers import NASTY, decode_cypher_string, lint, problems, shared_store
 
 from store.errors import UserError
 from store.export import RelType, extract

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ol_helpers import contents, pipeline_events, run_event, write
+from support.ol_helpers import contents, pipeline_events, run_event, write
 
 from capture.storing.to_openlineage import column_lineage, field_name, schema_facet
 from store import Store
@@ -134,8 +134,8 @@ def test_url_posts_valid_events(tmp_path, endpoint):
 
 
 def test_captured_run_exports_and_links_through_its_datasets(spark, tmp_path):
-    from test_capture_example import running_example
-    from test_capture_helpers import TWEETS
+    from support.capture_helpers import TWEETS
+    from support.running_example import running_example
 
     from capture import Tracker
 
@@ -152,7 +152,7 @@ def test_captured_run_exports_and_links_through_its_datasets(spark, tmp_path):
     assert {"namespace": "file", "name": TWEETS, "field": "retweet_cnt",
             "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]} in lineage["dataset"]
     # an OpenLineage job that wrote the input, and one that read the output, in the same store
-    from ol_helpers import dataset, rid
+    from support.ol_helpers import dataset, rid
 
     upstream = [run_event(-10, "START", rid(1), "fetch", [dataset("api/tweets", ns="https://api.example.com")]),
                 run_event(-5, "COMPLETE", rid(1), "fetch", [], [dataset(TWEETS, ns="file")]),

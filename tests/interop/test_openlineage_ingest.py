@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ol_helpers import (
+from support.ol_helpers import (
     NS,
     PlannedRun,
     attrs,

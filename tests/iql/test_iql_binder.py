@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from support.paths import ROOT
 
 from iql import ast as A
 from iql import compile_query
@@ -14,8 +14,6 @@ from iql.binder import WARN_AGGREGATE, WARN_NEGATED, WARN_NOT_EXISTS, bind
 from iql.errors import IqlSemanticError
 from iql.parser import parse
 from store.model import Catalog
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

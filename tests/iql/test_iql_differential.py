@@ -14,8 +14,8 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import Reference
-from strategies import SPARK_EXAMPLES, bundles
+from support.reference import Reference
+from support.strategies import SPARK_EXAMPLES, bundles
 
 import iql
 

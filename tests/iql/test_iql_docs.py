@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from support.iql_docs import BLOCKS
+from support.paths import ROOT
 
 from iql import compile_query
 from iql.errors import IqlError
 from store.model import Catalog
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def fenced_blocks(text: str) -> list[tuple[str, str]]:
-    """(info string, body) of each fenced code block of a Markdown text."""
-    blocks, info, body = [], None, []
-    for line in text.splitlines():
-        if info is None and line.startswith("```"):
-            info, body = line[3:].strip(), []
-        elif info is not None and line.strip() == "```":
-            blocks.append((info, "\n".join(body)))
-            info = None
-        elif info is not None:
-            body.append(line)
-    return blocks
-
-
-BLOCKS = fenced_blocks((ROOT / "docs" / "iql.md").read_text(encoding="utf-8"))
 IQL_BLOCKS = [b for info, b in BLOCKS if info == "iql"]
 ERROR_BLOCKS = [b for info, b in BLOCKS if info == "" and b.startswith("iql: ")]
 

@@ -2,16 +2,16 @@
 
 Each file in tests/fixtures/iql/ holds cases separated by `=== <id>` lines: the query, a
 `---` line, then the expected text. Refresh after an intended change with
-`IQL_UPDATE_GOLDENS=1 .venv/bin/python -m pytest tests/test_iql_goldens.py` and review the diff.
+`IQL_UPDATE_GOLDENS=1 .venv/bin/python -m pytest tests/iql/test_iql_goldens.py` and review the diff.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
+from support.paths import FIXTURES, ROOT
 
 from iql import compile_query
 from iql.errors import IqlError
@@ -19,15 +19,14 @@ from iql.explain import explain_lines
 from iql.planner import Stats
 from store.model import Catalog
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "iql"
+GOLDENS = FIXTURES / "iql"
 UPDATE = os.environ.get("IQL_UPDATE_GOLDENS") == "1"
 
 
 def load_goldens(name: str) -> list[tuple[str, str, str]]:
     """(id, query, expected) triples of fixture file `name`."""
     cases = []
-    text = (FIXTURES / name).read_text(encoding="utf-8")
+    text = (GOLDENS / name).read_text(encoding="utf-8")
     for block in text.split("\n=== ")[0:]:
         block = block.removeprefix("=== ")
         if not block.strip():
@@ -41,7 +40,7 @@ def load_goldens(name: str) -> list[tuple[str, str, str]]:
 
 def save_goldens(name: str, cases: list[tuple[str, str, str]]) -> None:
     parts = [f"=== {cid}\n{query}\n---\n{expected}\n" for cid, query, expected in cases]
-    (FIXTURES / name).write_text("\n".join(parts), encoding="utf-8")
+    (GOLDENS / name).write_text("\n".join(parts), encoding="utf-8")
 
 
 def movies_catalog() -> Catalog:

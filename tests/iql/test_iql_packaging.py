@@ -5,11 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
 
 
 def test_grammar_loads_as_package_data():

@@ -14,7 +14,7 @@ import json
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from rich.console import Console
-from strategies import bundle_pairs
+from support.strategies import bundle_pairs
 
 import iql
 from store import Store

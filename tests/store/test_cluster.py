@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,8 +16,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.paths import EXAMPLES, TESTS
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]  # Spark in a child process
 
 SCRIPT = textwrap.dedent("""
     import json, sys
@@ -40,7 +40,7 @@ SCRIPT = textwrap.dedent("""
         "under": sorted(r.lower for r in sem.under(st, upper=ids("combined_table")).collect()),
     }
     sys.path.insert(0, sys.argv[5])  # the tests folder
-    from test_capture_example import running_example
+    from support.running_example import running_example
     from capture import Tracker
     from capture.storing.runs import load_run
     tracker = Tracker(spark, st, pipeline="running-example", model=False)
@@ -69,7 +69,6 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 _CHILD: dict[str, object] = {}
 
 
@@ -77,7 +76,7 @@ def start_in_background() -> None:
     """Start the child (once); its files live in a temporary folder removed at exit."""
     if _CHILD:
         return
-    from test_capture_helpers import TWEETS
+    from support.capture_helpers import TWEETS
 
     work = Path(tempfile.mkdtemp(prefix="strata-cluster-"))
     atexit.register(shutil.rmtree, work, True)
@@ -86,12 +85,12 @@ def start_in_background() -> None:
     with open(_CHILD["out"], "w") as out, open(_CHILD["err"], "w") as err:
         _CHILD["proc"] = subprocess.Popen(
             [sys.executable, "-c", SCRIPT, str(work / "store"), str(EXAMPLES / "movies.json"), TWEETS,
-             str(work / "out"), os.path.dirname(os.path.abspath(__file__))], stdout=out, stderr=err)
+             str(work / "out"), str(TESTS)], stdout=out, stderr=err)
 
 
 def test_ingest_and_semantics_on_a_local_cluster():
-    from reference import Reference
-    from test_capture_example import TABLE_2
+    from support.reference import Reference
+    from support.running_example import TABLE_2
 
     start_in_background()
     proc = _CHILD["proc"]

@@ -27,8 +27,8 @@ def _ids(entries, role=None):
 def captured(spark, tmp_path_factory):
     """Runs 1 and 2 read the same file; before run 3 one tweet's text is edited (same length, so
     the other lines keep their offsets) and the last tweet is deleted."""
-    from test_capture_example import running_example
-    from test_capture_helpers import TWEETS
+    from support.capture_helpers import TWEETS
+    from support.running_example import running_example
 
     from capture import Tracker
 
@@ -151,7 +151,7 @@ def test_runs_of_different_jobs_warn_and_bad_names_exit_2(openlineage):
 
 def test_verify_and_diff_start_no_jvm(openlineage):
     """In a new process that cannot start a JVM (as tests/test_cli_no_jvm.py does)."""
-    from test_cli_no_jvm import strata
+    from support.cli import strata
 
     r = strata(openlineage, "verify")
     assert r.returncode == 0 and r.stdout.startswith("ok:"), r.stderr

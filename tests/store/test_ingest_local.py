@@ -17,7 +17,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from strategies import SPARK_EXAMPLES, bundle_pairs, bundles
+from support.strategies import SPARK_EXAMPLES, bundle_pairs, bundles
 
 from store import BundleError, Store
 from store import schema as S
@@ -81,7 +81,7 @@ def test_random_bundles_give_the_same_tables(spark, tmp_path_factory, bp):
 def test_the_movies_bundle_from_every_file_source(spark, tmp_path, examples_dir):
     """A .json document, a .jsonl file and folders of JSONL and of Parquet sections, several sources
     in one commit."""
-    from test_bundle_sources import write_folder, write_jsonl
+    from support.bundles import write_folder, write_jsonl
 
     movies = json.loads((examples_dir / "movies.json").read_text())
     write_jsonl(tmp_path / "m.jsonl", movies)

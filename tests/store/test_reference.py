@@ -8,14 +8,14 @@ definitions must have their algebraic properties on random bundles.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from reference import DATA, PROCESS, Reference
-from strategies import bundle_pairs, bundles
+from support.paths import ROOT
+from support.reference import DATA, PROCESS, Reference
+from support.strategies import bundle_pairs, bundles
 
-MOVIES = Path(__file__).resolve().parents[1] / "examples" / "movies.json"
+MOVIES = ROOT / "examples" / "movies.json"
 PROPERTY = settings(max_examples=60, deadline=None)
 
 
@@ -276,7 +276,7 @@ def test_table1_answers(movies, query, expected):
 
 def test_docs_list_the_table1_answers():
     # docs/movies.md is what users read; its answer column must agree with the oracle.
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "movies.md").read_text()
+    doc = (ROOT / "docs" / "movies.md").read_text()
     for _name, _query, expected in TABLE_1:
         for answer in expected:
             ident = answer[0] if isinstance(answer, tuple) else answer

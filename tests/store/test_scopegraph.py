@@ -9,8 +9,8 @@ import uuid
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
-from reference import Reference
-from strategies import SPARK_EXAMPLES, bundles
+from support.reference import Reference
+from support.strategies import SPARK_EXAMPLES, bundles
 
 from store import Store
 from store import scopegraph as SG

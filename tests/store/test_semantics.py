@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from reference import Reference
-from strategies import SPARK_EXAMPLES, bundle_pairs, bundles
+from support.reference import Reference
+from support.strategies import SPARK_EXAMPLES, bundle_pairs, bundles
 
 from store import Store
 from store import semantics as sem

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_lineage_reach import TABLE4
+from support.lineage_reference import TABLE4
 
 from store.errors import BundleError
 from store.index import IndexParams, build_index

@@ -17,13 +17,13 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import EXAMPLES
 
 from store import Store, integrity
 from store.storage import MANIFEST_DIR
 from strata.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MOVIES = os.path.join(ROOT, "examples", "movies.json")
+MOVIES = str(EXAMPLES / "movies.json")
 
 
 def _no_spark():

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from support.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "capture"
-TWEETS = str(FIXTURES / "tweets.json")
+TWEETS = str(FIXTURES / "capture" / "tweets.json")
 
 USERS_SCHEMA = "id string, followers int"
 USERS = [("lp", 10), ("jm", 20), ("zz", 0)]

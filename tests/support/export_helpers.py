@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-JS_DIR = Path(__file__).resolve().parent / "js"
+from support.paths import TESTS
+
+JS_DIR = TESTS / "js"
 
 # Ids and values that must survive every target unchanged.
 NASTY = {

@@ -55,6 +55,14 @@ def random_graphs(seed: int, count: int, max_nodes: int = 12):
     return triples, tables
 
 
+# The paper's Table 4: a component of triples (source, derived, operation).
+TABLE4 = [
+    ("1", "13", "R1"), ("4", "16", "R1"), ("7", "19", "R1"), ("2", "14", "R1"),
+    ("5", "17", "R1"), ("14", "22", "R2"), ("17", "22", "R2"), ("8", "20", "R1"),
+    ("20", "24", "R2"), ("3", "15", "R1"), ("6", "18", "R1"), ("15", "23", "R2"),
+    ("18", "23", "R2"), ("9", "21", "R1"), ("21", "25", "R2"),
+]
+
 # The paper's Table 6/7 component, with one table per set so automatic splits find S1..S4.
 TABLE6 = [("1", "2"), ("1", "3"), ("2", "4"), ("3", "4"), ("4", "5"), ("4", "6"), ("5", "7"),
           ("7", "8"), ("7", "9"), ("6", "10"), ("10", "11"), ("10", "12")]
@@ -66,8 +74,6 @@ _CACHE: dict = {}
 
 def batch_triples():
     """Table 6 + Table 4 (prefixed 'p') + random graphs: one index build serves many tests."""
-    from test_lineage_reach import TABLE4
-
     rnd, rnd_tables = random_graphs(seed=11, count=25)
     triples = [(s, d, "-") for s, d in TABLE6] + [("p" + s, "p" + d, o) for s, d, o in TABLE4] + rnd
     tables = {**TABLE6_TABLES, **rnd_tables}

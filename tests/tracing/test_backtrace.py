@@ -8,10 +8,10 @@ user.name and retweet_cnt only influencing (medium green) -- nothing of the othe
 from __future__ import annotations
 
 import pytest
-from backtrace_helpers import match_items, spark_fetcher, trace_captured, trace_over
 from pyspark.sql import functions as F
-from test_capture_example import running_example
-from test_capture_helpers import TWEETS, USERS, USERS_SCHEMA
+from support.backtrace_helpers import match_items, spark_fetcher, trace_captured, trace_over
+from support.capture_helpers import TWEETS, USERS, USERS_SCHEMA
+from support.running_example import running_example
 
 from capture import Tracker
 from capture.operators import Manipulation as M
@@ -267,7 +267,7 @@ def test_join_sides_from_a_committed_run(spark, tmp_path):
 # ---- against the lineage reference of test_capture_example (a walk over all associations) --
 def test_every_position_traces_to_the_one_reference_source_item(example):
     """Driver-side matching and an in-memory fetch (both tested above against Spark) keep this fast."""
-    from test_capture_example import _backtrace
+    from support.running_example import walk_associations
 
     _, result, cap, assoc, _ = example
     rows = [tuple(r) for r in assoc.collect()]
@@ -277,7 +277,7 @@ def test_every_position_traces_to_the_one_reference_source_item(example):
     for row in result.with_item_ids("_pid").collect():
         user = row.user.id_str
         doc = {"user": row.user.asDict(), "tweets": [t.asDict() for t in row.tweets]}
-        reference = _backtrace(rows, cap.result_oid, row._pid, cap.operators)
+        reference = walk_associations(rows, cap.result_oid, row._pid, cap.operators)
         by_position = {ap: (src, fp) for src, fp, ap in reference}
 
         def run(pattern, doc=doc, pid=row._pid):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_capture_example import running_example
-from test_capture_helpers import TWEETS
+from support.capture_helpers import TWEETS
+from support.running_example import running_example
 
 import iql
 from capture import Tracker

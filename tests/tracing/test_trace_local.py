@@ -14,8 +14,8 @@ import decimal
 
 import pytest
 from pyspark.sql import functions as F
-from test_capture_example import running_example
-from test_capture_helpers import TWEETS
+from support.capture_helpers import TWEETS
+from support.running_example import running_example
 
 import iql
 from capture import Tracker

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from test_capture_example import running_example
-from test_capture_helpers import TWEETS
+from support.capture_helpers import TWEETS
+from support.paths import ROOT
+from support.running_example import running_example
 
 import iql
 from capture import Tracker
@@ -111,8 +112,8 @@ def test_explain_trace_shows_how_it_matches_and_the_associations_read(traced, sp
 def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(traced):
     """Tracing over the run's whole P (Table 6, derived from the stored result) without the <id, id>
     rows of filter/select/map/sort/limit gives what TRACE gives from the matched rows alone."""
-    from backtrace_helpers import spark_fetcher
     from pyspark.sql import functions as F
+    from support.backtrace_helpers import spark_fetcher
 
     from capture.operators import OpType
     from capture.storing import load_run
@@ -136,10 +137,9 @@ def test_backtrace_never_reads_the_associations_of_operators_that_keep_ids(trace
 def test_the_examples_in_docs_iql_run(traced):
     """Every statement of docs/iql.md's "SELECT ... FROM TRACE(...)" examples runs on the running example."""
     import re
-    from pathlib import Path
 
     store, run, _ = traced
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "iql.md").read_text()
+    doc = (ROOT / "docs" / "iql.md").read_text()
     section = doc[doc.index("### SELECT ... FROM TRACE(...)"):doc.index("### EXPLAIN TRACE")]
     block = re.search(r"```\n(.*?)```", section, re.S).group(1)
     code = "\n".join(line for line in block.splitlines() if not line.startswith("--"))

@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import SPARK_EXAMPLES
+from support.strategies import SPARK_EXAMPLES
 
 from capture.tracing.compile import docs_schema, match_column, match_docs, prepare_match
 from capture.tracing.pattern import match, parse_pattern

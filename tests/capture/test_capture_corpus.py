@@ -1,4 +1,4 @@
-"""The corpus (tests/capture_corpus/): unmodified PySpark scripts captured as `strata capture` does.
+"""The corpus (tests/capture/capture_corpus/): unmodified PySpark scripts captured as `strata capture` does.
 
 Each script runs twice in the suite's Spark session through ``runpy`` with ``sys.argv`` set, the
 mechanism of `strata capture`: plainly, then inside ``capture.capturing``. Every output (files and

@@ -26,7 +26,7 @@ def op(oid, type_, inputs=(), manipulated=(), dataset=None):
             else [{"input": i, "src": s, "dst": d} for i, s, d in manipulated]}
 
 
-# Pebble's running example as capture records it (docs/capture.md; tests/test_capture_example.py)
+# Pebble's running example as capture records it (docs/capture.md; tests/support/running_example.py)
 RUNNING_EXAMPLE = [
     op(1, "source", dataset="tweets"),
     op(2, "filter", [(0, 1, ["retweet_cnt"])], []),

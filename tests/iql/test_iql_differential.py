@@ -1,8 +1,8 @@
 """Differential test: random IQL queries over random bundles, both engines vs the naive reference.
 
-Each example ingests one small bundle (tests/strategies.py) into a fresh store and checks
+Each example ingests one small bundle (tests/support/strategies.py) into a fresh store and checks
 random queries (pairs under a provenance predicate, [NOT] EXISTS with a correlated subquery, a
-negated predicate, count(*)) against tests/reference.py evaluated by brute force: every query
+negated predicate, count(*)) against tests/support/reference.py evaluated by brute force: every query
 on the local engine, the first few also on Spark. Few examples: each ingest needs Spark.
 """
 

@@ -150,7 +150,7 @@ def test_runs_of_different_jobs_warn_and_bad_names_exit_2(openlineage):
 
 
 def test_verify_and_diff_start_no_jvm(openlineage):
-    """In a new process that cannot start a JVM (as tests/test_cli_no_jvm.py does)."""
+    """In a new process that cannot start a JVM (as tests/cli/test_cli_no_jvm.py does)."""
     from support.cli import strata
 
     r = strata(openlineage, "verify")

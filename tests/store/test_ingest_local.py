@@ -2,7 +2,7 @@
 every core table, the same catalog and recorded schemas, and the same error for the same bad input.
 
 Each differential test ingests one input into two stores, one forced to each engine, and compares.
-Random bundles come from tests/strategies.py; invalid ones are valid bundles with one to three
+Random bundles come from tests/support/strategies.py; invalid ones are valid bundles with one to three
 rule violations applied (`MUTATIONS`), so several errors compete and the one reported must be
 the same. The Spark side costs a few jobs per example: the example counts keep this file within
 about a minute on 2 cores (`STRATA_SPARK_EXAMPLES` raises them with the rest of the suite).

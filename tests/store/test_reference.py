@@ -1,4 +1,4 @@
-"""Tests of the naive oracle (tests/reference.py) and the bundle generators (tests/strategies.py).
+"""Tests of the naive oracle (tests/support/reference.py) and the bundle generators (tests/support/strategies.py).
 
 Pure Python, no Spark: the paper's movie scenario (examples/movies.json, docs/movies.md)
 must give exactly the inferences of Ibis Section 5 and the answers of Table 1, and the

@@ -1,6 +1,6 @@
 """A triples file ingested column-wise (store/local/triples.py `table_rows`) gives the rows the
 record-by-record path gives (`triples_bundle` + `store.local.validate`, which
-tests/test_ingest_local.py compares with Spark), and takes the column-wise path exactly when
+tests/store/test_ingest_local.py compares with Spark), and takes the column-wise path exactly when
 that path finds the file valid.
 
 No Spark: both paths run on the driver. Random files draw their ids from a pool that clashes

@@ -3,7 +3,7 @@
 ``bundles()`` draws one self-contained bundle; ``bundle_pairs()`` draws one and splits it
 into two consecutive bundles, the second referring to elements and vertices of the first
 (for incremental-ingest tests). Sizes stay small (at most ~15 elements, ~8 explicit
-vertices, ~10 edges) so that tests comparing Spark against ``tests/reference.py`` stay fast.
+vertices, ~10 edges) so that tests comparing Spark against ``tests/support/reference.py`` stay fast.
 
 Shapes produced:
 - data granularities ``D0..D3`` with 1-2 containment pairs ``[Di, Dj]`` (i < j, so acyclic;

@@ -1,28 +1,36 @@
-"""One SparkSession for the whole suite (local[2], few shuffle partitions, UI off).
+"""Fixtures and hooks of the whole suite: one SparkSession, the `spark` marker, background parts.
 
-Code generation is off in this session, whole-stage and per expression (`factoryMode`
-NO_CODEGEN: projections, predicates and orderings are interpreted), and so is adaptive query
+The tests live in folders by area (tests/iql, tests/store, tests/index, tests/capture,
+tests/tracing, tests/interop, tests/cli, tests/architecture); the helpers they share are the
+package tests/support, importable as `support` because pyproject.toml's pytest `pythonpath`
+puts tests/ on sys.path.
+
+`spark` is one SparkSession for the whole suite: local[2], two shuffle partitions, the UI off,
+a 3 GB driver heap. Code generation is off (whole-stage, and per expression with `factoryMode`
+NO_CODEGEN, so projections, predicates and orderings are interpreted) and so is adaptive query
 execution: the suite runs hundreds of queries over a few rows each, where compiling Java and
-re-planning at each shuffle cost more than they save (test_semantics.py and the index
-maintenance test, on a loaded machine: 103 s against 127 s with only whole-stage code
-generation off; NO_CODEGEN alone, in a second pair, 175 s against 204 s). They change how Spark
-evaluates a plan, not what it computes. The tests that start Spark in a child process (the
-local-cluster run, the REPL in a terminal, the SIGKILL mid-ingest) keep Spark's defaults, code
-generation included.
+re-planning at each shuffle cost more than they save. Neither changes what Spark computes. The
+tests that start Spark in a child process keep Spark's defaults, code generation included.
 
-The local-cluster test (test_cluster.py), `strata capture` of a corpus script
-(test_capture_corpus.py) and the Spark writer killed mid-ingest (test_storage.py) run in child
-processes of their own, and the REPL session in a terminal (test_repl_pty.py, mostly waiting) in a
-thread: all are started once the suite's SparkSession is up and checked last, so they overlap the
-rest of the suite instead of adding to it (a module's `start_in_background`;
-`pytest_collection_finish`, `pytest_collection_modifyitems`).
+Every test that uses the `spark` fixture, directly or through another fixture, gets the `spark`
+marker (`pytest_collection_modifyitems`); a test that starts Spark only in a child process
+carries the marker itself. `pytest -m "not spark"` (`make test-fast`) runs the rest, with no JVM.
 
-The suite's JVM lives for all of it, and the store's index builds and queries pin
-intermediate results with localCheckpoint: those blocks stay in the driver's memory until
-the JVM collects the DataFrames that made them. After each test module, `_release_spark_memory`
-drops cached tables and asks both Python and the JVM to collect, so Spark's cleaner frees
-what finished modules left (without it, a late test's broadcast join once ran out of the
-2 GB heap on CI; the heap is 3 GB now).
+Some modules have a part that runs in the background, defined by a module-level
+`start_in_background()`: the local-cluster run (store/test_cluster.py), `strata capture` of a
+corpus script (capture/test_capture_corpus.py), the Spark writer killed mid-ingest
+(store/test_storage.py) and the REPL session in a terminal (cli/test_repl_pty.py). The hooks
+find them through each selected item's module, not by module name: `pytest_collection_finish`
+notes them, the `spark` fixture starts them once the suite's JVM is up (not beside its start,
+so that the JVMs do not boot at once), and `pytest_collection_modifyitems` orders the tests of
+those modules last, so the background parts overlap the rest of the suite. A test whose part was
+not started (its module run without Spark, say) starts it itself.
+
+The suite's JVM lives for all of it, and the store's index builds and queries pin intermediate
+results with localCheckpoint: those blocks stay in the driver's memory until the JVM collects
+the DataFrames that made them. After each test module, `_release_spark_memory` drops cached
+tables and asks both Python and the JVM to collect, so Spark's cleaner frees what finished
+modules left.
 """
 
 from __future__ import annotations
@@ -35,7 +43,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -67,6 +74,8 @@ def spark(tmp_path_factory):
 @pytest.fixture(scope="module", autouse=True)
 def _release_spark_memory():
     yield
+    if "pyspark.sql" not in sys.modules:  # nothing imported Spark: no session to clean up
+        return
     from pyspark.sql import SparkSession
 
     session = SparkSession.getActiveSession()
@@ -131,8 +140,16 @@ def ids_df(spark):
     return make
 
 
+def _needs_spark(item) -> bool:
+    return "spark" in getattr(item, "fixturenames", ())  # the closure: fixtures of fixtures too
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Tests with a background part last (the cluster run, the REPL session): it runs until then."""
+    """Mark the tests that use Spark; order the tests of modules with a background part last."""
+    for item in items:
+        if _needs_spark(item) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
     items.sort(key=lambda item: hasattr(getattr(item, "module", None), "start_in_background"))
 
 
@@ -140,9 +157,8 @@ _BACKGROUND: list = []  # start_in_background of the selected modules, run once 
 
 
 def pytest_collection_finish(session):
-    """Note the background parts of the selected tests: the `spark` fixture starts them once the
-    suite's JVM is up (started beside its start, four JVMs booting at once slowed the first
-    tests by half a minute); a test whose part was not started starts it itself."""
+    """Note the background parts of the selected tests' modules; the `spark` fixture starts them
+    once the suite's JVM is up, so that their JVMs do not boot beside it."""
     for item in session.items:
         start = getattr(getattr(item, "module", None), "start_in_background", None)
         if start is not None and start not in _BACKGROUND:

@@ -1,0 +1,275 @@
+"""The corpus (tests/capture/capture_corpus/): unmodified PySpark scripts captured as `strata capture` does.
+
+Each script runs twice in the suite's Spark session through ``runpy`` with ``sys.argv`` set, the
+mechanism of `strata capture`: plainly, then inside ``capture.capturing``. Every output (files and
+catalog tables) must have the same schema and rows, with one committed run per write. For a sample
+of scripts, items of an output are traced and the input items the trace reaches are checked
+against a naive reference computed here in plain Python from the input records, and each traced
+item's `source` (file:line, file#row) read naively must hold that record. Two programs also run
+through the `strata capture` command in new processes (a corpus script with two writes, and the
+job of examples/capture, whose run `strata trace` then traces to its input line), started in the
+background once the suite's SparkSession is up (conftest.py) and checked at the end.
+"""
+
+from __future__ import annotations
+
+import atexit
+import csv
+import json
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from support.paths import EXAMPLES, ROOT
+
+from capture import capturing
+from capture.auto.plan import translate
+from capture.storing import load_run
+from capture.tracing import parse_pattern, trace, trace_rows
+from capture.tracking.tracker import Tracker
+from store import Store
+
+CORPUS = Path(__file__).parent / "capture_corpus"
+SCRIPTS = sorted(p.stem for p in CORPUS.glob("*.py"))
+COUNTRIES = ["DE", "FR", "US"]
+
+
+def _customer(c: int) -> dict:
+    return {"customer_id": c, "name": ["  alice  smith", "BOB jones", "carol", "dave  o", "eve", "fay"][c - 1],
+            "country": COUNTRIES[c % 3], "active": c != 4}
+
+
+CUSTOMERS = [_customer(c) for c in range(1, 7)]
+ORDERS = [
+    {"order_id": f"o{i}", "customer": {"id": i % 5 + 1, "country": COUNTRIES[(i % 5 + 1) % 3]},
+     "lines": [{"sku": f"s{(i + j) % 6}", "qty": j + 1, "price": 1.5 + j} for j in range(i % 3)]}
+    for i in range(1, 13)
+]
+PRODUCTS = [{"sku": f"s{k}", "category": None if k == 5 else ["tools", "toys"][k % 2], "price": 1.0 + k}
+            for k in range(7)]
+EVENTS = {m: [{"user": f"u{(m + e) % 4 + 1}", "kind": ["click", "view", "buy"][(m * e) % 3], "ts": m * 100 + e}
+              for e in range(5)] for m in (1, 2, 3)}
+
+
+@pytest.fixture(scope="module")
+def corpus_inputs(spark, tmp_path_factory):
+    return _write_inputs(tmp_path_factory.mktemp("corpus_in"), spark)
+
+
+def _write_inputs(root: Path, spark) -> Path:
+    root.mkdir(exist_ok=True)
+    (root / "orders.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ORDERS))
+    lines = ["customer_id,name,country,active"] + [
+        f"{c['customer_id']},{c['name']},{c['country']},{str(c['active']).lower()}" for c in CUSTOMERS]
+    (root / "customers.csv").write_text("\n".join(lines) + "\n")
+    spark.createDataFrame(PRODUCTS, "sku string, category string, price double").coalesce(1) \
+        .write.parquet(str(root / "products.parquet"))
+    (root / "events").mkdir()
+    for m, evs in EVENTS.items():
+        (root / "events" / f"2024-0{m}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evs))
+    (root / "logs.txt").write_text("GET /a ok\nget /b FAIL\nGET /a ok\n\nPOST /c ok\n")
+    return root
+
+
+def _run_script(name: str, *args: str) -> None:
+    argv = sys.argv
+    sys.argv = [str(CORPUS / f"{name}.py"), *args]
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    finally:
+        sys.argv = argv
+
+
+def _read(spark, path: Path):
+    reader = spark.read
+    if path.suffix == ".csv":
+        return reader.option("header", "true").csv(str(path))
+    return reader.format(path.suffix.lstrip(".")).load(str(path))
+
+
+def _rows(df) -> list:
+    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in df.collect())
+
+
+def _same_outputs(spark, plain: Path, cap: Path) -> int:
+    """Compare every output file set and table; the number of outputs compared."""
+    names = sorted(p.name for p in plain.iterdir() if p.name != "db")
+    assert names == sorted(p.name for p in cap.iterdir() if p.name != "db")
+    for n in names:
+        a, b = _read(spark, plain / n), _read(spark, cap / n)
+        assert a.schema == b.schema, n
+        assert _rows(a) == _rows(b), n
+    # SHOW TABLES, not spark.catalog.listTables: the suite's session interprets expressions
+    # (conftest.py), and the catalog's Table objects cannot be decoded that way
+    tables = [r.tableName for r in spark.sql("SHOW TABLES IN corpus_plain").collect() if not r.isTemporary] \
+        if spark.catalog.databaseExists("corpus_plain") else []
+    for t in tables:
+        a, b = spark.table(f"corpus_plain.{t}"), spark.table(f"corpus_cap.{t}")
+        assert a.schema == b.schema, t
+        assert _rows(a) == _rows(b), t
+    return len(names) + len(tables)
+
+
+def _ids(spark, df, key) -> dict[int, object]:
+    """Input item id -> the record's key, through the translation capture uses."""
+    tdf = translate(Tracker(spark), df)
+    return {r["__item"]: key(r) for r in tdf.with_item_ids("__item").collect()}
+
+
+def _traced(store, run: str, pattern: str, ids: dict[int, object], key) -> set:
+    """The keys of the traced input items; each item's ``source`` (file:line, file#row) read
+    naively must hold a record with that key."""
+    rows = trace_rows(store, trace(store, run, parse_pattern(pattern), limit=1000), values=False)
+    for r in rows:
+        if r[2] in ids:
+            assert str(key(_record_at(r[7]))) == str(ids[r[2]]), r[7]
+    return {ids[r[2]] for r in rows if r[2] in ids}
+
+
+def _record_at(source: str) -> dict:
+    """The input record ``source`` names, read without Spark or Strata."""
+    if "#" in source:  # Parquet: file#row
+        path, row = source.rsplit("#", 1)
+        return pq.read_table(path).slice(int(row), 1).to_pylist()[0]
+    path, line = source.rsplit(":", 1)
+    lines = Path(path).read_text().splitlines()
+    if path.endswith(".csv"):  # line 1 is the header
+        return next(csv.DictReader([lines[0], lines[int(line) - 1]]))
+    return json.loads(lines[int(line) - 1])
+
+
+# Naive references: script -> (output index, pattern, input DataFrame, key, expected keys)
+def _orders(spark, inp):
+    return spark.read.json(str(inp / "orders.jsonl"))
+
+
+def _events(spark, inp):
+    return spark.read.json(str(inp / "events"))
+
+
+def _star_expected() -> set:
+    cust = {c["customer_id"]: c for c in CUSTOMERS}
+    cat = {p["sku"]: p["category"] for p in PRODUCTS}
+    return {o["order_id"] for o in ORDERS if cust[o["customer"]["id"]]["active"]
+            and cust[o["customer"]["id"]]["country"] == "FR"
+            and any(cat.get(line["sku"]) == "toys" for line in o["lines"])}
+
+
+def _customers(spark, inp):
+    return spark.read.option("header", "true").option("inferSchema", "true").csv(str(inp / "customers.csv"))
+
+
+REFERENCES = {
+    # a kept customer comes from its own row (the subqueries' orders only influence: semi/anti joins)
+    "in_subquery_sql": (0, "/customer_id = 1", _customers, lambda r: r["customer_id"], lambda: {1}),
+    # mapInPandas keeps each row's id (the map rule)
+    "pandas_enrich": (0, "/sku = 's3'", lambda s, i: s.read.parquet(str(i / "products.parquet")),
+                      lambda r: r["sku"], lambda: {"s3"}),
+    # an exploded line comes from its order alone
+    "nested_etl": (0, "/order_id = 'o5'", _orders, lambda r: r["order_id"], lambda: {"o5"}),
+    # a (country, category) revenue: the orders of active customers there with such a line
+    "star_schema_sql": (0, "/country = 'FR' and /category = 'toys'", _orders, lambda r: r["order_id"],
+                        _star_expected),
+    # the latest event of a user: every event of that user (the window's partition)
+    "dedup_row_number": (0, "/user = 'u2'", _events, lambda r: (r["user"], r["ts"]),
+                         lambda: {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == "u2"}),
+    # a user's pivot row: all of the user's events
+    "pivot_months": (0, "/user = 'u3'", _events, lambda r: (r["user"], r["ts"]),
+                     lambda: {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == "u3"}),
+}
+
+
+# writes per script (one run each); the others write once
+WRITES = {"ctas_openlineage_style": 2, "save_as_table": 2, "semi_anti": 2, "distinct_intersect": 2}
+
+
+@pytest.fixture()
+def fresh_dbs(spark):
+    yield
+    spark.catalog.setCurrentDatabase("default")  # a script that failed midway may have left its own
+    for db in ("corpus_plain", "corpus_cap"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
+    plain, cap_out = tmp_path / "plain", tmp_path / "cap"
+    plain.mkdir()
+    cap_out.mkdir()
+    store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
+    _run_script(name, str(corpus_inputs), str(plain), "plain")
+    with capturing(spark, store, pipeline=name) as cap:
+        _run_script(name, str(corpus_inputs), str(cap_out), "cap")
+    assert _same_outputs(spark, plain, cap_out) >= 1
+    assert len(cap.runs) == WRITES.get(name, 1)
+    assert all(load_run(store, info.run).operators for info in cap.runs)
+    if name in REFERENCES:
+        k, pattern, source, key, expected = REFERENCES[name]
+        ids = _ids(spark, source(spark, corpus_inputs), key)
+        assert _traced(store, cap.runs[k].run, pattern, ids, key) == expected()
+
+
+_COMMAND: dict[str, object] = {}
+_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+EXAMPLE = EXAMPLES / "capture"
+
+
+def _strata(store: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "strata.cli", "--store", str(store), "--master", "local[1]", *args],
+                          capture_output=True, text=True, env=_ENV, timeout=300)
+
+
+def start_in_background() -> None:
+    """`strata capture` in new processes, from a thread started once the suite's SparkSession is
+    up (conftest.py) and checked by test_strata_capture_command, so the children's JVMs run while
+    other tests do: a corpus script with two writes, then the job of examples/capture and
+    `strata trace` over its run (the example docs/capture.md shows)."""
+    if _COMMAND:
+        return
+    import threading
+
+    from pyspark.sql import SparkSession
+
+    work = Path(tempfile.mkdtemp(prefix="strata-corpus-"))
+    atexit.register(shutil.rmtree, work, True)
+    inputs = _write_inputs(work / "in", SparkSession.getActiveSession())
+    (work / "out").mkdir()
+
+    def run() -> None:
+        _COMMAND["corpus"] = _strata(work / "store", "capture", "--", str(CORPUS / "semi_anti.py"), str(inputs),
+                                     str(work / "out"), "x")
+        _COMMAND["example"] = _strata(work / "example", "capture", "--", str(EXAMPLE / "tweets_job.py"),
+                                      str(EXAMPLE / "tweets.json"), str(work / "by_user"))
+        _COMMAND["trace"] = _strata(work / "example", "trace", "/texts = 'Bonjour'")
+
+    _COMMAND.update(work=work, thread=threading.Thread(target=run, daemon=True))
+    _COMMAND["thread"].start()
+
+
+def test_strata_capture_command(spark, tmp_path):
+    """`strata capture -- script ARGS` in a new process: exit 0, one run per write, the output;
+    the example job's run traced by `strata trace` to the input line and its values."""
+    start_in_background()
+    _COMMAND["thread"].join(timeout=600)
+    corpus, out = _COMMAND.get("corpus"), _COMMAND["work"] / "out"
+    assert corpus is not None, "strata capture did not finish in time"
+    assert corpus.returncode == 0, corpus.stderr[-2000:]
+    assert corpus.stderr.count("captured semi_anti/run-") == 2
+    assert (out / "buyers.parquet").is_dir() and (out / "idle.parquet").is_dir()
+    example, traced = _COMMAND["example"], _COMMAND["trace"]
+    assert example.returncode == 0 and example.stderr.count("captured tweets_job/run-") == 1, example.stderr[-2000:]
+    assert traced.returncode == 0, traced.stderr[-2000:]
+    lines = traced.stdout.splitlines()  # Bonjour is line 3 of the input; the filter read retweet_cnt
+    assert lines[0].startswith(f"{EXAMPLE / 'tweets.json'}:3  dataset:")
+    assert '  text  contributing  accessed by 3; manipulated by 3  = "Bonjour"' in lines
+    assert "  retweet_cnt  influencing  accessed by 2  = 0" in lines
+    refused = subprocess.run(
+        [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",
+         "capture", "--", str(tmp_path / "missing.py")], capture_output=True, text=True, env=_ENV, timeout=120)
+    assert refused.returncode == 2 and "no such script" in refused.stderr and "Traceback" not in refused.stderr

@@ -1,0 +1,349 @@
+"""The in-process index build (store/index/inmemory.py) writes exactly what the Spark build writes.
+
+Stores here are written without Spark (`append_rows` writes one Parquet file with pyarrow on a
+local store): edges, and the containment a triples ingest creates (a value under its table,
+some values under a second root, some vertices made of two values' elements). Each is indexed
+once in this process and once on Spark, and the seven index tables, the split plan and the
+counts must be equal, row for row. Lineage, incremental updates, a failed and a killed build,
+the choice of path and the hash that places rows in buckets are tested here too.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import hypothesis.strategies as hst
+import pytest
+import xxhash
+from hypothesis import HealthCheck, given, settings
+from support.lineage_reference import batch_triples, reference_lineage
+from support.paths import ROOT, TESTS
+from support.progress import FailingReporter
+from support.strategies import SPARK_EXAMPLES
+
+from store import progress
+from store import schema as S
+from store.engine import LOCAL_TRIPLES_ENV, Engine
+from store.index import IndexParams
+from store.index import layout as L
+from store.index.xxh import buckets_of, hashes
+from store.indexing import build_index, choose_builder, update_index
+from store.lineage import Method, lineage
+from store.store import Store
+
+META_SAME = ("splits", "workflow", "components", "nodes", "triples", "sets", "split_components",
+             "set_dependencies", "edges_segments", "scope_segments", "theta", "bands", "buckets")
+
+
+def _no_spark():
+    raise AssertionError("this step must not start Spark")
+
+
+def write_graph(root: Path, edges, table_of: dict, second_root: dict, cells: dict, more=()) -> str:
+    """A store holding `edges` (src, dst, process) and the containment a triples ingest makes:
+    every value v an element under its table (depth 1; none: v is a root itself), under a
+    second root when `second_root` gives one as (root, depth) — at depth 1 it ties with the table,
+    and both builds must pick the same (the larger id) — a data vertex with one complex element
+    (itself); `cells` adds vertices made of two values' elements; `more`: values to hold
+    without edges yet."""
+    st = Store.open(str(root), spark=_no_spark)
+    values = sorted(({v for e in edges for v in e[:2]} - set(cells)) | set(table_of) | set(more))
+    anc, cx, vx = set(), [], []
+    for v in values:
+        anc.add((v, v, 0))
+        if table_of.get(v):
+            anc.add((v, table_of[v], 1))
+            anc.add((table_of[v], table_of[v], 0))
+        if second_root.get(v):
+            other, depth = second_root[v]
+            anc.add((v, other, depth))
+            anc.add((other, other, 0))
+        cx.append((v, 0, "Value", v))
+        vx.append((v, "data", "Value", 1, 1, None, False))
+    for c, (a, b) in cells.items():
+        cx += [(c, 0, "Value", a), (c, 1, "Value", b)]
+        vx.append((c, "data", "Cell", 2, 1, None, False))
+    with st.transaction("test: a graph") as tx:
+        tx.append_rows(S.EDGES, list(edges), S.SCHEMAS[S.EDGES])
+        tx.append_rows(S.ANCESTORS, sorted(anc), S.SCHEMAS[S.ANCESTORS])
+        tx.append_rows(S.COMPLEX, cx, S.SCHEMAS[S.COMPLEX])
+        tx.append_rows(S.VERTICES, vx, S.SCHEMAS[S.VERTICES])
+    return st.root
+
+
+def snapshot(root: str) -> dict:
+    """Every index table of a store as a multiset of rows, plus each table's manifest entry."""
+    st = Store.open(root, spark=_no_spark)
+    out = {}
+    for name in L.INDEX_TABLES:
+        entry = st.manifest.tables[name]
+        table = st.local().arrow(name)
+        fields = [(f["name"], f["type"]) for f in json.loads(entry.schema)["fields"]]
+        rows = zip(*[table.column(c).to_pylist() for c in table.column_names], strict=True)
+        out[name] = (fields, entry.partition_by, entry.sort_by, str(table.schema), collections.Counter(rows))
+    meta = st.meta(L.META_KEY)
+    out["meta"] = {k: meta.get(k) for k in META_SAME}
+    return out
+
+
+def assert_same(a: dict, b: dict) -> None:
+    for name in a:
+        assert a[name] == b[name], name
+
+
+def files_sorted(root: str) -> None:
+    """Each bucket file holds only its bucket's keys, sorted by the table's sort columns."""
+    import pyarrow.parquet as pq
+
+    st = Store.open(root, spark=_no_spark)
+    buckets = int(st.meta(L.META_KEY)["buckets"])
+    for name in L.INDEX_TABLES:
+        key, sort_by = L.LAYOUT[name]
+        for f in st.local().files(name):
+            rows = pq.read_table(f).to_pylist()
+            assert [tuple(r[c] for c in sort_by) for r in rows] == sorted(tuple(r[c] for c in sort_by) for r in rows)
+            bucket = int(Path(f).parent.name.split("=")[1])
+            assert {L.bucket_of_value(r[key], buckets) for r in rows} == {bucket}, (name, f)
+
+
+@hst.composite
+def graphs(draw):
+    """Edges over ids in mixed scripts (byte order ≠ code-point order for none, but ≠ case
+    order), with cycles, self-loops, duplicate triples, values alone, values without a table,
+    values under two roots, and two-element vertices; θ small enough to split over levels."""
+    n = draw(hst.integers(2, 36))
+    names = draw(hst.lists(hst.text("aZé😀_1", min_size=1, max_size=3), min_size=n, max_size=n, unique=True))
+    values = [f"v{s}" for s in names]
+    tables = [f"T{i}" for i in range(draw(hst.integers(1, 5)))]
+    table_of = {v: draw(hst.sampled_from([*tables, None, tables[0]])) for v in values}
+    second_root = {v: (draw(hst.sampled_from(["A", "R", "Z"])), draw(hst.sampled_from([1, 2])))
+                   for v in values if draw(hst.integers(0, 5)) == 0}
+    cells = {f"x{i}": tuple(draw(hst.lists(hst.sampled_from(values), min_size=2, max_size=2)))
+             for i in range(draw(hst.integers(0, 2)))}
+    ends = values + sorted(cells)
+    index = hst.integers(0, len(ends) - 1)
+    pairs = draw(hst.lists(hst.tuples(index, index, hst.sampled_from(["f", "g"])), min_size=1, max_size=3 * n))
+    edges = [(ends[a], ends[b], op) for a, b, op in pairs]
+    edges += draw(hst.lists(hst.sampled_from(edges), max_size=4))  # duplicate triples
+    # a chain through the tables, so a large component crosses several splits
+    chain = [v for v in values if table_of[v]]
+    edges += [(a, b, "c") for a, b in zip(chain, chain[1:], strict=False) if draw(hst.booleans())]
+    theta = draw(hst.integers(2, 5))
+    return edges, table_of, second_root, cells, theta
+
+
+@hst.composite
+def unions(draw, parts: int = 3):
+    """Several random graphs side by side in one store (ids suffixed per graph): one Spark
+    build checks them all, where each Spark build costs tens of seconds."""
+    edges, table_of, second_root, cells = [], {}, {}, {}
+    theta = None
+    for k in range(parts):
+        e, t, r, c, th = draw(graphs())
+        theta = theta or th
+
+        def ren(v, k=k):
+            return f"{v}.{k}"
+
+        edges += [(ren(a), ren(b), op) for a, b, op in e]
+        table_of.update({ren(v): x for v, x in t.items()})
+        second_root.update({ren(v): x for v, x in r.items()})
+        cells.update({ren(x): (ren(a), ren(b)) for x, (a, b) in c.items()})
+    return edges, table_of, second_root, cells, theta
+
+
+_SPARK = settings(max_examples=max(1, SPARK_EXAMPLES // 2), deadline=None, derandomize=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                         HealthCheck.data_too_large])
+
+
+@_SPARK
+@given(case=unions(), data=hst.data())
+def test_in_process_and_spark_builds_write_the_same_index(spark, tmp_path_factory, case, data):
+    edges, table_of, second_root, cells, theta = case
+    base = tmp_path_factory.getbasetemp() / f"inmem-{uuid.uuid4().hex}"
+    local_root = write_graph(base / "local", edges, table_of, second_root, cells)
+    spark_root = str(base / "spark")
+    shutil.copytree(local_root, spark_root)
+    params = IndexParams(theta=theta, buckets=3, bands=2)
+    meta = build_index(Store.open(local_root, spark=_no_spark, engine="local"), params)
+    assert meta["builder"] == "local"
+    assert build_index(Store.open(spark_root, spark=spark, engine="spark"), params)["builder"] == "spark"
+    mine, theirs = snapshot(local_root), snapshot(spark_root)
+    assert_same(mine, theirs)
+    files_sorted(local_root)
+    # lineage over either index answers the same, and as the plain reference does
+    triples = sorted(set(edges))
+    items = data.draw(hst.lists(hst.sampled_from(sorted({e[1] for e in edges})), min_size=1, max_size=3, unique=True))
+    for item in items:
+        for method in (Method.CC, Method.CS):
+            for forward in (False, True):
+                want = reference_lineage(triples, item, None, forward)
+                got = [lineage(Store.open(r, spark=_no_spark, engine="local"), item, None, forward, method)
+                       for r in (local_root, spark_root)]
+                for res in got:
+                    assert (set(res.nodes), set(res.edges)) == want, (item, method, forward)
+                assert got[0].triples_read == got[1].triples_read
+    # Spark reads the in-process build's files (partition discovery, row-group statistics)
+    res = lineage(Store.open(local_root, spark=spark, engine="spark"), items[0], None, False, Method.CS)
+    assert (set(res.nodes), set(res.edges)) == reference_lineage(triples, items[0], None, False)
+
+
+def _batch(root: Path, edges) -> str:
+    """A store of `edges` holding the containment of every value of the lineage batch."""
+    triples, tables = batch_triples()
+    return write_graph(root, edges, tables, {}, {}, {v for t in triples for v in t[:2]})
+
+
+def test_updates_on_both_paths_equal_a_full_build(spark, tmp_path):
+    """Old edges: 60% of the lineage batch without table Td's; new: the rest (components merge,
+    values are added, the workflow graph gains a table, so the split plan changes and components
+    are split again). The in-process update, and a Spark incremental update of an index built
+    in-process (store/index/maintenance.py `merge_frames`), both equal a full build."""
+    import random
+
+    triples, tables = batch_triples()
+    rng = random.Random(5)
+    shuffled = triples[:]
+    rng.shuffle(shuffled)
+    old = [t for t in shuffled[: int(len(shuffled) * 0.6)] if tables.get(t[1]) != "Td"]
+    new = sorted(set(triples) - set(old))
+    params = IndexParams(theta=4, buckets=4)
+    full = _batch(tmp_path / "full", old + new)
+    build_index(Store.open(full, spark=_no_spark, engine="local"), params)
+    roots = {}
+    for path in ("local", "spark"):
+        roots[path] = _batch(tmp_path / path, old)
+        build_index(Store.open(roots[path], spark=_no_spark, engine="local"), params)
+        st = Store.open(roots[path], spark=_no_spark)
+        with st.transaction("test: new edges") as tx:
+            tx.append_rows(S.EDGES, new, S.SCHEMAS[S.EDGES])
+    local_meta = update_index(Store.open(roots["local"], spark=_no_spark, engine="local"))
+    spark_meta = update_index(Store.open(roots["spark"], spark=spark, engine="spark"))
+    assert (local_meta["builder"], spark_meta["builder"], spark_meta["mode"]) == ("local", "spark", "incremental")
+    want = snapshot(full)
+    want["meta"].pop("edges_segments")
+    want["meta"].pop("scope_segments")
+    for path in ("local", "spark"):
+        got = snapshot(roots[path])
+        got["meta"].pop("edges_segments")
+        got["meta"].pop("scope_segments")
+        assert_same(got, want)
+    # nothing new: the index is left as it is
+    assert update_index(Store.open(roots["local"], spark=_no_spark, engine="local"))["mode"] == "unchanged"
+
+
+def _index_segments(root: str) -> list[str]:
+    tables = Path(root) / "tables"
+    return sorted(str(p) for t in tables.iterdir() if t.name.startswith("index_") for p in t.iterdir())
+
+
+def test_a_failed_build_commits_nothing_and_leaves_no_files(tmp_path):
+    triples, _ = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    st = Store.open(root, spark=_no_spark, engine="local")
+    version = st.version
+    for step in ("write index_sets", "write index_scope_rows"):  # before and after the first tables
+        with progress.reporting(FailingReporter(step)), pytest.raises(RuntimeError, match="failed at"):
+            build_index(st, IndexParams(theta=4, buckets=4))
+        assert st.refresh().version == version and st.meta(L.META_KEY) is None
+        assert _index_segments(root) == []
+    assert build_index(st, IndexParams(theta=4, buckets=4))["builder"] == "local"
+
+
+def test_a_killed_build_commits_nothing(tmp_path):
+    triples, _ = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    version = Store.open(root, spark=_no_spark).version
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from support.progress import FailingReporter
+        from store import progress
+        from store.index import IndexParams
+        from store.indexing import build_index
+        from store.store import Store
+        with progress.reporting(FailingReporter("write index_setdeps", kill=True)):
+            build_index(Store.open({root!r}, engine="local"), IndexParams(theta=4, buckets=4))
+    """)
+    env = {**os.environ, "JAVA_HOME": "/nonexistent"}
+    r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    st = Store.open(root, spark=_no_spark, engine="local")
+    assert st.version == version and st.meta(L.META_KEY) is None
+    assert _index_segments(root)  # the killed build's staged folders: never referenced
+    meta = build_index(st, IndexParams(theta=4, buckets=4))
+    assert meta["builder"] == "local" and meta["triples"] == len(set(triples))
+
+
+def test_the_path_follows_the_engine_setting_and_the_edge_limit(tmp_path, monkeypatch):
+    triples, _ = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    monkeypatch.delenv(LOCAL_TRIPLES_ENV, raising=False)
+    assert choose_builder(Store.open(root, spark=_no_spark)).engine is Engine.LOCAL
+    assert choose_builder(Store.open(root, spark=_no_spark, engine="spark")).engine is Engine.SPARK
+    monkeypatch.setenv(LOCAL_TRIPLES_ENV, str(len(triples) - 1))
+    choice = choose_builder(Store.open(root, spark=_no_spark))
+    assert choice.engine is Engine.SPARK and f"{len(triples):,}" in choice.reason
+    assert choose_builder(Store.open(root, spark=_no_spark, engine="local")).engine is Engine.LOCAL
+    assert choose_builder(Store.open(root, spark=_no_spark, engine="auto", master="spark://h:7077")).engine \
+        is Engine.SPARK
+
+
+def test_strata_index_builds_in_process_without_a_jvm(tmp_path):
+    """`strata index` on a local store that fits: no JVM (JAVA_HOME points nowhere), and the
+    output says where it was built."""
+    triples, _ = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    env = {k: v for k, v in os.environ.items() if k not in ("STRATA_ENGINE", LOCAL_TRIPLES_ENV)}
+    env["JAVA_HOME"] = "/nonexistent"
+    r = subprocess.run([sys.executable, "-m", "strata.cli", "--store", root, "index", "--theta", "4",
+                        "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["builder"], out["mode"], out["triples"]) == ("local", "full", len(set(triples)))
+    r = subprocess.run([sys.executable, "-m", "strata.cli", "--store", root, "index"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "index (unchanged" in r.stdout, r.stdout + r.stderr
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(keys=hst.lists(hst.text(max_size=70), max_size=40), buckets=hst.integers(1, 64))
+def test_vectorized_hash_is_sparks_xxhash64(keys, buckets):
+    import pyarrow as pa
+
+    want = []
+    for k in keys:
+        h = xxhash.xxh64_intdigest(k.encode("utf-8"), seed=42)
+        want.append(h - (1 << 64) if h >= 1 << 63 else h)
+    assert hashes(pa.array(keys, pa.string())).tolist() == want
+    assert buckets_of(pa.array(keys, pa.string()), buckets).tolist() == [L.bucket_of_value(k, buckets) for k in keys]
+    if len(keys) > 2:  # an array slice (non-zero offset) hashes its own keys
+        assert hashes(pa.array(keys, pa.string()).slice(1, len(keys) - 2)).tolist() == want[1:-1]
+
+
+def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, monkeypatch):
+    """`auto` compares the build's expected peak memory with what the machine has available;
+    `--engine local` still forces the in-process build."""
+    import store.duckdb.index as im
+    import store.engine as engine
+
+    triples, _ = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    monkeypatch.delenv(LOCAL_TRIPLES_ENV, raising=False)
+    need = im.estimated_bytes(len(triples), Store.open(root, spark=_no_spark).local().rows(S.COMPLEX))
+    monkeypatch.setattr(engine, "available_bytes", lambda: need - 1)
+    choice = choose_builder(Store.open(root, spark=_no_spark))
+    assert choice.engine is Engine.SPARK and "available" in choice.reason, choice
+    assert choose_builder(Store.open(root, spark=_no_spark, engine="local")).engine is Engine.LOCAL
+    monkeypatch.setattr(engine, "available_bytes", lambda: need)
+    assert choose_builder(Store.open(root, spark=_no_spark)).engine is Engine.LOCAL

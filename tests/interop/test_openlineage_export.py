@@ -1,0 +1,231 @@
+"""`strata export openlineage`: column lineage from structural provenance, round trips, --url."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.ol_helpers import contents, pipeline_events, run_event, write
+
+from capture.storing.to_openlineage import column_lineage, field_name, schema_facet
+from store import Store
+from store.interop.ol_commit import ingest_openlineage
+from store.interop.openlineage import validate_event
+from strata.cli import main
+
+
+def op(oid, type_, inputs=(), manipulated=(), dataset=None):
+    return {"oid": oid, "type": type_, "dataset": dataset,
+            "inputs": [{"input": i, "pred": p, "accessed": a} for i, p, a in inputs],
+            "manipulated": None if manipulated is None
+            else [{"input": i, "src": s, "dst": d} for i, s, d in manipulated]}
+
+
+# Pebble's running example as capture records it (docs/capture.md; tests/support/running_example.py)
+RUNNING_EXAMPLE = [
+    op(1, "source", dataset="tweets"),
+    op(2, "filter", [(0, 1, ["retweet_cnt"])], []),
+    op(3, "select", [(0, 2, ["text", "user.id_str", "user.name"])],
+       [(0, "text", "text"), (0, "user.id_str", "id_str"), (0, "user.name", "name")]),
+    op(4, "flatten", [(0, 1, ["user_mentions.[pos]", "text"])],
+       [(0, "text", "text"), (0, "user_mentions.[pos]", "m_user")]),
+    op(5, "select", [(0, 4, ["text", "m_user.id_str", "m_user.name"])],
+       [(0, "text", "text"), (0, "m_user.id_str", "id_str"), (0, "m_user.name", "name")]),
+    op(6, "union", [(0, 3, []), (1, 5, [])], []),
+    op(7, "select", [(0, 6, ["id_str", "name", "text"])],
+       [(0, "id_str", "user.id_str"), (0, "name", "user.name"), (0, "text", "text")]),
+    op(8, "aggregation", [(0, 7, ["user", "text"])], [(0, "user", "user"), (0, "text", "tweets.[pos].text")]),
+]
+
+
+def test_column_lineage_of_the_running_example():
+    direct, indirect = column_lineage(RUNNING_EXAMPLE, 8, ["user", "user.id_str", "tweets", "tweets.[pos].text"])
+    assert direct["tweets.text"] == [("tweets", "text", "AGGREGATION")]
+    assert direct["user.id_str"] == [("tweets", "user.id_str", "TRANSFORMATION"),
+                                     ("tweets", "user_mentions.id_str", "TRANSFORMATION")]
+    assert {f for _, f, _ in direct["user"]} == {"user.id_str", "user.name", "user_mentions.id_str",
+                                                  "user_mentions.name"}
+    assert ("tweets", "retweet_cnt", "FILTER") in indirect
+    assert ("tweets", "user.name", "GROUP_BY") in indirect
+    assert not any(f == "text" for _, f, _ in indirect)  # text is aggregated, not a grouping key
+
+
+@pytest.mark.parametrize("ops, out, expected", [
+    ([op(1, "source", dataset="d"), op(2, "select", [(0, 1, ["a"])], [(0, "a", "a")])],
+     "a", [("d", "a", "IDENTITY")]),
+    ([op(1, "source", dataset="d"), op(2, "map", [(0, 1, None)], None)], "x", [("d", "x", "TRANSFORMATION")]),
+    ([op(1, "source", dataset="l"), op(2, "source", dataset="r"),
+      op(3, "join", [(0, 1, ["k"]), (1, 2, ["k"])], [(0, "a", "a"), (1, "b", "b")])],
+     "b", [("r", "b", "IDENTITY")]),
+], ids=["identity", "map", "join-side"])
+def test_column_lineage_cases(ops, out, expected):
+    direct, _ = column_lineage(ops, ops[-1]["oid"], [out])
+    assert direct[out] == expected
+
+
+def test_join_keys_are_indirect_join():
+    ops = [op(1, "source", dataset="l"), op(2, "source", dataset="r"),
+           op(3, "join", [(0, 1, ["id"]), (1, 2, ["rid"])], [(0, "a", "a")])]
+    assert column_lineage(ops, 3, ["a"])[1] == [("l", "id", "JOIN"), ("r", "rid", "JOIN")]
+
+
+def test_nested_names_and_schema_facet():
+    assert field_name("tweets.[pos].text") == "tweets.text" and field_name("a.[3].b") == "a.b"
+    assert schema_facet(["user.id", "user.name", "x"])["fields"] == [
+        {"name": "user", "fields": [{"name": "id"}, {"name": "name"}]}, {"name": "x"}]
+
+
+def test_ingested_runs_round_trip(tmp_path):
+    st = Store.open(str(tmp_path / "a"))
+    ingest_openlineage(st, [write(tmp_path, "events", pipeline_events(), jsonl=False)])
+    r = CliRunner().invoke(main, ["--store", st.root, "export", "openlineage", "--out", str(tmp_path / "out.jsonl")])
+    assert r.exit_code == 0, r.output
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert len(lines) == len(pipeline_events())
+    again = Store.open(str(tmp_path / "b"))
+    ingest_openlineage(again, [tmp_path / "out.jsonl"])
+    assert contents(again) == contents(st)
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OpenLineage endpoint: validates each POSTed event against the schema, 400 if invalid."""
+
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        try:
+            validate_event(body, f"POST {self.path}")
+        except Exception:  # noqa: BLE001 - any failure is a 400 here
+            self.send_response(400)
+        else:
+            self.received.append((self.path, body))
+            self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def endpoint():
+    _Collector.received = []
+    server = HTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}", _Collector.received
+    server.shutdown()
+
+
+def test_url_posts_valid_events(tmp_path, endpoint):
+    url, received = endpoint
+    st = Store.open(str(tmp_path / "s"))
+    ingest_openlineage(st, [write(tmp_path, "events", pipeline_events(), jsonl=False)])
+    r = CliRunner().invoke(main, ["--store", st.root, "export", "openlineage",
+                                  "run:00000000-0000-0000-0000-000000000002", "--url", url])
+    assert r.exit_code == 0, r.output
+    assert [p for p, _ in received] == ["/api/v1/lineage"] * 2
+    assert [b["eventType"] for _, b in received] == ["START", "COMPLETE"]
+
+
+def test_captured_run_exports_and_links_through_its_datasets(spark, tmp_path):
+    from support.capture_helpers import TWEETS
+    from support.running_example import running_example
+
+    from capture import Tracker
+
+    st = Store.open(str(tmp_path / "store"), spark=spark)
+    tracker = Tracker(spark, st, pipeline="mentions")
+    out = str(tmp_path / "out")
+    info = tracker.write(running_example(tracker.read.json(TWEETS, name=TWEETS)), out, format="parquet")
+    r = CliRunner().invoke(main, ["--store", st.root, "export", "openlineage", info.run])
+    assert r.exit_code == 0, r.output
+    events = [json.loads(x) for x in r.output.splitlines()]
+    for i, e in enumerate(events):
+        validate_event(e, f"event {i}")
+    lineage = events[1]["outputs"][0]["facets"]["columnLineage"]
+    assert {"namespace": "file", "name": TWEETS, "field": "retweet_cnt",
+            "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]} in lineage["dataset"]
+    # an OpenLineage job that wrote the input, and one that read the output, in the same store
+    from support.ol_helpers import dataset, rid
+
+    upstream = [run_event(-10, "START", rid(1), "fetch", [dataset("api/tweets", ns="https://api.example.com")]),
+                run_event(-5, "COMPLETE", rid(1), "fetch", [], [dataset(TWEETS, ns="file")]),
+                run_event(10_000_000, "START", rid(2), "report", [dataset(out, ns="file")]),
+                run_event(10_000_001, "COMPLETE", rid(2), "report", [], [dataset("report")])]
+    ingest_openlineage(st.refresh(), [write(tmp_path, "up", upstream, jsonl=False)])
+    import time
+
+    import iql
+
+    t0 = time.perf_counter()
+    rows = iql.run(st, "select r.id from Job j, DatasetVersion v, Dataset d, Run r "
+                       "where j emits v and v under d and d feeds r and j.name = 'fetch'").rows()
+    assert [tuple(x) for x in rows] == [(info.run,)], time.perf_counter() - t0
+    # the captured output is a Dataset named by its path: OpenLineage runs that read that name
+    rows = iql.run(st, "select distinct r.runId from Dataset o, DatasetVersion v, Run r "
+                       "where o.name = v.name and o.format = 'parquet' and v feeds r").rows()
+    assert [tuple(x) for x in rows] == [(rid(2),)]
+
+
+@st.composite
+def chains(draw):
+    """A source with columns c0..c3, then selects (renaming, dropping, duplicating columns) and
+    filters, as capture records them; and the reference: where each column came from."""
+    cols = {f"c{i}": (f"c{i}", True) for i in range(4)}  # name -> (source column, name kept so far)
+    ops, indirect = [op(1, "source", dataset="d")], set()
+    for oid in range(2, draw(st.integers(2, 6)) + 2):
+        if draw(st.booleans()):
+            col = draw(st.sampled_from(sorted(cols)))
+            ops.append(op(oid, "filter", [(0, oid - 1, [col])], []))
+            indirect.add(("d", cols[col][0], "FILTER"))
+        else:
+            picks = draw(st.lists(st.sampled_from(sorted(cols)), min_size=1, max_size=4))
+            new = {}
+            for i, src in enumerate(picks):
+                dst = src if draw(st.booleans()) and src not in new else f"x{oid}_{i}"
+                new[dst] = (cols[src][0], cols[src][1] and dst == src)
+            ops.append(op(oid, "select", [(0, oid - 1, sorted(set(picks)))],
+                          [(0, picks[i], dst) for i, dst in enumerate(new)]))
+            cols = new
+    return ops, cols, indirect
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains())
+def test_column_lineage_of_select_filter_chains_matches_the_reference(chain):
+    ops, cols, indirect = chain
+    direct, found = column_lineage(ops, ops[-1]["oid"], sorted(cols))
+    assert direct == {c: [("d", src, "IDENTITY" if kept else "TRANSFORMATION")] for c, (src, kept) in cols.items()}
+    assert set(found) == indirect
+
+
+def _prov_ops(ops):
+    """The chain's operators as capture's OperatorProv records (what backtracing reads)."""
+    from capture.operators import Manipulation, OperatorProv, OpInput, OpType
+
+    return [OperatorProv(o["oid"], OpType(o["type"]), o["type"],
+                         tuple(OpInput(i["pred"], tuple(i["accessed"])) for i in o["inputs"]),
+                         tuple(Manipulation(m["input"], m["src"], m["dst"]) for m in o["manipulated"]),
+                         dataset=o["dataset"]) for o in ops]
+
+
+@settings(max_examples=40, deadline=None)
+@given(chains())
+def test_column_lineage_agrees_with_pebbles_backtrace(chain):
+    """Two paths to the same answer: tracing one item with every output column asked for
+    (Pebble's backtrace) gives exactly the DIRECT input fields as contributing, and every INDIRECT
+    one among the contributing or influencing nodes."""
+    from capture.tracing.backtrace import backtrace
+
+    ops, cols, _ = chain
+    direct, indirect = column_lineage(ops, ops[-1]["oid"], sorted(cols))
+    t = backtrace(_prov_ops(ops), ops[-1]["oid"], {7: sorted(cols)}, lambda oid, ids: [])
+    roles = {n.path: n.role for i in t.items for n in i.nodes}
+    assert {p for p, r in roles.items() if r == "contributing"} == {f for v in direct.values() for _, f, _ in v}
+    assert {f for _, f, _ in indirect} <= set(roles)

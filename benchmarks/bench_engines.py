@@ -148,7 +148,7 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true", help="also time each query on Spark (starts a JVM)")
     args = ap.parse_args()
 
-    from test_iql_run import TABLE1
+    from support.movies import TABLE1
 
     import iql
     from store import Store

@@ -31,7 +31,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 OUT = os.path.join(ROOT, "benchmarks", "out", "commit")
 
-from test_capture_example import running_example as pipeline  # noqa: E402
+from support.running_example import running_example as pipeline  # noqa: E402
 
 
 def main() -> None:

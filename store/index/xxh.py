@@ -5,7 +5,7 @@ Spark hashes a string column with XXH64 (seed 42) over its UTF-8 bytes and reads
 a signed long; an index table's bucket is `pmod(hash, buckets)` (layout.py). `bucket_of_value`
 computes that for one key with the `xxhash` package; `buckets_of` does the same for a whole
 Arrow string array with array arithmetic, one pass per 8-byte word of the longest key rather
-than one Python call per key (tests/test_index_inmemory.py compares both on random strings).
+than one Python call per key (tests/index/test_index_inmemory.py compares both on random strings).
 
 The algorithm is XXH64 as its specification gives it: 32-byte stripes through four
 accumulators for keys of at least 32 bytes, then 8-byte words, one 4-byte word and single

@@ -60,24 +60,16 @@ def _stats(st):
 
 
 def _nodes(plan: P.QueryPlan):
-    """Every relation node of a plan, subqueries' plans included."""
-    stack = [plan.root]
+    """Every node of a plan, subqueries' plans included (`Node.children()`); a ProvJoin's own
+    predicate is left out, it is counted with its join."""
+    stack: list[A.Node] = [plan.root]
     while stack:
-        rel = stack.pop()
-        yield rel
-        for name in ("input", "left", "right", "new"):
-            child = getattr(rel, name, None)
-            if child is not None and not isinstance(child, A.BoundAlias):
-                stack.append(child)
-        exprs = [getattr(rel, "predicate", None), getattr(rel, "having", None)]
-        exprs += [o.expr for o in getattr(rel, "outputs", ())]
-        exprs += list(getattr(rel, "filters", ()))
-        for expr in exprs:
-            for node in A.walk(expr) if expr is not None else ():
-                if isinstance(node, (P.SubqueryExists, P.SubqueryValue)):
-                    stack.append(node.plan.root)
-                elif isinstance(node, A.ProvPredicate):
-                    yield node
+        node = stack.pop()
+        yield node
+        children = node.children()
+        if isinstance(node, P.ProvJoin):
+            children = tuple(c for c in children if c is not node.pred)
+        stack += children
 
 
 def reads(plan: P.QueryPlan, stats, store_rows) -> int:

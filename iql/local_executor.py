@@ -90,7 +90,7 @@ class LocalExecutor(ExpressionCompiler):
     # ------------------------------------------------------------------ queries
     def query(self, plan: P.QueryPlan, domains=None):
         """The plan's relation with internal output names `__o0..` (keys first for subqueries)."""
-        return self.relation(plan.root, domains or {})
+        return self.visit(plan.root, domains or {})
 
     def visit_Scan(self, scan: P.Scan, domains):
         key = None if scan.outer or not self.tables.held(S.VERTICES) else scan
@@ -148,10 +148,10 @@ class LocalExecutor(ExpressionCompiler):
         return df
 
     def visit_CrossJoin(self, rel: P.CrossJoin, domains):
-        return self.relation(rel.left, domains).cross(self.relation(rel.right, domains))
+        return self.visit(rel.left, domains).cross(self.visit(rel.right, domains))
 
     def visit_ProvJoin(self, rel: P.ProvJoin, domains):
-        held = self.hold(self.relation(rel.input, domains))
+        held = self.hold(self.visit(rel.input, domains))
         df = held.rel
         pred = rel.pred
         lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
@@ -161,7 +161,7 @@ class LocalExecutor(ExpressionCompiler):
                 same_id = [a for a, b in found if a == b]
                 return df.join(self.frame({lcol: same_id}, {lcol: _arrow_type(A.ValueType.STRING)}), lcol)
             return df.join(self._pair_frame(found, lcol, rcol), [lcol, rcol])
-        new = self.hold(self.relation(rel.new, domains))
+        new = self.hold(self.visit(rel.new, domains))
         bound_new = rel.bound_right if rel.new.source.uid == pred.right.uid else rel.bound_left
         found = self._pair_frame(self._pairs_for([held, new] if bound_new else [held], pred), lcol, rcol)
         joined_col = lcol if rel.new.source.uid == pred.right.uid else rcol
@@ -194,13 +194,13 @@ class LocalExecutor(ExpressionCompiler):
         return LS.pairs(self.st, _KIND[pred.kind], depth, ids(pred.left.uid), ids(pred.right.uid))
 
     def visit_Filter(self, rel: P.Filter, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         df, subst = self.prepare(df, rel.predicate, domains)
         keep = [c for c in df.columns if not c.startswith("__m")]
         return df.filter(self.column(rel.predicate, subst)).project(*[col(c) for c in keep])
 
     def visit_Project(self, rel: P.Project, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         subst: list = []
         for o in rel.outputs:
             df, more = self.prepare(df, o.expr, domains)
@@ -211,7 +211,7 @@ class LocalExecutor(ExpressionCompiler):
         return df.distinct() if rel.distinct else df
 
     def visit_Aggregate(self, rel: P.Aggregate, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         subst: list = []
         for expr in [*rel.keys, *(o.expr for o in rel.outputs), rel.having]:
             if expr is not None:
@@ -235,7 +235,7 @@ class LocalExecutor(ExpressionCompiler):
         return out.project(*[self.column(o.expr, post).alias(out_name(i)) for i, o in enumerate(rel.outputs)])
 
     def visit_Sort(self, rel: P.Sort, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         keys = []
         for key in rel.keys:
             e = col(out_name(key.position)) if key.position is not None else self.column(key.expr, [])
@@ -243,7 +243,7 @@ class LocalExecutor(ExpressionCompiler):
         return df.sort(*keys)
 
     def visit_Limit(self, rel: P.Limit, domains):
-        return self.relation(rel.input, domains).limit(rel.count)
+        return self.visit(rel.input, domains).limit(rel.count)
 
     # ------------------------------------------------------------------ expressions
     def prepare(self, df, expr, domains):

@@ -1,4 +1,5 @@
-"""What the two physical layers share: iql/executor.py (Spark) and iql/local_executor.py (DuckDB).
+"""What the two physical layers share: iql/spark/executor.py (Spark) and iql/duckdb/executor.py
+(DuckDB), the two wings of IQL.
 
 Both compile the same bound expressions and walk the same plans (both are visitors,
 iql/visit.py); they differ only in how a

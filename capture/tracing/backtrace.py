@@ -29,6 +29,7 @@ from capture.operators import POS, OperatorProv, OpType
 from capture.storing.runs import ROW_KEY, StoredRun, hidden_rows, opened, read_head
 from capture.tracing.compile import matched_frame, prepare_items
 from capture.tracing.pattern import Pattern
+from store.engine import Engine
 
 Path = tuple[str, ...]
 AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
@@ -409,7 +410,7 @@ def _split_rows(stored: StoredRun, pattern: Pattern | str, limit: int | None, co
 
 
 # ---- over a store ------------------------------------------------------------------------------
-def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
+def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *, engine=None,
           timings: dict | None = None, compiled: bool = True) -> Backtrace:
     """Trace run ``run`` (None: the store's last captured run): match ``pattern`` on its stored
     annotated result and backtrace at most ``limit`` matched result items to the input items and
@@ -421,13 +422,14 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     :func:`backtrace_run`. ``compiled=False`` matches with the Python matcher instead of the
     compiled Spark expression (on the driver: over the items' ``to_json`` values). ``timings``
     (if given) receives the phases' seconds: ``run``, ``match``, ``associations``, ``backtrace``
-    and ``total``."""
+    and ``total``. ``engine`` (``store.engine.Engine``): the engine the caller chose for the
+    question (LOCAL: on the driver, SPARK: on Spark); None: decided here (``on_driver``)."""
     from capture.tracing import local
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
     head = read_head(store, run)
-    if not local.on_driver(store, head):
+    if not _on_driver(store, head, engine):
         stored = opened(store, head)
         t["run"] = time.perf_counter() - t0
         out = backtrace_run(stored, pattern, limit, compiled=compiled, timings=t)
@@ -442,16 +444,24 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     return replace(out, run=head.run)
 
 
-def describe(store, run: str | None, pattern: Pattern, limit: int | None = None) -> list[str]:
+def _on_driver(store, head, engine) -> bool:
+    """Whether the driver traces: the caller's engine when given, else the store's rule."""
+    from capture.tracing import local
+
+    return local.on_driver(store, head) if engine is None else engine is Engine.LOCAL
+
+
+def describe(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
+             engine=None) -> list[str]:
     """How :func:`trace` would trace: the run, how the pattern is matched (on the driver, or
     compiled to Spark expressions or not, and why), the operators the backtrace walks and which
     associations it reads. Reads the run's operators (no job on a local store; no JVM either when
-    the local engine answers); matches nothing."""
+    the local engine answers); matches nothing. ``engine`` as for :func:`trace`."""
     from capture.tracing import local
 
     head = read_head(store, run)
     lines = [f"Trace run {head.run!r}" + (f", the first {limit} matching result items" if limit else "")]
-    if local.on_driver(store, head):
+    if _on_driver(store, head, engine):
         lines += ["  " + line for line in local.plan_lines(store, head, pattern)]
         if head.split:
             lines.append("  then the matched rows' hidden columns, by row key (the run's stored copy is split): "

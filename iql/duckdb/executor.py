@@ -1,6 +1,8 @@
-"""Logical plan -> DuckDB relations: the local engine's physical layer (store/engine.py).
+"""Logical plan -> DuckDB relations: the DuckDB wing's physical layer (iql/placement.py sends a
+statement here when store/engine.py's rule picks the local engine; a TRACE is traced on the
+driver too).
 
-The same plans as iql/executor.py (Spark), the same internal names (`<uid>__<name>` for binding
+The same plans as iql/spark/executor.py (Spark), the same internal names (`<uid>__<name>` for binding
 columns, `__o<i>` for outputs), the same semantics; only the physical operators differ. Tables
 are DuckDB relations over the store's committed Parquet files (store/local/tables.py); every value
 the user wrote reaches DuckDB as a `ConstantExpression`, never as SQL text. Provenance predicates
@@ -22,6 +24,7 @@ from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
 from store.duckdb import semantics as LS
+from store.engine import Engine
 
 _TYPES = {
     A.ValueType.STRING: "VARCHAR",
@@ -65,10 +68,10 @@ class Held:
         return [v for v in set(self.table.column(name).to_pylist()) if v is not None]
 
 
-class LocalExecutor(ExpressionCompiler):
-    name = "local executor"
-
+class DuckDBExecutor(ExpressionCompiler):
     """Runs plans against one store's committed version with DuckDB."""
+
+    name = "duckdb executor"
 
     def __init__(self, st) -> None:
         self.st = st
@@ -138,7 +141,7 @@ class LocalExecutor(ExpressionCompiler):
         from capture.tracing import trace, trace_rows
 
         t = scan.trace
-        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit),
+        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.LOCAL),
                           where="source" in scan.columns, values="value" in scan.columns)
         names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
         types = {n: _arrow_type(vtype) for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
@@ -357,4 +360,4 @@ def _aggregate_text(call: A.BoundCall, i: int) -> str:
 
 def execute(st, plan: P.QueryPlan) -> list[tuple]:
     """Run a top-level plan; the rows in the query's column order."""
-    return LocalExecutor(st).query(plan).fetchall()
+    return DuckDBExecutor(st).query(plan).fetchall()

@@ -1,4 +1,5 @@
-"""Logical plan -> Spark DataFrame: the Spark engine's physical layer (iql/engines.py chooses).
+"""Logical plan -> Spark DataFrame: the Spark wing's physical layer (iql/placement.py sends a
+statement here when store/engine.py's rule picks Spark; a TRACE is traced on Spark too).
 
 Every value the user wrote reaches Spark as a `F.lit(...)` Column, never as SQL text.
 Provenance predicates are evaluated by `store.spark.semantics` from the bound side(s): a bound side is
@@ -20,6 +21,7 @@ from iql.errors import IqlRuntimeError
 from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
+from store.engine import Engine
 from store.spark import semantics as SEM
 
 _CAST = {
@@ -44,7 +46,9 @@ def pairs(st, pred: A.ProvPredicate, left: DataFrame | None, right: DataFrame | 
     return df.toDF("l", "r")
 
 
-class Executor(ExpressionCompiler):
+class SparkExecutor(ExpressionCompiler):
+    name = "spark executor"
+
     """Runs plans against one store; `domains` bind outer aliases of correlated subqueries."""
 
     def __init__(self, st) -> None:
@@ -83,7 +87,7 @@ class Executor(ExpressionCompiler):
         from capture.tracing import trace, trace_rows
 
         t = scan.trace
-        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit),
+        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.SPARK),
                           where="source" in scan.columns, values="value" in scan.columns)
         schema = ", ".join(f"{cname(scan.source.uid, name)} {_CAST[vtype]}"
                            for name, vtype in A.TRACE_COLUMNS)
@@ -271,4 +275,4 @@ def materialize(df: DataFrame) -> DataFrame:
 
 def execute(st, plan: P.QueryPlan) -> DataFrame:
     """Run a top-level plan; the result has the query's column names."""
-    return Executor(st).query(plan).toDF(*plan.columns)
+    return SparkExecutor(st).query(plan).toDF(*plan.columns)

@@ -1,5 +1,8 @@
-"""Where one IQL plan runs: the local engine (DuckDB, iql/local_executor.py) or Spark
-(iql/executor.py), chosen per plan by store/engine.py from what the plan reads.
+"""Where one IQL statement runs, decided once: the store's statistics, the rows the plan reads,
+the engine store/engine.py's rule picks for it (`choose`: EXPLAIN's first line), and the plan run
+on that engine's wing (`execute`): iql/duckdb/ (DuckDB in this process) or iql/spark/ (Spark).
+The choice is passed down to the wing, which passes it on to `capture.tracing` for a TRACE:
+nothing below asks again.
 
 `reads(plan, stats, store_rows)` estimates the rows a plan reads after pruning:
 
@@ -120,19 +123,21 @@ def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
 
 
 def execute(st, plan: P.QueryPlan, choice: Choice):
-    """Rows (local engine: a list of tuples) or a Spark DataFrame (spark), with the query's names."""
+    """Rows (local engine: a list of tuples) or a Spark DataFrame (spark), with the query's names:
+    `plan` run on the wing of `choice.engine`. The wings are imported here, when chosen: the
+    Spark wing loads pyspark, which a local answer does not need."""
     if choice.engine is Engine.LOCAL:
-        from iql.local_executor import execute as run_local
+        from iql.duckdb.executor import execute as run_duckdb
 
-        return run_local(st, plan)
-    from iql.executor import execute as run_spark
+        return run_duckdb(st, plan)
+    from iql.spark.executor import execute as run_spark
 
     return run_spark(st, plan)
 
 
-def describe_trace(st, scan: P.TraceScan) -> list[str]:
-    """How a TRACE scan runs on this store (for EXPLAIN): reads the run's operators."""
+def describe_trace(st, scan: P.TraceScan, engine: Engine) -> list[str]:
+    """How a TRACE scan runs on this store on `engine` (for EXPLAIN): reads the run's operators."""
     from capture.tracing import describe
 
     t = scan.trace
-    return describe(st, t.run, t.pattern, t.limit)
+    return describe(st, t.run, t.pattern, t.limit, engine=engine)

@@ -12,8 +12,9 @@ nothing below asks again.
   `influences`: counted as nothing beyond the scans;
 - any other predicate reads the containment, complex-element and edge tables whole
   (`store_rows`), counted once however many such predicates there are;
-- a TRACE scan reads one captured run's tables, counted as nothing (runs are small next to
-  what a threshold is about).
+- a TRACE scan reads its run's result items (`capture.tracing.trace_reads`); a run the driver
+  cannot read (a result layout or column type the local trace does not read) sends the whole
+  statement to Spark under `auto`.
 """
 
 from __future__ import annotations
@@ -75,13 +76,15 @@ def _nodes(plan: P.QueryPlan):
         stack += children
 
 
-def reads(plan: P.QueryPlan, stats, store_rows) -> int:
+def reads(plan: P.QueryPlan, stats, store_rows, trace_rows=lambda scan: 0) -> int:
     """Rows `plan` reads after pruning (module docstring). `store_rows()` is called only when a
-    predicate cannot be pruned."""
+    predicate cannot be pruned; `trace_rows(scan)` counts a TRACE scan."""
     total = 0
     unpruned = False
     for node in _nodes(plan):
-        if isinstance(node, P.Scan):
+        if isinstance(node, P.TraceScan):
+            total += trace_rows(node)
+        elif isinstance(node, P.Scan):
             n = stats.count(node.source)
             total += n if n is not None else sum(stats.kind_counts.values())
         elif isinstance(node, P.ProvJoin):
@@ -119,7 +122,16 @@ def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
         return st.choose(None)
     from store.duckdb.semantics import store_rows
 
-    return st.choose(reads(plan, stats, lambda: store_rows(st)))
+    traces: dict[str | None, int] = {}
+    for node in _nodes(plan):
+        if isinstance(node, P.TraceScan) and node.trace.run not in traces:
+            from capture.tracing import trace_reads  # only for a TRACE: it loads pyspark
+
+            n = trace_reads(st, node.trace.run)
+            if n is None:
+                return Choice(Engine.SPARK, "a TRACE of a run whose result the driver cannot read")
+            traces[node.trace.run] = n
+    return st.choose(reads(plan, stats, lambda: store_rows(st), lambda scan: traces[scan.trace.run]))
 
 
 def execute(st, plan: P.QueryPlan, choice: Choice):

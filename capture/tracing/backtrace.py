@@ -444,6 +444,16 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     return replace(out, run=head.run)
 
 
+def trace_reads(store, run: str | None) -> int | None:
+    """What a trace of run ``run`` counts for the engine rule of store/engine.py, for a caller
+    that chooses one engine for a whole question (IQL): the run's result items; None when the
+    driver cannot read the run (only Spark can trace it)."""
+    from capture.tracing import local
+
+    head = read_head(store, run)
+    return head.items if local.readable(store, head) else None
+
+
 def _on_driver(store, head, engine) -> bool:
     """Whether the driver traces: the caller's engine when given, else the store's rule."""
     from capture.tracing import local

@@ -64,6 +64,18 @@ def on_driver(store, head: RunHead) -> bool:
     return True
 
 
+def readable(store, head: RunHead) -> bool:
+    """Whether the driver can trace this run at all: a local store, and a result layout and
+    column types this module reads (whichever engine a caller then picks)."""
+    if not store.storage.is_local:
+        return False
+    try:
+        _source(store, head)
+    except NotLocal:
+        return False
+    return True
+
+
 # ---- the items' JSON view ------------------------------------------------------------------
 def _spark_types():
     from pyspark.sql import types as T  # pure Python: no JVM

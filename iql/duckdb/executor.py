@@ -4,9 +4,9 @@ driver too).
 
 The same plans as iql/spark/executor.py (Spark), the same internal names (`<uid>__<name>` for binding
 columns, `__o<i>` for outputs), the same semantics; only the physical operators differ. Tables
-are DuckDB relations over the store's committed Parquet files (store/local/tables.py); every value
+are DuckDB relations over the store's committed Parquet files (store/duckdb/tables.py); every value
 the user wrote reaches DuckDB as a `ConstantExpression`, never as SQL text. Provenance predicates
-are answered on the driver by store/local/semantics.py from the ids of the bound side(s), and
+are answered on the driver by store/duckdb/semantics.py from the ids of the bound side(s), and
 their pairs joined back as a relation.
 """
 

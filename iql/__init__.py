@@ -6,8 +6,8 @@
 
 Stages (each a module with one entry function): `parser.parse` (text -> AST),
 `binder.bind` (AST + catalog -> bound AST), `planner.plan` (-> logical plan), then
-`engines.execute` runs the plan on the engine `engines.choose` picks: `local_executor` (DuckDB in
-this process) or `executor` (Spark).
+`placement.execute` runs the plan on the engine `placement.choose` picks (once per statement,
+by store/engine.py's rule): the wing `iql.duckdb` (DuckDB in this process) or `iql.spark`.
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def run(store, text: str) -> Result:
     """Run one IQL statement against a `store.Store`.
 
     The plan is made once, with the store's statistics, and is the one EXPLAIN shows and the
-    chosen engine runs (`iql.engines`: DuckDB in this process or Spark; EXPLAIN names it)."""
-    from iql import engines
+    chosen engine runs (`iql.placement`: DuckDB in this process or Spark; EXPLAIN names it).
+    The engine is chosen here, once, and passed down."""
+    from iql import placement
     from iql.explain import explain_lines
 
     if _AS_OF.match(text):  # AS OF VERSION n: the statement reads that committed version
@@ -69,13 +70,13 @@ def run(store, text: str) -> Result:
         version = parse(text).as_of
         if version is not None and version != store.version:
             store = store.at(version)
-    stats = engines.stats(store)
+    stats = placement.stats(store)
     bound, logical = _compiled(store, text, stats)
-    choice = engines.choose(store, logical, stats)
+    choice = placement.choose(store, logical, stats)
     if bound.explain:
         lines = [choice.line(), *explain_lines(logical, bound.warnings,
-                                               lambda scan: engines.describe_trace(store, scan))]
+                                               lambda scan: placement.describe_trace(store, scan, choice.engine))]
         return Result([(line,) for line in lines], ("plan",), bound.warnings, True, engine=choice,
                       spark=lambda: store.spark)
-    return Result(engines.execute(store, logical, choice), logical.columns, bound.warnings,
+    return Result(placement.execute(store, logical, choice), logical.columns, bound.warnings,
                   form=bound.form, engine=choice, spark=lambda: store.spark)

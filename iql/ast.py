@@ -5,12 +5,17 @@ Parse nodes (`Literal`, `ColumnRef`, `ProvPredicate`, `Select`, ...) say what th
 bound nodes (`BoundColumn`, `BoundSource`, `BoundSelect`, ...) say what it means against a
 catalog: which FROM entry an alias is, its kind, the value type of every expression.
 Rewrites return new nodes (`dataclasses.replace`).
+
+Every node is a `Node`: `children()` are its node-valued fields (tuples of nodes flattened),
+derived from the dataclass fields, so a walk needs no list of field names. Spans are not part
+of a node's equality or hash (`span_field`): two nodes written alike in different places are
+equal, and `==` is the structural comparison the binder and the executors use.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,42 @@ class Span:
 
 
 NO_SPAN = Span(0, 0, 1, 1)
+
+
+def span_field(**kwargs):
+    """A node's source span: kept for error messages, left out of `==` and `hash`."""
+    return field(compare=False, hash=False, **kwargs)
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+class Node:
+    """Base of the syntax-tree and plan nodes (iql/plan.py): frozen, slotted dataclasses."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Node, ...]:
+        """The nodes held by this node's fields, in field order (tuples of nodes flattened;
+        spans, names, enums and other values are not children)."""
+        names = _CHILD_FIELDS.get(type(self))
+        if names is None:
+            names = _CHILD_FIELDS[type(self)] = tuple(f.name for f in fields(self) if f.compare)
+        out: list[Node] = []
+        for name in names:
+            value = getattr(self, name)
+            if isinstance(value, Node):
+                out.append(value)
+            elif isinstance(value, tuple):
+                out += [v for v in value if isinstance(v, Node)]
+        return tuple(out)
+
+
+class Subquery(Node):
+    """A node that holds a whole query (EXISTS, a scalar subquery, and their planned forms):
+    expression walks (`operands`, `walk`) stop at it."""
+
+    __slots__ = ()
 
 
 class CompOp(str, enum.Enum):
@@ -92,9 +133,9 @@ class ValueType(str, enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Literal:
+class Literal(Node):
     value: str | int | float | bool | None
-    span: Span
+    span: Span = span_field()
 
     @property
     def vtype(self) -> ValueType:
@@ -111,25 +152,25 @@ class Literal:
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnRef:
+class ColumnRef(Node):
     """`alias.name`, or a bare `name` (alias None): an attribute, `id`, or an alias by itself."""
 
     alias: str | None
     name: str
-    span: Span
+    span: Span = span_field()
 
     def __str__(self) -> str:
         return f"{self.alias}.{self.name}" if self.alias else self.name
 
 
 @dataclass(frozen=True, slots=True)
-class Call:
+class Call(Node):
     """An aggregate call; `arg` None means `count(*)`."""
 
     func: AggFunc
     arg: Expr | None
     distinct: bool
-    span: Span
+    span: Span = span_field()
 
     def __post_init__(self) -> None:
         if self.arg is None and self.func is not AggFunc.COUNT:
@@ -137,46 +178,46 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
-class Compare:
+class Compare(Node):
     op: CompOp
     left: Expr
     right: Expr
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class And:
+class And(Node):
     left: Expr
     right: Expr
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class Or:
+class Or(Node):
     left: Expr
     right: Expr
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class Not:
+class Not(Node):
     operand: Expr
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class IsNull:
+class IsNull(Node):
     operand: Expr
     negated: bool
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class InList:
+class InList(Node):
     operand: Expr
     items: tuple[Expr, ...]
     negated: bool
-    span: Span
+    span: Span = span_field()
 
     def __post_init__(self) -> None:
         if not self.items:
@@ -184,14 +225,14 @@ class InList:
 
 
 @dataclass(frozen=True, slots=True)
-class ProvPredicate:
+class ProvPredicate(Node):
     """`left under right`, `feeds`, `emits`, or `influences(depth)`; depth None = `(*)`."""
 
     kind: ProvKind
     left: Expr
     right: Expr
     depth: int | None
-    span: Span
+    span: Span = span_field()
 
     def __post_init__(self) -> None:
         if self.depth is not None and self.depth < 0:
@@ -207,31 +248,31 @@ class ProvPredicate:
 
 
 @dataclass(frozen=True, slots=True)
-class Exists:
+class Exists(Subquery):
     query: Select | BoundSelect
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class ScalarSubquery:
+class ScalarSubquery(Subquery):
     query: Select | BoundSelect
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class SelectItem:
+class SelectItem(Node):
     expr: Expr
     alias: str | None
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class TypeRef:
+class TypeRef(Node):
     """A FROM type: a name (`WebPage`, `Any`) or a granularity tuple `(Row, Column)`."""
 
     names: tuple[str, ...]
     is_tuple: bool
-    span: Span
+    span: Span = span_field()
 
     def __post_init__(self) -> None:
         if not self.names:
@@ -242,7 +283,7 @@ class TypeRef:
 
 
 @dataclass(frozen=True, slots=True)
-class TraceSource:
+class TraceSource(Node):
     """`TRACE(['run'] MATCH 'pattern' [LIMIT n])` in FROM: the trace rows of a captured run's
     result items that match the tree pattern (`run` None = the store's last captured run;
     `limit` = how many matched result items to trace). `pattern_span` locates the pattern's
@@ -251,8 +292,8 @@ class TraceSource:
     run: str | None
     pattern: str
     limit: int | None
-    span: Span
-    pattern_span: Span
+    span: Span = span_field()
+    pattern_span: Span = span_field()
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 0:
@@ -263,23 +304,23 @@ class TraceSource:
 
 
 @dataclass(frozen=True, slots=True)
-class FromItem:
+class FromItem(Node):
     """One FROM entry: an element type (or wildcard) or a TRACE, and its alias."""
 
     source: TypeRef | TraceSource
     alias: str
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class OrderItem:
+class OrderItem(Node):
     expr: Expr
     descending: bool
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class Select:
+class Select(Node):
     distinct: bool
     items: tuple[SelectItem, ...] | None  # None = `SELECT *`
     from_: tuple[FromItem, ...]
@@ -288,8 +329,8 @@ class Select:
     having: Expr | None
     order_by: tuple[OrderItem, ...]
     limit: int | None
-    span: Span
-    limit_span: Span | None = None
+    span: Span = span_field()
+    limit_span: Span | None = span_field(default=None)
 
     def __post_init__(self) -> None:
         if not self.from_:
@@ -307,10 +348,10 @@ class Form(str, enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Statement:
+class Statement(Node):
     query: Select
     explain: bool
-    span: Span
+    span: Span = span_field()
     form: Form = Form.SELECT
     as_of: int | None = None  # AS OF VERSION n: the committed version the statement reads
 
@@ -336,7 +377,7 @@ TRACE_COLUMNS: tuple[tuple[str, ValueType], ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class BoundTrace:
+class BoundTrace(Node):
     """A checked `TRACE(...)` source: `pattern` is the parsed tree pattern
     (`capture.tracing.Pattern`), `pattern_text` what the user wrote."""
 
@@ -347,7 +388,7 @@ class BoundTrace:
 
 
 @dataclass(frozen=True, slots=True)
-class BoundSource:
+class BoundSource(Node):
     """One FROM entry resolved against the catalog.
 
     `uid` is unique in the whole statement (subqueries included). Exactly one of three says
@@ -364,7 +405,7 @@ class BoundSource:
     kind: str | None
     attributes: tuple[tuple[str, ValueType], ...]
     display: str
-    span: Span
+    span: Span = span_field()
     trace: BoundTrace | None = None
 
     def __post_init__(self) -> None:
@@ -385,7 +426,7 @@ class BoundSource:
 
 
 @dataclass(frozen=True, slots=True)
-class BoundColumn:
+class BoundColumn(Node):
     """A resolved column: `name` is `id` or an attribute of source `uid`; `outer` if correlated."""
 
     uid: str
@@ -393,7 +434,7 @@ class BoundColumn:
     name: str
     vtype: ValueType
     outer: bool
-    span: Span
+    span: Span = span_field()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -404,37 +445,37 @@ class BoundColumn:
 
 
 @dataclass(frozen=True, slots=True)
-class BoundAlias:
+class BoundAlias(Node):
     """An alias used as a whole element, as the operand of a provenance predicate."""
 
     uid: str
     alias: str
     kind: str | None
     outer: bool
-    span: Span
+    span: Span = span_field()
 
     def __str__(self) -> str:
         return self.alias
 
 
 @dataclass(frozen=True, slots=True)
-class BoundCall:
+class BoundCall(Node):
     func: AggFunc
     arg: BoundExpr | None
     distinct: bool
     vtype: ValueType
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class OutputColumn:
+class OutputColumn(Node):
     name: str
     expr: BoundExpr
     vtype: ValueType
 
 
 @dataclass(frozen=True, slots=True)
-class BoundOrder:
+class BoundOrder(Node):
     """An ORDER BY key: an output column position, or an expression over the sources."""
 
     position: int | None
@@ -447,7 +488,7 @@ class BoundOrder:
 
 
 @dataclass(frozen=True, slots=True)
-class BoundSelect:
+class BoundSelect(Node):
     """A query with every name resolved and every expression typed.
 
     `correlated` lists the outer sources this query (or a nested one) refers to.
@@ -463,11 +504,11 @@ class BoundSelect:
     order_by: tuple[BoundOrder, ...]
     limit: int | None
     correlated: tuple[BoundSource, ...]
-    span: Span
+    span: Span = span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class BoundStatement:
+class BoundStatement(Node):
     query: BoundSelect
     explain: bool
     warnings: tuple[str, ...]
@@ -485,25 +526,15 @@ BoundExpr = (
 )
 
 
-def children(node: object) -> tuple[object, ...]:
-    """Direct sub-expressions of an expression node (subqueries are not descended into)."""
-    if isinstance(node, (Compare, And, Or)):
-        return (node.left, node.right)
-    if isinstance(node, ProvPredicate):
-        return (node.left, node.right)
-    if isinstance(node, (Not, IsNull)):
-        return (node.operand,)
-    if isinstance(node, InList):
-        return (node.operand, *node.items)
-    if isinstance(node, (Call, BoundCall)):
-        return () if node.arg is None else (node.arg,)
-    return ()
+def operands(node: Node) -> tuple[Node, ...]:
+    """The direct sub-expressions of an expression node (a subquery's query is not one)."""
+    return () if isinstance(node, Subquery) else node.children()
 
 
-def walk(node: object):
+def walk(node: Node):
     """Pre-order walk of an expression, not descending into subqueries."""
     yield node
-    for child in children(node):
+    for child in operands(node):
         yield from walk(child)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from iql import ast as A
 from iql.errors import IqlSemanticError, IqlSyntaxError
 from iql.explain import expr_text
+from iql.visit import Visitor
 
 DATA, PROCESS = "data", "process"
 
@@ -86,21 +87,6 @@ def _attr_vtype(t) -> A.ValueType:
     return _ATTR_TYPES[getattr(t, "value", t)]
 
 
-def same(a: object, b: object) -> bool:
-    """Structural equality of two nodes, ignoring spans."""
-    if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
-        if type(a) is not type(b):
-            return False
-        return all(
-            same(getattr(a, f.name), getattr(b, f.name))
-            for f in dataclasses.fields(a)
-            if f.name != "span"
-        )
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
-
-
 @dataclass
 class _Scope:
     sources: list[A.BoundSource]
@@ -128,7 +114,9 @@ class _Scope:
             self.outer_refs[source.uid] = source
 
 
-class _Binder:
+class _Binder(Visitor):
+    name = "binder"
+
     def __init__(self, catalog, text: str) -> None:
         self.catalog = catalog
         self.text = text
@@ -266,10 +254,7 @@ class _Binder:
     # ------------------------------------------------------------------ expressions
     def expr(self, node, scope: _Scope, *, aggregates: bool = False, negated: bool = False):
         """Bind and type one expression; returns (bound node, value type)."""
-        method = getattr(self, f"visit_{type(node).__name__}", None)
-        if method is None:
-            raise TypeError(f"binder: unhandled node {type(node).__name__}")
-        return method(node, scope, aggregates, negated)
+        return self.visit(node, scope, aggregates, negated)
 
     def visit_Literal(self, node, scope, aggregates, negated):
         if node.vtype is A.ValueType.INT and not -(2**63) <= node.value < 2**63:
@@ -421,7 +406,7 @@ class _Binder:
                              aggregated, order, node.limit, correlated, node.span)
 
     def _check_grouped(self, expr, keys) -> None:
-        if any(same(expr, k) for k in keys):
+        if any(expr == k for k in keys):
             return
         if isinstance(expr, A.BoundCall):
             if expr.arg is not None and any(isinstance(n, A.BoundCall) for n in A.walk(expr.arg)):
@@ -432,7 +417,7 @@ class _Binder:
                 f"{expr} must appear in GROUP BY or inside an aggregate", expr.span,
                 f"add 'GROUP BY {expr}', or aggregate it, e.g. max({expr})",
             )
-        for child in A.children(expr):
+        for child in A.operands(expr):
             self._check_grouped(child, keys)
 
     def outputs(self, node: A.Select, scope: _Scope) -> tuple[A.OutputColumn, ...]:
@@ -485,7 +470,7 @@ class _Binder:
                     return A.BoundOrder(i, None, item.descending)
         bound, _ = self.expr(expr, scope, aggregates=must_be_output)
         for i, out in enumerate(outputs):
-            if same(out.expr, bound):
+            if out.expr == bound:
                 return A.BoundOrder(i, None, item.descending)
         if must_be_output:
             raise self.error("with DISTINCT or aggregates, ORDER BY must name a SELECT column",

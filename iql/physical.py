@@ -1,6 +1,8 @@
-"""What the two physical layers share: iql/executor.py (Spark) and iql/local_executor.py (DuckDB).
+"""What the two physical layers share: iql/spark/executor.py (Spark) and iql/duckdb/executor.py
+(DuckDB), the two wings of IQL.
 
-Both compile the same bound expressions and walk the same plans; they differ only in how a
+Both compile the same bound expressions and walk the same plans (both are visitors,
+iql/visit.py); they differ only in how a
 constant, a column, a null test and a membership test are made, which each supplies as four
 small methods of `ExpressionCompiler`. Spark Columns and DuckDB expressions both overload the
 comparison and boolean operators, so the rest of the compiler is common.
@@ -13,7 +15,7 @@ from typing import Any
 
 from iql import ast as A
 from iql import plan as P
-from iql.binder import same
+from iql.visit import Visitor
 
 COMPARE = {
     A.CompOp.EQ: operator.eq,
@@ -25,8 +27,11 @@ COMPARE = {
 }
 
 
-class ExpressionCompiler:
-    """Bound expressions -> an engine's expressions; subclasses give the four constructors."""
+class ExpressionCompiler(Visitor):
+    """Bound expressions -> an engine's expressions; subclasses give the four constructors.
+
+    A visitor (iql/visit.py): expressions are `visit_<Node>(node, subst)`, and the executors
+    add the plan's relations as `visit_<Relation>(rel, domains)`."""
 
     name = "executor"
 
@@ -48,33 +53,34 @@ class ExpressionCompiler:
         `subst` maps nodes already computed as columns (provenance predicates, subqueries,
         aggregates) to those columns."""
         for target, e in subst:
-            if target is node or (not isinstance(node, A.Literal) and same(target, node)):
+            if target is node or (not isinstance(node, A.Literal) and target == node):
                 return e
-        if isinstance(node, A.Literal):
-            return self.lit(node.value)
-        if isinstance(node, A.BoundColumn):
-            return self.col(P.cname(node.uid, node.name))
-        if isinstance(node, A.Compare):
-            return COMPARE[node.op](self.column(node.left, subst), self.column(node.right, subst))
-        if isinstance(node, A.And):
-            return self.column(node.left, subst) & self.column(node.right, subst)
-        if isinstance(node, A.Or):
-            return self.column(node.left, subst) | self.column(node.right, subst)
-        if isinstance(node, A.Not):
-            return ~self.column(node.operand, subst)
-        if isinstance(node, A.IsNull):
-            return self.null_test(self.column(node.operand, subst), node.negated)
-        if isinstance(node, A.InList):
-            items = [self.column(i, subst) for i in node.items]
-            return self.in_list(self.column(node.operand, subst), items, node.negated)
-        raise TypeError(f"{self.name}: cannot compile {type(node).__name__} here")
+        return self.visit(node, subst)
 
-    def relation(self, rel, domains):
-        """Dispatch a plan node to this layer's `visit_<Node>`."""
-        method = getattr(self, f"visit_{type(rel).__name__}", None)
-        if method is None:
-            raise TypeError(f"{self.name}: unhandled plan node {type(rel).__name__}")
-        return method(rel, domains)
+    def visit_Literal(self, node: A.Literal, subst) -> Any:
+        return self.lit(node.value)
+
+    def visit_BoundColumn(self, node: A.BoundColumn, subst) -> Any:
+        return self.col(P.cname(node.uid, node.name))
+
+    def visit_Compare(self, node: A.Compare, subst) -> Any:
+        return COMPARE[node.op](self.column(node.left, subst), self.column(node.right, subst))
+
+    def visit_And(self, node: A.And, subst) -> Any:
+        return self.column(node.left, subst) & self.column(node.right, subst)
+
+    def visit_Or(self, node: A.Or, subst) -> Any:
+        return self.column(node.left, subst) | self.column(node.right, subst)
+
+    def visit_Not(self, node: A.Not, subst) -> Any:
+        return ~self.column(node.operand, subst)
+
+    def visit_IsNull(self, node: A.IsNull, subst) -> Any:
+        return self.null_test(self.column(node.operand, subst), node.negated)
+
+    def visit_InList(self, node: A.InList, subst) -> Any:
+        items = [self.column(i, subst) for i in node.items]
+        return self.in_list(self.column(node.operand, subst), items, node.negated)
 
 
 def aggregate_calls(rel: P.Aggregate) -> list[A.BoundCall]:
@@ -82,7 +88,7 @@ def aggregate_calls(rel: P.Aggregate) -> list[A.BoundCall]:
     calls: list[A.BoundCall] = []
     for expr in [*(o.expr for o in rel.outputs), rel.having]:
         for node in A.walk(expr) if expr is not None else ():
-            if isinstance(node, A.BoundCall) and not any(same(node, c) for c in calls):
+            if isinstance(node, A.BoundCall) and node not in calls:
                 calls.append(node)
     return calls
 

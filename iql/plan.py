@@ -5,7 +5,8 @@ FROM aliases to elements (their id and the attributes the query reads). Provenan
 are `ProvJoin`s that evaluate under/feeds/emits/influences from the bound side(s).
 Expressions inside plans are bound AST nodes (`iql.ast`), with subqueries replaced by
 `SubqueryExists` / `SubqueryValue` that carry their own plans. Leaves are `Scan`s of store
-elements and `TraceScan`s of TRACE rows.
+elements and `TraceScan`s of TRACE rows. Every node is an `iql.ast.Node`: `children()` are
+the nodes its fields hold (a relation's inputs, its expressions, a subquery's plan).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def out_name(i: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Scan:
+class Scan(A.Node):
     """Elements of one FROM entry, with the single-alias filters pushed down.
 
     `ids` pins the element ids (from `x.id = 'lit'` or `x.id IN (...)`); `outer` restricts the
@@ -50,7 +51,7 @@ class Scan:
 
 
 @dataclass(frozen=True, slots=True)
-class TraceScan:
+class TraceScan(A.Node):
     """The rows of a TRACE source (`A.TRACE_COLUMNS`), with its single-alias filters.
 
     Executing it matches the tree pattern on the run's stored result and backtraces the matched
@@ -72,14 +73,14 @@ class TraceScan:
 
 
 @dataclass(frozen=True, slots=True)
-class CrossJoin:
+class CrossJoin(A.Node):
     left: Relation
     right: Relation
     estimate: int | None
 
 
 @dataclass(frozen=True, slots=True)
-class ProvJoin:
+class ProvJoin(A.Node):
     """Join `input` with the pairs of `pred` (bound AST). `new` is the scan of the side not yet
     in `input`, or None when both sides are already bound (a semi-join filter).
     `bound_left` / `bound_right`: whether that side's ids are passed to the semantics function.
@@ -98,13 +99,13 @@ class ProvJoin:
 
 
 @dataclass(frozen=True, slots=True)
-class Filter:
+class Filter(A.Node):
     input: Relation
     predicate: A.BoundExpr
 
 
 @dataclass(frozen=True, slots=True)
-class Aggregate:
+class Aggregate(A.Node):
     """Group `input` by `keys` (expressions) and compute `outputs` (may contain aggregates)."""
 
     input: Relation
@@ -114,53 +115,53 @@ class Aggregate:
 
 
 @dataclass(frozen=True, slots=True)
-class Project:
+class Project(A.Node):
     input: Relation
     outputs: tuple[A.OutputColumn, ...]
     distinct: bool
 
 
 @dataclass(frozen=True, slots=True)
-class SortKey:
+class SortKey(A.Node):
     position: int | None  # output column (after Project/Aggregate)
     expr: A.BoundExpr | None  # expression over the bindings (before Project)
     descending: bool
 
 
 @dataclass(frozen=True, slots=True)
-class Sort:
+class Sort(A.Node):
     input: Relation
     keys: tuple[SortKey, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Limit:
+class Limit(A.Node):
     input: Relation
     count: int
 
 
 @dataclass(frozen=True, slots=True)
-class SubqueryExists:
+class SubqueryExists(A.Subquery):
     """EXISTS(subquery): `plan` yields the distinct `keys` (outer element ids) it holds for."""
 
     plan: QueryPlan
     keys: tuple[A.BoundSource, ...]
-    span: A.Span
+    span: A.Span = A.span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class SubqueryValue:
+class SubqueryValue(A.Subquery):
     """A scalar subquery: `plan` yields `keys` + one value column; `count` means 0 when absent."""
 
     plan: QueryPlan
     keys: tuple[A.BoundSource, ...]
     is_count: bool
     vtype: A.ValueType
-    span: A.Span
+    span: A.Span = A.span_field()
 
 
 @dataclass(frozen=True, slots=True)
-class QueryPlan:
+class QueryPlan(A.Node):
     """A whole query: its root operator and the names of the columns it returns.
 
     For a correlated subquery `keys` are the outer aliases whose ids lead the output columns.

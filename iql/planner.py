@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from iql import ast as A
 from iql import plan as P
 from iql.errors import IqlSemanticError
+from iql.visit import Visitor
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,9 @@ def _mul(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a * b
 
 
-class _Planner:
+class _Planner(Visitor):
+    name = "planner"
+
     def __init__(self, stats: Stats, text: str) -> None:
         self.stats = stats
         self.text = text
@@ -261,26 +264,41 @@ class _Planner:
     # ---------------------------------------------------------------- expressions
     def expr(self, node):
         """Replace subqueries inside an expression by their plans (other nodes are kept)."""
-        if isinstance(node, A.Exists):
-            sub = self.subquery(node.query, exists=True)
-            return P.SubqueryExists(sub, node.query.correlated, node.span)
-        if isinstance(node, A.ScalarSubquery):
-            sub = self.subquery(node.query, exists=False)
-            out = node.query.outputs[0]
-            is_count = isinstance(out.expr, A.BoundCall) and out.expr.func is A.AggFunc.COUNT
-            return P.SubqueryValue(sub, node.query.correlated, is_count, out.vtype, node.span)
-        if isinstance(node, (A.And, A.Or)):
-            return type(node)(self.expr(node.left), self.expr(node.right), node.span)
-        if isinstance(node, A.Not):
-            return A.Not(self.expr(node.operand), node.span)
-        if isinstance(node, A.Compare):
-            return A.Compare(node.op, self.expr(node.left), self.expr(node.right), node.span)
-        if isinstance(node, A.IsNull):
-            return A.IsNull(self.expr(node.operand), node.negated, node.span)
-        if isinstance(node, A.InList):
-            return A.InList(self.expr(node.operand), tuple(self.expr(i) for i in node.items),
-                            node.negated, node.span)
+        return self.visit(node)
+
+    def visit_Exists(self, node: A.Exists) -> P.SubqueryExists:
+        sub = self.subquery(node.query, exists=True)
+        return P.SubqueryExists(sub, node.query.correlated, node.span)
+
+    def visit_ScalarSubquery(self, node: A.ScalarSubquery) -> P.SubqueryValue:
+        sub = self.subquery(node.query, exists=False)
+        out = node.query.outputs[0]
+        is_count = isinstance(out.expr, A.BoundCall) and out.expr.func is A.AggFunc.COUNT
+        return P.SubqueryValue(sub, node.query.correlated, is_count, out.vtype, node.span)
+
+    def visit_And(self, node):
+        return type(node)(self.visit(node.left), self.visit(node.right), node.span)
+
+    visit_Or = visit_And
+
+    def visit_Not(self, node: A.Not) -> A.Not:
+        return A.Not(self.visit(node.operand), node.span)
+
+    def visit_Compare(self, node: A.Compare) -> A.Compare:
+        return A.Compare(node.op, self.visit(node.left), self.visit(node.right), node.span)
+
+    def visit_IsNull(self, node: A.IsNull) -> A.IsNull:
+        return A.IsNull(self.visit(node.operand), node.negated, node.span)
+
+    def visit_InList(self, node: A.InList) -> A.InList:
+        return A.InList(self.visit(node.operand), tuple(self.visit(i) for i in node.items),
+                        node.negated, node.span)
+
+    def visit_Literal(self, node):
+        """Leaves, aggregate calls and provenance predicates hold no subquery: kept as they are."""
         return node
+
+    visit_BoundColumn = visit_BoundAlias = visit_BoundCall = visit_ProvPredicate = visit_Literal
 
     # ---------------------------------------------------------------- queries
     def subquery(self, q: A.BoundSelect, exists: bool) -> P.QueryPlan:

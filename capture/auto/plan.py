@@ -1,6 +1,7 @@
 """Translate a DataFrame's analyzed logical plan into a tracked DataFrame (zero-change capture).
 
-:func:`translate` walks Spark's analyzed plan of the DataFrame a program writes, bottom up, and
+:func:`translate` walks Spark's analyzed plan of the DataFrame a program writes, bottom up (one
+``visit_<Kind>`` method per plan node class, the visitor idiom of iql/visit.py), and
 rebuilds it operator by operator with the tracked operators of ``capture.tracking``: every
 operator gets Pebble's provenance and the hidden id columns ride along, whatever built the plan
 (DataFrame calls, ``spark.sql``, temp views, catalog tables, CTEs).
@@ -35,10 +36,6 @@ from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
 from capture.tracking.sources import Locator, file_row_ids, item_ids, layout_key, locator, program_locator
 
-# nodes that change neither rows nor columns: the plan keeps them, provenance does not see them
-_TRANSPARENT = frozenset({"SubqueryAlias", "View", "ResolvedHint"})
-# nodes that move rows between partitions: re-planted over the annotated child, no operator
-_PLACEMENT = frozenset({"Repartition", "RepartitionByExpression", "RebalancePartitions"})
 _JOINS = {
     "INNER": "inner", "CROSS": "cross", "LEFT OUTER": "left", "RIGHT OUTER": "right",
     "FULL OUTER": "full", "LEFT SEMI": "semi", "LEFT ANTI": "anti",
@@ -121,27 +118,46 @@ class _Walk:
         return TrackedDataFrame(tdf.tracker, df, tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
 
     def run(self, node) -> TrackedDataFrame:
-        kind = cls(node)
-        handler = getattr(self, f"on_{kind}", None)
-        if kind in _TRANSPARENT:
-            out = self.run(seq(node.children())[0])
-        elif kind in _PLACEMENT:
-            child = self.run(seq(node.children())[0])
-            out = self.same(child, self.replant(node, child.annotated))
-        elif handler is None:
-            raise refuse(node, "no provenance rule for it yet")
-        elif kind == "Filter" and self._predicate_subqueries(node):
-            out = self.run(self._joins_for_subqueries(node))
-        else:
-            self._no_subqueries(node)
-            try:
-                out = handler(node)
-            except UnsupportedOperation as e:
-                if getattr(e, "operation", None) is None:
-                    raise
-                # a tracked operator's refusal, said in terms of the plan
-                raise refuse(node, f"{e.operation}: {e.reason}" if e.reason else e.operation) from None
+        """``node`` translated (its subtree first), its visible output rebound to ``node``'s own
+        attribute ids. A subquery in the node's expressions is refused first (its rows would not
+        be tracked), but for a Filter's IN / EXISTS; a tracked operator's refusal is said in terms
+        of the plan node."""
+        if cls(node) == "Filter" and self._predicate_subqueries(node):
+            # IN / EXISTS in a WHERE clause: the plan rewritten as semi/anti joins, then visited
+            return self.rebind(self.run(self._joins_for_subqueries(node)), node)
+        self._no_subqueries(node)
+        try:
+            out = self.visit(node)
+        except UnsupportedOperation as e:
+            if getattr(e, "operation", None) is None:
+                raise
+            raise refuse(node, f"{e.operation}: {e.reason}" if e.reason else e.operation) from None
         return self.rebind(out, node)
+
+    def visit(self, node) -> TrackedDataFrame:
+        """``visit_<Kind>(node)``: the visitor idiom of iql/visit.py (capture cannot import iql, so
+        it is spelled out here). ``node`` is a py4j object of Spark's analyzed plan, so the
+        dispatch key is the JVM node's simple class name (``cls(node)``), not a Python class."""
+        return getattr(self, "visit_" + cls(node), self.generic_visit)(node)
+
+    def generic_visit(self, node) -> TrackedDataFrame:
+        raise refuse(node, "no provenance rule for it yet")
+
+    # ---- nodes without an operator -------------------------------------------------------------
+    def visit_SubqueryAlias(self, node) -> TrackedDataFrame:
+        """Nodes that change neither rows nor columns: the plan keeps them, provenance does not
+        see them."""
+        return self.child(node)
+
+    visit_View = visit_ResolvedHint = visit_SubqueryAlias
+
+    def visit_Repartition(self, node) -> TrackedDataFrame:
+        """Nodes that move rows between partitions: re-planted over the annotated child, no
+        operator."""
+        child = self.child(node)
+        return self.same(child, self.replant(node, child.annotated))
+
+    visit_RepartitionByExpression = visit_RebalancePartitions = visit_Repartition
 
     def _predicate_subqueries(self, node) -> bool:
         return any(_find_class(e, frozenset({"Exists", "InSubquery", "ListQuery"})) for e in seq(node.expressions()))
@@ -179,7 +195,7 @@ class _Walk:
         where = program_locator(method) if where is None else replace(where, layout=layout, layout_options=())
         return self.tracker._source(df, dataset, method, detail, item_ids(dataset, layout), locator=where)
 
-    def on_LogicalRelation(self, node) -> TrackedDataFrame:
+    def visit_LogicalRelation(self, node) -> TrackedDataFrame:
         rel = node.relation()
         if cls(rel) != "HadoopFsRelation":
             raise refuse(node, f"a {cls(rel)} relation (file sources and catalog tables of files are tracked)")
@@ -243,16 +259,16 @@ class _Walk:
         digest = hashlib.sha256(_without_ids(text).encode()).hexdigest()[:16]
         return self._source(node, f"{what}:{digest}", what, f"{what} {node.simpleString(25)}")
 
-    def on_LocalRelation(self, node) -> TrackedDataFrame:
+    def visit_LocalRelation(self, node) -> TrackedDataFrame:
         return self._local(node, "local")
 
-    def on_Range(self, node) -> TrackedDataFrame:
+    def visit_Range(self, node) -> TrackedDataFrame:
         return self._local(node, "range")
 
-    def on_OneRowRelation(self, node) -> TrackedDataFrame:
+    def visit_OneRowRelation(self, node) -> TrackedDataFrame:
         return self._local(node, "onerow")
 
-    def on_LogicalRDD(self, node) -> TrackedDataFrame:
+    def visit_LogicalRDD(self, node) -> TrackedDataFrame:
         """``createDataFrame`` of a local list or an RDD: positional ids, under a dataset name
         that holds the RDD's id (unique in the session), since the plan does not hold the data."""
         schema = hashlib.sha256(node.schema().json().encode()).hexdigest()[:8]
@@ -260,46 +276,46 @@ class _Walk:
         return self._source(node, dataset, "createDataFrame", f"rdd {node.simpleString(25)}")
 
     # ---- CTEs -------------------------------------------------------------------------------
-    def on_WithCTE(self, node) -> TrackedDataFrame:
+    def visit_WithCTE(self, node) -> TrackedDataFrame:
         for d in seq(node.cteDefs()):
             self.ctes[d.id()] = d
         return self.run(node.plan())
 
-    def on_CTERelationRef(self, node) -> TrackedDataFrame:
+    def visit_CTERelationRef(self, node) -> TrackedDataFrame:
         d = self.ctes.get(node.cteId())
         if d is None:
             raise refuse(node, "a reference to a CTE the plan does not define")
         return self.run(d.child())
 
     # ---- rows kept with their ids ------------------------------------------------------------
-    def on_Filter(self, node) -> TrackedDataFrame:
+    def visit_Filter(self, node) -> TrackedDataFrame:
         child = self.child(node)
         return child._rowwise("filter", OpType.FILTER, self.replant(node, child.annotated))
 
-    def on_Sample(self, node) -> TrackedDataFrame:
+    def visit_Sample(self, node) -> TrackedDataFrame:
         if node.withReplacement():
             raise refuse(node, "sampling with replacement repeats rows; sample without replacement is a filter")
         child = self.child(node)
         return child._rowwise("sample", OpType.FILTER, self.replant(node, child.annotated))
 
-    def on_Sort(self, node) -> TrackedDataFrame:
+    def visit_Sort(self, node) -> TrackedDataFrame:
         child = self.child(node)
         return child._rowwise("orderBy" if getattr(node, "global")() else "sortWithinPartitions", OpType.SORT,
                               self.replant(node, child.annotated))
 
-    def on_GlobalLimit(self, node) -> TrackedDataFrame:
+    def visit_GlobalLimit(self, node) -> TrackedDataFrame:
         local = seq(node.children())[0]
         if cls(local) != "LocalLimit":
             raise refuse(node, "a global limit without its local limit")
         child = self.child(local)
         return child._rowwise("limit", OpType.LIMIT, self.replant(node, self.replant(local, child.annotated)))
 
-    def on_Offset(self, node) -> TrackedDataFrame:
+    def visit_Offset(self, node) -> TrackedDataFrame:
         child = self.child(node)
         return child._rowwise("offset", OpType.LIMIT, self.replant(node, child.annotated))
 
     # ---- projections, flatten ------------------------------------------------------------------
-    def on_Project(self, node) -> TrackedDataFrame:
+    def visit_Project(self, node) -> TrackedDataFrame:
         below = seq(node.children())[0]
         items = seq(node.projectList())
         if cls(below) == "Generate":
@@ -312,7 +328,7 @@ class _Walk:
         cols = [column_of(self.spark, i) for i in items]
         return project_apply(child, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
 
-    def on_Generate(self, node) -> TrackedDataFrame:
+    def visit_Generate(self, node) -> TrackedDataFrame:
         project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(node.output(), node)
         return self._generate(project, node)
 
@@ -384,7 +400,7 @@ class _Walk:
 
         return project_apply(child, "select", build)
 
-    def on_Expand(self, node) -> TrackedDataFrame:
+    def visit_Expand(self, node) -> TrackedDataFrame:
         """GROUPING SETS, ROLLUP, CUBE (and pivots/distinct aggregates Spark expands): every input
         row becomes one row per projection, a flatten over the array of the row's projections
         (``inline``): the n-th copy has position n, and every path the projections read maps to
@@ -406,7 +422,7 @@ class _Walk:
         return project_apply(child, "expand", lambda d, extra: d.select(*keep, F.inline(rows), *extra))
 
     # ---- joins, unions, set operations ----------------------------------------------------------
-    def on_Join(self, node) -> TrackedDataFrame:
+    def visit_Join(self, node) -> TrackedDataFrame:
         how = _JOINS.get(str(node.joinType().sql()))
         if how is None:
             raise refuse(node, f"join type {node.joinType().sql()}")
@@ -417,7 +433,7 @@ class _Walk:
             how = "cross"
         return binary.join(left, right, on, how)
 
-    def on_Union(self, node) -> TrackedDataFrame:
+    def visit_Union(self, node) -> TrackedDataFrame:
         kids = [self.run(c) for c in seq(node.children())]
         out = kids[0]
         for k in kids[1:]:
@@ -460,14 +476,14 @@ class _Walk:
             *keep, F.explode(F.array_repeat(F.lit(True), copies.cast("int"))).alias("_strata_copy"), *extra))
         return project_apply(flat, "select", lambda d, extra: d.select(*keep, *extra), explicit=True)
 
-    def on_Intersect(self, node) -> TrackedDataFrame:
+    def visit_Intersect(self, node) -> TrackedDataFrame:
         return self._set_op(node, "semi")
 
-    def on_Except(self, node) -> TrackedDataFrame:
+    def visit_Except(self, node) -> TrackedDataFrame:
         return self._set_op(node, "anti")
 
     # ---- grouping ---------------------------------------------------------------------------------
-    def on_Aggregate(self, node) -> TrackedDataFrame:
+    def visit_Aggregate(self, node) -> TrackedDataFrame:
         child = self.child(node)
         keys = seq(node.groupingExpressions())
         key_ids = {k.exprId().id() for k in keys if cls(k) == "AttributeReference"}
@@ -491,10 +507,10 @@ class _Walk:
             out = self.same(out, self.frame(project))
         return out
 
-    def on_Distinct(self, node) -> TrackedDataFrame:
+    def visit_Distinct(self, node) -> TrackedDataFrame:
         return grouping.deduplicate(self.child(node), "distinct", None)
 
-    def on_Deduplicate(self, node) -> TrackedDataFrame:
+    def visit_Deduplicate(self, node) -> TrackedDataFrame:
         child = self.child(node)
         names = [k.name() for k in seq(node.keys())]
         if len(names) == len(child.visible()):
@@ -513,18 +529,18 @@ class _Walk:
         except Exception as e:  # noqa: BLE001 - any unpickling failure means: cannot run it here
             raise refuse(node, f"its Python function cannot be read back from the plan ({type(e).__name__})") from None
 
-    def on_MapInPandas(self, node) -> TrackedDataFrame:
+    def visit_MapInPandas(self, node) -> TrackedDataFrame:
         """``mapInPandas``: Pebble's map rule through the tracked ``mapInPandas`` (one output row
         per input row, in order; a function that drops or adds rows fails the task with a message)."""
         func, schema = self._python_function(node)
         return map_in_pandas(self.child(node), func, schema, bool(node.isBarrier()))
 
-    def on_MapInArrow(self, node) -> TrackedDataFrame:
+    def visit_MapInArrow(self, node) -> TrackedDataFrame:
         """``mapInArrow``: the map rule, as ``mapInPandas``."""
         func, schema = self._python_function(node)
         return map_in_arrow(self.child(node), func, schema, bool(node.isBarrier()))
 
-    def on_FlatMapGroupsInPandas(self, node) -> TrackedDataFrame:
+    def visit_FlatMapGroupsInPandas(self, node) -> TrackedDataFrame:
         """``groupBy(...).applyInPandas``: the group's aggregation (opaque) and a flatten into the
         function's rows (capture/tracking/grouping.py ``apply_in_pandas``). Its child is the
         Project Spark puts the keys in front with; the function sees the columns under it."""
@@ -537,12 +553,12 @@ class _Walk:
         keys = [column_of(self.spark, e) for e in seq(below.projectList())[:n]]
         return grouping.apply_in_pandas(child, keys, func, schema)
 
-    def on_FlatMapCoGroupsInPandas(self, node) -> TrackedDataFrame:
+    def visit_FlatMapCoGroupsInPandas(self, node) -> TrackedDataFrame:
         raise refuse(node, "cogrouped applyInPandas: an output row's two groups come from two inputs; not yet "
                            "(apply the function to a join of the two sides under capture)")
 
     # ---- windows --------------------------------------------------------------------------------
-    def on_Window(self, node) -> TrackedDataFrame:
+    def visit_Window(self, node) -> TrackedDataFrame:
         """A window value is influenced by its partition's rows and built from its frame's
         (capture/auto/window.py; docs/capture.md, "Window")."""
         return window.translate(self, node, refuse)

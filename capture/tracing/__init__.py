@@ -24,7 +24,7 @@ Item ids are named as in the store (:func:`item_element_id`, :func:`parse_item_e
 
 from capture.ids import dataset_element_id, item_element_id, item_hex, parse_item_element_id
 from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode
-from capture.tracing.entry import choose, describe, trace
+from capture.tracing.entry import choose, describe, trace, trace_reads
 from capture.tracing.locate import trace_rows
 from capture.tracing.pattern import Embedded, Pattern, PatternError, parse_pattern
 from capture.tracing.reports import HeatCell, Heatmap, audit, heatmap, heatmap_html, heatmap_png
@@ -50,5 +50,6 @@ __all__ = [
     "parse_item_element_id",
     "parse_pattern",
     "trace",
+    "trace_reads",
     "trace_rows",
 ]

@@ -44,6 +44,14 @@ def choose(store, head: RunHead | str | None) -> Choice:
     return Choice(Engine.SPARK, f"the driver cannot read the run: {why}")
 
 
+def trace_reads(store, run: str | None) -> int | None:
+    """What a trace of run ``run`` counts for the engine rule of store/engine.py, for a caller
+    that chooses one engine for a whole question (IQL): the run's result items; None when the
+    driver cannot read the run (only Spark can trace it)."""
+    head = read_head(store, run)
+    return head.items if duckdb.unreadable(store, head) is None else None
+
+
 def _engine(store, head: RunHead, engine: Engine | None) -> Engine:
     """The engine given (auto counts as not given), else :func:`choose`'s."""
     given = None if engine is None else Engine.parse(engine)

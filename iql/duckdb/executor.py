@@ -1,10 +1,12 @@
-"""Logical plan -> DuckDB relations: the local engine's physical layer (store/engine.py).
+"""Logical plan -> DuckDB relations: the DuckDB wing's physical layer (iql/placement.py sends a
+statement here when store/engine.py's rule picks the local engine; a TRACE is traced on the
+driver too).
 
-The same plans as iql/executor.py (Spark), the same internal names (`<uid>__<name>` for binding
+The same plans as iql/spark/executor.py (Spark), the same internal names (`<uid>__<name>` for binding
 columns, `__o<i>` for outputs), the same semantics; only the physical operators differ. Tables
-are DuckDB relations over the store's committed Parquet files (store/local/tables.py); every value
+are DuckDB relations over the store's committed Parquet files (store/duckdb/tables.py); every value
 the user wrote reaches DuckDB as a `ConstantExpression`, never as SQL text. Provenance predicates
-are answered on the driver by store/local/semantics.py from the ids of the bound side(s), and
+are answered on the driver by store/duckdb/semantics.py from the ids of the bound side(s), and
 their pairs joined back as a relation.
 """
 
@@ -22,6 +24,7 @@ from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
 from store.duckdb import semantics as LS
+from store.engine import Engine
 
 _TYPES = {
     A.ValueType.STRING: "VARCHAR",
@@ -65,10 +68,10 @@ class Held:
         return [v for v in set(self.table.column(name).to_pylist()) if v is not None]
 
 
-class LocalExecutor(ExpressionCompiler):
-    name = "local executor"
-
+class DuckDBExecutor(ExpressionCompiler):
     """Runs plans against one store's committed version with DuckDB."""
+
+    name = "duckdb executor"
 
     def __init__(self, st) -> None:
         self.st = st
@@ -90,7 +93,7 @@ class LocalExecutor(ExpressionCompiler):
     # ------------------------------------------------------------------ queries
     def query(self, plan: P.QueryPlan, domains=None):
         """The plan's relation with internal output names `__o0..` (keys first for subqueries)."""
-        return self.relation(plan.root, domains or {})
+        return self.visit(plan.root, domains or {})
 
     def visit_Scan(self, scan: P.Scan, domains):
         key = None if scan.outer or not self.tables.held(S.VERTICES) else scan
@@ -138,7 +141,7 @@ class LocalExecutor(ExpressionCompiler):
         from capture.tracing import trace, trace_rows
 
         t = scan.trace
-        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit),
+        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.LOCAL),
                           where="source" in scan.columns, values="value" in scan.columns)
         names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
         types = {n: _arrow_type(vtype) for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
@@ -148,10 +151,10 @@ class LocalExecutor(ExpressionCompiler):
         return df
 
     def visit_CrossJoin(self, rel: P.CrossJoin, domains):
-        return self.relation(rel.left, domains).cross(self.relation(rel.right, domains))
+        return self.visit(rel.left, domains).cross(self.visit(rel.right, domains))
 
     def visit_ProvJoin(self, rel: P.ProvJoin, domains):
-        held = self.hold(self.relation(rel.input, domains))
+        held = self.hold(self.visit(rel.input, domains))
         df = held.rel
         pred = rel.pred
         lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
@@ -161,7 +164,7 @@ class LocalExecutor(ExpressionCompiler):
                 same_id = [a for a, b in found if a == b]
                 return df.join(self.frame({lcol: same_id}, {lcol: _arrow_type(A.ValueType.STRING)}), lcol)
             return df.join(self._pair_frame(found, lcol, rcol), [lcol, rcol])
-        new = self.hold(self.relation(rel.new, domains))
+        new = self.hold(self.visit(rel.new, domains))
         bound_new = rel.bound_right if rel.new.source.uid == pred.right.uid else rel.bound_left
         found = self._pair_frame(self._pairs_for([held, new] if bound_new else [held], pred), lcol, rcol)
         joined_col = lcol if rel.new.source.uid == pred.right.uid else rcol
@@ -194,13 +197,13 @@ class LocalExecutor(ExpressionCompiler):
         return LS.pairs(self.st, _KIND[pred.kind], depth, ids(pred.left.uid), ids(pred.right.uid))
 
     def visit_Filter(self, rel: P.Filter, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         df, subst = self.prepare(df, rel.predicate, domains)
         keep = [c for c in df.columns if not c.startswith("__m")]
         return df.filter(self.column(rel.predicate, subst)).project(*[col(c) for c in keep])
 
     def visit_Project(self, rel: P.Project, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         subst: list = []
         for o in rel.outputs:
             df, more = self.prepare(df, o.expr, domains)
@@ -211,7 +214,7 @@ class LocalExecutor(ExpressionCompiler):
         return df.distinct() if rel.distinct else df
 
     def visit_Aggregate(self, rel: P.Aggregate, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         subst: list = []
         for expr in [*rel.keys, *(o.expr for o in rel.outputs), rel.having]:
             if expr is not None:
@@ -235,7 +238,7 @@ class LocalExecutor(ExpressionCompiler):
         return out.project(*[self.column(o.expr, post).alias(out_name(i)) for i, o in enumerate(rel.outputs)])
 
     def visit_Sort(self, rel: P.Sort, domains):
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         keys = []
         for key in rel.keys:
             e = col(out_name(key.position)) if key.position is not None else self.column(key.expr, [])
@@ -243,7 +246,7 @@ class LocalExecutor(ExpressionCompiler):
         return df.sort(*keys)
 
     def visit_Limit(self, rel: P.Limit, domains):
-        return self.relation(rel.input, domains).limit(rel.count)
+        return self.visit(rel.input, domains).limit(rel.count)
 
     # ------------------------------------------------------------------ expressions
     def prepare(self, df, expr, domains):
@@ -357,4 +360,4 @@ def _aggregate_text(call: A.BoundCall, i: int) -> str:
 
 def execute(st, plan: P.QueryPlan) -> list[tuple]:
     """Run a top-level plan; the rows in the query's column order."""
-    return LocalExecutor(st).query(plan).fetchall()
+    return DuckDBExecutor(st).query(plan).fetchall()

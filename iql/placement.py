@@ -1,5 +1,8 @@
-"""Where one IQL plan runs: the local engine (DuckDB, iql/local_executor.py) or Spark
-(iql/executor.py), chosen per plan by store/engine.py from what the plan reads.
+"""Where one IQL statement runs, decided once: the store's statistics, the rows the plan reads,
+the engine store/engine.py's rule picks for it (`choose`: EXPLAIN's first line), and the plan run
+on that engine's wing (`execute`): iql/duckdb/ (DuckDB in this process) or iql/spark/ (Spark).
+The choice is passed down to the wing, which passes it on to `capture.tracing` for a TRACE:
+nothing below asks again.
 
 `reads(plan, stats, store_rows)` estimates the rows a plan reads after pruning:
 
@@ -9,8 +12,9 @@
   `influences`: counted as nothing beyond the scans;
 - any other predicate reads the containment, complex-element and edge tables whole
   (`store_rows`), counted once however many such predicates there are;
-- a TRACE scan reads one captured run's tables, counted as nothing (runs are small next to
-  what a threshold is about).
+- a TRACE scan reads its run's result items (`capture.tracing.trace_reads`); a run the driver
+  cannot read (a result layout or column type the local trace does not read) sends the whole
+  statement to Spark under `auto`.
 """
 
 from __future__ import annotations
@@ -60,33 +64,27 @@ def _stats(st):
 
 
 def _nodes(plan: P.QueryPlan):
-    """Every relation node of a plan, subqueries' plans included."""
-    stack = [plan.root]
+    """Every node of a plan, subqueries' plans included (`Node.children()`); a ProvJoin's own
+    predicate is left out, it is counted with its join."""
+    stack: list[A.Node] = [plan.root]
     while stack:
-        rel = stack.pop()
-        yield rel
-        for name in ("input", "left", "right", "new"):
-            child = getattr(rel, name, None)
-            if child is not None and not isinstance(child, A.BoundAlias):
-                stack.append(child)
-        exprs = [getattr(rel, "predicate", None), getattr(rel, "having", None)]
-        exprs += [o.expr for o in getattr(rel, "outputs", ())]
-        exprs += list(getattr(rel, "filters", ()))
-        for expr in exprs:
-            for node in A.walk(expr) if expr is not None else ():
-                if isinstance(node, (P.SubqueryExists, P.SubqueryValue)):
-                    stack.append(node.plan.root)
-                elif isinstance(node, A.ProvPredicate):
-                    yield node
+        node = stack.pop()
+        yield node
+        children = node.children()
+        if isinstance(node, P.ProvJoin):
+            children = tuple(c for c in children if c is not node.pred)
+        stack += children
 
 
-def reads(plan: P.QueryPlan, stats, store_rows) -> int:
+def reads(plan: P.QueryPlan, stats, store_rows, trace_rows=lambda scan: 0) -> int:
     """Rows `plan` reads after pruning (module docstring). `store_rows()` is called only when a
-    predicate cannot be pruned."""
+    predicate cannot be pruned; `trace_rows(scan)` counts a TRACE scan."""
     total = 0
     unpruned = False
     for node in _nodes(plan):
-        if isinstance(node, P.Scan):
+        if isinstance(node, P.TraceScan):
+            total += trace_rows(node)
+        elif isinstance(node, P.Scan):
             n = stats.count(node.source)
             total += n if n is not None else sum(stats.kind_counts.values())
         elif isinstance(node, P.ProvJoin):
@@ -124,23 +122,34 @@ def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
         return st.choose(None)
     from store.duckdb.semantics import store_rows
 
-    return st.choose(reads(plan, stats, lambda: store_rows(st)))
+    traces: dict[str | None, int] = {}
+    for node in _nodes(plan):
+        if isinstance(node, P.TraceScan) and node.trace.run not in traces:
+            from capture.tracing import trace_reads  # deferred: the tracing loads only for a TRACE
+
+            n = trace_reads(st, node.trace.run)
+            if n is None:
+                return Choice(Engine.SPARK, "a TRACE of a run whose result the driver cannot read")
+            traces[node.trace.run] = n
+    return st.choose(reads(plan, stats, lambda: store_rows(st), lambda scan: traces[scan.trace.run]))
 
 
 def execute(st, plan: P.QueryPlan, choice: Choice):
-    """Rows (local engine: a list of tuples) or a Spark DataFrame (spark), with the query's names."""
+    """Rows (local engine: a list of tuples) or a Spark DataFrame (spark), with the query's names:
+    `plan` run on the wing of `choice.engine`. The wings are imported here, when chosen: the
+    Spark wing loads pyspark, which a local answer does not need."""
     if choice.engine is Engine.LOCAL:
-        from iql.local_executor import execute as run_local
+        from iql.duckdb.executor import execute as run_duckdb
 
-        return run_local(st, plan)
-    from iql.executor import execute as run_spark
+        return run_duckdb(st, plan)
+    from iql.spark.executor import execute as run_spark
 
     return run_spark(st, plan)
 
 
-def describe_trace(st, scan: P.TraceScan) -> list[str]:
-    """How a TRACE scan runs on this store (for EXPLAIN): reads the run's operators."""
+def describe_trace(st, scan: P.TraceScan, engine: Engine) -> list[str]:
+    """How a TRACE scan runs on this store on `engine` (for EXPLAIN): reads the run's operators."""
     from capture.tracing import describe
 
     t = scan.trace
-    return describe(st, t.run, t.pattern, t.limit)
+    return describe(st, t.run, t.pattern, t.limit, engine=engine)

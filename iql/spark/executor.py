@@ -1,4 +1,5 @@
-"""Logical plan -> Spark DataFrame: the Spark engine's physical layer (iql/engines.py chooses).
+"""Logical plan -> Spark DataFrame: the Spark wing's physical layer (iql/placement.py sends a
+statement here when store/engine.py's rule picks Spark; a TRACE is traced on Spark too).
 
 Every value the user wrote reaches Spark as a `F.lit(...)` Column, never as SQL text.
 Provenance predicates are evaluated by `store.spark.semantics` from the bound side(s): a bound side is
@@ -20,6 +21,7 @@ from iql.errors import IqlRuntimeError
 from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
+from store.engine import Engine
 from store.spark import semantics as SEM
 
 _CAST = {
@@ -44,7 +46,9 @@ def pairs(st, pred: A.ProvPredicate, left: DataFrame | None, right: DataFrame | 
     return df.toDF("l", "r")
 
 
-class Executor(ExpressionCompiler):
+class SparkExecutor(ExpressionCompiler):
+    name = "spark executor"
+
     """Runs plans against one store; `domains` bind outer aliases of correlated subqueries."""
 
     def __init__(self, st) -> None:
@@ -57,7 +61,7 @@ class Executor(ExpressionCompiler):
     # ------------------------------------------------------------------ queries
     def query(self, plan: P.QueryPlan, domains: dict[str, DataFrame] | None = None) -> DataFrame:
         """The plan's rows with internal output names `__o0..` (keys first for subqueries)."""
-        return self.relation(plan.root, domains or {})
+        return self.visit(plan.root, domains or {})
 
     def visit_Scan(self, scan: P.Scan, domains) -> DataFrame:
         src = scan.source
@@ -83,7 +87,7 @@ class Executor(ExpressionCompiler):
         from capture.tracing import trace, trace_rows
 
         t = scan.trace
-        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit),
+        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.SPARK),
                           where="source" in scan.columns, values="value" in scan.columns)
         schema = ", ".join(f"{cname(scan.source.uid, name)} {_CAST[vtype]}"
                            for name, vtype in A.TRACE_COLUMNS)
@@ -93,10 +97,10 @@ class Executor(ExpressionCompiler):
         return df
 
     def visit_CrossJoin(self, rel: P.CrossJoin, domains) -> DataFrame:
-        return self.relation(rel.left, domains).crossJoin(self.relation(rel.right, domains))
+        return self.visit(rel.left, domains).crossJoin(self.visit(rel.right, domains))
 
     def visit_ProvJoin(self, rel: P.ProvJoin, domains) -> DataFrame:
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         if not isinstance(rel.input, P.Scan):
             df = materialize(df)
         pred = rel.pred
@@ -106,7 +110,7 @@ class Executor(ExpressionCompiler):
             if lcol == rcol:
                 return df.join(found.filter(F.col("l") == F.col("r")).select(F.col("l").alias(lcol)), lcol)
             return df.join(found.select(F.col("l").alias(lcol), F.col("r").alias(rcol)), [lcol, rcol])
-        new_df = self.relation(rel.new, domains)
+        new_df = self.visit(rel.new, domains)
         bound_new = rel.bound_right if rel.new.source.uid == pred.right.uid else rel.bound_left
         found = self._pairs_for(df, pred, new_df if bound_new else None)
         found = found.select(F.col("l").alias(lcol), F.col("r").alias(rcol))
@@ -129,13 +133,13 @@ class Executor(ExpressionCompiler):
         return pairs(self.st, pred, ids(pred.left.uid), ids(pred.right.uid))
 
     def visit_Filter(self, rel: P.Filter, domains) -> DataFrame:
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         df, subst = self.prepare(df, rel.predicate, domains)
         cols = [c for c in df.columns if not c.startswith("__m")]
         return df.filter(self.column(rel.predicate, subst)).select(*cols)
 
     def visit_Project(self, rel: P.Project, domains) -> DataFrame:
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         subst: list = []
         for o in rel.outputs:
             df, more = self.prepare(df, o.expr, domains)
@@ -144,7 +148,7 @@ class Executor(ExpressionCompiler):
         return df.distinct() if rel.distinct else df
 
     def visit_Aggregate(self, rel: P.Aggregate, domains) -> DataFrame:
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         subst: list = []
         for expr in [*rel.keys, *(o.expr for o in rel.outputs), rel.having]:
             if expr is not None:
@@ -173,7 +177,7 @@ class Executor(ExpressionCompiler):
         return F.min(arg) if call.func is A.AggFunc.MIN else F.max(arg)
 
     def visit_Sort(self, rel: P.Sort, domains) -> DataFrame:
-        df = self.relation(rel.input, domains)
+        df = self.visit(rel.input, domains)
         cols = []
         for key in rel.keys:
             col = F.col(out_name(key.position)) if key.position is not None else self.column(key.expr, [])
@@ -181,7 +185,7 @@ class Executor(ExpressionCompiler):
         return df.orderBy(*cols)
 
     def visit_Limit(self, rel: P.Limit, domains) -> DataFrame:
-        return self.relation(rel.input, domains).limit(rel.count)
+        return self.visit(rel.input, domains).limit(rel.count)
 
     # ------------------------------------------------------------------ expressions
     def prepare(self, df: DataFrame, expr, domains) -> tuple[DataFrame, list]:
@@ -271,4 +275,4 @@ def materialize(df: DataFrame) -> DataFrame:
 
 def execute(st, plan: P.QueryPlan) -> DataFrame:
     """Run a top-level plan; the result has the query's column names."""
-    return Executor(st).query(plan).toDF(*plan.columns)
+    return SparkExecutor(st).query(plan).toDF(*plan.columns)

@@ -334,8 +334,8 @@ def test_vectorized_hash_is_sparks_xxhash64(keys, buckets):
 def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, monkeypatch):
     """`auto` compares the build's expected peak memory with what the machine has available;
     `--engine local` still forces the in-process build."""
-    import store.indexing as im
     import store.engine as engine
+    import store.indexing as im
 
     triples, _ = batch_triples()
     root = _batch(tmp_path / "s", triples)

@@ -9,7 +9,7 @@ class (SC-SL, LC-SL, LC-LL) with every method, and the same lineage with DuckDB'
 and a Markdown table for benchmarks/RESULTS.md.
 
 The index build runs where `strata index` would run it (`--index-engine auto`: in this process
-for a local store whose edges fit, store/index/inmemory.py; `spark` forces the Spark build).
+for a local store whose edges fit, store/duckdb/index.py; `spark` forces the Spark build).
 An in-process build runs in a child process, so its peak memory (`index_peak_rss_mb`) is the
 build's own. Beside it, in another child, the floor: a bare in-memory connected-components
 pass over the same edges — read `edges` with DuckDB, encode the ids, one

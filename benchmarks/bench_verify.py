@@ -6,7 +6,7 @@
     python benchmarks/bench_verify.py commit --bundle examples/movies.json --reps 30
     python benchmarks/bench_verify.py verify --store benchmarks/out/verify/hashed [--reps 3]
 
-``commit``: ingests the triples file (or bundle) into a fresh local store (no JVM, store/local/),
+``commit``: ingests the triples file (or bundle) into a fresh local store (no JVM, store/duckdb/),
 once with hashing as committed and once with the file digests replaced by a constant (the same
 commit minus reading and hashing the files), in turns; prints the median seconds of each, the
 seconds spent hashing inside the hashed commit, and the overhead. The last hashed store is kept
@@ -79,7 +79,7 @@ def verify(args) -> None:
     from store import Store, seal, verify
 
     st = Store.open(args.store, spark=_no_spark, engine="local")
-    files = [st.storage.local_path(f) for e in st.manifest.tables.values() for seg in e.segments
+    files = [st.storage.file_path(f) for e in st.manifest.tables.values() for seg in e.segments
              for f in seal.segment_files(st.storage, seg)]
     size = sum(os.path.getsize(f) for f in files)
 

@@ -47,7 +47,7 @@ def _stats(st):
     from iql.planner import Stats
     from store.index.scopes import current as scopes_current
 
-    if st.storage.is_local:
+    if st.storage.on_this_machine:
         counts = st.local().relation(S.VERTICES).aggregate(
             f"{S.TYPE}, {S.KIND}, count(*) AS n", f"{S.TYPE}, {S.KIND}").fetchall()
     else:
@@ -118,7 +118,7 @@ def _pruned(pred: A.ProvPredicate, stats, bound: int | None) -> bool:
 
 def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
     """The engine for `plan` on `st` (store/engine.py); `plan` None: a statement that reads nothing."""
-    if st.engine is not Engine.AUTO or not st.storage.is_local or st.cluster() or plan is None:
+    if st.engine is not Engine.AUTO or not st.storage.on_this_machine or st.cluster() or plan is None:
         return st.choose(None)
     from store.duckdb.semantics import store_rows
 

@@ -62,7 +62,7 @@ class _Reader:
     """Lookups into the core tables of one store version (DuckDB over its files)."""
 
     def __init__(self, st) -> None:
-        if not st.storage.is_local:
+        if not st.storage.on_this_machine:
             raise StoreError(f"store {st.root} is not a local folder: `strata diff` reads local stores only",
                              hint="copy the store to a local folder")
         self.local = st.local()

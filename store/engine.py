@@ -122,22 +122,22 @@ def within_memory(need: int, what: str) -> Choice | None:
     return None
 
 
-def choose(setting: Engine, *, local_store: bool, cluster: str | None, reads: int | None,
+def choose(setting: Engine, *, on_this_machine: bool, cluster: str | None, reads: int | None,
            local_rows: int) -> Choice:
     """The engine for one question.
 
-    local_store: the store is a folder on this machine; cluster: why Spark was asked for
+    on_this_machine: the store is a folder on this machine; cluster: why Spark was asked for
     (e.g. "--master spark://h:7077"), or None; reads: rows the question reads after pruning
     (None when unknown, which counts as small: the local engine reads only what it needs).
     """
     if setting is Engine.LOCAL:
-        if not local_store:
+        if not on_this_machine:
             raise UserError("the local engine reads stores on this machine's file system only",
                             hint="use --engine spark (or auto) for a store on a Hadoop URI")
         return Choice(Engine.LOCAL, "forced by --engine local")
     if setting is Engine.SPARK:
         return Choice(Engine.SPARK, "forced by --engine spark")
-    if not local_store:
+    if not on_this_machine:
         return Choice(Engine.SPARK, "the store is not on this machine's file system")
     if cluster:
         return Choice(Engine.SPARK, f"a cluster was asked for ({cluster})")

@@ -35,9 +35,9 @@ def choose_builder(st) -> Choice:
     table has at most `$STRATA_LOCAL_TRIPLES` rows (counted from the Parquet footers), and the
     build's expected peak memory (`estimated_bytes`) fits in the memory the machine has
     available; otherwise on Spark, which spills to disk instead of running out of memory."""
-    local = st.storage.is_local
+    local = st.storage.on_this_machine
     rows = st.local().rows(S.EDGES) if local and st.engine is not Engine.SPARK else None
-    choice = choose(st.engine, local_store=local, cluster=st.cluster(), reads=rows,
+    choice = choose(st.engine, on_this_machine=local, cluster=st.cluster(), reads=rows,
                     local_rows=local_triples_setting())
     if choice.engine is Engine.LOCAL and st.engine is Engine.AUTO:
         return within_memory(estimated_bytes(rows or 0, st.local().rows(S.COMPLEX)),
@@ -75,7 +75,7 @@ def update_index(st, params: IndexParams | None = None) -> dict:
 def with_skeletons(st, meta: dict) -> dict:
     """`meta` of a committed index, with how many lineage skeletons were written for its large
     components (store/duckdb/index_reads.py `write_skeletons`; local stores only)."""
-    if not st.storage.is_local:
+    if not st.storage.on_this_machine:
         return meta
     from store.duckdb.index_reads import write_skeletons  # deferred: the DuckDB wing, for local stores
 

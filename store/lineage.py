@@ -72,7 +72,7 @@ def lineage(st, item: str, depth: int | None = None, forward: bool = False,
     warning = index_warning(st)
     indexed, warnings = warning is None, () if warning is None else (warning,)
     chosen = resolve_method(method, indexed, warnings)
-    engine = engine_for(Engine.LOCAL) if st.storage.is_local and st.engine is not Engine.SPARK else None
+    engine = engine_for(Engine.LOCAL) if st.storage.on_this_machine and st.engine is not Engine.SPARK else None
     plan = engine.lineage_plan(st, item, chosen, forward) if engine is not None else None
     choice = choose_with(st, plan.reads if plan is not None else lambda: None)
     if choice.engine is Engine.LOCAL:
@@ -95,7 +95,7 @@ def component_members(st, item: str, limit: int | None = None) -> list[str]:
                             hint="run `strata index` to update it")
         raise UserError("exporting a component needs the component index, and there is none yet",
                         hint="run `strata index` first")
-    engine = engine_for(Engine.LOCAL) if st.storage.is_local and st.engine is not Engine.SPARK else None
+    engine = engine_for(Engine.LOCAL) if st.storage.on_this_machine and st.engine is not Engine.SPARK else None
     plan = engine.lineage_plan(st, item, Method.CC, False) if engine is not None else None  # CC's reads
     if choose_with(st, plan.reads if plan is not None else lambda: None).engine is Engine.LOCAL:
         members = engine.component_members(plan)

@@ -406,7 +406,7 @@ def _gran_hint(catalog: Catalog, grans: list[str]) -> str | None:
 
 
 # ---------------------------------------------------------------------------- bundle rule checks
-# What the two validators (store/validate.py on Spark, store/local/validate.py on the driver)
+# What the two validators (store/spark/validate.py on Spark, store/duckdb/validate.py on the driver)
 # share: the reasons they report, how a record's error becomes a message, which error of many is
 # reported, how a vertex's type is resolved and how attribute types are inferred.
 

@@ -2,7 +2,7 @@
 
 A bound IQL predicate needs only the scopes its bound vertices are in (store/index/scopes.py).
 When those hold few rows, reading them with pyarrow and answering here costs milliseconds,
-where the same answer as Spark joins (store/semantics.py) costs a few dozen jobs. The two give
+where the same answer as Spark joins (store/spark/semantics.py) costs a few dozen jobs. The two give
 identical answers; tests compare them on random bundles (tests/store/test_scopegraph.py).
 
 Definitions (Ibis Section 5, as in semantics.py): complex element e1 is under e2 when every

@@ -133,17 +133,17 @@ def digest_file(path: str) -> FileDigest:
 # ---------------------------------------------------------------------------- commit
 def segment_files(storage, rel: str) -> list[str]:
     """The Parquet files of segment ``rel`` of a local store, relative to the store root."""
-    folder = storage.local_path(rel)
-    root = storage.local_path("")
+    folder = storage.file_path(rel)
+    root = storage.file_path("")
     return [os.path.relpath(p, root).replace(os.sep, "/") for p in parquet_files(folder)]
 
 
 def visible_files(storage, rel: str) -> list[str]:
     """Every file a reader of segment ``rel`` may read (names not starting with ``.`` or ``_``,
     whatever their extension: Spark reads them all), relative to the store root."""
-    root = storage.local_path("")
+    root = storage.file_path("")
     out = []
-    for dirpath, dirnames, filenames in os.walk(storage.local_path(rel)):
+    for dirpath, dirnames, filenames in os.walk(storage.file_path(rel)):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
         out += [os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
                 for f in sorted(filenames) if not f.startswith((".", "_"))]
@@ -192,10 +192,10 @@ def commit_integrity(storage, base, version: int, tables: dict,
         old = base.tables.get(name)
         new_segments = [s for s in entry.segments if old is None or s not in old.segments]
         files: dict[str, dict[str, Any]] = {}
-        if storage.is_local:
+        if storage.on_this_machine:
             for seg in new_segments:
                 for rel in segment_files(storage, seg):
-                    files[rel] = digest_file(storage.local_path(rel)).to_json()
+                    files[rel] = digest_file(storage.file_path(rel)).to_json()
         prev_root = (prev_tables.get(name) or {}).get("root")
         out_tables[name] = {
             "segments": new_segments,
@@ -204,7 +204,7 @@ def commit_integrity(storage, base, version: int, tables: dict,
         }
         if files:
             recorded[name] = files
-        if not storage.is_local:
+        if not storage.on_this_machine:
             out_tables[name]["unhashed"] = "store not local: files are listed by segment only"
     for name, t in prev_tables.items():  # unchanged tables keep their root
         if name not in out_tables and name in tables:

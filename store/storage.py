@@ -38,7 +38,7 @@ _MANIFEST_RE = re.compile(r"^(\d{8})\.json$")
 
 
 # ---------------------------------------------------------------------------- file systems
-class _LocalFS:
+class _FolderFS:
     """Plain local paths (the embedded default)."""
 
     def __init__(self, root: str) -> None:
@@ -152,7 +152,7 @@ class _HadoopFS:
 def _filesystem(root: str, storage: Storage):
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) and not root.startswith("file://"):
         return _HadoopFS(root, storage.spark)
-    return _LocalFS(root[len("file://"):] if root.startswith("file://") else root)
+    return _FolderFS(root[len("file://"):] if root.startswith("file://") else root)
 
 
 # ---------------------------------------------------------------------------- manifest
@@ -189,7 +189,7 @@ class Manifest:
     meta: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     created: str = ""
-    integrity: dict[str, Any] = field(default_factory=dict)  # store/integrity.py; {} before hashing
+    integrity: dict[str, Any] = field(default_factory=dict)  # store/seal.py; {} before hashing
 
     def to_text(self) -> str:
         body = {
@@ -244,13 +244,13 @@ class Storage:
         return self._spark
 
     @property
-    def is_local(self) -> bool:
+    def on_this_machine(self) -> bool:
         """True when the store is a folder on this machine's file system."""
-        return isinstance(self.fs, _LocalFS)
+        return isinstance(self.fs, _FolderFS)
 
-    def local_path(self, rel: str) -> str | None:
+    def file_path(self, rel: str) -> str | None:
         """The local file-system path of `rel`, or None when the store is not a local folder."""
-        return self.fs.join(rel) if self.is_local else None
+        return self.fs.join(rel) if self.on_this_machine else None
 
     def versions(self) -> list[int]:
         return [int(m.group(1)) for n in self.fs.listdir(MANIFEST_DIR) if (m := _MANIFEST_RE.match(n))]
@@ -310,7 +310,7 @@ class Storage:
         store writes ONE Parquet file with pyarrow on the driver (milliseconds; a Spark write job
         costs ~0.3 s); another store writes it with Spark."""
         rel = self._new_segment(table, version)
-        folder = self.local_path(rel)
+        folder = self.file_path(rel)
         if folder is None:
             from pyspark.sql.types import StructType  # deferred: pyspark, for a store on a Hadoop URI
 
@@ -379,7 +379,7 @@ class Transaction:
         ``partition_by``, each file ordered by ``sort_by`` — before the commit; an abort deletes
         it). None when the store is not a local folder."""
         rel = self.storage._new_segment(name, self.version)
-        folder = self.storage.local_path(rel)
+        folder = self.storage.file_path(rel)
         if folder is None:
             return None
         os.makedirs(folder)
@@ -391,7 +391,7 @@ class Transaction:
         other than Spark's: the caller fills it with Parquet files of the table's schema before the
         commit; an abort deletes it. None when the store is not a local folder."""
         rel = self.storage._new_segment(name, self.version)
-        folder = self.storage.local_path(rel)
+        folder = self.storage.file_path(rel)
         if folder is None:
             return None
         os.makedirs(folder)

@@ -202,11 +202,11 @@ class Store:
 
     def choose(self, reads: int | None = None) -> Choice:
         """The engine for a question that reads `reads` rows (store/engine.py)."""
-        return choose(self.engine, local_store=self.storage.is_local, cluster=self.cluster(),
+        return choose(self.engine, on_this_machine=self.storage.on_this_machine, cluster=self.cluster(),
                       reads=reads, local_rows=self.local_rows)
 
     def local(self):
-        """DuckDB relations over this store's committed version (store/local/tables.py)."""
+        """DuckDB relations over this store's committed version (store/duckdb/tables.py)."""
         if self._local is None or self._local.version != self.version:
             from store.duckdb.tables import LocalTables  # deferred: DuckDB, imported at the first local read
 
@@ -255,7 +255,7 @@ class Store:
 
     def history(self) -> list[dict[str, Any]]:
         """The committed versions up to the one read (all but later ones under `as_of`): version,
-        time, message, and whether the commit recorded hashes (store/integrity.py)."""
+        time, message, and whether the commit recorded hashes (store/seal.py)."""
         out = []
         for v in self.storage.versions():
             if v > self.version:
@@ -297,7 +297,7 @@ class Store:
         if bundles or not triples:
             choices.append(self.choose(bundles))
         if triples:
-            choices.append(choose(self.engine, local_store=self.storage.is_local, cluster=self.cluster(),
+            choices.append(choose(self.engine, on_this_machine=self.storage.on_this_machine, cluster=self.cluster(),
                                   reads=triples, local_rows=local_triples_setting()))
         choice = next((c for c in choices if c.engine is Engine.SPARK), choices[0])
         if choice.engine is Engine.LOCAL and self.engine is Engine.AUTO and triples:

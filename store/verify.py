@@ -153,7 +153,7 @@ def _orphans(storage, head: int, rep: Report) -> None:
     """Segment folders of versions after the head (local stores): commits removed from the end
     of the chain."""
     later: dict[int, list[str]] = {}
-    base = storage.local_path(TABLES_DIR)
+    base = storage.file_path(TABLES_DIR)
     for dirpath, dirnames, _ in os.walk(base):
         for d in list(dirnames):
             sv = _segment_version(d)
@@ -161,7 +161,7 @@ def _orphans(storage, head: int, rep: Report) -> None:
                 continue
             dirnames.remove(d)  # a segment: do not walk into it
             if sv > head:
-                rel = os.path.relpath(os.path.join(dirpath, d), storage.local_path("")).replace(os.sep, "/")
+                rel = os.path.relpath(os.path.join(dirpath, d), storage.file_path("")).replace(os.sep, "/")
                 later.setdefault(sv, []).append(rel)
         dirnames.sort()
     for sv, segs in sorted(later.items()):
@@ -207,7 +207,7 @@ def verify(storage, expect_root: str | None = None, upto: int | None = None) -> 
         rep.problems.append(Problem("chain", None, rep.head, None,
                                     f"head root {rep.root} is not the expected {expect_root}: the chain was "
                                     "truncated or replaced"))
-    if not storage.is_local:
+    if not storage.on_this_machine:
         rep.notes.append("store on a Hadoop URI: manifests and chain checked; file contents are not hashed")
         return rep
     if upto is None:
@@ -219,7 +219,7 @@ def verify(storage, expect_root: str | None = None, upto: int | None = None) -> 
             for seg in t.get("segments") or ():
                 hashed_segments[seg] = (name, v)
     for rel, (name, v, d) in sorted(files.items()):
-        path = storage.local_path(rel)
+        path = storage.file_path(rel)
         recorded = FileDigest.from_json(d)
         if not os.path.exists(path):
             rep.problems.append(Problem("removed", name, v, rel,
@@ -233,7 +233,7 @@ def verify(storage, expect_root: str | None = None, upto: int | None = None) -> 
             rep.problems.append(Problem("changed", name, v, rel, _describe(recorded, now)))
     untrusted = {p.version for p in rep.problems if p.kind == "manifest"}  # already reported
     for seg, (name, v) in sorted(hashed_segments.items()):
-        if v in untrusted or not os.path.isdir(storage.local_path(seg)):
+        if v in untrusted or not os.path.isdir(storage.file_path(seg)):
             continue  # its files are reported as removed
         for rel in visible_files(storage, seg):
             if rel not in files:
@@ -259,7 +259,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
     import pyarrow.parquet as pq
 
     rep, bodies = check_chain(storage, upto)
-    if not storage.is_local:
+    if not storage.on_this_machine:
         rep.notes.append("store on a Hadoop URI: manifests and chain checked; file contents are not hashed")
         return rep
     files = recorded_files(storage, bodies, rep)
@@ -270,7 +270,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
         if entry is None:
             continue
         for seg in entry.get("segments", ()):
-            for rel in visible_files(storage, seg) if os.path.isdir(storage.local_path(seg)) else ():
+            for rel in visible_files(storage, seg) if os.path.isdir(storage.file_path(seg)) else ():
                 if rel not in files:
                     sv = _segment_version(seg)
                     if sv in rep.unhashed or sv in {p.version for p in rep.problems if p.kind == "manifest"}:
@@ -280,7 +280,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
                     continue
                 _, v, d = files[rel]
                 recorded = FileDigest.from_json(d)
-                path = storage.local_path(rel)
+                path = storage.file_path(rel)
                 try:
                     md = pq.ParquetFile(path).metadata
                 except Exception:  # noqa: BLE001 - unreadable: the whole-file check names it
@@ -288,7 +288,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
                 wanted = [i for i in range(md.num_row_groups) if _may_hold(md.row_group(i), cols, ids, lo, hi)] \
                     if md is not None else None
                 _check_groups(path, rel, name, v, recorded, wanted, rep)
-            if not os.path.isdir(storage.local_path(seg)):
+            if not os.path.isdir(storage.file_path(seg)):
                 sv = _segment_version(seg)
                 if sv not in rep.unhashed:
                     rep.problems.append(Problem("removed", name, sv, seg, "segment folder missing"))

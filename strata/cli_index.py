@@ -1,7 +1,7 @@
 """`strata index` and `strata lineage` (docs/cli.md): thin wrappers over the library.
 
 `index` builds the component index, or merges edges ingested since the last build into it
-(in this process or on Spark: store/index/inmemory.py `choose_builder`).
+(in this process or on Spark: store/duckdb/index.py `choose_builder`).
 `lineage ITEM` prints the lineage of one item; `--format json` prints the object docs/cli.md
 describes.
 Data goes to stdout; warnings and progress to stderr.

@@ -121,7 +121,7 @@ def cancellable(store):
     def run(fn):
         spark_running = store.spark_started
         group = f"strata-repl-{os.getpid()}-{next(_job_ids)}"
-        local = store.local() if store.storage.is_local else None
+        local = store.local() if store.storage.on_this_machine else None
         box: dict[str, Any] = {}
         done = threading.Event()  # not Thread.join: a join that Ctrl-C interrupts may take a live thread for ended
 

@@ -224,7 +224,7 @@ def _engine(session: Session, inv: Invocation) -> None:
                         hint="usage: \\engine [auto|local|spark]")
     if inv.args:
         engine = Engine.parse(inv.args[0])
-        if engine is Engine.LOCAL and not st.storage.is_local:
+        if engine is Engine.LOCAL and not st.storage.on_this_machine:
             raise UserError("the local engine reads stores on this machine's file system only",
                             hint="use \\engine spark (or auto) for a store on a Hadoop URI")
         st.engine = engine

@@ -1,4 +1,4 @@
-"""The application's SparkSession: the store's defaults (store/session.py) plus capture's JVM classes.
+"""The application's SparkSession: the store's defaults (store/spark/session.py) plus capture's JVM classes.
 
 The CLI, the REPL and the benchmarks start Spark here, so the session they start has capture's
 jar (capture/jvm, when built) on `spark.jars`: JSON item ids that keep filter pushdown, and the

@@ -211,7 +211,7 @@ def _local_rows(store, table: str, run: str) -> list[dict] | None:
     entry = store.manifest.tables.get(table)
     if entry is None:
         return []
-    folders = [store.storage.local_path(seg) for seg in entry.segments]
+    folders = [store.storage.file_path(seg) for seg in entry.segments]
     if any(f is None for f in folders):
         return None
     import pyarrow.dataset as ds
@@ -237,7 +237,7 @@ _HEAD = ("run", "result_oid", "output_path", "output_format", "finished", "id_co
 def _known_runs(store, n: int = 20) -> list[str]:
     """Up to ``n`` run ids of the store (for a message): pyarrow on a local store, else one job."""
     entry = store.manifest.tables.get(RUNS)
-    folders = [store.storage.local_path(seg) for seg in entry.segments] if entry is not None else []
+    folders = [store.storage.file_path(seg) for seg in entry.segments] if entry is not None else []
     if all(f is not None for f in folders):
         import pyarrow.parquet as pq
 
@@ -323,7 +323,7 @@ def output_values(store, run: str) -> dict[str, dict] | None:
 
     def files(table: str) -> dict[int | None, list[str]] | None:
         entry = store.manifest.tables.get(table)
-        folders = [store.storage.local_path(seg) for seg in entry.segments] if entry is not None else []
+        folders = [store.storage.file_path(seg) for seg in entry.segments] if entry is not None else []
         if any(f is None for f in folders):
             return None
         out: dict[int | None, list[str]] = {}

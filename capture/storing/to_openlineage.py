@@ -179,7 +179,7 @@ def run_uuid(run: str) -> str:
 def _rows(store, table: str) -> list[dict[str, Any]]:
     if not store.has_table(table):
         return []
-    if store.storage.is_local:
+    if store.storage.on_this_machine:
         return store.local().arrow(table).to_pylist()
     return [r.asDict(recursive=True) for r in store.table(table).collect()]
 

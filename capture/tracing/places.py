@@ -90,7 +90,7 @@ def spark_file_path(hadoop_path: str) -> str:
     return f"{m[1]}:{m[2] or ''}{''.join(out)}"
 
 
-def local_file(hadoop_path: str) -> str | None:
+def file_path_of(hadoop_path: str) -> str | None:
     """The local path of a ``file:`` Hadoop path, else None."""
     if not hadoop_path.startswith("file:"):
         return None
@@ -99,7 +99,7 @@ def local_file(hadoop_path: str) -> str | None:
 
 
 def place_of_input(loc: Locator) -> str:
-    return loc.table or ", ".join(local_file(p) or p for p in loc.paths) or loc.format
+    return loc.table or ", ".join(file_path_of(p) or p for p in loc.paths) or loc.format
 
 
 def label(loc: Locator, place: str) -> str:

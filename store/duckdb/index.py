@@ -6,7 +6,7 @@ committed files, for a store on this machine whose derivation edges fit in memor
 
 1. **Read** the edges (src, dst, process) and, per value, the ancestor at its largest depth
    (its table) with DuckDB from exactly the files of the committed version
-   (store/local/tables.py).
+   (store/duckdb/tables.py).
 2. **Encode** every id once to an integer code, in sorted (UTF-8 byte) order, as Spark orders
    strings: the smallest member id of a component or set is then its smallest code, and
    sorting rows by code sorts them by id.
@@ -152,7 +152,7 @@ class Graph:
 
 def _relation(st, con, name: str):
     """A committed core table as a relation on DuckDB connection `con`, read from exactly the
-    files of the store's version (store/local/tables.py lists them)."""
+    files of the store's version (store/duckdb/tables.py lists them)."""
     from store.duckdb.tables import arrow_schema
 
     tables = st.local()

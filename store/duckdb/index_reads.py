@@ -386,11 +386,11 @@ class LocalIndex:
                 if name in (L.SETS, L.COMPONENTS):  # optional: only for counting without reading
                     continue
                 return None
-            path = st.storage.local_path(entry.segments[0])
+            path = st.storage.file_path(entry.segments[0])
             if path is None:
                 return None
             folders[name] = path
-        return cls(folders, int(meta["buckets"]), st.storage.local_path(SKELETONS))
+        return cls(folders, int(meta["buckets"]), st.storage.file_path(SKELETONS))
 
     def skeleton(self, ccid: str) -> str | None:
         """The folder of component `ccid`'s skeleton files (existing or not), under a folder

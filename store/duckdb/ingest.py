@@ -44,7 +44,7 @@ class TxTables:
         entry = self.stx._tx.tables.get(name)
         out: list[str] = []
         for seg in entry.segments if entry is not None else ():
-            out += parquet_files(self.stx.store.storage.local_path(seg))
+            out += parquet_files(self.stx.store.storage.file_path(seg))
         return out
 
     def relation(self, name: str):

@@ -1,4 +1,4 @@
-"""The Ibis predicates for the local engine: the same definitions as store/semantics.py (Spark),
+"""The Ibis predicates for the local engine: the same definitions as store/spark/semantics.py (Spark),
 evaluated on the driver by store/scopegraph.py over one of two graphs:
 
 - the bound side's influence scopes, when the store has a current component index and the

@@ -71,7 +71,7 @@ class LocalTables:
     """
 
     def __init__(self, st) -> None:
-        if not st.storage.is_local:
+        if not st.storage.on_this_machine:
             raise StoreError(f"store {st.root} is not a folder on this machine",
                              hint="the local engine reads local stores only; use --engine spark")
 
@@ -92,7 +92,7 @@ class LocalTables:
             entry = self.manifest.tables.get(name)
             hit = []
             for seg in entry.segments if entry is not None else ():
-                hit += parquet_files(self.store.storage.local_path(seg))
+                hit += parquet_files(self.store.storage.file_path(seg))
             self._files[name] = hit
         return hit
 

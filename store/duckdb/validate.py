@@ -1,6 +1,6 @@
 """Validate a `LocalBundle` on the driver: every check of `store.spark.validate`, record by record.
 
-The checks, their order, the reasons and the messages are those of `store/validate.py` (the
+The checks, their order, the reasons and the messages are those of `store/spark/validate.py` (the
 shared parts live in `store.model`: `REASONS`, `CHECKS`, `record_error`, `resolve_type`,
 `infer_attribute`). Spark evaluates each check as a column over joined DataFrames; here each is
 a loop over the section's rows with the same outcome, including where a join would give a row

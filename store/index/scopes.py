@@ -95,7 +95,7 @@ class ScopeFiles:
         paths = []
         for name in (L.SCOPE_NODES, L.SCOPE_ROWS_TABLE):
             segs = st.manifest.tables[name].segments
-            path = st.storage.local_path(segs[0]) if len(segs) == 1 else None
+            path = st.storage.file_path(segs[0]) if len(segs) == 1 else None
             if path is None:
                 return None
             paths.append(path)

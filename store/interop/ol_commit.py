@@ -56,14 +56,14 @@ def stored_events(st) -> dict[str, str]:
     entry = st.manifest.tables.get(EVENTS_TABLE)
     if entry is None or not entry.segments:
         return {}
-    if st.storage.is_local:
+    if st.storage.on_this_machine:
         import pyarrow.parquet as pq
 
         from store.segments import parquet_files
 
         out: dict[str, str] = {}
         for seg in entry.segments:
-            for f in parquet_files(st.storage.local_path(seg)):
+            for f in parquet_files(st.storage.file_path(seg)):
                 t = pq.read_table(f, columns=["key", "event"])
                 out.update(zip(t.column("key").to_pylist(), t.column("event").to_pylist(), strict=True))
         return out
@@ -75,7 +75,7 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
     staged): by default the granularity of the elements among them."""
     if not ids:
         return {}
-    if tx.store.storage.is_local:
+    if tx.store.storage.on_this_machine:
         from store.duckdb.ingest import TxTables
 
         return TxTables(tx).lookup(table, column, ids)

@@ -274,7 +274,7 @@ def ingest_prov(st, paths: Iterable[str | Path], fmt: str | None = None) -> Prov
 def _texts(st, column: str) -> list[str]:
     if not st.has_table(DOCUMENTS_TABLE):
         return []
-    if st.storage.is_local:
+    if st.storage.on_this_machine:
         return st.local().arrow(DOCUMENTS_TABLE).column(column).to_pylist()
     return [r[0] for r in st.table(DOCUMENTS_TABLE).select(column).collect()]
 

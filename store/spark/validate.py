@@ -5,7 +5,7 @@ order them; they are unioned and the first error is reported, in one Spark job: 
 (elements, vertices, edges), record, check (`store.model.CHECKS`), position within the record
 (a parent, a complex element, an attribute), id and reason. Nothing is collected but that one row
 and the small sets of distinct type names and inferred attribute types. The reasons and messages
-are `store.model`'s, shared with the driver's validator (store/local/validate.py).
+are `store.model`'s, shared with the driver's validator (store/duckdb/validate.py).
 """
 
 from __future__ import annotations

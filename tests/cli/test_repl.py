@@ -333,12 +333,13 @@ def test_values_are_not_read_as_rich_markup():
 
 # ------------------------------------------------------------------ engines: \engine, Ctrl-C, no JVM
 
-def _fake_store(is_local=True):
+def _fake_store(on_this_machine=True):
     from types import SimpleNamespace
 
     from store.engine import Engine
 
-    return SimpleNamespace(engine=Engine.AUTO, local_rows=1000, storage=SimpleNamespace(is_local=is_local))
+    return SimpleNamespace(engine=Engine.AUTO, local_rows=1000,
+                           storage=SimpleNamespace(on_this_machine=on_this_machine))
 
 
 def test_engine_command_shows_and_sets_the_setting():
@@ -357,7 +358,7 @@ def test_engine_command_shows_and_sets_the_setting():
     with pytest.raises(UserError, match="auto, local or spark"):
         C.dispatch(session, "\\engine local spark")
     assert session.store.engine is Engine.LOCAL
-    remote = C.Session(store=_fake_store(is_local=False), out=out, err=out)
+    remote = C.Session(store=_fake_store(on_this_machine=False), out=out, err=out)
     with pytest.raises(UserError, match="this machine's file system only"):
         C.dispatch(remote, "\\engine local")
     assert remote.store.engine is Engine.AUTO
@@ -378,7 +379,7 @@ def test_ctrl_c_interrupts_a_local_statement_and_starts_no_spark():
     con = SimpleNamespace(interrupt=interrupted.set)
 
     class Store:
-        storage = SimpleNamespace(is_local=True)
+        storage = SimpleNamespace(on_this_machine=True)
         spark_started = False
 
         def local(self):

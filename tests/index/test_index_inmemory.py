@@ -1,4 +1,4 @@
-"""The in-process index build (store/index/inmemory.py) writes exactly what the Spark build writes.
+"""The in-process index build (store/duckdb/index.py) writes exactly what the Spark build writes.
 
 Stores here are written without Spark (`append_rows` writes one Parquet file with pyarrow on a
 local store): edges, and the containment a triples ingest creates (a value under its table,
@@ -208,7 +208,7 @@ def test_updates_on_both_paths_equal_a_full_build(spark, tmp_path):
     """Old edges: 60% of the lineage batch without table Td's; new: the rest (components merge,
     values are added, the workflow graph gains a table, so the split plan changes and components
     are split again). The in-process update, and a Spark incremental update of an index built
-    in-process (store/index/maintenance.py `merge_frames`), both equal a full build."""
+    in-process (store/spark/index/maintenance.py `merge_frames`), both equal a full build."""
     import random
 
     triples, tables = batch_triples()

@@ -1,4 +1,4 @@
-"""Point reads of bucketed index files (store/index/local.py), with no Spark: short membership
+"""Point reads of bucketed index files (store/duckdb/index_reads.py), with no Spark: short membership
 lists are constants, long ones a semi-join; both must return exactly the matching rows."""
 
 from __future__ import annotations

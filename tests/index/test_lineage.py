@@ -94,7 +94,7 @@ def test_rq_cc_cs_agree_with_the_reference_on_random_graphs(store, frames):
 
 
 def test_row_group_reads_of_a_large_component_give_the_same_lineage(root, frames, monkeypatch):
-    """The local engine's row-group reads for large components (store/index/local.py
+    """The local engine's row-group reads for large components (store/duckdb/index_reads.py
     `read_sorted`, taken above `_SORTED_READ_ROWS` rows), forced here on the small graph: the
     same answers and triples read as reading each component at once."""
     import store.duckdb.index_reads as loc
@@ -221,7 +221,7 @@ def test_index_files_are_sorted_by_their_lookup_key(root):
         entry = st.manifest.tables.get(table)
         if entry is None:
             continue
-        folder = st.storage.local_path(entry.segments[0])
+        folder = st.storage.file_path(entry.segments[0])
         for path in glob.glob(os.path.join(folder, "bucket=*", "*.parquet")):
             rows = pq.read_table(path, columns=list(sort_by)).to_pylist()
             keys = [tuple("" if r[c] is None else str(r[c]) for c in sort_by) for r in rows]
@@ -266,7 +266,7 @@ def test_a_bad_cache_budget_is_a_user_error(root, monkeypatch):
 
 
 def test_skeleton_files_answer_like_the_index_files(root, frames, monkeypatch, tmp_path):
-    """A large component's skeleton files (store/index/local.py: triples in set order and set
+    """A large component's skeleton files (store/duckdb/index_reads.py: triples in set order and set
     dependencies as integer codes, memory-mapped), written here for every component of the small
     graph: CC and CS give the answers and `triples_read` of the index files, both directions.
     A second lookup of a large component without files writes them; files of an older index

@@ -1,4 +1,4 @@
-"""Ingest on the driver (store/local/ingest.py) and on Spark give the same store: the same rows in
+"""Ingest on the driver (store/duckdb/ingest.py) and on Spark give the same store: the same rows in
 every core table, the same catalog and recorded schemas, and the same error for the same bad input.
 
 Each differential test ingests one input into two stores, one forced to each engine, and compares.

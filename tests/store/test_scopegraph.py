@@ -1,5 +1,5 @@
 """Predicates answered on the driver (store/scopegraph.py: from influence scopes,
-store/index/scopes.py, or the whole store's graph, store/local/semantics.py) agree with the
+store/index/scopes.py, or the whole store's graph, store/duckdb/semantics.py) agree with the
 naive reference and with the Spark joins."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""under / feeds / emits / influences(k) on Spark and on the local engine (store/local/semantics.py),
+"""under / feeds / emits / influences(k) on Spark and on the local engine (store/duckdb/semantics.py),
 against the paper and the naive reference."""
 
 from __future__ import annotations

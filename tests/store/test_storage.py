@@ -204,4 +204,4 @@ def test_a_few_rows_append_without_spark_and_read_back_the_same(spark, tmp_path)
         assert back == [("r1", None, []), ("r1", 7, [(0, ["text", "user.id_str"]), (1, None)]), ("r2", 1, [])]
     local = Storage(str(tmp_path / "local"), spark)
     seg = local.manifest().tables["capture_test"].segments[0]
-    assert os.listdir(local.local_path(seg)) == ["part-00000.zstd.parquet"]  # one file, no Spark job
+    assert os.listdir(local.file_path(seg)) == ["part-00000.zstd.parquet"]  # one file, no Spark job

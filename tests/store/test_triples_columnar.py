@@ -1,4 +1,4 @@
-"""A triples file ingested column-wise (store/local/triples.py `table_rows`) gives the rows the
+"""A triples file ingested column-wise (store/duckdb/triples.py `table_rows`) gives the rows the
 record-by-record path gives (`triples_bundle` + `store.duckdb.validate`, which
 tests/store/test_ingest_local.py compares with Spark), and takes the column-wise path exactly when
 that path finds the file valid.

@@ -5,7 +5,7 @@ containment, under, feeds, emits and influences(k) by following the definitions 
 word: every "for all" is an ``all(...)`` and every "there exists" an ``any(...)`` over the
 registered vertices, elements and edges. Nothing is indexed or clever, so it is slow but
 easy to check by eye; it exists to be compared against the set-at-a-time Spark
-implementation in ``store/semantics.py`` on small bundles.
+implementation in ``store/spark/semantics.py`` on small bundles.
 
 It assumes the bundles are valid (the store validates them); it only raises ``ValueError``
 for references it cannot resolve, so that a broken test generator fails loudly.

@@ -90,10 +90,10 @@ def runs(spark, tmp_path_factory):
 def _both(spark, runs, name, text, limit=None, compiled=True):
     root, run = runs[name]
     pattern = parse_pattern(text)
-    local_store = Store.open(root, spark=no_spark)
+    on_this_machine = Store.open(root, spark=no_spark)
     timings: dict = {}
-    here = trace(local_store, run, pattern, limit, compiled=compiled, timings=timings)
-    assert not local_store.spark_started and set(timings) >= {"run", "match", "associations", "backtrace", "total"}
+    here = trace(on_this_machine, run, pattern, limit, compiled=compiled, timings=timings)
+    assert not on_this_machine.spark_started and set(timings) >= {"run", "match", "associations", "backtrace", "total"}
     there = trace(Store.open(root, spark=spark, engine="spark"), run, pattern, limit, compiled=compiled)
     return here, there
 

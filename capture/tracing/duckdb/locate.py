@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capture.tracing.places import Key, Place, every, gone, label, local_file, spark_file_path
+from capture.tracing.places import Key, Place, every, file_path_of, gone, label, spark_file_path
 from store.index.xxh import hash_longs
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def read_input(dataset: str, loc: Locator, wanted: dict[int, list[Key]], values:
     """Items of a local JSON Lines or Parquet input, or None when it is not one."""
     if loc.ids not in ("offset", "row_index") or not loc.files:
         return None
-    locals_ = [local_file(f[0]) for f in loc.files]
+    locals_ = [file_path_of(f[0]) for f in loc.files]
     if any(p is None for p in locals_):
         return None
     out: dict[Key, Place] = {}

@@ -14,7 +14,7 @@
 :func:`unreadable` says why a run cannot be matched here (a column type or table layout this
 wing does not read); capture/tracing/entry.py ``choose`` asks it once, before choosing this wing.
 Timestamps are rendered in the session time zone: the running SparkSession's, else UTC, the one
-Strata's sessions use (store/session.py).
+Strata's sessions use (store/spark/session.py).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _source(store, head: RunHead) -> _Source | str:
 
 def unreadable(store, head: RunHead) -> str | None:
     """Why run ``head`` cannot be matched on the driver (reads nothing but the manifest), or None."""
-    if not store.storage.is_local:
+    if not store.storage.on_this_machine:
         return "the store is not on this machine's file system"
     found = _source(store, head)
     return found if isinstance(found, str) else None

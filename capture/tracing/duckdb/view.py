@@ -19,7 +19,7 @@ from typing import Any
 
 from store.errors import UserError
 
-SESSION_TIME_ZONE = "UTC"  # spark.sql.session.timeZone of the sessions Strata starts (store/session.py)
+SESSION_TIME_ZONE = "UTC"  # spark.sql.session.timeZone of the sessions Strata starts (store/spark/session.py)
 
 Type = str | dict  # a Spark data type in its JSON form
 

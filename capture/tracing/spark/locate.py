@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from capture.tracing.places import Key, Place, every, gone, label, local_file, place_of_input
+from capture.tracing.places import Key, Place, every, file_path_of, gone, label, place_of_input
 
 if TYPE_CHECKING:
     from capture.tracking.sources import Locator
@@ -37,7 +37,7 @@ def read_input(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]], 
     else:
         df = (reader.schema(schema) if schema is not None else reader).format(loc.format).load(paths)
     if file_statuses(df._jdf.queryExecution().analyzed().relation().location()) != loc.files:
-        return every(wanted, gone(loc, [local_file(f[0]) or f[0] for f in loc.files]))
+        return every(wanted, gone(loc, [file_path_of(f[0]) or f[0] for f in loc.files]))
     meta = df.metadataColumn("_metadata")
     file = meta.getField("file_path")
     visible = [F.col(f"`{f.name}`") for f in (schema.fields if schema is not None else [])]
@@ -76,6 +76,6 @@ def _file_name(uri: str) -> str:
     """A file as Spark's ``_metadata.file_path`` names it (a URI): its local path, else the URI."""
     from urllib.parse import unquote
 
-    return local_file(unquote(uri)) or uri
+    return file_path_of(unquote(uri)) or uri
 
 

@@ -49,23 +49,28 @@ def lit(value):
     return ConstantExpression(value)
 
 
-def _arrow_type(vtype: A.ValueType):
-    import pyarrow as pa
+_TABLES = itertools.count()  # names of the tables executors make on a store's connection
 
-    return {A.ValueType.STRING: pa.string(), A.ValueType.INT: pa.int64(), A.ValueType.FLOAT: pa.float64(),
-            A.ValueType.BOOL: pa.bool_(), A.ValueType.INT_ARRAY: pa.list_(pa.int32())}[vtype]
+
+def _quoted(name: str) -> str:
+    """An identifier for DuckDB SQL text (plan-made names: `__o0`, `<uid>__id`)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 class Held:
-    """A relation whose rows have been computed once, and those rows (a pyarrow Table)."""
+    """A relation whose rows have been computed once (a table of the connection's memory)."""
 
-    def __init__(self, rel, table) -> None:
+    def __init__(self, rel) -> None:
         self.rel = rel
-        self.table = table
+
+    @property
+    def columns(self) -> list[str]:
+        return self.rel.columns
 
     def ids(self, name: str) -> list[str]:
         """The distinct non-null values of column `name`."""
-        return [v for v in set(self.table.column(name).to_pylist()) if v is not None]
+        c = ColumnExpression(name)
+        return [r[0] for r in self.rel.filter(c.isnotnull()).project(c).distinct().fetchall()]
 
 
 class DuckDBExecutor(ExpressionCompiler):
@@ -78,17 +83,25 @@ class DuckDBExecutor(ExpressionCompiler):
         self.tables = st.local()
         self.con = self.tables.con
         self._names = itertools.count()
-        self._tables: dict[int, tuple] = {}  # id(relation) -> (relation, its rows as Arrow)
+        self._held: dict[int, object] = {}  # id(relation) -> the relation, for relations already computed
+        self._temp: list[str] = []  # tables this executor made (dropped by `close`)
 
     def fresh(self, prefix: str = "__m") -> str:
         return f"{prefix}{next(self._names)}"
 
-    def frame(self, columns: dict[str, list], types: dict[str, object]):
-        """A relation of Python values (columns of equal length, pyarrow types)."""
-        import pyarrow as pa
+    def frame(self, columns: dict[str, list], types: dict[str, A.ValueType]):
+        """A relation of Python values (columns of equal length), each column a list parameter
+        unnested (the values never become SQL text)."""
+        params = {self.fresh("p"): values for values in columns.values()}
+        select = ", ".join(f"unnest(${p}::{_TYPES[types[name]]}[]) AS {_quoted(name)}"
+                           for p, name in zip(params, columns, strict=True))
+        return self.con.sql(f"SELECT {select}", params=params)
 
-        schema = pa.schema([(name, types[name]) for name in columns])
-        return self.con.from_arrow(pa.table(columns, schema=schema))
+    def close(self) -> None:
+        """Drop the tables this executor computed (the scans a held store keeps stay)."""
+        for name in self._temp:
+            self.con.execute(f"DROP TABLE IF EXISTS {_quoted(name)}")
+        self._temp.clear()
 
     # ------------------------------------------------------------------ queries
     def query(self, plan: P.QueryPlan, domains=None):
@@ -104,14 +117,16 @@ class DuckDBExecutor(ExpressionCompiler):
         if key is not None:
             # A store held in memory keeps each scan's rows for its later questions (one bind to
             # reuse them, instead of a filter and a projection over the vertices).
-            table = self.tables.scans[key] = df.to_arrow_table()
+            table = self.tables.scans[key] = f"__scan{next(_TABLES)}"
+            df.create(table)
             return self._known(table)
         return df
 
-    def _known(self, table):
-        """A relation over rows already computed, remembered so that `hold` needs no run."""
-        rel = self.con.from_arrow(table)
-        self._tables[id(rel)] = (rel, table)
+    def _known(self, table: str):
+        """A relation over rows already computed (table `table`), remembered so that `hold` needs
+        no run."""
+        rel = self.con.table(table)
+        self._held[id(rel)] = rel
         return rel
 
     def _scan(self, scan: P.Scan, domains):
@@ -144,7 +159,7 @@ class DuckDBExecutor(ExpressionCompiler):
         rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.LOCAL),
                           where="source" in scan.columns, values="value" in scan.columns)
         names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
-        types = {n: _arrow_type(vtype) for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
+        types = {n: vtype for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
         df = self.frame({n: [r[i] for r in rows] for i, n in enumerate(names)}, types)
         if scan.filters:
             df = df.filter(_all([self.column(f, []) for f in scan.filters]))
@@ -162,7 +177,7 @@ class DuckDBExecutor(ExpressionCompiler):
             found = self._pairs_for([held], pred)
             if lcol == rcol:
                 same_id = [a for a, b in found if a == b]
-                return df.join(self.frame({lcol: same_id}, {lcol: _arrow_type(A.ValueType.STRING)}), lcol)
+                return df.join(self.frame({lcol: same_id}, {lcol: A.ValueType.STRING}), lcol)
             return df.join(self._pair_frame(found, lcol, rcol), [lcol, rcol])
         new = self.hold(self.visit(rel.new, domains))
         bound_new = rel.bound_right if rel.new.source.uid == pred.right.uid else rel.bound_left
@@ -172,16 +187,17 @@ class DuckDBExecutor(ExpressionCompiler):
         return df.join(found, joined_col).join(new.rel, new_col)
 
     def _pair_frame(self, found, lcol: str, rcol: str):
-        string = _arrow_type(A.ValueType.STRING)
+        string = A.ValueType.STRING
         return self.frame({lcol: [a for a, _ in found], rcol: [b for _, b in found]}, {lcol: string, rcol: string})
 
     def hold(self, df) -> Held:
-        """Run `df` once: a relation over its rows, and the rows (for the bound sides' ids)."""
-        known = self._tables.get(id(df))
-        if known is not None and known[0] is df:
-            return Held(df, known[1])
-        table = df.to_arrow_table()
-        return Held(self._known(table), table)
+        """Run `df` once into a table: a relation over its rows (for the bound sides' ids)."""
+        if self._held.get(id(df)) is df:
+            return Held(df)
+        table = f"__held{next(_TABLES)}"
+        df.create(table)
+        self._temp.append(table)
+        return Held(self._known(table))
 
     def _pairs_for(self, held: list[Held], pred: A.ProvPredicate) -> list[tuple[str, str]]:
         """Pairs of `pred` with each side bound to the ids of the first held rows that bind it."""
@@ -189,7 +205,7 @@ class DuckDBExecutor(ExpressionCompiler):
         def ids(uid: str):
             name = cname(uid, "id")
             for h in held:
-                if name in h.table.column_names:
+                if name in h.columns:
                     return h.ids(name)
             return None
 
@@ -280,7 +296,7 @@ class DuckDBExecutor(ExpressionCompiler):
         m = self.fresh()
         lcol, rcol = cname(pred.left.uid, "id"), cname(pred.right.uid, "id")
         found = self._pairs_for([held], pred)
-        string, boolean = _arrow_type(A.ValueType.STRING), _arrow_type(A.ValueType.BOOL)
+        string, boolean = A.ValueType.STRING, A.ValueType.BOOL
         if lcol == rcol:
             hits = [a for a, b in found if a == b]
             marks = self.frame({lcol: hits, m: [True] * len(hits)}, {lcol: string, m: boolean})
@@ -293,7 +309,7 @@ class DuckDBExecutor(ExpressionCompiler):
         sub_domains = dict(domains)
         for key in keys:
             ids = held.ids(cname(key.uid, "id"))
-            sub_domains[key.uid] = self.frame({S.ID: ids}, {S.ID: _arrow_type(A.ValueType.STRING)})
+            sub_domains[key.uid] = self.frame({S.ID: ids}, {S.ID: A.ValueType.STRING})
         sub = self.query(plan, sub_domains)
         names = [cname(k.uid, "id") for k in keys]
         return sub, names
@@ -360,4 +376,8 @@ def _aggregate_text(call: A.BoundCall, i: int) -> str:
 
 def execute(st, plan: P.QueryPlan) -> list[tuple]:
     """Run a top-level plan; the rows in the query's column order."""
-    return DuckDBExecutor(st).query(plan).fetchall()
+    executor = DuckDBExecutor(st)
+    try:
+        return executor.query(plan).fetchall()
+    finally:
+        executor.close()

@@ -12,6 +12,7 @@ are the same type. Every granularity is implicitly the single-granularity type o
 
 from __future__ import annotations
 
+import difflib
 import enum
 import itertools
 from collections.abc import Iterable, Mapping
@@ -393,8 +394,6 @@ def _check_acyclic(pairs: list[tuple[str, str]]) -> None:
 
 
 def _gran_hint(catalog: Catalog, grans: list[str]) -> str | None:
-    import difflib
-
     known = list(catalog.all_kinds())
     for g in grans:
         if g not in known:
@@ -476,8 +475,6 @@ def record_error(source: str, section: str, index: int | None, ident: str | None
 
 def resolve_type(catalog: Catalog, names: list[str], is_list: bool) -> tuple[TypeInfo | None, str | None]:
     """A vertex record's type (a name, or a list of granularities) -> (type, None) or (None, reason)."""
-    import difflib
-
     if is_list:
         problem = catalog.type_problem(names)
         if problem:

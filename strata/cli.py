@@ -116,7 +116,7 @@ def main(ctx: click.Context, store_path: str | None, master: str | None, conf: t
 def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
     """Ingest bundles (.json, .jsonl, folders of sections), triples (.csv, .parquet), OpenLineage
     events or W3C PROV documents in one commit."""
-    from pathlib import Path
+    from pathlib import Path  # deferred: `strata --help` starts without pathlib
 
     missing = [f for f in files if not Path(f).exists()]
     if missing:

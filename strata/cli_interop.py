@@ -8,6 +8,8 @@ strata/cli_export.py registers the two export commands. The library does the wor
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from strata.app import App
@@ -73,8 +75,6 @@ def openlineage_events(st, runs: tuple[str, ...]) -> list[dict]:
 def export_openlineage(ctx: click.Context, runs: tuple[str, ...], out: str | None, url: str | None,
                        endpoint: str, api_key: str | None) -> None:
     """Captured (and ingested) runs as OpenLineage RunEvents (JSON Lines), or sent to --url."""
-    import json
-
     from strata.app import store_of
 
     events = openlineage_events(store_of(ctx), runs)

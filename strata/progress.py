@@ -9,6 +9,7 @@ spinner and the count so far. Finished steps stay on screen as one line each, wi
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Iterator
 
@@ -71,8 +72,6 @@ def shown(enabled: bool | None = None) -> Iterator[None]:
 
 def around(command):
     """Decorate a click command callback so its store steps show progress on a terminal."""
-    import functools
-
     @functools.wraps(command)
     def run(*args, **kwargs):
         with shown():

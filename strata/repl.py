@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,6 @@ def cancellable(store):
 def report_error(session: C.Session, e: BaseException, debug: bool = False) -> None:
     """Errors on stderr: user errors with their caret display, others in one line."""
     if debug:
-        import traceback
-
         traceback.print_exception(e, file=sys.stderr)
     if isinstance(e, StrataError):
         print(e.render(), file=sys.stderr, flush=True)

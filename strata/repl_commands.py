@@ -14,6 +14,7 @@ import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group
@@ -372,8 +373,6 @@ def _export(session: Session, inv: Invocation) -> None:
 
 
 def _show(session: Session, inv: Invocation) -> None:
-    from pathlib import Path
-
     from store.export.html import write_html
     from strata.app import subgraph_for
 

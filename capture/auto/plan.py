@@ -20,6 +20,7 @@ before any job runs, naming the operator. docs/capture.md lists every operator a
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import DataFrame
@@ -589,8 +590,6 @@ def _find_class(expr, names: frozenset[str]) -> str | None:
 
 def _without_ids(text: str) -> str:
     """A plan string without its attribute ids (``#12L``), which differ between runs."""
-    import re
-
     return re.sub(r"#\d+L?", "", text)
 
 

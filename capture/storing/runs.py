@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
@@ -364,8 +365,6 @@ def source_paths(head: RunHead, path: str) -> list[str]:
     run's manipulations (Definition 5.1's M) back from the result operator; positions in the
     result path (``tweets[0].text``) match any position (``tweets.[pos].text``). Operators that
     manipulate nothing (filters, unions) keep the path."""
-    import re
-
     by_oid = {o.oid: o for o in head.operators}
     out: set[str] = set()
     stack = [(head.result_oid, re.sub(r"\[\d+\]", ".[pos]", path))]

@@ -13,6 +13,7 @@ member's id (docs/capture.md, "Ids"). Deterministic, so the same on every re-run
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
@@ -205,8 +206,6 @@ def apply_in_pandas(tdf: TrackedDataFrame, keys: list[Column], func, schema) -> 
     function returned for it (A = M = ⊥; position = the row's place in the function's output).
     The function runs on the visible columns, as in the plain program; its output rows are
     joined back to their group on the key (null-safe) for the members' ids."""
-    import inspect
-
     from pyspark.sql.types import IntegerType, _parse_datatype_string
 
     from capture.ids import FLATTEN, Derived

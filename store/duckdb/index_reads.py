@@ -202,7 +202,7 @@ class Component:
         """Write this component, both directions of its set dependencies included, as files in
         `folder` (written in a sibling folder, then renamed into place: a reader sees all of
         them or none). Triples are stored in set order; integer arrays as numpy files."""
-        import shutil
+        import shutil  # deferred: shutil imports bz2, lzma and more (15 ms at every start)
 
         import numpy as np
         import pyarrow as pa
@@ -552,7 +552,7 @@ def write_skeletons(st, threshold: int | None = None) -> int:
     """Write the skeleton files of every component of `st`'s index with more than `threshold`
     triples (default `LARGE_COMPONENT`) that has none, and remove those of older indexes.
     Returns how many were written; 0 when the store is not a local folder or skeletons are off."""
-    import shutil
+    import shutil  # deferred: shutil imports bz2, lzma and more (15 ms at every start)
 
     from store import progress
 

@@ -18,6 +18,7 @@ import html
 import math
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 from store.export.property_graph import Node, Rel, RelType, Subgraph
 
@@ -276,8 +277,6 @@ def render(sg: Subgraph, title: str = "Strata provenance") -> str:
 
 
 def write_html(sg: Subgraph, path, title: str = "Strata provenance"):
-    from pathlib import Path
-
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(sg, title), encoding="utf-8")

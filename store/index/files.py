@@ -7,6 +7,7 @@ scopes (store/index/scopes.py) that either engine's predicates read for a small 
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterable, Sequence
 
@@ -116,8 +117,6 @@ def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, v
     both columns) may hold one of the values are read. Files sorted by (key, sort), as the index
     writes them, make that a few row groups for a handful of values, where a scan would read the
     whole component; any order gives the right rows."""
-    import bisect
-
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -20,6 +20,7 @@ for a full rebuild (`strata index`) when they were replaced.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +97,6 @@ def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = No
             new[e.key] = e
     if not new:
         return OLIngest(st.version, 0, len(stored))
-    import json
 
     bodies = [json.loads(t) for t in stored.values()] + [e.body for e in new.values()]
     bundle = to_bundle(bodies)

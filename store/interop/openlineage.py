@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -166,8 +167,6 @@ def _is_time(value: Any) -> bool:
 
 
 def _is_uuid(value: Any) -> bool:
-    import uuid
-
     try:
         text = str(value)
         return str(uuid.UUID(text)) == text.lower()

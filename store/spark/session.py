@@ -9,6 +9,7 @@ any `spark.jars` given. An existing SparkSession passed to `Store.open(spark=...
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 
 from store.arrow import restore_pandas
@@ -80,8 +81,6 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     jars: extra jars for `spark.jars` of a session this starts. quiet=True (the CLI and REPL)
     sends the JVM's own start-up chatter to /dev/null; errors still reach Python as exceptions.
     """
-    import sys
-
     from pyspark.sql import SparkSession
 
     restore_pandas()  # Spark's Arrow conversions hand pyarrow pandas objects (store/arrow.py)
@@ -121,8 +120,6 @@ class _stderr_to_devnull:
     """Point fd 2 at /dev/null while the JVM starts (it inherits it; Python's is restored)."""
 
     def __enter__(self) -> None:
-        import sys
-
         sys.stderr.flush()
         self._saved = os.dup(2)
         devnull = os.open(os.devnull, os.O_WRONLY)

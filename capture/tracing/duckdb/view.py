@@ -101,7 +101,7 @@ def unviewable(t: Type, as_json: bool) -> str | None:
 
 def time_zone(store) -> dt.tzinfo:
     """The time zone Spark renders timestamps in: the running session's, else Strata's default."""
-    from zoneinfo import ZoneInfo
+    from zoneinfo import ZoneInfo  # deferred: only a timestamp column with a zone needs it
 
     name = SESSION_TIME_ZONE
     if store.spark_started:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from capture.tracing.places import Key, Place, every, file_path_of, gone, label, place_of_input
 
@@ -74,8 +75,6 @@ def read_input(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]], 
 
 def _file_name(uri: str) -> str:
     """A file as Spark's ``_metadata.file_path`` names it (a URI): its local path, else the URI."""
-    from urllib.parse import unquote
-
     return file_path_of(unquote(uri)) or uri
 
 

@@ -23,17 +23,33 @@ Three jobs, one subpackage each:
   packages import it as ``capture.tracing`` only.
 
 Shared by the three: ``operators.py`` (operator provenance, plain data), ``ids.py`` (hidden id
-columns, element ids, derived ids), ``errors.py`` and ``jvm/`` (Strata's JVM classes: the JSON
-offset reader tracking uses and the split Parquet writer storing uses).
+columns, element ids, derived ids; their Spark Column forms in ``id_columns.py``),
+``locator.py`` (where a source's items live), ``errors.py`` and ``jvm/`` (Strata's JVM classes:
+the JSON offset reader tracking uses and the split Parquet writer storing uses).
 
 See docs/capture.md for the supported operators and the provenance tables.
+
+Importing ``capture`` (or ``capture.tracing``, which imports this package first) loads no
+pyspark: the names of tracking and zero-change capture are imported on first use.
 """
 
-from capture.auto.hooks import Capture, capturing
 from capture.errors import CaptureError, UnsupportedOperation
 from capture.operators import Access, Manipulation, OperatorProv, OpInput, OpType
-from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.tracker import Captured, Tracker
+
+
+def __getattr__(name: str):
+    """Tracking's and zero-change capture's names, imported when first used: deferred, because
+    their modules import pyspark and a trace on the DuckDB engine (capture.tracing) must not."""
+    if name in ("Capture", "capturing"):
+        from capture.auto import hooks as module
+    elif name == "TrackedDataFrame":
+        from capture.tracking import frame as module
+    elif name in ("Captured", "Tracker"):
+        from capture.tracking import tracker as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)
+
 
 __all__ = [
     "Access",

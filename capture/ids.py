@@ -7,29 +7,28 @@ names as store elements, and the ids computed again on read instead of stored.
   ``dataset:<name>`` (:func:`dataset_element_id`) and its item with id ``i`` the element
   ``dataset:<name>#<i as 16 hex digits>`` (:func:`item_element_id`, unsigned 64-bit; read back
   by :func:`parse_item_element_id`); an operator's output items are named the same way under
-  the prefix of its output dataset (:func:`item_element_column`, in Spark).
+  the prefix of its output dataset (``capture.id_columns.item_element_column``, in Spark).
 * Derived ids (PROVision's lazy provenance, docs/capture.md "Derived ids"): a flatten's, join's
   and union's output id is a hash of columns the annotated result already carries:
   ``xxhash64(oid, parent id, position)``, ``xxhash64(oid, left id, right id)``,
   ``xxhash64(oid, side, the side's id)``. Only the coordinates that cannot be recomputed --
   source ids, positions, union sides, aggregation ids -- are stored, and collected into an
   aggregation's member structs. A :class:`Derived` says how to compute one of the others;
-  :func:`hydrate` adds them back to a DataFrame (inside collected arrays too) and
+  ``capture.id_columns.hydrate`` adds them back to a DataFrame (inside collected arrays too) and
   :func:`hydrate_rows` to rows on the driver (Spark's ``xxhash64`` with the ``xxhash`` package),
   so the readers of the hidden columns (``capture.storing.materialize``, the backtracer) see
   every id column as the tracked pipeline defined it.
+
+Plain Python: no pyspark here (the DuckDB engine's trace reads ids through this module); the
+same ids as Spark Column expressions are in capture/id_columns.py.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 # ---- hidden columns ------------------------------------------------------------------------------
 HIDDEN_PREFIX = "__strata_"
@@ -38,11 +37,6 @@ HIDDEN_PREFIX = "__strata_"
 def is_hidden(name: str) -> bool:
     """Whether column ``name`` is one of the hidden provenance columns."""
     return name.startswith(HIDDEN_PREFIX)
-
-
-def named(name: str) -> Column:
-    """The top-level column ``name`` as a Column, dots and backticks in it taken literally."""
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 # ---- element ids ---------------------------------------------------------------------------------
@@ -62,6 +56,12 @@ def item_hex(item_id: int) -> str:
     return f"{item_id & _MASK:016x}"
 
 
+def operator_id(run: str, oid: int) -> str:
+    """The store element of operator ``oid`` of captured run ``run``: ``<run>/op<oid>``
+    (capture/storing/to_model.py; its output items are ``<run>/op<oid>/out#<hex>``)."""
+    return f"{run}/op{oid}"
+
+
 def item_element_id(dataset: str, item_id: int) -> str:
     """The store element of item ``item_id`` of source dataset ``dataset``:
     ``dataset:<name>#<16 lower-case hex digits>`` (:func:`item_hex`)."""
@@ -76,12 +76,6 @@ def parse_item_element_id(text: str) -> tuple[str, int]:
         raise ValueError(f"not an item id: {text!r} (expected dataset:<name>#<16 hex digits>)")
     value = int(m["hex"], 16)
     return m["name"], value - (1 << 64) if value >= 1 << 63 else value
-
-
-def item_element_column(prefix: Column, item_id: Column) -> Column:
-    """:func:`item_element_id` in Spark: ``prefix`` (a dataset element id) ``#`` the 16 hex
-    digits of the long column ``item_id``."""
-    return F.concat(prefix, F.lit("#"), F.lpad(F.lower(F.hex(item_id)), 16, "0"))
 
 
 # ---- derived ids ---------------------------------------------------------------------------------
@@ -130,48 +124,11 @@ Level = dict[str, tuple[Derived, ...]]  # one level's derived columns: the alter
 
 def top(derived: Iterable[Derived]) -> Level:
     """The top-level derivations by column name."""
-    return _levels(derived).get((), {})
+    return levels_of(derived).get((), {})
 
 
-def column(d: Derived, arg: Callable[[str], Column]) -> Column:
-    """Derivation ``d`` as a Column, its arguments given by ``arg(name)``."""
-    oid = F.lit(d.oid)
-    if d.kind == FLATTEN:
-        parent, pos = arg(d.args[0]), arg(d.args[1])
-        cond, value = parent.isNotNull(), F.xxhash64(oid, parent, F.coalesce(pos, F.lit(-1)))
-    elif d.kind == JOIN:
-        left, right = arg(d.args[0]), arg(d.args[1])
-        cond = left.isNotNull() | right.isNotNull()
-        value = F.xxhash64(oid, F.coalesce(left, F.lit(-1)), F.coalesce(right, F.lit(-1)))
-    else:
-        side = arg(d.args[0]).cast("int")
-        cond = side.isNotNull()
-        value = F.xxhash64(oid, side, F.when(side == 0, arg(d.args[1])).otherwise(arg(d.args[2])))
-    for c, v in d.when:
-        cond = cond & (arg(c) == F.lit(v))
-    return F.when(cond, value)
-
-
-def resolver(level: Level, get: Callable[[str], Column],
-             have: Callable[[str], bool] = lambda n: False) -> Callable[[str], Column]:
-    """``resolve(name)``: column ``name`` of one level -- ``get(name)`` when it is stored (or
-    ``have(name)``), else its derivation (each computed once, over the resolved arguments)."""
-    done: dict[str, Column] = {}
-
-    def resolve(name: str) -> Column:
-        if name in done:
-            return done[name]
-        alts = level.get(name)
-        if not alts or have(name):
-            return get(name)
-        cols = [column(d, resolve) for d in alts]  # a column from both sides of a union: either holds
-        done[name] = cols[0] if len(cols) == 1 else F.coalesce(*cols)
-        return done[name]
-
-    return resolve
-
-
-def _levels(derived: Iterable[Derived]) -> dict[tuple[str, ...], Level]:
+def levels_of(derived: Iterable[Derived]) -> dict[tuple[str, ...], Level]:
+    """The derivations by nesting (``Derived.nest``: () for the top level) and column name."""
     out: dict[tuple[str, ...], Level] = {}
     for d in dict.fromkeys(derived):
         level = out.setdefault(d.nest, {})
@@ -179,53 +136,16 @@ def _levels(derived: Iterable[Derived]) -> dict[tuple[str, ...], Level]:
     return out
 
 
-def _arrays(levels: dict[tuple[str, ...], Level], prefix: tuple[str, ...]) -> list[str]:
+def arrays_below(levels: dict[tuple[str, ...], Level], prefix: tuple[str, ...]) -> list[str]:
     """The arrays one level below ``prefix`` that hold derived fields (at some depth)."""
     return list(dict.fromkeys(n[len(prefix)] for n in levels if len(n) > len(prefix) and n[:len(prefix)] == prefix))
 
 
-def hydrate(df, derived: Iterable[Derived]):
-    """``df`` with every derived column it lacks added back: top-level columns at the end, fields
-    of collected arrays appended to their structs (``transform``). Columns and fields ``df``
-    already has are kept. No job runs."""
-    levels = _levels(derived)
-
-    def fill(get: Callable[[str], Column], prefix: tuple[str, ...], schema: StructType) -> dict[str, Column]:
-        level = levels.get(prefix, {})
-        names = set(schema.fieldNames())
-        resolve = resolver(level, get, lambda n: n in names)
-        out = {name: resolve(name) for name in level if name not in names}
-        for arr in _arrays(levels, prefix):
-            elem = schema[arr].dataType.elementType if arr in names else None
-            if isinstance(elem, StructType) and _missing(elem, (*prefix, arr)):
-                out[arr] = F.transform(get(arr), _member(prefix=(*prefix, arr), schema=elem))
-        return out
-
-    def _member(prefix: tuple[str, ...], schema: StructType) -> Callable[[Column], Column]:
-        def struct_of(m: Column) -> Column:  # one argument: pyspark's transform counts them
-            for name, c in fill(m.getField, prefix, schema).items():
-                m = m.withField(name, c)
-            return m
-
-        return struct_of
-
-    def _missing(schema: StructType, prefix: tuple[str, ...]) -> bool:
-        names = set(schema.fieldNames())
-        if any(n not in names for n in levels.get(prefix, {})):
-            return True
-        return any(arr in names and isinstance(e := schema[arr].dataType.elementType, StructType)
-                   and _missing(e, (*prefix, arr)) for arr in _arrays(levels, prefix))
-
-    if not levels or not _missing(df.schema, ()):
-        return df
-    return df.withColumns(fill(lambda n: F.col(f"`{n}`"), (), df.schema))
-
-
 # ---- on the driver -------------------------------------------------------------------------------
-_SEED = 42  # Spark's xxhash64 seed
+SEED = 42  # Spark's xxhash64 seed
 
 
-def _mix(seed: int, value: int | None, width: str) -> int:
+def mix(seed: int, value: int | None, width: str) -> int:
     """One column of Spark's ``xxhash64``: XXH64 of the value's little-endian bytes (4 for
     byte/short/int, 8 for long) seeded with the hash so far; a null leaves the hash as it is."""
     import xxhash
@@ -247,21 +167,21 @@ def _derive(d: Derived, level: Level, row: dict) -> int | None:
     if any(_row_value(c, level, row) != value for c, value in d.when):
         return None
     v = [_row_value(a, level, row) for a in d.args]
-    h = _mix(_SEED, d.oid, "<i")
+    h = mix(SEED, d.oid, "<i")
     if d.kind == FLATTEN:
-        return None if v[0] is None else _mix(_mix(h, v[0], "<q"), -1 if v[1] is None else v[1], "<i")
+        return None if v[0] is None else mix(mix(h, v[0], "<q"), -1 if v[1] is None else v[1], "<i")
     if d.kind == JOIN:
         if v[0] is None and v[1] is None:
             return None
-        return _mix(_mix(h, -1 if v[0] is None else v[0], "<q"), -1 if v[1] is None else v[1], "<q")
+        return mix(mix(h, -1 if v[0] is None else v[0], "<q"), -1 if v[1] is None else v[1], "<q")
     if v[0] is None:
         return None
-    return _mix(_mix(h, v[0], "<i"), v[1] if v[0] == 0 else v[2], "<q")
+    return mix(mix(h, v[0], "<i"), v[1] if v[0] == 0 else v[2], "<q")
 
 
 def hydrate_rows(rows: list[dict], derived: Iterable[Derived]) -> list[dict]:
-    """:func:`hydrate` for rows on the driver (dicts, nested structs as dicts), in place."""
-    levels = _levels(derived)
+    """``capture.id_columns.hydrate`` for rows on the driver (dicts, nested structs as dicts), in place."""
+    levels = levels_of(derived)
     if not levels:
         return rows
 
@@ -272,7 +192,7 @@ def hydrate_rows(rows: list[dict], derived: Iterable[Derived]) -> list[dict]:
             for name in level:
                 if name not in o:
                     o[name] = _row_value(name, level, o)
-        for arr in _arrays(levels, prefix):
+        for arr in arrays_below(levels, prefix):
             fill((e for o in objs for e in (o.get(arr) or ())), (*prefix, arr))
 
     fill(rows, ())

@@ -29,13 +29,14 @@ from pyspark.sql import functions as F
 from capture.auto import window
 from capture.errors import UnsupportedOperation
 from capture.ids import is_hidden
+from capture.locator import Locator
 from capture.operators import OperatorProv, OpInput, OpType
 from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, seq
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
-from capture.tracking.sources import Locator, file_row_ids, item_ids, layout_key, locator, program_locator
+from capture.tracking.sources import file_row_ids, item_ids, layout_key, locator, program_locator
 
 _JOINS = {
     "INNER": "inner", "CROSS": "cross", "LEFT OUTER": "left", "RIGHT OUTER": "right",

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import functions as F
 from pyspark.sql.types import _parse_datatype_json_string
 
-from capture.ids import JOIN, Derived, named, resolver, top
+from capture.id_columns import named, resolver
+from capture.ids import JOIN, Derived, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.grouping import key_hash

@@ -3,12 +3,25 @@
 * ``commit.py``: the commit (the user's output and the store's copy, one Spark job where it can);
 * ``tee.py``: the writers that make both copies in one pass (split and tee);
 * ``tables.py``: the capture tables' names and schemas;
-* ``runs.py``: committed runs read back (:class:`StoredRun`, :func:`load_run`; a run's operators
-  and run row alone, no Spark: :class:`RunHead`, :func:`read_head`);
-* ``materialize.py``: Pebble's id associations P from a result's hidden id columns;
+* ``runs.py``: committed runs read back without pyspark (a run's operators and run row:
+  :class:`RunHead`, :func:`read_head`; a local store's rows with pyarrow);
+* ``stored.py``: a committed run's result tables as Spark DataFrames (:class:`StoredRun`,
+  :func:`load_run`);
+* ``materialize.py``: Pebble's id associations P from a result's hidden id columns (in Spark;
+  ``associations.py``: the same for rows on the driver, no pyspark);
 * ``to_model.py``: a run mapped into the multi-granularity model (a bundle).
 """
 
-from capture.storing.runs import RunHead, StoredRun, load_run, read_head, run_name
+from capture.storing.runs import RunHead, read_head, run_name
 
 __all__ = ["RunHead", "StoredRun", "load_run", "read_head", "run_name"]
+
+
+def __getattr__(name: str):
+    """``StoredRun`` and ``load_run`` on first use: capture/storing/stored.py imports pyspark,
+    deferred so that reading a run's head (the DuckDB engine's trace) loads none."""
+    if name in ("StoredRun", "load_run"):
+        from capture.storing import stored
+
+        return getattr(stored, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

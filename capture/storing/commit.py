@@ -24,10 +24,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from capture import jvm
-from capture.ids import hydrate, hydrate_rows, is_hidden
+from capture.id_columns import hydrate
+from capture.ids import hydrate_rows, is_hidden
 from capture.operators import OperatorProv
 from capture.storing import tee, to_model
-from capture.storing.materialize import assoc_frame, assoc_rows, identity_frame, identity_rows
+from capture.storing.associations import assoc_rows, identity_rows
+from capture.storing.materialize import assoc_frame, identity_frame
 from capture.storing.runs import require_current_format, slots_json
 from capture.storing.tables import (
     OPERATORS,
@@ -37,6 +39,7 @@ from capture.storing.tables import (
     SOURCES,
     SOURCES_SCHEMA,
     output_table,
+    part_of,
     result_table,
 )
 from store import schema as S
@@ -199,7 +202,7 @@ def _write_split(tx, run: str, ordered: DataFrame, visible: list[str], save: Cal
     out_folder = tx.stage_local(output_table(run), vschema.json())
     parts: dict[int, str] = {}
     for name in sorted(os.listdir(output)):
-        part = tee.part_of(name) if name.endswith(".parquet") else None
+        part = part_of(name) if name.endswith(".parquet") else None
         if part is None:
             continue
         if part in parts:  # two files of one task: rows cannot be paired

@@ -9,19 +9,22 @@ Operators that keep item identity (filter, select, map, sort, limit) have no slo
 rows ⟨id, id⟩ are not stored but derived (:func:`identity_frame`) -- the ids an identity
 operator passes on are exactly the input ids its successors' rows name (or, for the result
 operator, the result's ids).
+
+The same associations for rows already on the driver (``assoc_rows``, ``identity_rows``) are in
+capture/storing/associations.py, without pyspark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from capture.operators import OperatorProv, Slot
+from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID, POS, Cond, slot_conds
 
-OID, OUT_ID, INPUT, IN_ID, POS = "oid", "out_id", "input", "in_id", "pos"
 ASSOC_SCHEMA = StructType(
     [
         StructField(OID, IntegerType(), False),
@@ -31,16 +34,6 @@ ASSOC_SCHEMA = StructType(
         StructField(POS, IntegerType(), True),
     ]
 )
-
-
-Cond = tuple[int, str, int | None]  # (depth, column, value); value None: 0 or null (a first copy)
-
-
-def _conds(slot: Slot, complete: bool = False) -> tuple[Cond, ...]:
-    """The slot's row conditions: union sides, and first copies when only flattens repeated it
-    (not when ``complete``: every copy is kept, so any subset of result rows yields all its rows)."""
-    first = slot.first if slot.distinct and slot.first and not complete else ()
-    return (*slot.when, *((d, c, None) for d, c in first))
 
 
 def _cond(conds: Iterable[Cond], depth: int) -> Column | None:
@@ -65,7 +58,7 @@ def _descend(annotated: DataFrame, nest: tuple[str, ...], conds: tuple[Cond, ...
 
 def _array_rows(df: DataFrame, slot: Slot, complete: bool) -> DataFrame:
     """An aggregation slot: one row per member of each group's collected id list, with its position."""
-    c = _cond(_conds(slot, complete), len(slot.nest))
+    c = _cond(slot_conds(slot, complete), len(slot.nest))
     if c is not None:
         df = df.filter(c)
     df = df.select(F.col(slot.out_col).alias(OUT_ID), F.posexplode(F.col(slot.array)).alias("_p", "_e"))
@@ -92,7 +85,7 @@ def _flat_rows(df: DataFrame, slots: list[Slot], complete: bool) -> DataFrame:
             F.col(slot.in_ref.id_col).alias(IN_ID),
             pos.alias(POS),
         )
-        c = _cond(_conds(slot, complete), depth)
+        c = _cond(slot_conds(slot, complete), depth)
         structs.append(F.when(c, row) if c is not None else row)
     if len(structs) == 1:
         return df.select(structs[0].alias("_a")).select("_a.*")
@@ -112,7 +105,7 @@ def assoc_frame(annotated: DataFrame, slots: Iterable[Slot], complete: bool = Fa
     """
     groups: dict[tuple, list[Slot]] = {}
     for s in dict.fromkeys(slots):
-        above = tuple(c for c in _conds(s, complete) if c[0] < len(s.nest))
+        above = tuple(c for c in slot_conds(s, complete) if c[0] < len(s.nest))
         shuffle = s.distinct and s.first is None and not complete
         key = (s.nest, above, shuffle, s.array if s.array is not None else "")
         groups.setdefault(key, []).append(s)
@@ -181,66 +174,3 @@ def identity_frame(stored: DataFrame, operators: Iterable[OperatorProv], result_
     for f in frames:
         out = f if out is None else out.unionByName(f)
     return out if out is not None else spark.createDataFrame([], ASSOC_SCHEMA)
-
-
-def identity_rows(stored: Iterable[tuple], operators: Iterable[OperatorProv], result_oid: int,
-                  result_ids: Iterable[int]) -> list[tuple]:
-    """:func:`identity_frame` on the driver: ``stored`` holds the other operators' associations
-    as :func:`assoc_rows` tuples, ``result_ids`` the result item ids; the identity operators'
-    ⟨id, id⟩ rows as such tuples, each id once per operator."""
-    ops = {o.oid: o for o in operators}
-    succ: dict[int, list[tuple[int, int]]] = {}
-    for o in ops.values():
-        for j, inp in enumerate(o.inputs):
-            succ.setdefault(inp.pred, []).append((o.oid, j))
-    fed: dict[tuple[int, int], list[int]] = {}
-    for oid, _out, k, in_id, _pos in stored:
-        fed.setdefault((oid, k), []).append(in_id)
-    result_ids = list(result_ids)
-    memo: dict[int, list[int] | None] = {}
-
-    def ids_of(k: int) -> list[int] | None:  # the ids out of identity op k (None: no successor says)
-        if k not in memo:
-            parts = [result_ids] if k == result_oid else []
-            for s, j in succ.get(k, []):
-                sub = ids_of(s) if ops[s].type.keeps_ids else fed.get((s, j), [])
-                if sub is not None:
-                    parts.append(sub)
-            memo[k] = [i for part in parts for i in part] if parts else None
-        return memo[k]
-
-    out: list[tuple] = []
-    for k in sorted(ops):
-        ids = ids_of(k) if ops[k].type.keeps_ids else None
-        out += [(k, i, 0, i, None) for i in dict.fromkeys(ids or ()) if i is not None]
-    return out
-
-
-def assoc_rows(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
-    """``assoc_frame(df, slots, complete=True)`` for result rows already on the driver (dicts of
-    the annotated result's columns, nested structs as dicts): every association those rows derive
-    from, as ``(oid, out_id, input, in_id, pos)`` tuples (repeats possible). The backtracer runs
-    it over the matched rows only, so tracing needs no second Spark job."""
-    out: list[tuple] = []
-    for slot in dict.fromkeys(slots):
-        conds = _conds(slot, complete=True)
-        level = [r for r in rows if _holds(r, conds, 0)]
-        for depth, arr in enumerate(slot.nest, start=1):
-            level = [e for r in level for e in (r.get(arr) or ()) if e is not None and _holds(e, conds, depth)]
-        k = slot.in_ref.input
-        for r in level:
-            out_id = r.get(slot.out_col)
-            if out_id is None:
-                continue
-            if slot.array is not None:
-                out += [(slot.oid, out_id, k, e[slot.in_ref.id_col], p)
-                        for p, e in enumerate(r.get(slot.array) or (), 1)
-                        if e is not None and e.get(slot.in_ref.id_col) is not None]
-            elif (in_id := r.get(slot.in_ref.id_col)) is not None:
-                pos = r.get(slot.pos_col) if slot.pos_col else None
-                out.append((slot.oid, out_id, k, in_id, None if pos is None else pos + 1))
-    return out
-
-
-def _holds(row: Mapping, conds: tuple[Cond, ...], depth: int) -> bool:
-    return all(row.get(col) == value for d, col, value in conds if d == depth)

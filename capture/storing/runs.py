@@ -5,9 +5,14 @@ result -- every visible column plus the hidden id, position and collected-id col
 pipeline carried, except the ids that can be computed again (capture/ids.py) -- is kept as the
 run's own table ``capture_result/<run>``, and the run's row in ``capture_runs`` records which
 hidden column holds each operator's associations (its slots) and how to compute the derived ids.
-Pebble's P (Table 6) is a *view* of that table (:meth:`StoredRun.associations`): the same rows
+Pebble's P (Table 6) is a *view* of that table (``StoredRun.associations``): the same rows
 ``capture.storing.materialize`` derives from a live tracked DataFrame. The backtracer never needs the
 whole view: it derives the associations of the matched result rows alone.
+
+This module reads a run's head (:class:`RunHead`, :func:`read_head`: operators and run row) and a
+local store's rows with pyarrow, and imports no pyspark (a store on a cluster path is read through
+the store's DataFrames); the run's result tables opened as Spark DataFrames (``StoredRun``,
+``load_run``) are in capture/storing/stored.py.
 """
 
 from __future__ import annotations
@@ -18,47 +23,14 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
-
-from pyspark.sql.types import StructType
 
 from capture import ids as drv
-from capture.ids import is_hidden, named
+from capture.ids import is_hidden, item_hex, operator_id
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.storing.tables import OPERATORS, RUNS, output_table, result_table
-from capture.storing.tee import PART, part_of
+from capture.storing.tables import OPERATORS, RUNS, output_table, part_of, result_table
 from store.errors import UserError
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
 ROW_KEY = "__strata_row"  # a split result's row: part number << 40 | row index in the part's file
-
-
-def keyed(df: DataFrame) -> DataFrame:
-    """A split copy's table with ``ROW_KEY`` (from each row's file name and index in the file),
-    the key that pairs a row of the output files with its row of hidden columns."""
-    from pyspark.sql import functions as F
-
-    meta = df.metadataColumn("_metadata")
-    part = F.regexp_extract(meta.getField("file_name"), PART, 1).cast("long")
-    return df.withColumn(ROW_KEY, F.shiftleft(part, 40) + meta.getField("row_index"))
-
-
-def hidden_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
-    """The rows of a split copy's hidden table with the given ``ROW_KEY``s (each row a dict, with
-    its key). On a local store pyarrow reads just the row groups that hold them (no Spark job: a
-    TRACE's second step costs milliseconds, not a scan of every hidden file); elsewhere
-    :func:`joined_rows`."""
-    files: dict[int, str] = {}
-    for uri in hidden.inputFiles():
-        where = urlparse(uri)
-        part = part_of(os.path.basename(where.path))
-        if where.scheme != "file" or part is None:
-            return joined_rows(hidden, keys)
-        files[part] = unquote(where.path)
-    return rows_by_key(files, keys)
 
 
 def rows_by_key(files: dict[int, str], keys: list[int]) -> list[dict]:
@@ -74,15 +46,6 @@ def rows_by_key(files: dict[int, str], keys: list[int]) -> list[dict]:
                             hint="the store is damaged: capture the pipeline again")
         out += [{**row, ROW_KEY: (part << 40) | r} for r, row in zip(rows, take(files[part], rows), strict=True)]
     return out
-
-
-def joined_rows(hidden: DataFrame, keys: list[int]) -> list[dict]:
-    """:func:`hidden_rows` in one Spark job (a store on a cluster path): a broadcast join."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
-    keys_df = hidden.sparkSession.createDataFrame(pa.table({ROW_KEY: pa.array(keys, pa.int64())}))
-    return keyed(hidden).join(F.broadcast(keys_df), ROW_KEY).toArrow().to_pylist()
 
 
 def take(path: str, rows: list[int], columns: list[str] | None = None) -> list[dict]:
@@ -126,68 +89,10 @@ def slots_from_json(text: str) -> tuple[tuple[Slot, ...], tuple[drv.Derived, ...
 
 
 # ---- reading a committed run -----------------------------------------------------------------
-@dataclass(frozen=True)
-class StoredRun:
-    """A committed capture run: its operators, result operator and annotated result."""
-
-    run: str
-    operators: tuple[OperatorProv, ...]
-    result_oid: int
-    hidden: DataFrame  # the stored hidden columns (in a one-table copy, every column), no job run yet
-    id_col: str  # the hidden column holding each result item's id
-    slots: tuple[Slot, ...]
-    output: tuple[str, str, str] | None = None  # the written result: path, format, finished (ISO)
-    outputs: DataFrame | None = None  # a split copy's visible columns (the linked output files)
-    derived: tuple[drv.Derived, ...] = ()  # hidden id columns not stored but computed (capture/ids.py)
-
-    @property
-    def full(self) -> DataFrame:
-        """The stored table with its derived id columns computed again (a split copy: the hidden
-        columns only)."""
-        return drv.hydrate(self.hidden, self.derived)
-
-    @property
-    def result(self) -> DataFrame:
-        """The annotated result: visible and every hidden column (a split copy's two tables joined
-        by row; the backtracer avoids this join, see :func:`capture.tracing.backtrace.backtrace_run`)."""
-        if self.outputs is None:
-            rows = self.full
-        else:
-            rows = drv.hydrate(keyed(self.outputs).join(keyed(self.hidden), ROW_KEY), self.derived)
-        visible = self.visible
-        cols = [self.id_col, *visible, *(c for c in rows.columns if c not in (*visible, ROW_KEY, self.id_col))]
-        return rows.select(*[named(c) for c in cols])
-
-    def match_source(self) -> tuple[DataFrame, str]:
-        """The table a pattern is matched on and its row id column: the output files keyed by row
-        in a split copy (the hidden columns are fetched for the matched rows only), else the one
-        stored table and its result item ids."""
-        return (keyed(self.outputs), ROW_KEY) if self.outputs is not None else (self.full, self.id_col)
-
-    @property
-    def visible(self) -> list[str]:
-        cols = self.outputs.columns if self.outputs is not None else self.hidden.columns
-        return [c for c in cols if not is_hidden(c)]
-
-    def stored_associations(self) -> DataFrame:
-        """P for the operators that change ids (``oid, out_id, input, in_id, pos``)."""
-        from capture.storing.materialize import assoc_frame
-
-        return assoc_frame(self.full, self.slots)
-
-    def associations(self) -> DataFrame:
-        """Pebble's P for every operator (Table 6), derived from the stored annotated result."""
-        from capture.storing.materialize import identity_frame
-
-        stored = self.stored_associations()
-        ids = self.full.select(self.id_col)
-        return stored.unionByName(identity_frame(stored, self.operators, self.result_oid, ids))
-
-
 def require_current_format(store) -> None:
     """Refuse capture tables written before runs stored their annotated result (no job)."""
     entry = store.manifest.tables.get(RUNS)
-    if entry is not None and "slots" not in StructType.fromJson(json.loads(entry.schema)).fieldNames():
+    if entry is not None and "slots" not in [f["name"] for f in json.loads(entry.schema)["fields"]]:
         raise UserError(f"the capture tables of store {store.root} were written by an older Strata "
                         "(runs without a stored annotated result)",
                         hint="capture the pipeline again into a new store")
@@ -206,7 +111,7 @@ def run_name(store, run: str | None) -> str:
     return run
 
 
-def _local_rows(store, table: str, run: str) -> list[dict] | None:
+def local_rows(store, table: str, run: str) -> list[dict] | None:
     """The rows of ``table`` for ``run`` read with pyarrow on the driver (a local store: no Spark
     job; row-group statistics skip other runs' rows), or None for a store on a cluster path."""
     entry = store.manifest.tables.get(table)
@@ -224,12 +129,11 @@ def _local_rows(store, table: str, run: str) -> list[dict] | None:
 
 
 def _spark_rows(store, run: str) -> list[dict]:
-    """One Spark job: the run's operators joined with its run row."""
-    from pyspark.sql import functions as F
-
-    this = F.col("run") == F.lit(run)
-    head = store.table(RUNS).filter(this).select(*_HEAD)
-    return [r.asDict(recursive=True) for r in store.table(OPERATORS).filter(this).join(head, "run").collect()]
+    """One Spark job: the run's operators joined with its run row (DataFrame methods only: this
+    module imports no pyspark)."""
+    runs, ops = store.table(RUNS), store.table(OPERATORS)
+    head = runs.filter(runs["run"] == run).select(*_HEAD)
+    return [r.asDict(recursive=True) for r in ops.filter(ops["run"] == run).join(head, "run").collect()]
 
 
 _HEAD = ("run", "result_oid", "output_path", "output_format", "finished", "id_column", "slots", "items")
@@ -268,11 +172,11 @@ def read_head(store, run: str | None = None) -> RunHead:
     pyarrow on a local store, else in ONE Spark job; the run's result tables are not read."""
     run = run_name(store, run)
     require_current_format(store)
-    heads = _local_rows(store, RUNS, run)
+    heads = local_rows(store, RUNS, run)
     if heads is None:
         rows = _spark_rows(store, run)
     else:
-        rows = _local_rows(store, OPERATORS, run) if heads else []
+        rows = local_rows(store, OPERATORS, run) if heads else []
         rows = [{**r, **{k: heads[0].get(k) for k in _HEAD}} for r in rows]
     if not rows or not store.has_table(result_table(run)):
         raise UserError(f"no captured run {run!r} in store {store.root}",
@@ -292,20 +196,6 @@ def read_head(store, run: str | None = None) -> RunHead:
                    store.has_table(output_table(run)))
 
 
-def load_run(store, run: str | None = None) -> StoredRun:
-    """Read a committed run (default: the store's last capture run): its operators and run row --
-    with pyarrow on a local store, else in ONE Spark job -- and its stored result as DataFrames
-    (no job runs; the SparkSession starts if it has not)."""
-    return opened(store, read_head(store, run))
-
-
-def opened(store, head: RunHead) -> StoredRun:
-    """The run ``head`` describes with its stored result as DataFrames (no job runs)."""
-    outputs = store.table(output_table(head.run)) if head.split else None
-    return StoredRun(head.run, head.operators, head.result_oid, store.table(result_table(head.run)), head.id_col,
-                     head.slots, head.output, outputs, head.derived)
-
-
 def output_values(store, run: str) -> dict[str, dict] | None:
     """The visible values of each result item of a committed run, by the item's store element
     (``<run>/op<k>/out#<hex>``, capture/storing/to_model.py), read with pyarrow on a local store
@@ -313,8 +203,6 @@ def output_values(store, run: str) -> dict[str, dict] | None:
     a store on a cluster path, or when ``run`` is not a captured run (an OpenLineage run)."""
     import pyarrow.parquet as pq
 
-    from capture.ids import item_hex
-    from capture.storing.to_model import operator_id
     from store.segments import parquet_files
 
     try:

@@ -10,7 +10,7 @@
 * ``capture_operators`` (:data:`OPERATORS`, :data:`OPERATORS_SCHEMA`): one row per operator,
   Definition 5.1's <oid, type, I, M> (schema level);
 * ``capture_sources`` (:data:`SOURCES`, :data:`SOURCES_SCHEMA`): one row per source operator
-  whose input can be found again: where its items live (``capture.tracking.sources.Locator``
+  whose input can be found again: where its items live (``capture.locator.Locator``
   as JSON: files with lengths and times, reader, options), for a trace's ``source`` and ``value``;
 * ``capture_runs`` (:data:`RUNS`, :data:`RUNS_SCHEMA`): one row per run (pipeline, output,
   times, result items, the slots saying where each operator's associations sit in the annotated
@@ -46,6 +46,16 @@ def output_table(run: str) -> str:
     return OUTPUT_PREFIX + _safe(run)
 
 
+PART = r"^part-(\d+)"  # a part file's name starts with its task's partition number (ours and Spark's)
+
+
+def part_of(name: str) -> int | None:
+    """The partition number of part file ``name`` (a file name, no folder), or None: a split
+    copy pairs the output's part files with the hidden columns' by this number."""
+    m = re.match(PART, name)
+    return int(m.group(1)) if m else None
+
+
 _S, _I = pa.string(), pa.int32()
 
 
@@ -76,7 +86,7 @@ OPERATORS_SCHEMA = pa.schema([
 SOURCES_SCHEMA = pa.schema([
     _f(RUN, _S),
     _f("oid", _I),
-    _f("locator", _S),  # capture.tracking.sources.Locator.to_json
+    _f("locator", _S),  # capture.locator.Locator.to_json
 ])
 
 RUNS_SCHEMA = pa.schema([

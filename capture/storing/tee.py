@@ -21,7 +21,6 @@ in the staged folder, which the transaction's abort removes.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 
 from pyspark.sql import DataFrame
@@ -44,6 +43,8 @@ from pyspark.sql.types import (
     TimestampNTZType,
     TimestampType,
 )
+
+from capture.storing.tables import part_of
 
 # A Parquet row group is written when the buffered Arrow batches (10k rows each) reach either
 # limit: enough rows to compress well, and bounded memory for wide nested rows (D3's lists).
@@ -155,15 +156,6 @@ def teed(annotated: DataFrame, visible: list[str], folder: str) -> DataFrame:
     """``annotated``'s visible columns; computing them writes every column into ``folder``."""
     out = StructType([annotated.schema[c] for c in visible])
     return annotated.mapInArrow(_batches_writer(folder, visible), out)
-
-
-PART = r"^part-(\d+)"  # a part file's name starts with its task's partition number (ours and Spark's)
-
-
-def part_of(name: str) -> int | None:
-    """The partition number of part file ``name`` (a file name, no folder), or None."""
-    m = re.match(PART, name)
-    return int(m.group(1)) if m else None
 
 
 def part_rows(folder: str) -> dict[int, int]:

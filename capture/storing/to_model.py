@@ -25,9 +25,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from capture.ids import dataset_element_id, item_element_column, item_hex
+from capture.id_columns import item_element_column
+from capture.ids import dataset_element_id, item_hex, operator_id
 from capture.operators import OperatorProv, OpType
-from capture.storing.materialize import IN_ID, INPUT, OID, OUT_ID
+from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID
 
 ITEM, DATASET, OPERATOR, RUN, PIPELINE = "Item", "Dataset", "Operator", "Run", "Pipeline"
 GSETS = {
@@ -38,10 +39,6 @@ GSETS = {
 
 def pipeline_id(name: str) -> str:
     return f"pipeline:{name}"
-
-
-def operator_id(run: str, oid: int) -> str:
-    return f"{run}/op{oid}"
 
 
 def dataset_id(run: str, op: OperatorProv) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from capture.ids import item_element_id
 from capture.operators import POS, OperatorProv, OpType
+from capture.storing.associations import assoc_rows
 
 Path = tuple[str, ...]
 AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
@@ -353,8 +354,6 @@ def backtrace_rows(rows: list[dict], slots, operators, result_oid, t: dict) -> B
     """Backtrace the matched rows of a run as either wing brings them to the driver (``id``,
     ``_paths`` and the hidden columns); records the ``associations`` and ``backtrace`` phases'
     seconds in ``t``."""
-    from capture.storing.materialize import assoc_rows
-
     t1 = time.perf_counter()
     matched = {r["id"]: list(r["_paths"]) for r in rows}
     fetch = _rows_fetcher(assoc_rows(rows, slots))

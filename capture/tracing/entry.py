@@ -15,13 +15,11 @@ import time
 from dataclasses import replace
 
 from capture.storing.runs import RunHead, read_head
-from capture.tracing import duckdb, spark
+from capture.tracing import duckdb
 from capture.tracing.backtrace import Backtrace, backtrace_rows, walk
 from capture.tracing.pattern import Pattern
 from store.engine import Choice, Engine
 from store.errors import UserError
-
-_WINGS = {Engine.LOCAL: duckdb, Engine.SPARK: spark}
 
 
 def choose(store, head: RunHead | str | None) -> Choice:
@@ -52,10 +50,15 @@ def trace_reads(store, run: str | None) -> int | None:
     return head.items if duckdb.unreadable(store, head) is None else None
 
 
-def _engine(store, head: RunHead, engine: Engine | None) -> Engine:
-    """The engine given (auto counts as not given), else :func:`choose`'s."""
+def _wing(store, head: RunHead, engine: Engine | None):
+    """The wing of the engine given (auto counts as not given), else of :func:`choose`'s."""
     given = None if engine is None else Engine.parse(engine)
-    return choose(store, head).engine if given in (None, Engine.AUTO) else given
+    chosen = choose(store, head).engine if given in (None, Engine.AUTO) else given
+    if chosen is Engine.LOCAL:
+        return duckdb
+    from capture.tracing import spark  # deferred: the Spark wing imports pyspark, a local trace needs none
+
+    return spark
 
 
 def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
@@ -72,7 +75,7 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
     head = read_head(store, run)
-    wing = _WINGS[_engine(store, head, engine)]
+    wing = _wing(store, head, engine)
     t["run"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     rows = wing.matched_rows(store, head, pattern, limit, compiled)
@@ -89,7 +92,7 @@ def describe(store, run: str | None, pattern: Pattern, limit: int | None = None,
     associations it reads. Reads the run's operators (no job on a local store; no JVM either on
     the local engine); matches nothing."""
     head = read_head(store, run)
-    wing = _WINGS[_engine(store, head, engine)]
+    wing = _wing(store, head, engine)
     lines = [f"Trace run {head.run!r}" + (f", the first {limit} matching result items" if limit else "")]
     lines += ["  " + line for line in wing.plan_lines(store, head, pattern)]
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")

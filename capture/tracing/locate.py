@@ -1,7 +1,7 @@
 """Where traced input items live, and their values read back: TRACE's ``source`` and ``value``.
 
 A source item's id is a hash (capture/tracking/sources.py), so it does not say where the item is.
-Each captured source records a :class:`~capture.tracking.sources.Locator` (table
+Each captured source records a :class:`~capture.locator.Locator` (table
 ``capture_sources``): the input's files with their lengths and modification times, the reader and
 its options. Finding an item again computes the ids the capture computed, for the input as it is
 now, and keeps the traced ones -- PROVision's lazy provenance: nothing per item is stored.
@@ -29,31 +29,26 @@ what the wings share (a :class:`Place`, the value at a path, the texts of unread
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from capture.ids import item_element_id
+from capture.locator import Locator
 from capture.operators import OpType
-from capture.tracing import duckdb, spark
+from capture.storing.runs import local_rows, read_head
+from capture.storing.tables import SOURCES
+from capture.tracing import duckdb
 from capture.tracing.places import Key, Place, every, place_of_input
 from store.engine import Engine
-
-if TYPE_CHECKING:
-    from capture.tracking.sources import Locator
 
 
 # ---- entry point -------------------------------------------------------------------------------
 def read_locators(store, run: str) -> dict[int, Locator]:
     """The locators of run ``run``'s source operators (pyarrow on a local store, else one job)."""
-    from capture.storing.runs import _local_rows
-    from capture.storing.tables import SOURCES
-    from capture.tracking.sources import Locator  # deferred: it loads pyspark and py4j
-
     if not store.has_table(SOURCES):
         return {}
-    rows = _local_rows(store, SOURCES, run)
-    if rows is None:
-        from pyspark.sql import functions as F
-
-        rows = [r.asDict() for r in store.table(SOURCES).filter(F.col("run") == F.lit(run)).collect()]
+    rows = local_rows(store, SOURCES, run)
+    if rows is None:  # a store on a cluster path: one job, through the store's DataFrame
+        table = store.table(SOURCES)
+        rows = [r.asDict() for r in table.filter(table["run"] == run).collect()]
     return {r["oid"]: Locator.from_json(r["locator"]) for r in rows}
 
 
@@ -85,6 +80,8 @@ def locate(store, head, keys: Iterable[Key], values: bool = True) -> dict[Key, P
             if found is None and not spark_allowed:
                 found = every(items, f"{place_of_input(loc)} (finding its rows needs Spark: not with --engine local)")
             elif found is None:
+                from capture.tracing import spark  # deferred: the Spark wing imports pyspark
+
                 found = spark.read_input(store.spark, dataset, loc, items, values)
         out.update(found)
     return out
@@ -95,9 +92,6 @@ def trace_rows(store, bt, where: bool = True, values: bool = True) -> list[tuple
     value: ``iql.TRACE_COLUMNS``): one per node of each traced input item's tree,
     with the item's store element, its ``source`` (when ``where``) and the value at the node's
     path (when ``values``); input items are located only when one of the two is asked for."""
-    from capture.ids import item_element_id
-    from capture.storing.runs import read_head
-
     places: dict[Key, Place] = {}
     if (where or values) and bt.items and bt.run is not None:
         places = locate(store, read_head(store, bt.run), {(i.dataset, i.item_id) for i in bt.items}, values)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from capture.operators import POS
 
 if TYPE_CHECKING:
-    from capture.tracking.sources import Locator
+    from capture.locator import Locator
 
 Key = tuple[str, int]  # (dataset, item id)
 

@@ -9,7 +9,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from capture.errors import UnsupportedOperation
-from capture.ids import JOIN, UNION, Derived, is_hidden, named
+from capture.id_columns import named
+from capture.ids import JOIN, UNION, Derived, is_hidden
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.tracking.paths import (
     accesses,

@@ -12,12 +12,13 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from capture import jvm
 from capture.errors import UnsupportedOperation
-from capture.ids import Derived, hydrate, is_hidden, top
+from capture.id_columns import hydrate
+from capture.ids import Derived, is_hidden, top
+from capture.locator import Locator
 from capture.operators import OperatorProv, OpType, Slot
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.sources import (
-    Locator,
     file_line_ids,
     file_row_ids,
     item_ids,

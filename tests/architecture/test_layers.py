@@ -21,7 +21,8 @@ CONTRACTS = sorted(c["id"] for c in CONFIG["contracts_options"])
 # Contracts that must stay configured (a test fails if one is dropped from pyproject.toml).
 REQUIRED = {"store", "grammar", "capture", "iql", "tracing-public", "acyclic", "store-wings", "duckdb-no-spark",
             "store-floor",
-            "tracing-wings", "tracing-duckdb-no-spark", "iql-duckdb-no-spark", "iql-wings"}
+            "tracing-wings", "tracing-duckdb-no-spark", "tracing-local-path-no-spark", "iql-duckdb-no-spark",
+            "iql-wings"}
 
 
 @pytest.fixture(scope="module")

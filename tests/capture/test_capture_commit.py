@@ -9,9 +9,10 @@ from support.capture_helpers import TWEETS
 from support.running_example import TABLE_2, running_example
 
 from capture import Tracker
-from capture.ids import item_element_column
+from capture.id_columns import item_element_column
 from capture.storing import load_run
-from capture.storing.materialize import identity_frame, identity_rows
+from capture.storing.associations import identity_rows
+from capture.storing.materialize import identity_frame
 from capture.storing.tables import OPERATORS, RUNS
 from capture.tracing import item_element_id, parse_item_element_id
 from store import Store
@@ -159,14 +160,14 @@ def test_identity_only_pipeline_stores_no_associations_and_keeps_order(spark, tm
 def test_a_run_reads_the_same_with_pyarrow_and_with_spark(committed):
     """A local store's run is read on the driver (pyarrow, no job); a cluster store's with one
     Spark job: both give the same operators and run row."""
-    from capture.storing.runs import _HEAD, _local_rows, _spark_rows
+    from capture.storing.runs import _HEAD, _spark_rows, local_rows
 
     st, info, _ = committed
-    head = _local_rows(st, RUNS, info.run)
-    local = [{**r, **{k: head[0][k] for k in _HEAD}} for r in _local_rows(st, OPERATORS, info.run)]
+    head = local_rows(st, RUNS, info.run)
+    local = [{**r, **{k: head[0][k] for k in _HEAD}} for r in local_rows(st, OPERATORS, info.run)]
     spark_rows = _spark_rows(st, info.run)
     assert len(local) == 8 and sorted(local, key=lambda r: r["oid"]) == sorted(spark_rows, key=lambda r: r["oid"])
-    assert _local_rows(st, RUNS, "no-such-run") == []
+    assert local_rows(st, RUNS, "no-such-run") == []
 
 
 def test_capture_tables_of_an_older_strata_are_refused_with_a_hint(spark, tmp_path):

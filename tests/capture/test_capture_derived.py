@@ -12,8 +12,9 @@ from support.capture_helpers import USERS, USERS_SCHEMA
 from support.pipelines import PIPELINES, SCHEMA, double_flatten, tweet
 
 from capture import Tracker
-from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate, hydrate_rows
-from capture.storing.runs import load_run
+from capture.id_columns import hydrate
+from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate_rows
+from capture.storing.stored import load_run
 from capture.tracking import grouping
 from store import Store
 

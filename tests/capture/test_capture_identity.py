@@ -39,7 +39,8 @@ def test_first_copy_filter_stores_what_distinct_would(spark, pipeline, rows, kee
     over all rows it holds exactly the stored associations (every one, however often repeated)."""
     from dataclasses import replace
 
-    from capture.storing.materialize import assoc_frame, assoc_rows
+    from capture.storing.associations import assoc_rows
+    from capture.storing.materialize import assoc_frame
 
     tracker = Tracker(spark, None)
     out = pipeline(tracker.track(spark.createDataFrame(rows, SCHEMA), name="t"),

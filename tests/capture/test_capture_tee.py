@@ -20,7 +20,8 @@ from support.pipelines import PIPELINES, SCHEMA, tweet
 
 from capture import Tracker, jvm
 from capture.storing import load_run, tee
-from capture.storing.runs import ROW_KEY, hidden_rows, joined_rows, keyed
+from capture.storing.runs import ROW_KEY
+from capture.storing.stored import hidden_rows, joined_rows, keyed
 from capture.storing.tables import RESULT_PREFIX, RUNS, output_table, result_table
 from store import Store
 from store.storage import _HadoopFS, spark_conf

@@ -3,18 +3,26 @@
 Every command here runs in a child process whose JAVA_HOME points nowhere: starting Spark there
 fails at once (the first test shows it does), so a command that succeeds with the right output
 started no JVM. The stores are built once, with the session's Spark.
+
+The commands a local store answers on the DuckDB engine import no pyspark, py4j or pandas
+either (`test_local_commands_import_no_spark_or_pandas`: each in a new process, which reports
+the modules it imported).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from support.capture_helpers import TWEETS
 from support.cli import strata
 from support.movies import TABLE1
-from support.paths import EXAMPLES
+from support.paths import EXAMPLES, ROOT
 from support.running_example import running_example
 
 from store import Store
@@ -30,6 +38,100 @@ def traced_root(spark, tmp_path_factory):
     tracker = Tracker(spark, Store.open(str(base / "store"), spark=spark), pipeline="running-example", model=False)
     tracker.write(running_example(tracker.read.json(TWEETS, name="tweets")), str(base / "out"), format="parquet")
     return str(base / "store")
+
+
+HEAVY = ("pandas", "py4j", "pyspark")
+# `strata ARGS...` run in this child's own process (strata.cli.main, as the console script runs
+# it), then the HEAVY modules the process imported written to the file named first.
+PROBE = f"""\
+import sys
+from strata.cli import main
+try:
+    main(sys.argv[2:], prog_name="strata", standalone_mode=False)
+finally:
+    with open(sys.argv[1], "w") as f:
+        f.write(" ".join(sorted({{m.split(".")[0] for m in sys.modules}} & {set(HEAVY)!r})))
+"""
+
+
+@pytest.fixture(scope="module")
+def two_runs_root(spark, tmp_path_factory):
+    """The running example captured twice (with its model, so that `strata diff` compares them)."""
+    from capture import Tracker
+
+    base = tmp_path_factory.mktemp("no-spark-runs")
+    tracker = Tracker(spark, Store.open(str(base / "store"), spark=spark), pipeline="running-example")
+    runs = [tracker.write(running_example(tracker.read.json(TWEETS, name="tweets")), str(base / f"out{i}"),
+                          format="parquet").run for i in range(2)]
+    return str(base / "store"), runs
+
+
+def _child_env() -> dict[str, str]:
+    child = {k: v for k, v in os.environ.items() if k not in ("STRATA_STORE", "STRATA_ENGINE", "STRATA_LOCAL_ROWS")}
+    child["JAVA_HOME"] = "/nonexistent"
+    return child
+
+
+def _loaded(out: Path) -> list[str]:
+    return out.read_text().split() if out.exists() else ["<the probe wrote nothing>"]
+
+
+def _probe(tmp_path: Path, args: list[str]) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`strata args...` in a new process (no JVM possible): its result and the heavy modules it imported."""
+    out = tmp_path / "loaded.txt"
+    r = subprocess.run([sys.executable, "-c", PROBE, str(out), *args], env=_child_env(), capture_output=True,
+                       text=True, timeout=300, cwd=ROOT)
+    return r, _loaded(out)
+
+
+def _probe_repl(tmp_path: Path, root: str) -> tuple[int | None, list[str]]:
+    """`strata repl` started in a new process on a terminal and quit with \\q at its first prompt."""
+    pexpect = pytest.importorskip("pexpect")
+    out = tmp_path / "loaded.txt"
+    child = pexpect.spawn(sys.executable, ["-c", PROBE, str(out), "--store", root, "repl"], env=_child_env(),
+                          cwd=str(ROOT), encoding="utf-8", timeout=120, dimensions=(40, 120))
+    try:
+        child.expect("Ctrl-D to quit")
+        child.sendline("\\q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return child.exitstatus, _loaded(out)
+
+
+# name -> (the store's fixture, the arguments after --store STORE, what its output says)
+LOCAL_COMMANDS = {
+    "help": (None, ["--help"], "Usage: strata"),
+    "info": ("movies_root", ["info", "--format", "json"], '"vertices"'),
+    "query": ("movies_root", ["query", Q3], "ymovies_table"),
+    "lineage": ("movies_root", ["lineage", "imdb_avatar_row", "--format", "json"], "imdb_avatar_row"),
+    "trace": ("traced_root", ["trace", "/user/id_str = 'lp'", "--format", "json"], "tweets.json:"),
+    "query-trace": ("traced_root", ["query", "TRACE MATCH '/user/id_str = ''lp'''"], "tweets.json:"),
+    "verify": ("movies_root", ["verify"], "ok: the store is intact"),
+    "diff": ("two_runs_root", ["diff", "RUN-1", "RUN-2", "--format", "json"], '"changed": []'),
+    "show": ("movies_root", ["show", "imdb_avatar_row", "-o", "OUT.html"], "wrote "),
+    "repl": ("movies_root", ["repl"], "Ctrl-D to quit"),
+}
+
+
+@pytest.mark.parametrize("command", [pytest.param(c, marks=() if f is None else pytest.mark.spark)
+                                     for c, (f, _, _) in LOCAL_COMMANDS.items()])  # Spark builds the stores
+def test_local_commands_import_no_spark_or_pandas(request, tmp_path, command):
+    """Each command a local store answers on the DuckDB engine (and `--help`), in a new process:
+    it answers, and neither pyspark, py4j nor pandas was imported in that process."""
+    fixture, args, says = LOCAL_COMMANDS[command]
+    root = request.getfixturevalue(fixture) if fixture else None
+    if fixture == "two_runs_root":
+        root, (a, b) = root
+        args = [{"RUN-1": a, "RUN-2": b}.get(x, x) for x in args]
+    args = [str(tmp_path / x) if x == "OUT.html" else x for x in args]
+    if command == "repl":
+        status, loaded = _probe_repl(tmp_path, root)
+        assert status == 0, status
+    else:
+        r, loaded = _probe(tmp_path, (["--store", root] if root else []) + args)
+        assert r.returncode == 0 and says in r.stdout, r.stdout + r.stderr
+    assert loaded == [], f"strata {command} imported {loaded}"
 
 
 def test_starting_spark_fails_in_these_processes(movies_root):

@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[5])  # the tests folder
     from support.running_example import running_example
     from capture import Tracker
-    from capture.storing.runs import load_run
+    from capture.storing.stored import load_run
     tracker = Tracker(spark, st, pipeline="running-example", model=False)
     result = running_example(tracker.read.json(sys.argv[3], name="tweets"))
     info = tracker.write(result, sys.argv[4], format="json")

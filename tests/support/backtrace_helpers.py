@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 
 from capture.operators import OperatorProv
-from capture.storing.runs import StoredRun
+from capture.storing.stored import StoredRun
 from capture.tracing import Backtrace
 from capture.tracing.backtrace import AssocRow, Fetch, backtrace
 from capture.tracing.spark.compile import match_docs

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from capture.ids import SEED, mix
 from capture.tracing.places import Key, Place, every, file_path_of, gone, label, spark_file_path
 from store.index.xxh import hash_longs
 
 if TYPE_CHECKING:
-    from capture.tracking.sources import Locator
+    from capture.locator import Locator
 
 
 # ---- Spark's xxhash64 -------------------------------------------------------------------------
@@ -32,15 +33,13 @@ def _seed(*parts) -> int:
     """The hash after Spark's ``xxhash64`` has taken ``parts`` (strings, then longs)."""
     import xxhash
 
-    from capture.ids import _SEED, _mix  # noqa: PLC2701 - Spark's xxhash64 seed and mixing step
-
-    h = _SEED
+    h = SEED
     for p in parts:
         if isinstance(p, str):
             v = xxhash.xxh64_intdigest(p.encode(), seed=h & ((1 << 64) - 1))
             h = v - (1 << 64) if v >= 1 << 63 else v
         else:
-            h = _mix(h, p, "<q")
+            h = mix(h, p, "<q")
     return h
 
 

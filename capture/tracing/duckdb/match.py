@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 from capture.ids import hydrate_rows, is_hidden
 from capture.storing.runs import ROW_KEY, RunHead, rows_by_key, take
-from capture.storing.tables import output_table, result_table
-from capture.storing.tee import part_of
+from capture.storing.tables import output_table, part_of, result_table
 from capture.tracing.duckdb.view import struct, time_zone, unviewable, viewer, why_not_cast
 from capture.tracing.pattern import Pattern, match
 from store.errors import UserError

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from capture.tracing.places import Key, Place, every, file_path_of, gone, label, place_of_input
 
 if TYPE_CHECKING:
-    from capture.tracking.sources import Locator
+    from capture.locator import Locator
 
 
 def read_input(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]], values: bool) -> dict[Key, Place]:

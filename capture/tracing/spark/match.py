@@ -4,7 +4,7 @@ The pattern is compiled to Spark Column expressions (capture/tracing/spark/compi
 run's stored result, ``capture_result/<run>``; the job brings the matched rows to the driver
 (Arrow) with their hidden id columns. A split copy (Parquet output, docs/capture.md) matches on
 the linked output files, ``capture_output/<run>``, and brings back each matched row's key;
-:func:`capture.storing.runs.hidden_rows` then reads those rows' hidden columns, and the ids the
+:func:`capture.storing.stored.hidden_rows` then reads those rows' hidden columns, and the ids the
 copy does not store are computed from them (:func:`capture.ids.hydrate_rows`). The backtrace of
 the rows is the shared one (capture/tracing/backtrace.py ``backtrace_rows``).
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 
 from capture.ids import hydrate_rows, is_hidden
-from capture.storing.runs import ROW_KEY, RunHead, StoredRun, hidden_rows, opened
+from capture.storing.runs import ROW_KEY, RunHead
+from capture.storing.stored import StoredRun, hidden_rows, opened
 from capture.tracing.backtrace import Backtrace, backtrace_rows
 from capture.tracing.pattern import Pattern
 from capture.tracing.spark.compile import matched_frame, prepare_items
@@ -48,7 +49,7 @@ def backtrace_run(stored: StoredRun, pattern: Pattern | str, limit: int | None =
     """Match ``pattern`` on the annotated result of ``stored`` (visible + hidden id columns) and
     backtrace the matches (at most ``limit`` matched result items): :func:`stored_rows`, then the
     associations of those rows alone, derived from their hidden columns
-    (:func:`capture.storing.materialize.assoc_rows`, the driver-side twin of ``assoc_frame(...,
+    (:func:`capture.storing.associations.assoc_rows`, the driver-side twin of ``assoc_frame(...,
     complete=True)``) -- no association table is scanned -- and the backtrace on the driver.
     ``timings`` (if given) receives the phases' seconds."""
     t = timings if timings is not None else {}

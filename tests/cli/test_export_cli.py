@@ -133,11 +133,11 @@ def test_both_engines_select_and_extract_the_same_subgraphs(store, spark):
     from store import Store
     from store.engine import Engine
     from store.export.selection import select_ids
-    from store.export.subgraph import engine_for
+    from store.export.subgraph import choose_reader
     from strata.app import subgraph_for
 
     local, on_spark = (Store.open(store.root, spark=spark, engine=e) for e in ("local", "spark"))
-    assert engine_for(local).engine is Engine.LOCAL and engine_for(on_spark).engine is Engine.SPARK
+    assert choose_reader(local).engine is Engine.LOCAL and choose_reader(on_spark).engine is Engine.SPARK
     for kind, value in SELECTIONS:
         sel = _selection(kind, value)
         for budget in (1000, 2) if kind != "query" else (2,):

@@ -65,7 +65,7 @@ class StrataGroup(click.Group):
         rows = []
         for name in names:
             if name in LAZY_COMMANDS:
-                rows.append((name, click.utils.make_default_short_help(LAZY_COMMANDS[name][1], limit)))
+                rows.append((name, click.Command(name, short_help=LAZY_COMMANDS[name][1]).get_short_help_str(limit)))
             else:
                 rows.append((name, super().get_command(ctx, name).get_short_help_str(limit)))
         with formatter.section("Commands"):

@@ -88,7 +88,8 @@ def test_sorted_reads_skip_row_groups_but_no_matching_row(tmp_path_factory, data
     half = len(rows) // 2 if files == 2 else len(rows)
     for i, chunk in enumerate([rows[:half], rows[half:]][:files]):
         table = pa.table({"ccid": pa.array([c for c, _ in chunk], pa.string()),
-                          "key": pa.array([k for _, k in chunk], pa.string()), "v": list(range(len(chunk)))})
+                          "key": pa.array([k for _, k in chunk], pa.string()),
+                          "v": pa.array(range(len(chunk)), pa.int64())})
         pq.write_table(table, part / f"part-{i}.parquet", row_group_size=group)
     got = read_sorted(str(folder), 0, "ccid", ccid, "key", wanted, ("key", "v"))
     want = []

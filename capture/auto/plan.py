@@ -233,11 +233,11 @@ class _Walk:
 
         from capture import jvm
         from capture.tracking.sources import file_line_ids
-        from capture.tracking.tracker import _line_delimited
+        from capture.tracking.tracker import line_delimited
 
         options = self._options(rel)  # the files come from the root paths below
         if rel.partitionSchema().length() or not jvm.available(self.spark) \
-                or not _line_delimited(self.spark, options):
+                or not line_delimited(self.spark, options):
             return None
         schema = self.frame(node).schema
         if any(is_hidden(f.name) for f in schema.fields):

@@ -67,7 +67,7 @@ class Captured:
         return next(o for o in self.operators if o.oid == oid)
 
 
-def _line_delimited(spark, options: dict) -> bool:
+def line_delimited(spark, options: dict) -> bool:
     """Whether a JSON read with ``options`` reads files one record per line: not ``multiLine``,
     and not entries of archives (Spark's ``spark.sql.files.archive.reader.enabled``)."""
     if spark.conf.get("spark.sql.files.archive.reader.enabled", "false").lower() == "true":
@@ -93,7 +93,7 @@ class _Reader:
         paths = [path] if isinstance(path, str) else list(path)
         dataset = name or ",".join(os.path.abspath(p) if "://" not in p else p for p in paths)
         detail = f"{fmt} {', '.join(paths)}"
-        if fmt == "json" and _line_delimited(spark, options) and jvm.available(spark) \
+        if fmt == "json" and line_delimited(spark, options) and jvm.available(spark) \
                 and not any(is_hidden(c) for c in df.columns):  # (reserved names: _source's error)
             # the same records, plus each line's offset (capture/jvm): the schema is the one just
             # inferred or given, so no second inference runs

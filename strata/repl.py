@@ -11,6 +11,7 @@ the REPL goes on. Ctrl-C at the prompt clears the input; Ctrl-D (or `\\q`) leave
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import signal
@@ -234,6 +235,10 @@ def repl(app) -> None:
     session = C.Session(store, console(), console(err=True))
     session.run = cancellable(store)
     prompt = build_prompt(session, history_path())
+    # While the user types the first statement, load pyarrow: the DuckDB engine hands rows back
+    # through it from the second question on (iql/duckdb/executor.py), so that import is paid
+    # where nobody waits for it.
+    threading.Thread(target=importlib.import_module, args=("pyarrow",), daemon=True).start()
     click.echo(f"strata repl on {store.root} (version {store.version}). "
                "End statements with ;  \\? for help, Ctrl-D to quit.", err=True)
     loop(session, prompt, debug=getattr(app, "debug", False))

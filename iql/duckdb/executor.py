@@ -13,6 +13,7 @@ their pairs joined back as a relation.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import duckdb
 from duckdb import CoalesceOperator, ColumnExpression, ConstantExpression, FunctionExpression
@@ -58,10 +59,12 @@ def _quoted(name: str) -> str:
 
 
 class Held:
-    """A relation whose rows have been computed once (a table of the connection's memory)."""
+    """A relation whose rows have been computed once: into a pyarrow Table (`table`), or into a
+    table of the connection's memory (`table` None)."""
 
-    def __init__(self, rel) -> None:
+    def __init__(self, rel, table=None) -> None:
         self.rel = rel
+        self.table = table
 
     @property
     def columns(self) -> list[str]:
@@ -69,6 +72,8 @@ class Held:
 
     def ids(self, name: str) -> list[str]:
         """The distinct non-null values of column `name`."""
+        if self.table is not None:
+            return [v for v in set(self.table.column(name).to_pylist()) if v is not None]
         c = ColumnExpression(name)
         return [r[0] for r in self.rel.filter(c.isnotnull()).project(c).distinct().fetchall()]
 
@@ -83,8 +88,19 @@ class DuckDBExecutor(ExpressionCompiler):
         self.tables = st.local()
         self.con = self.tables.con
         self._names = itertools.count()
-        self._held: dict[int, object] = {}  # id(relation) -> the relation, for relations already computed
+        # Computed rows go back to DuckDB through pyarrow (the faster hand-off) once the process
+        # has it loaded or asks its second question on this version (a REPL, a notebook, a
+        # service); a process's first question uses tables of the connection's memory instead, so
+        # a one-question `strata query` never pays pyarrow's import (a tenth of a second).
+        self.arrow = self.hands_off_through_arrow(self.tables)
+        self.tables.answered += 1
+        self._held: dict[int, tuple] = {}  # id(relation) -> (relation, its Arrow rows or None)
         self._temp: list[str] = []  # tables this executor made (dropped by `close`)
+
+    @staticmethod
+    def hands_off_through_arrow(tables) -> bool:
+        """Whether computed rows go back to DuckDB through pyarrow (see `__init__`)."""
+        return "pyarrow" in sys.modules or tables.answered > 0
 
     def fresh(self, prefix: str = "__m") -> str:
         return f"{prefix}{next(self._names)}"
@@ -92,6 +108,13 @@ class DuckDBExecutor(ExpressionCompiler):
     def frame(self, columns: dict[str, list], types: dict[str, A.ValueType]):
         """A relation of Python values (columns of equal length), each column a list parameter
         unnested (the values never become SQL text)."""
+        if self.arrow:
+            import pyarrow as pa  # deferred: see self.arrow
+
+            arrow = {A.ValueType.STRING: pa.string(), A.ValueType.INT: pa.int64(), A.ValueType.FLOAT: pa.float64(),
+                     A.ValueType.BOOL: pa.bool_(), A.ValueType.INT_ARRAY: pa.list_(pa.int32())}
+            schema = pa.schema([(name, arrow[types[name]]) for name in columns])
+            return self.con.from_arrow(pa.table(columns, schema=schema))
         params = {self.fresh("p"): values for values in columns.values()}
         select = ", ".join(f"unnest(${p}::{_TYPES[types[name]]}[]) AS {_quoted(name)}"
                            for p, name in zip(params, columns, strict=True))
@@ -117,16 +140,20 @@ class DuckDBExecutor(ExpressionCompiler):
         if key is not None:
             # A store held in memory keeps each scan's rows for its later questions (one bind to
             # reuse them, instead of a filter and a projection over the vertices).
-            table = self.tables.scans[key] = f"__scan{next(_TABLES)}"
-            df.create(table)
+            if self.arrow:
+                table = self.tables.scans[key] = df.to_arrow_table()
+            else:
+                table = self.tables.scans[key] = f"__scan{next(_TABLES)}"
+                df.create(table)
             return self._known(table)
         return df
 
-    def _known(self, table: str):
-        """A relation over rows already computed (table `table`), remembered so that `hold` needs
-        no run."""
-        rel = self.con.table(table)
-        self._held[id(rel)] = rel
+    def _known(self, table):
+        """A relation over rows already computed (a pyarrow Table, or the name of a table of the
+        connection), remembered so that `hold` needs no run."""
+        rows = None if isinstance(table, str) else table
+        rel = self.con.table(table) if rows is None else self.con.from_arrow(rows)
+        self._held[id(rel)] = (rel, rows)
         return rel
 
     def _scan(self, scan: P.Scan, domains):
@@ -191,9 +218,13 @@ class DuckDBExecutor(ExpressionCompiler):
         return self.frame({lcol: [a for a, _ in found], rcol: [b for _, b in found]}, {lcol: string, rcol: string})
 
     def hold(self, df) -> Held:
-        """Run `df` once into a table: a relation over its rows (for the bound sides' ids)."""
-        if self._held.get(id(df)) is df:
-            return Held(df)
+        """Run `df` once: a relation over its rows (for the bound sides' ids)."""
+        known = self._held.get(id(df))
+        if known is not None and known[0] is df:
+            return Held(df, known[1])
+        if self.arrow:
+            rows = df.to_arrow_table()
+            return Held(self._known(rows), rows)
         table = f"__held{next(_TABLES)}"
         df.create(table)
         self._temp.append(table)

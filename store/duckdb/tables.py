@@ -84,6 +84,7 @@ class LocalTables:
         self._rows: dict[str, int] = {}
         self._memory: dict[str, str | None] = {}  # table -> its in-memory table's name (None: too large)
         self.scans: dict[Any, Any] = {}  # the local executor's scans of held tables, by plan node
+        self.answered = 0  # IQL questions answered on this version in this process
 
     def files(self, name: str) -> list[str]:
         """The Parquet files of table `name` in this version ([] when it has no rows)."""

@@ -238,3 +238,17 @@ def test_a_statement_asked_again_is_planned_again_after_a_commit(spark, tmp_path
                             {"id": "p2", "granularity": "Page", "attrs": {"score": 7}}]})
     assert iql.run(st, "select n.id from Note n;").rows() == [("n1",)]
     assert sorted(iql.run(st, query).rows()) == [("p1",), ("p2",)]
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["through-arrow", "through-tables"])
+def test_both_hand_offs_of_computed_rows_give_table1s_answers(movies_local, monkeypatch, arrow):
+    """The DuckDB wing hands the rows it computed back to DuckDB through pyarrow, or, for a
+    process's first question, through tables of the connection's memory (no pyarrow import):
+    both give Table 1's answers, and a statement leaves none of its tables behind."""
+    from iql.duckdb.executor import DuckDBExecutor
+
+    monkeypatch.setattr(DuckDBExecutor, "hands_off_through_arrow", staticmethod(lambda tables: arrow))
+    for _qid, text, expected, _warnings in TABLE1:
+        assert set(iql.run(movies_local, text).rows()) == expected
+    con = movies_local.local().con
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__held%'").fetchall() == [(0,)]

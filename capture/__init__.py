@@ -41,11 +41,11 @@ def __getattr__(name: str):
     """Tracking's and zero-change capture's names, imported when first used: deferred, because
     their modules import pyspark and a trace on the DuckDB engine (capture.tracing) must not."""
     if name in ("Capture", "capturing"):
-        from capture.auto import hooks as module
+        from capture.auto import hooks as module  # deferred: it loads numpy, py4j, pyarrow, pyspark
     elif name == "TrackedDataFrame":
-        from capture.tracking import frame as module
+        from capture.tracking import frame as module  # deferred: it loads numpy, py4j, pyarrow, pyspark
     elif name in ("Captured", "Tracker"):
-        from capture.tracking import tracker as module
+        from capture.tracking import tracker as module  # deferred: it loads numpy, py4j, pyarrow, pyspark
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(module, name)

@@ -148,7 +148,7 @@ SEED = 42  # Spark's xxhash64 seed
 def mix(seed: int, value: int | None, width: str) -> int:
     """One column of Spark's ``xxhash64``: XXH64 of the value's little-endian bytes (4 for
     byte/short/int, 8 for long) seeded with the hash so far; a null leaves the hash as it is."""
-    import xxhash
+    import xxhash  # deferred: only this path needs xxhash
 
     if value is None:
         return seed

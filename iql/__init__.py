@@ -26,7 +26,7 @@ __all__ = ["TRACE_COLUMNS", "Form", "IqlError", "IqlRuntimeError", "IqlSemanticE
 def compile_query(text: str, catalog, stats=None):
     """Parse, bind and plan `text` without Spark: returns (bound statement, logical plan)."""
     from iql.binder import bind
-    from iql.parser import parse
+    from iql.parser import parse  # deferred: it loads lark
     from iql.planner import plan
 
     bound = bind(parse(text), catalog, text)
@@ -65,7 +65,7 @@ def run(store, text: str) -> Result:
     from iql.explain import explain_lines
 
     if _AS_OF.match(text):  # AS OF VERSION n: the statement reads that committed version
-        from iql.parser import parse
+        from iql.parser import parse  # deferred: it loads lark
 
         version = parse(text).as_of
         if version is not None and version != store.version:

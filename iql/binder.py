@@ -59,7 +59,7 @@ def trace_pattern(ref: A.TraceSource, text: str):
     """The parsed tree pattern of a TRACE (`capture.tracing.Pattern`); a pattern error becomes
     an `IqlSyntaxError` pointing into the query `text` (the pattern parser places it there,
     given where the pattern's string literal starts)."""
-    from capture.tracing import Embedded, PatternError, parse_pattern
+    from capture.tracing import Embedded, PatternError, parse_pattern  # deferred: it loads lark, numpy, pyarrow
 
     try:
         return parse_pattern(ref.pattern, Embedded(text, ref.pattern_span.start + 1))

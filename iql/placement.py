@@ -139,17 +139,17 @@ def execute(st, plan: P.QueryPlan, choice: Choice):
     `plan` run on the wing of `choice.engine`. The wings are imported here, when chosen: the
     Spark wing loads pyspark, which a local answer does not need."""
     if choice.engine is Engine.LOCAL:
-        from iql.duckdb.executor import execute as run_duckdb
+        from iql.duckdb.executor import execute as run_duckdb  # deferred: it loads duckdb
 
         return run_duckdb(st, plan)
-    from iql.spark.executor import execute as run_spark
+    from iql.spark.executor import execute as run_spark  # deferred: it loads py4j, pyspark
 
     return run_spark(st, plan)
 
 
 def describe_trace(st, scan: P.TraceScan, engine: Engine) -> list[str]:
     """How a TRACE scan runs on this store on `engine` (for EXPLAIN): reads the run's operators."""
-    from capture.tracing import describe
+    from capture.tracing import describe  # deferred: it loads lark, numpy, pyarrow
 
     t = scan.trace
     return describe(st, t.run, t.pattern, t.limit, engine=engine)

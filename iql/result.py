@@ -51,7 +51,7 @@ class Result:
             spark = self._spark() if callable(self._spark) else self._spark
             if spark is None:
                 raise RuntimeError("this result has no Spark session to make a DataFrame with")
-            import pyspark.sql.types as T
+            import pyspark.sql.types as T  # deferred: only this path needs pyspark
 
             rows = self._rows or []
             fields = [T.StructField(c, _spark_type([r[i] for r in rows])) for i, c in enumerate(self.columns)]
@@ -61,7 +61,7 @@ class Result:
 
 def _spark_type(values: list[Any]):
     """The Spark type of a result column from its Python values (strings when all are null)."""
-    import pyspark.sql.types as T
+    import pyspark.sql.types as T  # deferred: only this path needs pyspark
 
     for v in values:
         if v is None:

@@ -28,7 +28,7 @@ class _NoPandas:
 
 def _shim():
     try:
-        from pyarrow import lib
+        from pyarrow import lib  # deferred: only this path needs pyarrow
     except ImportError:
         return None
     return getattr(lib, "_pandas_api", None)

@@ -229,7 +229,7 @@ def parquet_paths(path: Path) -> list[Path]:
 
 def parquet_rows(path: Path) -> int:
     """Rows of a Parquet file or folder, from the footers (no data read)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
     return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_paths(path))
 

@@ -71,7 +71,7 @@ class _Reader:
     def _semi(self, table: str, key: str, values: Iterable[str], *cols: str) -> list[tuple]:
         """Rows (``cols``) of ``table`` whose ``key`` is one of ``values``: a semi-join with an
         Arrow table, so no value becomes SQL text (as store/lineage.py does)."""
-        import pyarrow as pa
+        import pyarrow as pa  # deferred: only this path needs pyarrow
 
         keys = self.local.con.from_arrow(pa.table({key: pa.array(sorted(set(values)), pa.string())}))
         return self.local.relation(table).join(keys, key, how="semi").project(*cols).fetchall()

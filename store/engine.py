@@ -150,7 +150,7 @@ def choose(setting: Engine, *, on_this_machine: bool, cluster: str | None, reads
 def duckdb_connect():
     """A DuckDB connection for the local engine: in memory, every core, and no progress bar of
     DuckDB's own (it would draw over the CLI's progress and output on a terminal)."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
 
     con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
     con.execute("SET enable_progress_bar = false")

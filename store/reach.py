@@ -72,8 +72,8 @@ def reach_table(table, item: str, depth: int | None = None,
                 forward: bool = False) -> tuple[set[str], set[Triple]]:
     """`reach` over a pyarrow Table[src, dst, op]: each level is one vectorized `is_in` over the
     table, and only the triples on the paths become Python tuples."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     key = table.column(SRC if forward else DST)
 

@@ -56,7 +56,7 @@ def leaf_digest(buf, start: int, end: int) -> str:
 def row_groups(path: str, size: int) -> list[tuple[int, int]] | None:
     """(start offset, rows) of each row group, and the end of the last one as a final (end, -1);
     None when the file is not readable Parquet or its chunks are not laid out in order."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
     try:
         md = pq.ParquetFile(path).metadata

@@ -317,7 +317,7 @@ class Storage:
             df = self.spark.createDataFrame(list(rows), StructType.fromJson(spark_json(schema)))
             return self.write_segment(table, version, df, files=1)
         import pyarrow as pa  # deferred: a few rows written on the driver
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
         records = [_arrow_record(row, pa.struct(list(schema))) for row in rows]
         os.makedirs(folder)

@@ -96,7 +96,7 @@ class StoreTransaction:
     def append_arrow(self, name: str, rows, schema_json: str) -> None:
         """Append a pyarrow Table to table ``name`` as one Parquet file written on the driver (a
         local store only; ``schema_json`` is recorded when the table is new)."""
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
         folder = self._tx.append_local(name, schema_json)
         if folder is None:

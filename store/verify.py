@@ -256,7 +256,7 @@ def verify_rows(storage, tables: dict[str, Sequence[str]], ids: set[str], upto: 
 
     A row group is checked by hashing its bytes against the leaf its commit recorded; a file
     that was replaced, removed or rewritten around the rows is reported like `verify` does."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
     rep, bodies = check_chain(storage, upto)
     if not storage.on_this_machine:

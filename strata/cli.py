@@ -140,7 +140,7 @@ def info(app: App, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
         return
-    from strata.render import render_info
+    from strata.render import render_info  # deferred: it loads rich
 
     render_info(data)
 
@@ -150,7 +150,7 @@ def info(app: App, fmt: str) -> None:
 @click.pass_obj
 def demo(app: App, fresh: bool) -> None:
     """Build a demo store from the bundled examples and show what it can do."""
-    from strata.demo import run_demo
+    from strata.demo import run_demo  # deferred: it loads rich
 
     run_demo(app, fresh=fresh)
 

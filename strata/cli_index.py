@@ -104,7 +104,7 @@ def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
     if fmt == "json":
         click.echo(json.dumps(result.to_json()))
         return
-    from strata.render import console, result_table
+    from strata.render import console, result_table  # deferred: it loads rich
 
     key = "descendants" if forward else "ancestors"
     out = console()

@@ -19,7 +19,7 @@ def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
     """Ingest OpenLineage events or PROV documents (one commit; nothing when nothing is new)."""
     st = app.store()
     if fmt == "openlineage":
-        from store.interop.ol_commit import ingest_openlineage
+        from store.interop.ol_commit import ingest_openlineage  # deferred: it loads numpy, pyarrow
 
         r = ingest_openlineage(st, files)
         if not r.committed:
@@ -29,7 +29,7 @@ def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
         click.echo(f"committed version {r.version}: {r.new_events} new event(s), {r.events} in all; "
                    f"{r.elements} elements, {r.edges} edges derived", err=True)
         return
-    from store.interop.prov import ingest_prov
+    from store.interop.prov import ingest_prov  # deferred: it loads numpy, pyarrow
 
     r = ingest_prov(st, files)
     for w in r.warnings:
@@ -44,9 +44,9 @@ def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
 def openlineage_events(st, runs: tuple[str, ...]) -> list[dict]:
     """The events of the named runs (captured run ids, OpenLineage runIds or `run:<runId>`), or
     of every captured and ingested run; UserError for a name that is neither."""
-    from capture.storing.to_openlineage import captured_events
+    from capture.storing.to_openlineage import captured_events  # deferred: it loads numpy, pyarrow
     from store.errors import UserError
-    from store.interop.ol_export import check_events, ingested_runs, run_key
+    from store.interop.ol_export import check_events, ingested_runs, run_key  # deferred: it loads numpy, pyarrow
 
     ingested = ingested_runs(st)
     captured = captured_events(st, None if not runs else [r for r in runs if run_key(r) not in ingested])
@@ -79,7 +79,7 @@ def export_openlineage(ctx: click.Context, runs: tuple[str, ...], out: str | Non
 
     events = openlineage_events(store_of(ctx), runs)
     if url:
-        from store.interop.ol_export import post
+        from store.interop.ol_export import post  # deferred: it loads numpy, pyarrow
 
         n = post(events, url, endpoint, api_key)
         click.echo(f"sent {n} event(s) to {url.rstrip('/')}/{endpoint}", err=True)
@@ -97,7 +97,7 @@ def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ..
     """The PROV document of a lineage, a query's vertices or given ids (store.interop.prov)."""
     from store.export.property_graph import DEFAULT_MAX_NODES, RelType
     from store.export.selection import Selection
-    from store.interop.prov import stored_documents, to_document
+    from store.interop.prov import stored_documents, to_document  # deferred: it loads numpy, pyarrow
     from strata.app import subgraph_for
 
     sg = subgraph_for(st, Selection(item=lineage, query=query, ids=ids), max_nodes or DEFAULT_MAX_NODES)
@@ -119,7 +119,7 @@ def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ..
 def export_prov(ctx: click.Context, query: str | None, lineage: str | None, fmt: str, out: str | None,
                 max_nodes: int | None) -> None:
     """A subgraph as a W3C PROV document (PROV-JSON, PROV-N or PROV-XML)."""
-    from prov.serializers import DoNotExist
+    from prov.serializers import DoNotExist  # deferred: only this path needs prov
 
     from store.errors import UserError
     from strata.app import store_of

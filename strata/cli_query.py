@@ -45,7 +45,7 @@ def render_rows(columns, rows, fmt: str, warnings=()) -> str:
 def query(ctx: click.Context, text: str, fmt: str, show_ast: bool, show_plan: bool) -> None:
     """Run one IQL statement, e.g. strata query "select p.id from WebPage p"."""
     if show_ast:
-        from iql.parser import parse
+        from iql.parser import parse  # deferred: it loads lark
 
         click.echo(repr(parse(text)))
         return
@@ -74,8 +74,8 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
 
     The same rows as `strata query "TRACE ['RUN'] MATCH 'PATTERN' [LIMIT N]"`, e.g.
     strata trace "/tweets/text = 'Hello @lp'"."""
-    from capture.tracing import parse_pattern, trace_rows
-    from capture.tracing import trace as backtrace
+    from capture.tracing import parse_pattern, trace_rows  # deferred: it loads lark, numpy, pyarrow
+    from capture.tracing import trace as backtrace  # deferred: it loads lark, numpy, pyarrow
 
     st = store_of(ctx)
     rows = trace_rows(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)

@@ -201,8 +201,8 @@ def ordered_items(hm) -> list[int]:
 def usage_table(hm):
     """The heatmap as a rich table: a row per item, a column per attribute, cells
     contributed/influenced/unused, and a total row."""
-    from rich.table import Table
-    from rich.text import Text
+    from rich.table import Table  # deferred: only this path needs rich
+    from rich.text import Text  # deferred: only this path needs rich
 
     def style(c) -> str:
         return "green" if c.contributed else "yellow" if c.influenced else "dim"
@@ -236,8 +236,8 @@ def audit_json(rows, job: TraceJob, trace) -> str:
 
 def audit_table(rows, job: TraceJob, trace):
     """Per input item: the attributes the result exposes, and those that only influenced it."""
-    from rich.table import Table
-    from rich.text import Text
+    from rich.table import Table  # deferred: only this path needs rich
+    from rich.text import Text  # deferred: only this path needs rich
 
     table = Table(title=f"audit of {job.text} ({plural(trace.matched, 'result item')} matched)", title_justify="left",
                   show_lines=True)
@@ -317,7 +317,7 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
     if fmt == "json":
         click.echo(usage_json(hm, jobs, traces))
         return
-    from strata.render import console
+    from strata.render import console  # deferred: it loads rich
 
     console().print(usage_table(hm))
     click.echo(f"{plural(len(hm.items), 'item')} of {name} x {plural(len(hm.attributes), 'attribute')} over "
@@ -345,7 +345,7 @@ def audit(ctx, pattern, run, limit, fmt) -> None:
     if fmt == "json":
         click.echo(audit_json(rows, job, trace))
         return
-    from strata.render import console
+    from strata.render import console  # deferred: it loads rich
 
     console().print(audit_table(rows, job, trace))
     click.echo(f"{plural(len(rows), 'input item')}, {plural(trace.matched, 'result item')} matched", err=True)

@@ -89,7 +89,7 @@ def _print_report(rep, item: str | None) -> None:
 def diff(ctx, a, b, fmt) -> None:
     """Compare two runs (captured run ids or OpenLineage runIds) or a dataset at two versions
     (NAME@1 NAME@2)."""
-    from capture.storing.runs import output_values, read_head, source_paths
+    from capture.storing.runs import output_values, read_head, source_paths  # deferred: it loads numpy, pyarrow
     from store.diff import diff as run_diff
     from store.errors import UserError
 
@@ -112,7 +112,7 @@ def diff(ctx, a, b, fmt) -> None:
 
 
 def _print_diff(out: dict) -> None:
-    from strata.render import console, result_table
+    from strata.render import console, result_table  # deferred: it loads rich
 
     for w in out["warnings"]:
         click.echo(f"strata: warning: {w}", err=True)

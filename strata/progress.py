@@ -31,8 +31,8 @@ class RichReporter:
     """Steps as rows of one rich Progress (live on stderr while the command runs)."""
 
     def __init__(self, console=None) -> None:
-        from rich.console import Console
-        from rich.progress import (
+        from rich.console import Console  # deferred: only this path needs rich
+        from rich.progress import (  # deferred: only this path needs rich
             BarColumn,
             MofNCompleteColumn,
             Progress,

@@ -76,15 +76,15 @@ def toolbar_text(store_root: str, version: Any, timing: bool, engine: str | None
 
 def build_prompt(session: C.Session, history: Path):
     """The PromptSession: history file, IQL lexer, threaded completer, toolbar, key bindings."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import ThreadedCompleter
-    from prompt_toolkit.history import FileHistory
-    from prompt_toolkit.lexers import PygmentsLexer
+    from prompt_toolkit import PromptSession  # deferred: only this path needs prompt_toolkit
+    from prompt_toolkit.completion import ThreadedCompleter  # deferred: only this path needs prompt_toolkit
+    from prompt_toolkit.history import FileHistory  # deferred: only this path needs prompt_toolkit
+    from prompt_toolkit.lexers import PygmentsLexer  # deferred: only this path needs prompt_toolkit
 
     from iql.ast import AggFunc
-    from iql.parser import keywords
-    from strata.repl_complete import IqlCompleter, Vocabulary
-    from strata.repl_keys import key_bindings, multiline_filter
+    from iql.parser import keywords  # deferred: it loads lark
+    from strata.repl_complete import IqlCompleter, Vocabulary  # deferred: it loads prompt_toolkit
+    from strata.repl_keys import key_bindings, multiline_filter  # deferred: it loads prompt_toolkit
 
     history.parent.mkdir(parents=True, exist_ok=True)
     catalog = session.store.catalog
@@ -148,7 +148,7 @@ def cancellable(store):
                     sc.cancelAllJobs()
 
         if spark_running:
-            from pyspark import InheritableThread
+            from pyspark import InheritableThread  # deferred: only this path needs pyspark
 
             thread = InheritableThread(target=work, daemon=True)
         else:
@@ -195,7 +195,7 @@ def _first_line(e: BaseException) -> str:
 
 
 def loop(session: C.Session, prompt, debug: bool = False) -> None:
-    from strata.repl_keys import QUIT_WORDS, strip_statement
+    from strata.repl_keys import QUIT_WORDS, strip_statement  # deferred: it loads prompt_toolkit
 
     while True:
         try:

@@ -354,7 +354,7 @@ def export_selection(args: Sequence[str], last_query: str | None, syntax: str):
 
 def _export(session: Session, inv: Invocation) -> None:
     from store.export import neo4j as N
-    from strata.app import subgraph_for
+    from strata.app import subgraph_for  # deferred: it loads click
 
     path, sel, max_nodes = export_selection(inv.args, session.last_query, _BY_NAME["\\export"].syntax)
     target = N.Target.infer(path)
@@ -374,7 +374,7 @@ def _export(session: Session, inv: Invocation) -> None:
 
 def _show(session: Session, inv: Invocation) -> None:
     from store.export.html import write_html
-    from strata.app import subgraph_for
+    from strata.app import subgraph_for  # deferred: it loads click
 
     path, sel, max_nodes = export_selection(inv.args, session.last_query, _BY_NAME["\\show"].syntax)
     sg = session.run(lambda: subgraph_for(session.store, sel, max_nodes))

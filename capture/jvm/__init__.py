@@ -35,7 +35,7 @@ BUILD = Path(__file__).resolve().parents[2] / "build" / "jvm"
 
 
 def _spark_version() -> str:
-    import pyspark
+    import pyspark  # deferred: only this path needs pyspark
 
     return pyspark.__version__
 
@@ -55,7 +55,7 @@ def built_jar() -> str | None:
 
 def build() -> Path:
     """Compile the classes against the installed PySpark's jars into :func:`jar_path`."""
-    import pyspark
+    import pyspark  # deferred: only this path needs pyspark
 
     javac, jar_tool = shutil.which("javac"), shutil.which("jar")
     if not javac or not jar_tool:
@@ -79,7 +79,7 @@ def available(spark, name: str = CLASS) -> bool:
         sc._strata_jvm_classes = {}
     known = sc._strata_jvm_classes.get(name)
     if known is None:
-        from py4j.protocol import Py4JError
+        from py4j.protocol import Py4JError  # deferred: only this path needs py4j
 
         try:
             loader = sc._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()

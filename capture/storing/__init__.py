@@ -21,7 +21,7 @@ def __getattr__(name: str):
     """``StoredRun`` and ``load_run`` on first use: capture/storing/stored.py imports pyspark,
     deferred so that reading a run's head (the DuckDB engine's trace) loads none."""
     if name in ("StoredRun", "load_run"):
-        from capture.storing import stored
+        from capture.storing import stored  # deferred: it loads py4j, pyspark
 
         return getattr(stored, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -205,7 +205,7 @@ def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> Tracked
     The user's function is called once per Arrow batch with the visible columns; it must
     return as many rows as it got, in order, so each output row keeps its input's id.
     """
-    import pandas as pd
+    import pandas as pd  # deferred: only this path needs pandas
 
     out_schema, hidden, visible, full = _map_schemas(tdf, schema, "mapInPandas")
 

@@ -84,7 +84,7 @@ class SparkExecutor(ExpressionCompiler):
         return df
 
     def visit_TraceScan(self, scan: P.TraceScan, domains) -> DataFrame:
-        from capture.tracing import trace, trace_rows
+        from capture.tracing import trace, trace_rows  # deferred: it loads lark, numpy, pyarrow
 
         t = scan.trace
         rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.SPARK),

@@ -159,7 +159,7 @@ def _from_folder(p: Path) -> LocalBundle:
 def parquet_records(path: Path) -> list[dict[str, Any]]:
     """A Parquet file's (or folder's) rows as dicts of the values Spark's rows hold: maps as
     dicts, structs as tuples (Spark's Row is a tuple, not a mapping), lists as lists."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
     out: list[dict[str, Any]] = []
     for f in parquet_paths(path):
@@ -172,7 +172,7 @@ def parquet_records(path: Path) -> list[dict[str, Any]]:
 
 
 def _spark_value(value: Any, arrow_type) -> Any:
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     if value is None:
         return None

@@ -15,8 +15,8 @@ class DuckDBEngine(StoreEngine):
     def ingest(self, stx, item):
         # deferred: the readers and writers load pyarrow and numpy, which a question does not need
         from store.duckdb.bundle import from_dict
-        from store.duckdb.ingest import ingest_bundle, load
-        from store.duckdb.triples import ingest_triples
+        from store.duckdb.ingest import ingest_bundle, load  # deferred: it loads numpy, pyarrow
+        from store.duckdb.triples import ingest_triples  # deferred: it loads numpy, pyarrow
 
         if item.triples:
             return ingest_triples(stx, item.source)

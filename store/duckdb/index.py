@@ -62,8 +62,8 @@ def encode(*arrays) -> tuple[object, list[np.ndarray]]:
     int64 past 2**31 distinct strings).
 
     Codes follow the dictionary's UTF-8 byte order, the order Spark compares strings in."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
     chunks = [c.cast(pa.string()) if not pa.types.is_string(c.type) else c for c in chunks]
@@ -107,8 +107,8 @@ def unique(a: np.ndarray) -> np.ndarray:
 def components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Weakly connected components of nodes 0..n-1: each node's smallest member (a code, of
     the dtype of `src`)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse import csr_matrix  # deferred: only this path needs scipy
+    from scipy.sparse.csgraph import connected_components  # deferred: only this path needs scipy
 
     if n == 0:
         return np.zeros(0, np.int64)
@@ -165,7 +165,7 @@ def _relation(st, con, name: str):
 def _arrow(st, name: str, columns: Sequence[str], aggregate=None):
     """Columns of a committed table (or `aggregate(relation)`) as a pyarrow Table, read on a
     DuckDB connection of its own, closed after: its buffers do not outlive the read."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
 
     con = duckdb_connect()
     try:
@@ -178,9 +178,9 @@ def _arrow(st, name: str, columns: Sequence[str], aggregate=None):
 
 def read_graph(st) -> Graph:
     """The store's derivation triples and each value's table, encoded (see module docstring)."""
-    import duckdb
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import duckdb  # deferred: only this path needs duckdb
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     with progress.step("read edges", total=None) as step:
         edges = _arrow(st, S.EDGES, (S.SRC, S.DST, S.PROCESS))
@@ -363,7 +363,7 @@ def write_bucketed(tx, name: str, n_rows: int, bucket: np.ndarray, order: np.nda
                    rows_of: Callable[[np.ndarray], object], row_group_bytes: int = L.ROW_GROUP_BYTES) -> None:
     """Write table `name` inside `tx`: one file per non-empty bucket with the rows
     `rows_of(row numbers)` in `order`, row groups of about `row_group_bytes` (uncompressed)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
     folder = stage(tx, name)
     ordered = bucket[order]
@@ -387,14 +387,14 @@ def write_bucketed(tx, name: str, n_rows: int, bucket: np.ndarray, order: np.nda
 
 
 def _take(dictionary, codes: np.ndarray):
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     return dictionary.take(pa.array(codes, pa.int64()))
 
 
 def write_index_tables(tx, ix: Index, buckets: int) -> dict:
     """The five CSProv tables of `ix` inside `tx`; returns the counts for the manifest meta."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     g = ix.graph
     ids, n = g.ids, g.n
@@ -448,7 +448,7 @@ def write_index_tables(tx, ix: Index, buckets: int) -> dict:
 # ---------------------------------------------------------------------------- influence scopes
 def _has_roots(st) -> bool:
     """True when some element has no parent (its only ancestors row is itself, depth 0)."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
 
     col = duckdb.ColumnExpression
     roots = _arrow(st, S.ANCESTORS, (), lambda rel: rel.aggregate(
@@ -461,8 +461,8 @@ def write_scopes(tx, st, buckets: int, edges: tuple | None = None) -> dict:
     """Influence scopes (scopes.py's definitions) computed with arrays and written inside `tx`;
     returns the meta entries recording their sources. `edges`: (ids, src codes, dst codes,
     process) of the rows of `edges`, when already read."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ROWS_ROW_GROUP_BYTES, source_segments
 

@@ -64,7 +64,7 @@ def cache_budget() -> int:
 def _groups(codes, size: int):
     """(order, starts, counts) grouping row numbers by integer code: the rows of code c are
     order[starts[c]:starts[c] + counts[c]] (an integer sort, no string comparisons)."""
-    import numpy as np
+    import numpy as np  # deferred: only this path needs numpy
 
     counts = np.bincount(codes, minlength=size)
     order = np.argsort(codes, kind="stable")
@@ -75,7 +75,7 @@ def _groups(codes, size: int):
 def _gather(groups, codes):
     """The row numbers of every code in `codes` (numpy), concatenated. An `order` of None
     stands for rows already in code order (no permutation)."""
-    import numpy as np
+    import numpy as np  # deferred: only this path needs numpy
 
     order, starts, counts = groups
     lens = counts[codes]
@@ -88,9 +88,9 @@ def _codes(dictionary, values):
     """The codes of `values` in a dictionary array (values it lacks are left out). One pass
     over the dictionary with a hash set of `values`: hashing the dictionary instead would cost
     as much as the whole lookup again on every call."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import numpy as np  # deferred: only this path needs numpy
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     hit = pc.is_in(dictionary, value_set=pa.array(list(values), pa.string()))
     return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
@@ -100,9 +100,9 @@ def _sorted_runs(column):
     """(values, groups) of a column already in order (index_triples is sorted by dst_csid within
     a component): each value's rows are one run, found by comparing neighbours; None when the
     column is not in order."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import numpy as np  # deferred: only this path needs numpy
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -119,8 +119,8 @@ def _sorted_runs(column):
 
 def _encode(column):
     """(dictionary, codes) of a string column."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -169,7 +169,7 @@ class Component:
 
     def _deps(self, index: LocalIndex, ccid: str, forward: bool) -> tuple:
         """(ids, groups, next codes) of the set dependencies in one direction (read once)."""
-        import pyarrow as pa
+        import pyarrow as pa  # deferred: only this path needs pyarrow
 
         if forward not in self.deps:
             here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
@@ -181,8 +181,8 @@ class Component:
         return self.deps[forward]
 
     def set_lineage(self, index: LocalIndex, ccid: str, csid: str, forward: bool) -> set[str]:
-        import numpy as np
-        import pyarrow as pa
+        import numpy as np  # deferred: only this path needs numpy
+        import pyarrow as pa  # deferred: only this path needs pyarrow
 
         ids, groups, nxt = self._deps(index, ccid, forward)
         start = _codes(ids, [csid])
@@ -204,9 +204,9 @@ class Component:
         them or none). Triples are stored in set order; integer arrays as numpy files."""
         import shutil  # deferred: shutil imports bz2, lzma and more (15 ms at every start)
 
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        import numpy as np  # deferred: only this path needs numpy
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
         order, starts, counts = self.by_set
         triples = self.triples
@@ -238,7 +238,7 @@ class Component:
     @classmethod
     def open(cls, folder: str) -> Component:
         """A component from its skeleton files, memory-mapped (nothing is read until used)."""
-        import numpy as np
+        import numpy as np  # deferred: only this path needs numpy
 
         def npy(name):
             return np.load(os.path.join(folder, name), mmap_mode="r")
@@ -255,20 +255,20 @@ class Component:
 
 def _narrow(array):
     """Row numbers and codes as int32 when they fit (half the file, half the pages touched)."""
-    import numpy as np
+    import numpy as np  # deferred: only this path needs numpy
 
     return array.astype(np.int32) if len(array) == 0 or int(array.max()) < 2**31 else array
 
 
 def _write_arrow(path: str, table) -> None:
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
 
 
 def _read_arrow(path: str):
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     return pa.ipc.open_file(pa.memory_map(path, "r")).read_all()
 
@@ -281,7 +281,7 @@ def _column(path: str):
 
 def _decoded(table):
     """`table` with dictionary columns turned back into plain strings."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     return pa.table({name: col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
                      for name, col in zip(table.column_names, table.columns, strict=True)})
@@ -397,7 +397,7 @@ class LocalIndex:
         named after the index's triples segment; None when skeletons are off."""
         if self.cache is None or cache_budget() == 0:
             return None
-        import xxhash
+        import xxhash  # deferred: only this path needs xxhash
 
         return os.path.join(self.cache, os.path.basename(self.folders[L.TRIPLES].rstrip("/")),
                             xxhash.xxh64_hexdigest(ccid.encode("utf-8")))
@@ -406,7 +406,7 @@ class LocalIndex:
         """The rows (a pyarrow Table) of the one bucket `key` hashes to that match `where`."""
         table = read_buckets(self.folders[name], [L.bucket_of_value(key, self.buckets)], columns, where)
         if table is None:
-            import pyarrow as pa
+            import pyarrow as pa  # deferred: only this path needs pyarrow
 
             return pa.table({c: pa.array([], pa.string()) for c in columns})
         return table
@@ -443,8 +443,8 @@ class LocalIndex:
         component's set dependencies: level by level from the row groups of the frontier's sets
         in a large component (backward, while the lineage is small), else read once (one
         bucket, one key range)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
         cached = CACHE.get(self, ccid)
         if cached is not None:
@@ -478,8 +478,8 @@ class LocalIndex:
         """How many triples `scope` holds, from the component's rows of index_sets (each set's
         `n_triples` counts the triples whose dst_csid it is); without that table, the filter
         columns of the matching row groups of index_triples are read and counted."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
         cached = CACHE.get(self, ccid)
         if cached is not None:
@@ -513,8 +513,8 @@ class LocalIndex:
         """The same triples as a DuckDB relation on connection `con` (read lazily from the
         component's bucket file; values reach DuckDB as constants and Arrow tables, never as
         SQL text)."""
-        import duckdb
-        import pyarrow as pa
+        import duckdb  # deferred: only this path needs duckdb
+        import pyarrow as pa  # deferred: only this path needs pyarrow
 
         col = duckdb.ColumnExpression
         cached = CACHE.get(self, ccid)

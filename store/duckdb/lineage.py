@@ -16,7 +16,7 @@ from store.schema import DST, EDGES, ID, PROCESS, SRC, VERTICES
 def rq_duckdb(con, scope, item: str, depth: int | None, forward: bool) -> tuple[set[str], set[Triple]]:
     """RQ with DuckDB: one semi-join of the relation `scope` (src, dst, op) per level with the
     frontier (an Arrow table, so no value becomes SQL text)."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     key = SRC if forward else DST
 
@@ -93,7 +93,7 @@ class LineagePlan:
 
 def _edges_relation(tables):
     """The edges as triples (src, dst, op), a DuckDB relation."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
 
     col = duckdb.ColumnExpression
     return tables.relation(EDGES).project(col(SRC), col(DST), col(PROCESS).alias(L.OP))
@@ -101,7 +101,7 @@ def _edges_relation(tables):
 
 def check_known_local(st, item: str) -> None:
     """UserError unless `item` is in an edge or is a vertex (DuckDB over the committed tables)."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
 
     tables = st.local()
     value = duckdb.ConstantExpression(item)
@@ -120,8 +120,8 @@ def component_members(plan: LineagePlan) -> list[str] | None:
     if plan.located is None:
         return None
     index, ccid = plan.index, plan.located[0]
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     scope = index.scope(ccid, None)
     ids = pc.unique(pa.chunked_array([c for name in (SRC, DST, L.OP) for c in scope.column(name).chunks],

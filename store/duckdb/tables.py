@@ -25,7 +25,7 @@ _PRIMITIVES = {
 
 def arrow_type(spark_type: Any):
     """The pyarrow type of a Spark type in its JSON form (as manifests store schemas)."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     if isinstance(spark_type, str):
         name = _PRIMITIVES.get(spark_type)
@@ -53,7 +53,7 @@ def arrow_type(spark_type: Any):
 
 def arrow_schema(schema_json: str | dict):
     """The pyarrow schema of a Spark StructType in its JSON form."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     d = json.loads(schema_json) if isinstance(schema_json, str) else schema_json
     return pa.schema([pa.field(f["name"], arrow_type(f["type"])) for f in d["fields"]])
@@ -136,7 +136,7 @@ class LocalTables:
         return self.con.table(held) if held is not None else self._parquet(name)
 
     def _parquet(self, name: str):
-        import duckdb
+        import duckdb  # deferred: only this path needs duckdb
 
         fields = json.loads(self.schema_json(name))["fields"]
         files = self.files(name)

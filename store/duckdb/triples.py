@@ -272,7 +272,7 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
     """Stage a triples file in transaction `stx` (a StoreTransaction) without Spark; its counts.
     columnar: build the rows with Arrow when they are valid (`table_rows`); False takes the
     record-by-record path of any bundle (tests compare the two)."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
     import pyarrow as pa
 
     from store.duckdb.ingest import TxTables, ingest_bundle, stage_rows

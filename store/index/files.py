@@ -41,7 +41,7 @@ def connection():
 def condition(where: Sequence[tuple[str, object]]):
     """A DuckDB condition from (column, value) pairs: equality, or membership when the value
     is a list, tuple or set (values become constants, never SQL text)."""
-    import duckdb
+    import duckdb  # deferred: only this path needs duckdb
 
     out = None
     for column, value in where:
@@ -70,7 +70,7 @@ def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], wh
         rel = rel.filter(condition(small))
     for column, values in where:
         if (column, values) not in small:
-            import pyarrow as pa
+            import pyarrow as pa  # deferred: only this path needs pyarrow
 
             rel = rel.join(con.from_arrow(pa.table({column: pa.array(sorted(values), pa.string())})), column,
                            how="semi")
@@ -83,7 +83,7 @@ _STATS: dict[str, tuple] = {}  # file -> (ParquetFile, per row group (key min, k
 def _row_group_stats(path: str, key: str, sort: str):
     """A file's row groups as (min, max) of its bucket key and of its sort column and their row
     count (read from the footer once per process: segment files never change)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
     hit = _STATS.get(path)
     if hit is None or hit[2] != (key, sort):
@@ -117,8 +117,8 @@ def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, v
     both columns) may hold one of the values are read. Files sorted by (key, sort), as the index
     writes them, make that a few row groups for a handful of values, where a scan would read the
     whole component; any order gives the right rows."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     wanted = sorted(set(values))
     parts = []

@@ -62,7 +62,7 @@ ROW_GROUP_BYTES = 1 << 20  # small row groups: statistics then skip most of a la
 def bucket_of_value(value: str, buckets: int) -> int:
     """The bucket of one key, computed on the driver: Spark's `xxhash64` is XXH64 with seed 42
     over the UTF-8 bytes (tests/index/test_index_local.py checks it against Spark)."""
-    import xxhash
+    import xxhash  # deferred: only this path needs xxhash
 
     h = xxhash.xxh64_intdigest(value.encode("utf-8"), seed=42)
     if h >= 1 << 63:  # Spark's hash is a signed long

@@ -54,7 +54,7 @@ def _words(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
 
 def hashes(array) -> np.ndarray:
     """XXH64 (seed 42) of every string of a pyarrow string array without nulls, as int64."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: only this path needs pyarrow
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()

@@ -80,7 +80,7 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
         from store.duckdb.ingest import TxTables
 
         return TxTables(tx).lookup(table, column, ids)
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # deferred: only this path needs pyspark
 
     rows = tx.table(table).where(F.col(S.ID).isin(ids)).select(S.ID, column).collect()
     return {r[0]: r[1] for r in rows}

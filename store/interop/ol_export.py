@@ -48,6 +48,7 @@ def post(events: Iterable[dict[str, Any]], url: str, endpoint: str = "api/v1/lin
          api_key: str | None = None) -> int:
     """POST each event to `url` + `endpoint` with openlineage-python's HTTP transport."""
     try:
+        # deferred: only this path needs openlineage
         from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
     except ImportError as e:
         raise UserError("sending OpenLineage events needs the openlineage-python package",

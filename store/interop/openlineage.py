@@ -130,7 +130,7 @@ def _parse(path: Path) -> Iterator[tuple[int, Any]]:
 @cache
 def _validators() -> dict[str, Any]:
     try:
-        import jsonschema
+        import jsonschema  # deferred: only this path needs jsonschema
     except ImportError as e:  # pragma: no cover - the interop extra is missing
         raise UserError("reading OpenLineage events needs the jsonschema package",
                         hint="pip install 'strata-prov[interop]'") from e
@@ -149,7 +149,7 @@ def _fast() -> dict[str, Any] | None:
     `jsonschema`), to pass valid events quickly; None when it is not installed. An event it
     rejects is checked again by `jsonschema`, whose error names the field."""
     try:
-        import fastjsonschema
+        import fastjsonschema  # deferred: only this path needs fastjsonschema
     except ImportError:
         return None
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))

@@ -47,14 +47,14 @@ MAPPED = {"entity", "activity", "agent", "used", "wasGeneratedBy", "wasDerivedFr
 
 def _constants():
     _prov()
-    import prov.constants as pc
+    import prov.constants as pc  # deferred: only this path needs prov
 
     return pc
 
 
 def _prov():
     try:
-        import prov.model as pm
+        import prov.model as pm  # deferred: only this path needs prov
     except ImportError as e:  # pragma: no cover - the interop extra is missing
         raise UserError("W3C PROV needs the prov package", hint="pip install 'strata-prov[interop]'") from e
     return pm

@@ -31,7 +31,7 @@ def graph(st: Store):
     vertices = st.table(S.VERTICES)
     edges = st.table(S.EDGES)
     if graphframes_available(st.spark):
-        from graphframes import GraphFrame
+        from graphframes import GraphFrame  # deferred: only this path needs graphframes
 
         return GraphFrame(vertices, edges)
     return GraphTables(vertices, edges)

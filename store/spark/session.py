@@ -81,7 +81,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     jars: extra jars for `spark.jars` of a session this starts. quiet=True (the CLI and REPL)
     sends the JVM's own start-up chatter to /dev/null; errors still reach Python as exceptions.
     """
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # deferred: only this path needs pyspark
 
     restore_pandas()  # Spark's Arrow conversions hand pyarrow pandas objects (store/arrow.py)
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # ---- Spark's xxhash64 -------------------------------------------------------------------------
 def _seed(*parts) -> int:
     """The hash after Spark's ``xxhash64`` has taken ``parts`` (strings, then longs)."""
-    import xxhash
+    import xxhash  # deferred: only this path needs xxhash
 
     h = SEED
     for p in parts:

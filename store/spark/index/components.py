@@ -62,7 +62,7 @@ def connected_components(
 
 
 def _graphframes(ids: DataFrame, edges: DataFrame) -> DataFrame:
-    from graphframes import GraphFrame
+    from graphframes import GraphFrame  # deferred: only this path needs graphframes
 
     _ensure_checkpoint_dir(ids.sparkSession)
     cc = GraphFrame(ids, edges).connectedComponents()

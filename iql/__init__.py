@@ -25,9 +25,9 @@ __all__ = ["TRACE_COLUMNS", "Form", "IqlError", "IqlRuntimeError", "IqlSemanticE
 
 def compile_query(text: str, catalog, stats=None):
     """Parse, bind and plan `text` without Spark: returns (bound statement, logical plan)."""
-    from iql.binder import bind
+    from iql.binder import bind  # deferred: `import iql` for its names loads no stage
     from iql.parser import parse  # deferred: it loads lark
-    from iql.planner import plan
+    from iql.planner import plan  # deferred: as the binder
 
     bound = bind(parse(text), catalog, text)
     return bound, plan(bound, stats)
@@ -61,8 +61,8 @@ def run(store, text: str) -> Result:
     The plan is made once, with the store's statistics, and is the one EXPLAIN shows and the
     chosen engine runs (`iql.placement`: DuckDB in this process or Spark; EXPLAIN names it).
     The engine is chosen here, once, and passed down."""
-    from iql import placement
-    from iql.explain import explain_lines
+    from iql import placement  # deferred: a statement's stages load at the first statement
+    from iql.explain import explain_lines  # deferred: only EXPLAIN needs it
 
     if _AS_OF.match(text):  # AS OF VERSION n: the statement reads that committed version
         from iql.parser import parse  # deferred: it loads lark

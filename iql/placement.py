@@ -23,9 +23,11 @@ import weakref
 
 from iql import ast as A
 from iql import plan as P
+from iql.planner import Stats
 from store import schema as S
-from store.duckdb.semantics import SCOPED_IDS
+from store.duckdb.semantics import SCOPED_IDS, store_rows
 from store.engine import Choice, Engine
+from store.index.scopes import current as scopes_current
 
 _STATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -44,8 +46,6 @@ def stats(st):
 
 
 def _stats(st):
-    from iql.planner import Stats
-    from store.index.scopes import current as scopes_current
 
     if st.storage.on_this_machine:
         counts = st.local().relation(S.VERTICES).aggregate(
@@ -120,7 +120,6 @@ def choose(st, plan: P.QueryPlan | None, stats) -> Choice:
     """The engine for `plan` on `st` (store/engine.py); `plan` None: a statement that reads nothing."""
     if st.engine is not Engine.AUTO or not st.storage.on_this_machine or st.cluster() or plan is None:
         return st.choose(None)
-    from store.duckdb.semantics import store_rows
 
     traces: dict[str | None, int] = {}
     for node in _nodes(plan):

@@ -19,7 +19,7 @@ __all__ = ["Store", "CommitInfo", "StrataError", "UserError", "BundleError"]
 
 def __getattr__(name: str) -> Any:
     if name in ("Store", "CommitInfo"):
-        from store import store as _store
+        from store import store as _store  # deferred: `import store` alone loads no table code
 
         return getattr(_store, name)
     raise AttributeError(name)

@@ -27,8 +27,8 @@ class App:
     _store: Any = field(default=None, repr=False)
 
     def spark(self):
-        from store.spark.session import parse_conf
-        from strata.spark import get_session
+        from store.spark.session import parse_conf  # deferred: `strata --help` starts without it
+        from strata.spark import get_session  # deferred: `strata --help` starts without it
 
         return get_session(self.master, parse_conf(self.conf), quiet=not self.debug)
 
@@ -41,8 +41,8 @@ class App:
 
     def store(self):
         if self._store is None:
-            from store import Store
-            from store.spark.session import parse_conf
+            from store import Store  # deferred: `strata --help` starts without the store
+            from store.spark.session import parse_conf  # deferred: `strata --help` starts without it
 
             parse_conf(self.conf)  # a bad --conf is an error even when no step starts Spark
             self._store = Store.open(self.store_path, spark=self.spark, master=self.master,
@@ -82,6 +82,6 @@ def subgraph_for(st, sel, max_nodes: int):
     runs its IQL statement here (on the engine iql chooses; a local answer's rows are used as they
     are, without Spark)."""
     import iql  # deferred: the query language loads only for a query selection
-    from store.export.selection import subgraph
+    from store.export.selection import subgraph  # deferred: `strata --help` starts without it
 
     return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text))

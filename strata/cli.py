@@ -122,7 +122,7 @@ def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
     if missing:
         raise UserError(f"no such file: {missing[0]}", hint="check the path")
     if fmt in ("openlineage", "prov"):
-        from strata.cli_interop import ingest_interop
+        from strata.cli_interop import ingest_interop  # deferred: `strata --help` starts without it
 
         return ingest_interop(app, files, fmt)
     commit = app.store().ingest(*files, fmt=fmt)

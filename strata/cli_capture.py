@@ -18,6 +18,7 @@ import sys
 
 import click
 
+from capture import capturing
 from store.errors import StrataError, UserError
 from strata import progress
 from strata.app import App
@@ -35,7 +36,6 @@ class ScriptFailed(StrataError):
 @progress.around
 def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) -> None:
     """Run an unmodified PySpark script and capture every write it makes (one run per write)."""
-    from capture import capturing
 
     if not os.path.isfile(script):
         raise UserError(f"no such script: {script}", hint="strata capture -- path/to/job.py [ARGS...]")

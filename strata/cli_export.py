@@ -17,6 +17,8 @@ from pathlib import Path
 import click
 
 from store.errors import UserError
+from store.export import neo4j as N
+from store.export.html import write_html
 from store.export.property_graph import DEFAULT_MAX_NODES
 from store.export.selection import Selection
 from strata import progress
@@ -71,7 +73,6 @@ def export() -> None:
 def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, target, output, uri, user,
           password, database, batch_size, fmt) -> None:
     """Export the lineage of ITEM (or --query / --id / --component) to Neo4j: live, as a script, or as CSV."""
-    from store.export import neo4j as N
 
     sel = Selection(item, query, tuple(ids), depth, forward, method, component)
     to = N.Target(target) if target else N.Target.infer(output)
@@ -98,7 +99,6 @@ def neo4j(ctx, item, query, ids, component, depth, forward, method, max_nodes, t
 @progress.around
 def show(ctx, item, query, ids, component, depth, forward, method, max_nodes, output, title) -> None:
     """Draw the lineage of ITEM (or --query / --id / --component) as a self-contained HTML page."""
-    from store.export.html import write_html
 
     sel = Selection(item, query, tuple(ids), depth, forward, method, component)
     sg = subgraph_for(store_of(ctx), sel, max_nodes)

@@ -14,6 +14,12 @@ import json
 import click
 
 from store.errors import UserError
+from store.index import CCEngine, IndexParams
+from store.index.layout import META_KEY
+from store.index.params import params_from_meta
+from store.indexing import build_index, update_index
+from store.lineage import Method
+from store.lineage import lineage as run
 from strata import progress
 from strata.app import store_of
 
@@ -56,10 +62,6 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
     It is built in this process when the store is a local folder whose edges fit in memory
     (at most $STRATA_LOCAL_TRIPLES rows), else on Spark; the global --engine local|spark
     forces either (docs/index.md)."""
-    from store.index import CCEngine, IndexParams
-    from store.index.layout import META_KEY
-    from store.index.params import params_from_meta
-    from store.indexing import build_index, update_index
 
     st = store_of(ctx)
     old = st.meta(META_KEY)
@@ -95,8 +97,6 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
 @click.pass_context
 def lineage(ctx, item, depth, forward, method, tau, fmt) -> None:
     """Lineage of ITEM: every value with a path to it (or from it, with --forward)."""
-    from store.lineage import Method
-    from store.lineage import lineage as run
 
     result = run(store_of(ctx), item, depth, forward, Method(method), tau)
     for w in result.warnings:

@@ -12,7 +12,10 @@ import json
 
 import click
 
-from strata.app import App
+from store.errors import UserError
+from store.export.property_graph import DEFAULT_MAX_NODES, RelType
+from store.export.selection import Selection
+from strata.app import App, store_of, subgraph_for
 
 
 def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
@@ -45,7 +48,6 @@ def openlineage_events(st, runs: tuple[str, ...]) -> list[dict]:
     """The events of the named runs (captured run ids, OpenLineage runIds or `run:<runId>`), or
     of every captured and ingested run; UserError for a name that is neither."""
     from capture.storing.to_openlineage import captured_events  # deferred: it loads numpy, pyarrow
-    from store.errors import UserError
     from store.interop.ol_export import check_events, ingested_runs, run_key  # deferred: it loads numpy, pyarrow
 
     ingested = ingested_runs(st)
@@ -75,7 +77,6 @@ def openlineage_events(st, runs: tuple[str, ...]) -> list[dict]:
 def export_openlineage(ctx: click.Context, runs: tuple[str, ...], out: str | None, url: str | None,
                        endpoint: str, api_key: str | None) -> None:
     """Captured (and ingested) runs as OpenLineage RunEvents (JSON Lines), or sent to --url."""
-    from strata.app import store_of
 
     events = openlineage_events(store_of(ctx), runs)
     if url:
@@ -95,10 +96,7 @@ def export_openlineage(ctx: click.Context, runs: tuple[str, ...], out: str | Non
 def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ...] = (),
                   max_nodes: int | None = None):
     """The PROV document of a lineage, a query's vertices or given ids (store.interop.prov)."""
-    from store.export.property_graph import DEFAULT_MAX_NODES, RelType
-    from store.export.selection import Selection
     from store.interop.prov import stored_documents, to_document  # deferred: it loads numpy, pyarrow
-    from strata.app import subgraph_for
 
     sg = subgraph_for(st, Selection(item=lineage, query=query, ids=ids), max_nodes or DEFAULT_MAX_NODES)
     for w in sg.warnings:
@@ -121,8 +119,6 @@ def export_prov(ctx: click.Context, query: str | None, lineage: str | None, fmt:
     """A subgraph as a W3C PROV document (PROV-JSON, PROV-N or PROV-XML)."""
     from prov.serializers import DoNotExist  # deferred: only this path needs prov
 
-    from store.errors import UserError
-    from strata.app import store_of
 
     doc = prov_document(store_of(ctx), lineage, query, max_nodes=max_nodes)
     try:

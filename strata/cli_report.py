@@ -26,7 +26,13 @@ from pathlib import Path
 
 import click
 
-from capture.tracing import item_hex
+from capture.storing import read_head
+from capture.tracing import PatternError, heatmap, heatmap_html, heatmap_png, item_hex, parse_pattern
+from capture.tracing import audit as audit_rows
+from capture.tracing import item_element_id as element_id
+from capture.tracing import trace as run_trace
+from iql import Form
+from iql.errors import IqlError
 from store.errors import StrataError, UserError
 from strata.app import store_of
 
@@ -55,14 +61,11 @@ def _located(origin: str, err: StrataError) -> StrataError:
 
 def parse_job(text: str, origin: str, run: str | None, limit: int) -> TraceJob:
     """A trace from a bare tree pattern or a TRACE statement (whose run and LIMIT win)."""
-    from capture.tracing import PatternError, parse_pattern
-    from iql import Form
-    from iql.errors import IqlError
 
     text = text.strip()
     if _STATEMENT.match(text):
-        from iql.binder import trace_pattern
-        from iql.parser import parse
+        from iql.binder import trace_pattern  # deferred: the binder loads for a query text only
+        from iql.parser import parse  # deferred: it loads lark
 
         try:
             stmt = parse(text)
@@ -115,7 +118,6 @@ def _check_matplotlib() -> None:
 # ---- running -------------------------------------------------------------------------------------
 def run_jobs(store, jobs: Sequence[TraceJob]) -> list:
     """The traces of ``jobs`` (capture Traces), in order; progress on stderr."""
-    from capture.tracing import trace as run_trace
 
     if store.version == 0:
         raise UserError(f"no store at {store.root} (nothing committed there)",
@@ -133,7 +135,6 @@ def run_jobs(store, jobs: Sequence[TraceJob]) -> list:
 
 def _source_datasets(store, runs: set[str | None]) -> list[str]:
     """The input datasets of the runs (their source operators; no Spark job on a local store)."""
-    from capture.storing import read_head
 
     names: dict[str, None] = {}
     for run in runs:
@@ -172,7 +173,6 @@ def _cell(c) -> dict:
 
 def usage_json(hm, jobs: Sequence[TraceJob], traces: Sequence) -> str:
     """The heatmap as one JSON object (--format json); ``hm`` None: no trace reached an item."""
-    from capture.tracing import item_element_id as element_id
 
     runs = [{"pattern": j.text, "run": j.run, "limit": j.limit, "matched": t.matched, "items": len(t.items)}
             for j, t in zip(jobs, traces, strict=True)]
@@ -225,7 +225,6 @@ def usage_table(hm):
 
 
 def audit_json(rows, job: TraceJob, trace) -> str:
-    from capture.tracing import item_element_id as element_id
 
     return json.dumps({
         "pattern": job.text, "run": job.run, "limit": job.limit, "matched": trace.matched,
@@ -286,7 +285,6 @@ def usage(ctx, patterns, workload, dataset, run, limit, extra, html_path, png_pa
     \b
       strata report usage "//id_str = 'lp'" "/tweets/text = 'Hello @lp'" --html usage.html
     """
-    from capture.tracing import heatmap, heatmap_html, heatmap_png
 
     jobs = read_workload(workload, run, limit) if workload else []
     jobs += [parse_job(p, f"PATTERN {k}", run, limit) for k, p in enumerate(patterns, 1)]
@@ -337,7 +335,6 @@ def audit(ctx, pattern, run, limit, fmt) -> None:
     \b
       strata report audit "/tweets/text = 'Hello @lp'"
     """
-    from capture.tracing import audit as audit_rows
 
     job = parse_job(pattern, "PATTERN", run, limit)
     (trace,) = run_jobs(store_of(ctx), [job])

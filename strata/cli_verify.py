@@ -11,7 +11,12 @@ import json
 
 import click
 
-from strata.app import store_of
+from store import Store
+from store import verify as checks
+from store.diff import diff as run_diff
+from store.errors import StoreError, UserError
+from store.storage import Storage
+from strata.app import App, store_of
 
 TAMPERED = 3  # exit code: the store was tampered with (docs/cli.md)
 
@@ -28,8 +33,6 @@ def verify(ctx, item, forward, expect_root, fmt) -> None:
     """Recompute the commits' hash chain and report tampering (exit code 3).
 
     With ITEM, check only the manifests and the row groups holding ITEM's lineage."""
-    from store import verify as checks
-    from store.errors import StoreError
 
     if item is None:
         try:
@@ -53,9 +56,6 @@ def verify(ctx, item, forward, expect_root, fmt) -> None:
 
 def _storage(ctx):
     """The store's files without reading its manifest (`Store.open` parses the newest one)."""
-    from store import Store
-    from store.storage import Storage
-    from strata.app import App
 
     app = ctx.find_object(App) or ctx.ensure_object(App)
     root = app._store.root if app._store is not None else Store.path_of(app.store_path)
@@ -90,8 +90,6 @@ def diff(ctx, a, b, fmt) -> None:
     """Compare two runs (captured run ids or OpenLineage runIds) or a dataset at two versions
     (NAME@1 NAME@2)."""
     from capture.storing.runs import output_values, read_head, source_paths  # deferred: it loads numpy, pyarrow
-    from store.diff import diff as run_diff
-    from store.errors import UserError
 
     st = store_of(ctx)
     heads: dict = {}

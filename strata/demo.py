@@ -15,6 +15,10 @@ from pathlib import Path
 from rich.panel import Panel
 
 import iql
+from store.export import extract
+from store.export.html import write_html
+from store.export.neo4j import Target, export
+from store.export.selection import result_ids
 from strata.render import console, result_table
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -97,10 +101,6 @@ PICTURE_QUERY = ("select d.id from AnyData d, Version v "
 
 def _pictures(st, path: Path, out) -> None:
     """End with a picture for people without Neo4j, and a script for people with it."""
-    from store.export import extract
-    from store.export.html import write_html
-    from store.export.neo4j import Target, export
-    from store.export.selection import result_ids
 
     sg = extract(st, result_ids(iql.run(st, PICTURE_QUERY)))
     html = path / "lineage-v1.html"

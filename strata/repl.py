@@ -25,8 +25,10 @@ import click
 from pygments.lexer import RegexLexer, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
 
+from iql.ast import AggFunc
 from store.errors import StrataError, UserError
 from strata import repl_commands as C
+from strata.render import console
 
 HISTORY_ENV = "STRATA_HISTORY"
 _job_ids = itertools.count(1)
@@ -81,7 +83,6 @@ def build_prompt(session: C.Session, history: Path):
     from prompt_toolkit.history import FileHistory  # deferred: only this path needs prompt_toolkit
     from prompt_toolkit.lexers import PygmentsLexer  # deferred: only this path needs prompt_toolkit
 
-    from iql.ast import AggFunc
     from iql.parser import keywords  # deferred: it loads lark
     from strata.repl_complete import IqlCompleter, Vocabulary  # deferred: it loads prompt_toolkit
     from strata.repl_keys import key_bindings, multiline_filter  # deferred: it loads prompt_toolkit
@@ -229,7 +230,6 @@ def repl(app) -> None:
         raise UserError("strata repl needs a terminal",
                         hint='to run statements from a script use strata query "..."')
     os.environ.setdefault("LESS", "-SRXF")
-    from strata.render import console
 
     store = app.store()
     session = C.Session(store, console(), console(err=True))

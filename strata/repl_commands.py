@@ -21,7 +21,15 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+import iql
+from iql.result import trace_tree
+from store.engine import Engine
 from store.errors import UserError
+from store.export import neo4j as N
+from store.export.html import write_html
+from store.export.property_graph import DEFAULT_MAX_NODES
+from store.export.selection import Selection
+from store.lineage import Method, lineage
 from strata.render import result_table
 
 PAGER_MARGIN = 4  # lines kept free below a paged result's height check
@@ -168,8 +176,6 @@ def _timed(session: Session, started: float, engine=None) -> None:
 
 def run_query(session: Session, text: str) -> None:
     """Run one IQL statement and show its rows (or its plan, for EXPLAIN)."""
-    import iql
-    from iql.result import trace_tree
 
     started = time.perf_counter()
 
@@ -217,7 +223,6 @@ def _timing(session: Session, inv: Invocation) -> None:
 
 def _engine(session: Session, inv: Invocation) -> None:
     """`\\engine`: show the store's engine setting; `\\engine auto|local|spark`: set it."""
-    from store.engine import Engine
 
     st = session.store
     if len(inv.args) > 1 or (inv.args and inv.args[0].lower() not in ("auto", "local", "spark")):
@@ -300,7 +305,6 @@ _LINEAGE_SPEC = {"--forward": None, "--depth": int, "--method": ("auto", "rq", "
 
 
 def _lineage(session: Session, inv: Invocation) -> None:
-    from store.lineage import Method, lineage
 
     syntax = _BY_NAME["\\lineage"].syntax
     pos, opts = parse_options(inv.args, _LINEAGE_SPEC, syntax)
@@ -327,8 +331,6 @@ _EXPORT_SPEC = {"--query": str, "--last": None, "--component": str, "--forward":
 
 def export_selection(args: Sequence[str], last_query: str | None, syntax: str):
     """(path, Selection, max_nodes) of an `\\export`/`\\show` line (pure)."""
-    from store.export.property_graph import DEFAULT_MAX_NODES
-    from store.export.selection import Selection
 
     pos, opts = parse_options(args, _EXPORT_SPEC, syntax)
     if not pos:
@@ -353,7 +355,6 @@ def export_selection(args: Sequence[str], last_query: str | None, syntax: str):
 
 
 def _export(session: Session, inv: Invocation) -> None:
-    from store.export import neo4j as N
     from strata.app import subgraph_for  # deferred: it loads click
 
     path, sel, max_nodes = export_selection(inv.args, session.last_query, _BY_NAME["\\export"].syntax)
@@ -373,7 +374,6 @@ def _export(session: Session, inv: Invocation) -> None:
 
 
 def _show(session: Session, inv: Invocation) -> None:
-    from store.export.html import write_html
     from strata.app import subgraph_for  # deferred: it loads click
 
     path, sel, max_nodes = export_selection(inv.args, session.last_query, _BY_NAME["\\show"].syntax)

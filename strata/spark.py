@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from capture.jvm import built_jar
 from store.spark import session
 
 
 def capture_jars() -> tuple[str, ...]:
     """Capture's jar for the installed PySpark, if it is built (none otherwise)."""
-    from capture.jvm import built_jar
 
     jar = built_jar()
     return (jar,) if jar else ()

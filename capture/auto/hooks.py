@@ -19,11 +19,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrameWriter, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
+from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 from pyspark.sql.types import StructType
 
 from capture.auto.plan import translate
 from capture.errors import UnsupportedOperation
+from capture.tracking.paths import analyzed
 from capture.tracking.tracker import Tracker
 from store import progress
 
@@ -237,7 +239,6 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
 
 
 def _frame(spark, plan):
-    from pyspark.sql import DataFrame
 
     return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
 
@@ -248,7 +249,6 @@ def _replay(spark, statement):
     query = statement.child() if statement.getClass().getSimpleName() == "InsertIntoDir" else statement.query()
 
     def sink(df) -> None:
-        from capture.tracking.paths import analyzed
 
         kids = _list(statement.children())
         swapped = [analyzed(df) if k.equals(query) else k for k in kids]
@@ -288,7 +288,6 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
                 return self.createDataFrame([], StructType([]))
         return sql(self, sqlQuery, args, **kwargs)
 
-    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
     write_to, write_stream = ClassicDataFrame.__dict__["writeTo"], ClassicDataFrame.__dict__["writeStream"]
 

@@ -23,9 +23,12 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 
+from pyspark.serializers import CloudPickleSerializer
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
+from capture import jvm
 from capture.auto import window
 from capture.errors import UnsupportedOperation
 from capture.ids import is_hidden
@@ -36,7 +39,8 @@ from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, seq
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
-from capture.tracking.sources import file_row_ids, item_ids, layout_key, locator, program_locator
+from capture.tracking.sources import file_line_ids, file_row_ids, item_ids, layout_key, locator, program_locator
+from capture.tracking.tracker import line_delimited
 
 _JOINS = {
     "INNER": "inner", "CROSS": "cross", "LEFT OUTER": "left", "RIGHT OUTER": "right",
@@ -229,11 +233,7 @@ class _Walk:
         ``(dataset, file, modification time, offset)`` — the Tracker's ids, independent of the
         splits, with filter pushdown kept. None (positional ids) without the reader's jar, for
         multi-line JSON, or for a partitioned folder."""
-        from pyspark.sql.types import LongType, StructField, StructType
 
-        from capture import jvm
-        from capture.tracking.sources import file_line_ids
-        from capture.tracking.tracker import line_delimited
 
         options = self._options(rel)  # the files come from the root paths below
         if rel.partitionSchema().length() or not jvm.available(self.spark) \
@@ -523,7 +523,6 @@ class _Walk:
     # ---- opaque Python functions ---------------------------------------------------------------
     def _python_function(self, node):
         """``(function, schema)`` of a Python node, read back from the plan's pickled command."""
-        from pyspark.serializers import CloudPickleSerializer
 
         fn = node.functionExpr().func()
         try:

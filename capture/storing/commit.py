@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
@@ -245,7 +246,6 @@ def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipel
     """The run's bundle computed on the driver, no Spark job: the hidden columns of the store copy
     just written into ``folder`` read with pyarrow, the derived ids added (``hydrate_rows``), the
     associations and identity rows computed from them (``assoc_rows``, ``identity_rows``)."""
-    import pyarrow.parquet as pq
 
     files = sorted(os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".parquet"))
     rows: list[dict] = []

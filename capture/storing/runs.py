@@ -24,11 +24,16 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
 
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
 from capture import ids as drv
 from capture.ids import is_hidden, item_hex, operator_id
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.storing.tables import OPERATORS, RUNS, output_table, part_of, result_table
 from store.errors import UserError
+from store.segments import parquet_files
 
 ROW_KEY = "__strata_row"  # a split result's row: part number << 40 | row index in the part's file
 
@@ -51,8 +56,6 @@ def rows_by_key(files: dict[int, str], keys: list[int]) -> list[dict]:
 def take(path: str, rows: list[int], columns: list[str] | None = None) -> list[dict]:
     """Rows ``rows`` (indexes in the file) of a Parquet file (``columns`` only, if given), reading
     only their row groups."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(path)
     sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
@@ -120,7 +123,6 @@ def local_rows(store, table: str, run: str) -> list[dict] | None:
     folders = [store.storage.file_path(seg) for seg in entry.segments]
     if any(f is None for f in folders):
         return None
-    import pyarrow.dataset as ds
 
     files = [os.path.join(f, n) for f in folders for n in sorted(os.listdir(f)) if n.endswith(".parquet")]
     if not files:
@@ -144,8 +146,6 @@ def _known_runs(store, n: int = 20) -> list[str]:
     entry = store.manifest.tables.get(RUNS)
     folders = [store.storage.file_path(seg) for seg in entry.segments] if entry is not None else []
     if all(f is not None for f in folders):
-        import pyarrow.parquet as pq
-
         files = [os.path.join(f, x) for f in folders for x in sorted(os.listdir(f)) if x.endswith(".parquet")]
         return [r for f in files for r in pq.read_table(f, columns=["run"]).column("run").to_pylist()][:n]
     return [r.run for r in store.table(RUNS).select("run").limit(n).collect()]
@@ -201,9 +201,7 @@ def output_values(store, run: str) -> dict[str, dict] | None:
     (``<run>/op<k>/out#<hex>``, capture/storing/to_model.py), read with pyarrow on a local store
     (a split copy: each output file's rows next to the rows of its part's hidden file). None on
     a store on a cluster path, or when ``run`` is not a captured run (an OpenLineage run)."""
-    import pyarrow.parquet as pq
 
-    from store.segments import parquet_files
 
     try:
         head = read_head(store, run)

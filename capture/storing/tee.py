@@ -23,7 +23,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark import TaskContext
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -79,9 +84,6 @@ def _part_file(folder: str) -> Callable[[Iterator, Callable], Iterator]:
     it is pickled by value to the Python workers with its callers.)"""
 
     def write(batches, out):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        from pyspark import TaskContext
 
         ctx = TaskContext.get()
         final = os.path.join(folder, f"part-{ctx.partitionId():05d}.zstd.parquet")
@@ -127,13 +129,10 @@ def _hidden_udf(folder: str):
     part file (as :func:`teed`) and returns true for every row. Nondeterministic, so the optimizer
     never moves its filter (below a sort, into a union's sides): it sees the rows in the order
     Spark's writer writes them."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
 
     write = _part_file(folder)
 
     def hidden(arrays):
-        import pyarrow as pa
 
         batches = (pa.RecordBatch.from_struct_array(arr) for arr in arrays)
         return write(batches, lambda batch: pa.repeat(True, batch.num_rows))
@@ -146,7 +145,6 @@ def sidecar(annotated: DataFrame, visible: list[str], hidden: list[str], folder:
     """``annotated``'s visible columns; computing them writes only the ``hidden`` columns into
     ``folder`` (one file per task, rows in the task's order). Spark's own writer then writes the
     visible columns: only the hidden ones cross to Python (capture/storing/commit.py, the split copy)."""
-    from pyspark.sql import functions as F
 
     flag = _hidden_udf(folder)(F.struct(*[F.col(f"`{h}`") for h in hidden]))
     return annotated.filter(flag).select(*[F.col(f"`{c}`") for c in visible])
@@ -160,7 +158,6 @@ def teed(annotated: DataFrame, visible: list[str], folder: str) -> DataFrame:
 
 def part_rows(folder: str) -> dict[int, int]:
     """Rows per partition of the Parquet part files in ``folder``, from their footers."""
-    import pyarrow.parquet as pq
 
     return {p: pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows
             for n in sorted(os.listdir(folder)) if n.endswith(".parquet") and (p := part_of(n)) is not None}
@@ -169,9 +166,6 @@ def part_rows(folder: str) -> dict[int, int]:
 def finish(folder: str, schema: StructType, timezone: str) -> dict[int, int]:
     """After the job: the rows written to ``folder`` per partition (from the files' footers). A
     result with no rows still gets one empty file, so the table has a readable schema."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import to_arrow_schema
 
     rows = part_rows(folder)
     if not rows:

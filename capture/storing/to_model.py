@@ -29,6 +29,8 @@ from capture.id_columns import item_element_column
 from capture.ids import dataset_element_id, item_hex, operator_id
 from capture.operators import OperatorProv, OpType
 from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID
+from store.bundle import normalize
+from store.spark.bundle import SECTION_SCHEMAS
 
 ITEM, DATASET, OPERATOR, RUN, PIPELINE = "Item", "Dataset", "Operator", "Run", "Pipeline"
 GSETS = {
@@ -82,8 +84,6 @@ def _datasets(spark, run: str, ops: list[OperatorProv]) -> tuple[DataFrame, Data
 def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: DataFrame,
              existing_ids: DataFrame, run_attrs: dict[str, Any], output: dict[str, Any]) -> dict[str, Any]:
     """The bundle of one run, sections as DataFrames in the store's normalized layout."""
-    from store.bundle import normalize
-    from store.spark.bundle import SECTION_SCHEMAS
 
     out_df, in_df = _datasets(spark, run, ops)
     rows = assoc.join(F.broadcast(out_df), OID).join(F.broadcast(in_df), [OID, INPUT])

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from capture.ids import item_hex
 from capture.tracing.backtrace import Backtrace, TracedItem
+from store.errors import UserError
 
 _POSITION = re.compile(r"\[\d+\]")
 
@@ -130,14 +131,12 @@ def heatmap_png(hm: Heatmap, path: str, max_items: int = 200) -> str:
     """Draw the heatmap as a PNG at ``path`` (rows: input items, columns: attributes; each cell
     says contributed/influenced/unused). Returns ``path``. Needs matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # deferred: only this path needs matplotlib
     except ImportError:
-        from store.errors import UserError
-
         raise UserError("the PNG heatmap needs matplotlib, which is not installed",
                         hint="pip install 'strata-prov[reports]' (or use heatmap_html)") from None
     matplotlib.use("Agg", force=False)
-    from matplotlib import pyplot as plt
+    from matplotlib import pyplot as plt  # deferred: only this path needs matplotlib
 
     items = hm.items[:max_items]
     attrs = hm.attributes

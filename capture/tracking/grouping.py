@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, IntegerType, StructField, StructType, _parse_datatype_string
 
 from capture.errors import UnsupportedOperation
-from capture.ids import is_hidden, top
+from capture.ids import FLATTEN, Derived, is_hidden, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
 from capture.tracking.paths import (
     accesses,
@@ -33,6 +33,7 @@ from capture.tracking.paths import (
     out_pairs,
     seq,
 )
+from capture.tracking.project import column_of
 from store.storage import spark_conf
 
 if TYPE_CHECKING:
@@ -114,7 +115,6 @@ def key_id(grouped: DataFrame, n: int, oid: int, idk: str, keep_keys: bool = Tru
     The key columns are taken by position (output names may repeat: each column is its plan
     attribute, so the output keeps the aggregation's attributes) and, nested ones, cast to
     positional field names; :func:`_key_value` keeps nulls and array bounds apart."""
-    from capture.tracking.project import column_of
 
     spark = grouped.sparkSession
     attrs = seq(analyzed(grouped).output())
@@ -206,10 +206,7 @@ def apply_in_pandas(tdf: TrackedDataFrame, keys: list[Column], func, schema) -> 
     function returned for it (A = M = ⊥; position = the row's place in the function's output).
     The function runs on the visible columns, as in the plain program; its output rows are
     joined back to their group on the key (null-safe) for the members' ids."""
-    from pyspark.sql.types import IntegerType, _parse_datatype_string
 
-    from capture.ids import FLATTEN, Derived
-    from capture.tracking.project import column_of
 
     out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
     if not isinstance(out_schema, StructType):

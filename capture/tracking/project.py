@@ -12,9 +12,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.classic.column import Column as ClassicColumn
+from pyspark.sql.types import StructType, _parse_datatype_string
 
 from capture.errors import CaptureError, UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden
@@ -40,7 +42,6 @@ _GENERATORS = {"Explode": "explode", "PosExplode": "posexplode", "Inline": "inli
 
 def column_of(spark, expr) -> Column:
     """A pyspark Column wrapping an (already resolved) Catalyst expression."""
-    from pyspark.sql.classic.column import Column as ClassicColumn
 
     node_cls, col_cls = _column_classes(spark._jvm)
     return ClassicColumn(col_cls(node_cls.apply(expr)))
@@ -190,7 +191,6 @@ def _refs(expr) -> list[int]:
 def _map_schemas(tdf: TrackedDataFrame, schema, method: str):
     """A map function's output schema (a StructType or DDL string), the hidden and visible
     columns of its input, and the schema it runs under (the output plus the hidden columns)."""
-    from pyspark.sql.types import _parse_datatype_string
 
     out_schema = _parse_datatype_string(schema) if isinstance(schema, str) else schema
     if not isinstance(out_schema, StructType):
@@ -232,7 +232,6 @@ def map_in_pandas(tdf: TrackedDataFrame, func, schema, barrier: bool) -> Tracked
 def map_in_arrow(tdf: TrackedDataFrame, func, schema, barrier: bool) -> TrackedDataFrame:
     """``mapInArrow`` under the map rule, as :func:`map_in_pandas`: the user's function gets each
     Arrow batch's visible columns and must return as many rows as it got, in order."""
-    import pyarrow as pa
 
     _, hidden, visible, full = _map_schemas(tdf, schema, "mapInArrow")
 

@@ -16,6 +16,7 @@ from capture.id_columns import hydrate
 from capture.ids import Derived, is_hidden, top
 from capture.locator import Locator
 from capture.operators import OperatorProv, OpType, Slot
+from capture.storing.commit import write_and_commit
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.sources import (
@@ -199,6 +200,5 @@ class Tracker:
         ``table=("saveAsTable" | "insertInto", name)`` writes into that catalog table instead;
         ``sink(df)`` writes the result's visible columns ``df`` instead of ``df.write`` (zero-change
         capture: the program's own write, e.g. partitioned, or its SQL statement)."""
-        from capture.storing.commit import write_and_commit
 
         return write_and_commit(self, tdf, path, format, mode, message, options, table, sink)

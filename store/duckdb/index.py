@@ -46,10 +46,12 @@ import numpy as np
 
 from store import progress
 from store import schema as S
+from store.duckdb.tables import arrow_schema
 from store.engine import duckdb_connect
 from store.errors import UserError
 from store.index import layout as L
 from store.index.params import DEFAULT_BUCKETS
+from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ROWS_ROW_GROUP_BYTES, source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
 from store.index.xxh import buckets_of
 
@@ -153,7 +155,6 @@ class Graph:
 def _relation(st, con, name: str):
     """A committed core table as a relation on DuckDB connection `con`, read from exactly the
     files of the store's version (store/duckdb/tables.py lists them)."""
-    from store.duckdb.tables import arrow_schema
 
     tables = st.local()
     files = tables.files(name)
@@ -464,7 +465,6 @@ def write_scopes(tx, st, buckets: int, edges: tuple | None = None) -> dict:
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
-    from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ROWS_ROW_GROUP_BYTES, source_segments
 
     if not _has_roots(st):  # no scopes at all: both tables are empty
         none = np.zeros(0, np.int32)

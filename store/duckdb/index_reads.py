@@ -38,6 +38,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from store import progress
 from store.engine import count_setting, within_memory
 from store.index import layout as L
 from store.index.files import bucket_files, condition, connection, key_rows, read_buckets, read_sorted
@@ -553,8 +554,6 @@ def write_skeletons(st, threshold: int | None = None) -> int:
     triples (default `LARGE_COMPONENT`) that has none, and remove those of older indexes.
     Returns how many were written; 0 when the store is not a local folder or skeletons are off."""
     import shutil  # deferred: shutil imports bz2, lzma and more (15 ms at every start)
-
-    from store import progress
 
     index = LocalIndex.of(st)
     if index is None or index.cache is None or L.COMPONENTS not in index.folders or cache_budget() == 0:

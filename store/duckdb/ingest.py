@@ -56,7 +56,6 @@ class TxTables:
     def matching(self, name: str, keys: Any, key: str = S.ID):
         """Rows of table `name` whose column `key` is one of `keys` (a pyarrow array or an
         iterable of strings), as a DuckDB relation (None: the table has no rows)."""
-        import pyarrow as pa
 
         rel = self.relation(name)
         if rel is None:
@@ -128,7 +127,6 @@ def closure(bundle: LocalBundle, old: TxTables) -> tuple[list[str], list[str], l
 def table_rows(bundle: LocalBundle, resolved: LocalResolved, old: TxTables, triples: bool = False
                ) -> dict[str, Any]:
     """The rows this bundle adds to each core table, as pyarrow Tables (`store.spark.ingest.table_rows`)."""
-    import pyarrow as pa
 
     E, V, D = bundle.elements, bundle.vertices, bundle.edges
     kinds = resolved.kinds

@@ -7,6 +7,7 @@ scope per level. Unknown items are looked up with DuckDB. store/lineage.py choos
 
 from __future__ import annotations
 
+from store.duckdb.index_reads import LocalIndex
 from store.errors import StoreError
 from store.index import layout as L
 from store.reach import Method, Triple, reach_table, unknown, walk
@@ -29,7 +30,6 @@ def rq_duckdb(con, scope, item: str, depth: int | None, forward: bool) -> tuple[
 
 def _local_index(st):
     """The index's bucket folders for pyarrow point reads (store/duckdb/index_reads.py)."""
-    from store.duckdb.index_reads import LocalIndex
 
     found = LocalIndex.of(st)
     if found is None:

@@ -23,7 +23,7 @@ from collections.abc import Collection
 
 from store import schema as S
 from store import scopegraph as SG
-from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE
+from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ScopeFiles
 
 UNDER, FEEDS, EMITS, INFLUENCES = "under", "feeds", "emits", "influences"
 
@@ -65,7 +65,6 @@ def store_graph(st) -> SG.ScopeGraph:
 
 def _scoped(st, ids: Collection[str]) -> SG.ScopeGraph | None:
     """The graph of the scopes of `ids`, or None (no current index, too many ids or rows)."""
-    from store.index.scopes import ScopeFiles
 
     if len(ids) > SCOPED_IDS:
         return None

@@ -12,6 +12,7 @@ import json
 import threading
 from typing import Any
 
+from store import schema as S
 from store.engine import duckdb_connect
 from store.errors import StoreError
 from store.segments import parquet_files
@@ -98,8 +99,6 @@ class LocalTables:
         return hit
 
     def schema_json(self, name: str) -> str:
-        from store import schema as S
-
         entry = self.manifest.tables.get(name)
         if entry is not None:
             return entry.schema

@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from store import progress
 from store import schema as S
 from store.bundle import parquet_paths
 from store.duckdb.bundle import LocalBundle
-from store.duckdb.ingest import stored_schema
+from store.duckdb.ingest import TxTables, ingest_bundle, stage_rows, stored_schema
 from store.duckdb.tables import arrow_schema
 from store.errors import BundleError
 from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, sibling_tables
@@ -32,9 +36,6 @@ from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION
 def read_frame(path: str | os.PathLike[str]):
     """A CSV (header row, all strings, empty fields NULL as Spark reads them) or Parquet file as a
     pyarrow Table."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     p = Path(path)
     if not p.exists():
@@ -67,22 +68,17 @@ def _require(table, cols: tuple[str, ...], where: str, what: str) -> None:
 
 def _trimmed(col):
     """Spark's `trim(cast(col as string))`: spaces off both ends."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     return pc.utf8_trim(pc.cast(col, pa.string()), characters=" ")
 
 
 def _present(col):
-    import pyarrow.compute as pc
 
     return pc.and_kleene(pc.is_valid(col), pc.not_equal(col, ""))
 
 
 def load_triples(path: str | os.PathLike[str], tables: str | os.PathLike[str] | None = None):
     """Validated (triples, mapping) as pyarrow Tables: distinct (src, dst, op), distinct (item, table)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     where = str(path)
     df = read_frame(path)
@@ -138,8 +134,6 @@ class Ids:
 def ids_of(triples, mapping, source: str) -> Ids:
     """Values, tables and ops; raises BundleError when an id has two roles (ids are shared by
     values, tables and ops)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     values = pc.unique(pa.chunked_array(
         [*triples.column("src").chunks, *triples.column("dst").chunks, *mapping.column(ITEM).chunks],
@@ -175,7 +169,6 @@ def triples_bundle(triples, mapping, ids: Ids, existing_elements, source: str) -
 
 # ---------------------------------------------------------------------------- the common case
 def _not_in(a, value_set):
-    import pyarrow.compute as pc
 
     return a.filter(pc.invert(pc.is_in(a, value_set=value_set)))
 
@@ -198,8 +191,6 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
     endpoint already in the store is a vertex of the right kind (data for src and dst, process
     for op). Everything else holds by
     construction (new ids are distinct, new values are data, new ops process)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     kinds = catalog.all_kinds()
     if (kinds.get(VALUE), kinds.get(TABLE), kinds.get(TRANSFORMATION)) != ("data", "data", "process"):
@@ -273,9 +264,7 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
     columnar: build the rows with Arrow when they are valid (`table_rows`); False takes the
     record-by-record path of any bundle (tests compare the two)."""
     import duckdb  # deferred: only this path needs duckdb
-    import pyarrow as pa
 
-    from store.duckdb.ingest import TxTables, ingest_bundle, stage_rows
     from store.ingest import IngestCounts  # deferred: store.ingest imports this wing lazily too
 
     source = str(path)
@@ -305,7 +294,6 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
 
 def _column(result, name: str):
     """One column of a DuckDB `.arrow()` result (a Table or a RecordBatchReader) as one Array."""
-    import pyarrow as pa
 
     table = result if isinstance(result, pa.Table) else result.read_all()
     return table.column(name).combine_chunks() if table.num_rows else pa.array([], pa.string())

@@ -313,6 +313,8 @@ def push(sg: Subgraph, creds: Credentials, database: str | None = None,
          batch_size: int = PUSH_BATCH) -> PushResult:
     """Write the subgraph to a running Neo4j with the official driver (idempotent: MERGE)."""
     from neo4j import GraphDatabase  # deferred: only this path needs neo4j
+
+    # deferred: only this path needs neo4j
     from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
     stmts = statements(sg, batch_size)

@@ -16,8 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from store import progress
 from store.engine import Engine
 from store.errors import UserError
+from store.export.subgraph import extract, row_ids
+from store.lineage import component_members, lineage
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +70,8 @@ def select_ids(st, sel: Selection, run_query: Callable[[str], Any] | None = None
             raise ValueError("a query selection needs run_query (the store does not run IQL)")
         return result_ids(run_query(sel.query))
     if sel.component is not None:
-        from store.lineage import component_members
-
         return component_members(st, sel.component, limit)
     if sel.item is not None:
-        from store.lineage import lineage
-
         result = lineage(st, sel.item, depth=sel.depth, forward=sel.forward, method=sel.method)
         return [sel.item, *result.nodes, *sorted({op for _, _, op in result.edges})]
     return list(sel.ids)
@@ -86,16 +85,12 @@ def result_ids(result):
     choice = getattr(result, "engine", None)
     if choice is not None and choice.engine is Engine.SPARK:
         return result.df
-    from store.export.subgraph import row_ids
 
     return row_ids(result.columns, result.rows())
 
 
 def subgraph(st, sel: Selection, max_nodes: int, run_query: Callable[[str], Any] | None = None):
     """The bounded subgraph (`store.export.Subgraph`) of the selection's vertices."""
-    from store import progress
-    from store.export.subgraph import extract
-
     with progress.step("select ids") as step:
         ids = select_ids(st, sel, run_query, limit=max_nodes + 1)
         known = len(ids) if isinstance(ids, list) else None  # a Spark result is counted by extract

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from store import schema as S
 from store.interop.openlineage import canonical, read_events, to_bundle
+from store.segments import parquet_files
 
 EVENTS_TABLE = "openlineage_events"
 META_KEY = "openlineage"
@@ -58,9 +60,7 @@ def stored_events(st) -> dict[str, str]:
     if entry is None or not entry.segments:
         return {}
     if st.storage.on_this_machine:
-        import pyarrow.parquet as pq
 
-        from store.segments import parquet_files
 
         out: dict[str, str] = {}
         for seg in entry.segments:
@@ -77,7 +77,7 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
     if not ids:
         return {}
     if tx.store.storage.on_this_machine:
-        from store.duckdb.ingest import TxTables
+        from store.duckdb.ingest import TxTables  # deferred: the DuckDB wing, for a store on this machine
 
         return TxTables(tx).lookup(table, column, ids)
     from pyspark.sql import functions as F  # deferred: only this path needs pyspark

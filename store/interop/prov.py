@@ -34,7 +34,9 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
+from store import schema as S
 from store.errors import BundleError, UserError
+from store.interop.ol_commit import existing
 
 ENTITY, ACTIVITY, DERIVATION = "Entity", "Activity", "Derivation"
 GSETS = {"data": {"granularities": [ENTITY]}, "process": {"granularities": [ACTIVITY, DERIVATION]}}
@@ -235,9 +237,6 @@ def ingest_prov(st, paths: Iterable[str | Path], fmt: str | None = None) -> Prov
     """Ingest PROV documents in one commit. Vertices already in the store (from an earlier
     document or another source) are not added again; a document the store holds already (the
     same PROV-JSON) is skipped, and when every one is, nothing is committed."""
-    from store import schema as S
-    from store.interop.ol_commit import existing
-
     paths = [str(p) for p in paths]
     docs = [(p, read_document(p, fmt)) for p in paths]
     stored = stored_keys(st)

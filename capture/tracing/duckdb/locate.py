@@ -19,6 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from capture.ids import SEED, mix
 from capture.tracing.places import Key, Place, every, file_path_of, gone, label, spark_file_path
@@ -100,7 +101,6 @@ def _json_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: st
 
 def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
                   wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
-    import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(local)
     ids = hash_longs(np.arange(pf.metadata.num_rows, dtype=np.int64), _seed(dataset, spark_file_path(file[0])))

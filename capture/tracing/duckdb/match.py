@@ -23,11 +23,15 @@ import json
 import os
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from capture.ids import hydrate_rows, is_hidden
 from capture.storing.runs import ROW_KEY, RunHead, rows_by_key, take
 from capture.storing.tables import output_table, part_of, result_table
 from capture.tracing.duckdb.view import struct, time_zone, unviewable, viewer, why_not_cast
 from capture.tracing.pattern import Pattern, match
+from store.duckdb.tables import arrow_schema
 from store.errors import UserError
 
 _HINT = "trace it with --engine spark"
@@ -95,10 +99,7 @@ def _in_read_order(paths: list[str]) -> list[str]:
 def _matches(files: list[str], src: _Source, convert, pattern: Pattern,
              limit: int | None) -> list[tuple[str, int, list[str]]]:
     """(file, row index in the file, matched paths) of the matching items, in read order."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from store.duckdb.tables import arrow_schema
 
     out: list[tuple[str, int, list[str]]] = []
     if limit is not None and limit <= 0:

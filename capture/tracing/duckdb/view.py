@@ -137,7 +137,7 @@ def _json_float(value: float, single: bool) -> Any:
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     if single:  # Java's Float.toString: the shortest text that reads back as the same float
-        import numpy as np
+        import numpy as np  # deferred: only a single-precision float column needs numpy
 
         return float(str(np.float32(value)))
     return value

@@ -26,6 +26,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.types import ArrayType, StringType
+
 from capture.tracing.pattern import (
     Branch,
     Cmp,
@@ -55,13 +59,11 @@ class Group:
 
 
 def _F():
-    from pyspark.sql import functions as F
 
     return F
 
 
 def _T():
-    from pyspark.sql import types as T
 
     return T
 
@@ -402,7 +404,6 @@ def prepare_items(result, id_col: str, visible, pattern, compiled: bool = True,
     JSON of the item; the schema is the result's own (no job). ``carry``: columns kept beside
     each matched item. Types with no JSON view (maps) fall back to the Python matcher over
     ``to_json(struct(visible))``."""
-    from pyspark.sql import functions as F
 
     pat = _parsed(pattern)
     cols = [F.col(f"`{c}`") for c in visible]
@@ -436,7 +437,6 @@ def _parsed(pattern):
 def _prefiltered(docs, pattern):
     """``docs`` keeping only items whose JSON (column ``doc``) contains every string literal a
     match needs (JVM-side pruning: most items are never parsed), and those literals."""
-    from pyspark.sql import functions as F
 
     pre = tuple(required_literals(pattern))
     for literal in pre:
@@ -447,8 +447,6 @@ def _prefiltered(docs, pattern):
 def matched_frame(prep: PreparedMatch, limit: int | None):
     """The matching items as a DataFrame: ``id``, ``_paths`` (matched node paths) and the carried
     columns (at most ``limit`` items); nothing runs yet."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StringType
 
     if prep.column is not None:
         paths = prep.column

@@ -13,7 +13,13 @@ import json
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from capture import jvm
 from capture.tracing.places import Key, Place, every, file_path_of, gone, label, place_of_input
+from capture.tracking.sources import file_line_ids, file_row_ids, file_statuses, item_ids, layout_key
 
 if TYPE_CHECKING:
     from capture.locator import Locator
@@ -22,12 +28,7 @@ if TYPE_CHECKING:
 def read_input(spark, dataset: str, loc: Locator, wanted: dict[int, list[Key]], values: bool) -> dict[Key, Place]:
     """Items of any file input, read again with Spark (one job): the ids computed as the capture
     computed them, kept when traced, with each one's file and index."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
 
-    from capture import jvm
-    from capture.tracking.sources import file_line_ids, file_row_ids, file_statuses, item_ids, layout_key
 
     schema = StructType.fromJson(json.loads(loc.schema)) if loc.schema else None
     reader = spark.read.options(**dict(loc.options))

@@ -32,6 +32,7 @@ from store.spark.index.build import (
     finish_frames,
     node_tables,
     source_triples,
+    workflow_graph,
     write_index,
 )
 from store.spark.index.components import COMPONENT, checkpoint, connected_components
@@ -47,7 +48,6 @@ def merge_frames(old_nodes: DataFrame, old_triples: DataFrame, old_sets: DataFra
     old_sets: DataFrame[csid, level, split]; old_workflow: the old (src_table, dst_table) pairs.
     Returns the new IndexFrames and how many components were affected (merged, new, re-split).
     """
-    from store.spark.index.build import workflow_graph
 
     new = checkpoint(new_triples.select(SRC, DST, L.OP).distinct()
                       .join(old_triples.select(SRC, DST, L.OP), [SRC, DST, L.OP], "left_anti"))

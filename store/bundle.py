@@ -165,6 +165,18 @@ def check_header(doc: Mapping[str, Any], where: str) -> None:
                           hint="a bundle has format, gsets, types, elements, vertices and edges")
 
 
+def check_document(doc: Any, where: str) -> list[Any]:
+    """A whole bundle document given as Python data, checked (an object, its header, a list of
+    types) in the order both engines' loaders report it; its types."""
+    if not isinstance(doc, Mapping):
+        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
+    check_header(doc, where)
+    types = doc.get("types") or []
+    if not isinstance(types, list):
+        raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
+    return types
+
+
 def read_json(p: Path, where: str) -> Any:
     """A JSON document; errors name the line and column."""
     try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from store.bundle import (
     SECTIONS,
-    check_header,
+    check_document,
     folder_header,
     jsonl_header,
     normalize,
@@ -56,12 +56,7 @@ class NotLocal(Exception):
 # ---------------------------------------------------------------------------- sources
 def from_dict(doc: Any, where: str = "<dict>") -> LocalBundle:
     """A bundle given as Python data (`store.bundle.from_dict`'s checks, in the same order)."""
-    if not isinstance(doc, Mapping):
-        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
-    check_header(doc, where)
-    types = doc.get("types") or []
-    if not isinstance(types, list):
-        raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
+    types = check_document(doc, where)
     sections = {}
     for s in SECTIONS:
         records = doc.get(s)

@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 
 from store.bundle import (
     SECTIONS,
-    check_header,
+    check_document,
     folder_header,
     jsonl_header,
     normalize,
@@ -62,12 +62,7 @@ def _rows_df(spark, section: str, records: Any, where: str) -> DataFrame:
 
 def from_dict(spark, doc: Mapping[str, Any], where: str = "<dict>") -> Bundle:
     """A bundle given as Python data. Sections may also be DataFrames (for large inputs)."""
-    if not isinstance(doc, Mapping):
-        raise BundleError(f"invalid bundle {where}: the document must be a JSON object")
-    check_header(doc, where)
-    types = doc.get("types") or []
-    if not isinstance(types, list):
-        raise BundleError(f"invalid bundle {where}: section 'types' must be a list")
+    types = check_document(doc, where)
     frames = {s: _rows_df(spark, s, doc.get(s), where) for s in SECTIONS}
     local = [doc.get(s) for s in SECTIONS]
     sizes = None

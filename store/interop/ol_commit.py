@@ -21,7 +21,7 @@ for a full rebuild (`strata index`) when they were replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store import schema as S
-from store.interop.openlineage import canonical, read_events, to_bundle
+from store.interop.openlineage import Event, canonical, read_events, to_bundle
 from store.segments import parquet_files
 
 EVENTS_TABLE = "openlineage_events"
@@ -89,7 +89,12 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
 def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = None) -> OLIngest:
     """Validate the events of `paths` and, if any is new, re-derive and commit (module docstring)."""
     paths = [str(p) for p in paths]
-    events = read_events(paths)
+    return ingest_events(st, read_events(paths), message or "ingest openlineage " + ", ".join(paths))
+
+
+def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
+    """Commit the new ones among these validated events in one transaction (module docstring);
+    nothing when every event is already stored. The file ingest and the service both call it."""
     stored = stored_events(st)
     new: dict[str, Any] = {}
     for e in events:
@@ -100,8 +105,7 @@ def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = No
 
     bodies = [json.loads(t) for t in stored.values()] + [e.body for e in new.values()]
     bundle = to_bundle(bodies)
-    msg = message or "ingest openlineage " + ", ".join(paths)
-    with st.transaction(msg) as tx:
+    with st.transaction(message) as tx:
         meta = dict(tx.meta(META_KEY) or {})
         old = meta.get("segments") or {}
         for name, segs in old.items():

@@ -6,7 +6,7 @@ package tests/support, importable as `support` because pyproject.toml's pytest `
 puts tests/ on sys.path.
 
 `spark` is one SparkSession for the whole suite: local[2], two shuffle partitions, the UI off,
-a 3 GB driver heap. Code generation is off (whole-stage, and per expression with `factoryMode`
+a 3 GB driver heap, the JVM options below. Code generation is off (whole-stage, and per expression with `factoryMode`
 NO_CODEGEN, so projections, predicates and orderings are interpreted) and so is adaptive query
 execution: the suite runs hundreds of queries over a few rows each, where compiling Java and
 re-planning at each shuffle cost more than they save. Neither changes what Spark computes. The
@@ -46,6 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Every JVM the suite starts, its own and its children's (`strata capture` in a new process, the
+# local-cluster run), compiles with C1 only and collects with one thread: the tests run short
+# jobs over a few rows, where C2's compiler threads and a parallel collector spend more CPU than
+# they save (a third of the JVM's CPU time on tests/store/test_semantics.py). `$STRATA_SPARK_CONF`
+# carries it (docs/cli.md); Strata keeps its logging options in front.
+_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ["STRATA_SPARK_CONF"] = ";".join(
+    p for p in (os.environ.get("STRATA_SPARK_CONF", ""), f"spark.driver.extraJavaOptions={_JVM}",
+                f"spark.executor.extraJavaOptions={_JVM}") if p.strip())
 
 
 @pytest.fixture(scope="session")

@@ -68,6 +68,9 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         out.update(parse_conf([p for p in env_conf.split(";") if p.strip()]))
     if conf:
         out.update(conf)
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        if "-Dlog4j2.configurationFile=" not in out[key]:  # JVM options given: Strata's logging stays
+            out[key] = f"{_JAVA_OPTS} {out[key]}"
     if jars:
         given = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
         out["spark.jars"] = ",".join(given + [j for j in jars if j not in given])

@@ -6,7 +6,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv jvm java-check test test-fast demo bench style clean
+.PHONY: help venv jvm bytecode java-check test test-fast demo bench style clean
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
@@ -38,15 +38,20 @@ venv: $(STAMP)
 jvm: $(STAMP)
 	@$(BIN)/python -m capture.jvm
 
-test: java-check jvm style
+# Strata's modules compiled to bytecode, as pip compiles an installed wheel: a checkout run with
+# PYTHONDONTWRITEBYTECODE set (some CI images set it) would otherwise compile them at every start.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q store iql capture grammar strata
+
+test: java-check jvm bytecode style
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Everything that needs no Spark (tests/conftest.py marks the rest `spark`). JAVA_HOME points
 # nowhere, so a test that starts a JVM without the marker fails at once instead of running slowly.
-test-fast: $(STAMP)
+test-fast: $(STAMP) bytecode
 	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark" $(PYTEST_ARGS)
 
-demo: java-check jvm
+demo: java-check jvm bytecode
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
 bench: java-check jvm

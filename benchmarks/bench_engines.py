@@ -10,7 +10,8 @@ Measured, side by side in one run:
   (`--spark`), and the peer's SQL on a DuckDB connection (median and max of `--repeat` runs);
 - new process: `strata query` and `strata lineage` on the local engine against a Python process
   that opens DuckDB and runs the peer's Q3, and `strata --help` against a Python process that
-  imports click, in turns (median of `--processes` runs each).
+  imports click, in turns (median of `--processes` runs each), Strata's modules compiled to
+  bytecode first as an installed wheel's are.
 
     .venv/bin/python benchmarks/bench_engines.py [--work benchmarks/out/engines] [--spark]
 """
@@ -110,6 +111,7 @@ SELECT src.v, src.score FROM src JOIN best ON best.v = src.v WHERE src.score = b
 PARAMS = {"q1": ["avatar_lead_actor_v1"], "q2": ["combined_table"], "q3": ["merge_map_task2_attempt1"],
           "q4": ["extract_script"], "q5": ["combined_table"], "q6": []}
 TABLES = ("vertices", "complex", "ancestors", "edges")
+PACKAGES = ("store", "iql", "capture", "grammar", "strata")
 
 
 def peer_connection(st):
@@ -196,6 +198,9 @@ def main() -> None:
     }
     peers = {"strata query Q3": "python + DuckDB SQL Q3", "strata lineage": "python + DuckDB SQL Q3",
              "strata --help": "python -c 'import click'"}
+    # Strata's modules as bytecode, as pip leaves an installed wheel (`make bytecode` does the
+    # same): an editable checkout under PYTHONDONTWRITEBYTECODE would compile them at each start.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / p) for p in PACKAGES)], check=True)
     times: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(args.processes):
         for name, cmd in commands.items():

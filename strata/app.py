@@ -85,3 +85,22 @@ def subgraph_for(st, sel, max_nodes: int):
     from store.export.selection import subgraph  # deferred: `strata --help` starts without it
 
     return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text))
+
+
+def diff_sides(st, a: str, b: str) -> dict:
+    """`strata diff A B`'s object (store/diff.py), a captured run's output values and attribute
+    paths read by capture (for the CLI and the server)."""
+    from capture.storing.runs import output_values, read_head, source_paths  # deferred: it loads numpy, pyarrow
+    from store.diff import diff  # deferred: `strata --help` starts without it
+
+    heads: dict = {}
+
+    def paths(run: str, path: str) -> list[str]:
+        if run not in heads:
+            try:
+                heads[run] = read_head(st, run)
+            except UserError:  # not a captured run
+                heads[run] = None
+        return source_paths(heads[run], path) if heads[run] is not None else []
+
+    return diff(st, a, b, values=lambda run: output_values(st, run), paths=paths)

@@ -1,0 +1,121 @@
+"""The server's state: the store it writes (under its writer lock), the event log in front of
+it, and the committed versions it reads (docs/serve.md).
+
+`Service.open(settings, url)`:
+1. holds the store's writer lock (store/writer_lock.py), naming `url`;
+2. folds what the event log holds from an earlier run into the store (crash recovery);
+3. starts the log's writer (`GroupCommit`: one fsync per batch of requests) and the folder
+   (`Folder`: the log's events into store commits through `ingest_events`, one commit at a time).
+
+Reads open a `Store` at one committed version and keep it (with its DuckDB relations and the
+Marquez view of its events) for the next reads of that version: `snapshot(as_of)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from store import Store
+from store.errors import UserError
+from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
+from store.interop.ol_commit import ingest_events, stored_events
+from store.interop.openlineage import Event, event_key
+from store.writer_lock import WriterLock, acquire
+from strata.serve.marquez_model import MarquezView
+
+log = logging.getLogger("strata.serve")
+
+KEEP_SNAPSHOTS = 8  # committed versions kept open for reads
+
+
+@dataclass
+class Snapshot:
+    """One committed version, open for reads: the store, a lock that serializes its DuckDB
+    connection's users, and the Marquez view of its events (built on first use)."""
+
+    store: Store
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _marquez: MarquezView | None = None
+
+    @property
+    def version(self) -> int:
+        return self.store.version
+
+    def marquez(self) -> MarquezView:
+        with self.lock:
+            if self._marquez is None:
+                self._marquez = MarquezView.build([json.loads(t) for t in stored_events(self.store).values()])
+            return self._marquez
+
+
+class Service:
+    """The store, its log and its snapshots (module docstring)."""
+
+    def __init__(self, root: str, url: str, engine: str | None = None) -> None:
+        self.root = Store.path_of(root)
+        if "://" in self.root:
+            raise UserError(f"strata serve serves a store in a folder of this machine, not {self.root}",
+                            hint="pass --store with a local folder")
+        self.url = url
+        self.engine = engine
+        self.lock: WriterLock = acquire(self.root, url)
+        self._writer_store = Store.open(self.root, engine=engine)
+        self.log = EventLog(os.path.join(self.root, LOG_DIR))
+        self.folder = Folder(self.log, self._commit)
+        self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
+        self._snap_lock = threading.Lock()
+        self.version = self._writer_store.version
+        self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
+        self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
+        self.folder.start()
+
+    def _commit(self, events: list[Logged]) -> None:
+        st = self._writer_store.refresh()
+        r = ingest_events(st, [Event("strata serve", i, e.body) for i, e in enumerate(events)],
+                          f"strata serve: {len(events)} event(s)")
+        self.version = r.version
+        log.info("folded %d event(s) (%d new) into version %d", len(events), r.new_events, r.version)
+
+    async def append(self, bodies: list[dict[str, Any]]) -> None:
+        """Append validated events to the log; returns once they are durable (fsynced)."""
+        fut = self.writer.submit([Logged(event_key(b), b) for b in bodies])
+        await asyncio.wrap_future(fut)
+
+    def snapshot(self, as_of: int | None = None) -> Snapshot:
+        """The committed version `as_of` (None: the newest committed), open for reads."""
+        version = self.version if as_of is None else as_of
+        if as_of is not None and not 0 < as_of <= self.version:
+            raise UserError(f"store has no version {as_of} to read as of (versions 1..{self.version})",
+                            hint="GET /api/strata/v1/versions lists them")
+        with self._snap_lock:
+            snap = self._snapshots.get(version)
+            if snap is None:
+                st = Store.open(self.root, engine=self.engine, as_of=version or None)
+                snap = self._snapshots[version] = Snapshot(st)
+                while len(self._snapshots) > KEEP_SNAPSHOTS:
+                    self._snapshots.popitem(last=False)
+            else:
+                self._snapshots.move_to_end(version)
+            return snap
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "store": self.root, "version": self.version,
+                "log": {"appended": self.log.appended, "fsyncs": self.log.fsyncs,
+                        "segments": len(self.log.segments())},
+                "folder": {"folded": self.folder.folded, "commits": self.folder.commits,
+                           "error": self.folder.last_error}}
+
+    def close(self) -> None:
+        """Write what is pending to the log, finish the commit in progress and fold the rest,
+        then release the lock."""
+        self.writer.stop()
+        self.folder.stop()
+        self.log.close()
+        self.lock.release()

@@ -190,10 +190,12 @@ class Folder:
     segments are deleted only after it returned, so a failed commit is retried on the next
     round (after `retry_s`) and at the next start."""
 
-    def __init__(self, log_: EventLog, commit: Callable[[list[Logged]], Any], retry_s: float = 1.0) -> None:
+    def __init__(self, log_: EventLog, commit: Callable[[list[Logged]], Any], retry_s: float = 1.0,
+                 gap_s: float = 0.0) -> None:
         self.log = log_
         self._commit = commit
         self._retry_s = retry_s
+        self._gap_s = gap_s  # least time from one commit's start to the next's: bigger batches
         self._cond = threading.Condition()
         self._pending = 0
         self._stopping = False
@@ -237,6 +239,7 @@ class Folder:
                 if not self._pending and self._stopping:
                     return
                 self._pending = 0
+            started = time.monotonic()
             try:
                 self.fold_all()
                 self.last_error = None
@@ -249,6 +252,11 @@ class Folder:
                 with self._cond:
                     if self._stopping:
                         return
+            rest = self._gap_s - (time.monotonic() - started)
+            if rest > 0:
+                with self._cond:
+                    if not self._stopping:
+                        self._cond.wait(rest)  # a stop cuts the gap short
 
     def stop(self) -> None:
         """Finish the commit in progress and fold what is left, then end the thread."""

@@ -39,7 +39,7 @@ def error_response(status: int, error: str, hint: str | None = None, headers: di
     return JSONResponse({"error": error, "hint": hint}, status_code=status, headers=headers)
 
 
-def require_key(request: Request) -> None:
+async def require_key(request: Request) -> None:
     """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`
     (compared in constant time)."""
     key = request.app.state.settings.api_key

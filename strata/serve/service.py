@@ -33,6 +33,9 @@ from strata.serve.marquez_model import MarquezView
 log = logging.getLogger("strata.serve")
 
 KEEP_SNAPSHOTS = 8  # committed versions kept open for reads
+# least seconds from one fold's start to the next ($STRATA_SERVE_FOLD_GAP): while a fold re-derives
+# every stored event, folding back to back takes the CPU (and the GIL) from acknowledging
+FOLD_GAP_S = 0.5
 
 
 @dataclass
@@ -68,7 +71,7 @@ class Service:
         self.lock: WriterLock = acquire(self.root, url)
         self._writer_store = Store.open(self.root, engine=engine)
         self.log = EventLog(os.path.join(self.root, LOG_DIR))
-        self.folder = Folder(self.log, self._commit)
+        self.folder = Folder(self.log, self._commit, gap_s=float(os.environ.get("STRATA_SERVE_FOLD_GAP", FOLD_GAP_S)))
         self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
         self._snap_lock = threading.Lock()
         self.version = self._writer_store.version

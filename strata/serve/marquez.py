@@ -61,6 +61,20 @@ def lineage(request: Request, nodeId: str, as_of: AsOf = None,  # noqa: N803 - M
     return v.lineage(_node(v, nodeId), depth)
 
 
+@router.get("/column-lineage")
+def column_lineage(request: Request, nodeId: str, as_of: AsOf = None,  # noqa: N803 - Marquez's parameter name
+                   depth: Annotated[int, Query(ge=0, le=1000)] = DEFAULT_DEPTH,
+                   withDownstream: bool = False) -> dict[str, Any]:  # noqa: N803 - Marquez's parameter name
+    """Column lineage (from the column lineage facets) of a dataset's fields
+    (`dataset:<ns>:<name>`) or one field (`datasetField:<ns>:<name>:<field>`): the fields they
+    derive from within `depth` steps, and with `withDownstream` the fields derived from them."""
+    v = view(request, as_of)
+    node = _node(v, nodeId)
+    if nodeId.startswith("datasetField:"):
+        node = ("datasetField", node[1], nodeId.split(":", 2)[2])
+    return v.column_lineage(node, depth, withDownstream)
+
+
 @router.get("/namespaces")
 def namespaces(request: Request, as_of: AsOf = None, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
     """Every namespace of a job or dataset."""

@@ -106,6 +106,9 @@ class MarquezView:
         self.runs: dict[str, _Run] = {}
         self.events: list[dict[str, Any]] = []  # newest first, as Marquez lists them
         self.producers: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # dataset -> job nodes
+        # (namespace, dataset, field) -> its column lineage facet entry, from the newest event
+        self.columns: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.column_users: dict[tuple[str, str, str], set[tuple[str, str, str]]] = {}  # input -> outputs
         self.consumers: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
 
     @classmethod
@@ -115,6 +118,9 @@ class MarquezView:
         for _, _, body in ordered:
             view._add(body)
         view.events = [b for _, _, b in reversed(ordered)]
+        for out, entry in view.columns.items():
+            for f in entry.get("inputFields") or ():
+                view.column_users.setdefault((f["namespace"], f["name"], f["field"]), set()).add(out)
         for jk, j in sorted(view.jobs.items()):
             for d in sorted(j.outputs):
                 view.producers.setdefault(d, []).append(("job", *jk))
@@ -136,6 +142,11 @@ class MarquezView:
         facets = ds.get("facets") or {}
         d.facets.update(facets)
         d.fields = _merge_fields(d.fields, facets.get("schema"))
+        lineage = (facets.get("columnLineage") or {}).get("fields")
+        if isinstance(lineage, dict):
+            for name, entry in lineage.items():
+                if isinstance(entry, dict):
+                    self.columns[(key[0], key[1], name)] = entry
         return d
 
     def _job(self, job: dict[str, Any], when: str) -> _Job:
@@ -275,6 +286,63 @@ class MarquezView:
                 "id": nid, "type": kind.upper(), "data": data,
                 "inEdges": [{"origin": node_id(*u), "destination": nid} for u in up if u in seen],
                 "outEdges": [{"origin": nid, "destination": node_id(*d)} for d in down if d in seen],
+            })
+        return {"graph": graph}
+
+    def column_lineage(self, start: tuple[str, str, str], depth: int = DEFAULT_DEPTH,
+                       downstream: bool = False) -> dict[str, Any]:
+        """Marquez's column lineage graph: the fields of dataset `start` (or the one field a
+        `datasetField:` node id names, `start` then being ("datasetField", ns, "name:field"))
+        and the fields they were derived from within `depth` steps (and, with `downstream`,
+        the fields derived from them)."""
+        kind, ns, name = start
+        if kind == "datasetField":
+            name, _, fld = name.rpartition(":")
+            seeds = [(ns, name, fld)]
+        else:
+            known = {f["name"] for f in self.datasets[(ns, name)].fields}
+            known |= {c[2] for c in self.columns if c[:2] == (ns, name)}
+            seeds = [(ns, name, f) for f in sorted(known)]
+
+        def up(f: tuple[str, str, str]) -> list[tuple[str, str, str]]:
+            entry = self.columns.get(f) or {}
+            return [(i["namespace"], i["name"], i["field"]) for i in entry.get("inputFields") or ()]
+
+        def down(f: tuple[str, str, str]) -> list[tuple[str, str, str]]:
+            return sorted(self.column_users.get(f, ()))
+
+        seen = dict.fromkeys(seeds, 0)
+        for step in ((up, down) if downstream else (up,)):
+            todo = deque(seeds)
+            level = dict.fromkeys(seeds, 0)
+            while todo:
+                f = todo.popleft()
+                for g in step(f):
+                    if g not in level and level[f] < depth:
+                        level[g] = level[f] + 1
+                        seen.setdefault(g, level[g])
+                        todo.append(g)
+
+        def fid(f: tuple[str, str, str]) -> str:
+            return f"datasetField:{f[0]}:{f[1]}:{f[2]}"
+
+        graph = []
+        for f in sorted(seen):
+            entry = self.columns.get(f) or {}
+            inputs = []
+            for i in entry.get("inputFields") or ():
+                t = (i.get("transformations") or [{}])[0]
+                inputs.append({"namespace": i["namespace"], "dataset": i["name"], "field": i["field"],
+                               "transformationDescription": t.get("description"),
+                               "transformationType": t.get("type")})
+            types = {fl["name"]: fl.get("type") for fl in self.datasets[f[:2]].fields} if f[:2] in self.datasets else {}
+            graph.append({
+                "id": fid(f), "type": "DATASET_FIELD",
+                "data": {"namespace": f[0], "dataset": f[1], "field": f[2], "fieldType": types.get(f[2]),
+                         "transformationDescription": entry.get("transformationDescription"),
+                         "transformationType": entry.get("transformationType"), "inputFields": inputs},
+                "inEdges": [{"origin": fid(g), "destination": fid(f)} for g in up(f) if g in seen],
+                "outEdges": [{"origin": fid(f), "destination": fid(g)} for g in down(f) if g in seen],
             })
         return {"graph": graph}
 

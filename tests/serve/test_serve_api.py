@@ -203,3 +203,23 @@ def test_a_cli_write_to_a_served_store_exits_2(server, pipeline, tmp_path):
     assert r.returncode == 2
     assert f"is served by {server.url}: the server is its only writer" in r.stderr
     assert f"send events to {server.url}/api/v1/lineage or stop the server" in r.stderr
+
+
+def test_column_lineage_of_the_orders_example(server):
+    from support.paths import EXAMPLES
+
+    events = [json.loads(line) for line in (EXAMPLES / "openlineage" / "orders.jsonl").read_text().splitlines()]
+    before = server.events_stored()
+    assert post(server, dumps(events).encode()).status_code == 201
+    assert server.wait_stored(before + len(events)) == before + len(events)
+    graph = get(server, "/api/v1/column-lineage", nodeId="datasetField:warehouse:mart:total").json()["graph"]
+    assert {n["id"] for n in graph} == {"datasetField:warehouse:mart:total", "datasetField:warehouse:stg:amount",
+                                        "datasetField:warehouse:raw:amount",
+                                        "datasetField:warehouse:raw:status"}  # INDIRECT: a filter
+    total = next(n for n in graph if n["id"] == "datasetField:warehouse:mart:total")
+    assert total["inEdges"] == [{"origin": "datasetField:warehouse:stg:amount",
+                                 "destination": "datasetField:warehouse:mart:total"}]
+    down = get(server, "/api/v1/column-lineage", nodeId="datasetField:warehouse:raw:amount", withDownstream="true")
+    assert "datasetField:warehouse:mart:total" in {n["id"] for n in down.json()["graph"]}
+    versions = get(server, "/api/v1/namespaces/warehouse/datasets/stg/versions").json()
+    assert versions["totalCount"] == 2  # two extracts completed; the third failed

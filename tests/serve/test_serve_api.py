@@ -223,3 +223,9 @@ def test_column_lineage_of_the_orders_example(server):
     assert "datasetField:warehouse:mart:total" in {n["id"] for n in down.json()["graph"]}
     versions = get(server, "/api/v1/namespaces/warehouse/datasets/stg/versions").json()
     assert versions["totalCount"] == 2  # two extracts completed; the third failed
+
+
+def test_a_second_server_on_the_store_exits_2(server):
+    r = strata_cli(server.root, "serve", "--port", "0")
+    assert r.returncode == 2
+    assert f"is already served by the server at {server.url} (pid {server.proc.pid})" in r.stderr

@@ -151,7 +151,7 @@ def run(request: Request, run_id: str, as_of: AsOf = None) -> dict[str, Any]:
 
 @router.get("/search")
 def search(request: Request, q: str, as_of: AsOf = None,
-           filter: Annotated[str | None, Query(pattern="^(?i)(dataset|job)$")] = None,  # noqa: A002 - Marquez's name
+           filter: Annotated[str | None, Query(pattern="^(DATASET|JOB|dataset|job)$")] = None,  # noqa: A002 - Marquez's name
            limit: Annotated[int, Query(ge=0, le=10_000)] = 10) -> dict[str, Any]:
     """Datasets and jobs whose name contains `q`; `filter` DATASET or JOB."""
     results = view(request, as_of).search(q, filter.upper() if filter else None)

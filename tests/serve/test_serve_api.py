@@ -95,7 +95,7 @@ def test_search_and_events(server, pipeline):
 
 
 def test_strata_query_and_lineage_over_http_and_in_the_cli(server, pipeline):
-    text = f"select v.name, v.version from DatasetVersion v where v.namespace = '{NS}' order by v.name"
+    text = "select v.name, v.version from DatasetVersion v where v.namespace = 'shop' order by v.name"
     over_http = httpx.post(f"{server.url}/api/strata/v1/query", json={"query": text}, headers=server.headers(),
                            timeout=30).json()
     assert over_http == {"columns": ["name", "version"], "rows": [["mart", 1], ["raw", 1], ["stg", 1]],

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import httpx
 import pyarrow.parquet as pq
-from support.cli import STRATA
-from support.paths import ROOT
 
 from store import Store
 from store.interop.ol_commit import EVENTS_TABLE
 from store.segments import parquet_files
+from support.cli import STRATA
+from support.paths import ROOT
 
 PRODUCER = "https://github.com/strata/tests"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -98,8 +98,9 @@ class Server:
             time.sleep(0.05)
 
 
-def run_event(job: str = "job", run: str | None = None, event_type: str = "COMPLETE", when: str = "2024-01-01T00:00:00Z",
-              inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = (), ns: str = "tests") -> dict:
+def run_event(job: str = "job", run: str | None = None, event_type: str = "COMPLETE",
+              when: str = "2024-01-01T00:00:00Z", inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = (),
+              ns: str = "tests") -> dict:
     """A RunEvent as a dict (datasets in namespace `ns`)."""
     return {"eventTime": when, "eventType": event_type, "producer": PRODUCER, "schemaURL": SCHEMA_URL,
             "run": {"runId": run or str(uuid.uuid4())}, "job": {"namespace": ns, "name": job},

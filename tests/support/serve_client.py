@@ -19,7 +19,8 @@ from support.serve import dumps, run_event
 def main(url: str, n: int, out: str, client: str) -> None:
     with httpx.Client(base_url=url, timeout=30) as http, open(out, "a", encoding="utf-8") as fh:
         for i in range(n):
-            event = run_event(job=f"job{client}", run=str(uuid.uuid4()), when=f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z",
+            when = f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
+            event = run_event(job=f"job{client}", run=str(uuid.uuid4()), when=when,
                               inputs=(f"in{client}",), outputs=(f"out{client}_{i % 5}",))
             try:
                 r = http.post("/api/v1/lineage", content=dumps(event), headers={"Content-Type": "application/json"})

@@ -21,7 +21,8 @@ Offset = Annotated[int, Query(ge=0)]
 
 
 def view(request: Request, as_of: int | None) -> MarquezView:
-    return request.app.state.service.snapshot(as_of).marquez()
+    service = request.app.state.service
+    return service.marquez(service.snapshot(as_of))
 
 
 def _page(items: list[Any], limit: int, offset: int) -> list[Any]:
@@ -162,4 +163,4 @@ def search(request: Request, q: str, as_of: AsOf = None,
 def events(request: Request, as_of: AsOf = None, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
     """The stored OpenLineage events, newest first."""
     v = view(request, as_of)
-    return {"events": _page(v.events, limit, offset), "totalCount": len(v.events)}
+    return {"events": v.events_page(limit, offset), "totalCount": v.events_count}

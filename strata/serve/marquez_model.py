@@ -104,7 +104,8 @@ class MarquezView:
         self.datasets: dict[tuple[str, str], _Dataset] = {}
         self.jobs: dict[tuple[str, str], _Job] = {}
         self.runs: dict[str, _Run] = {}
-        self.events: list[dict[str, Any]] = []  # newest first, as Marquez lists them
+        self._events: list[dict[str, Any]] = []  # oldest first (events_page lists them newest first)
+        self._last: tuple[Any, str] | None = None  # the sort key of the last event added
         self.producers: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # dataset -> job nodes
         # (namespace, dataset, field) -> its column lineage facet entry, from the newest event
         self.columns: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -114,19 +115,39 @@ class MarquezView:
     @classmethod
     def build(cls, bodies: list[dict[str, Any]]) -> MarquezView:
         view = cls()
-        ordered = sorted(((parse_time(b["eventTime"]), canonical(b), b) for b in bodies), key=lambda r: r[:2])
-        for _, _, body in ordered:
-            view._add(body)
-        view.events = [b for _, _, b in reversed(ordered)]
-        for out, entry in view.columns.items():
-            for f in entry.get("inputFields") or ():
-                view.column_users.setdefault((f["namespace"], f["name"], f["field"]), set()).add(out)
-        for jk, j in sorted(view.jobs.items()):
-            for d in sorted(j.outputs):
-                view.producers.setdefault(d, []).append(("job", *jk))
-            for d in sorted(j.inputs):
-                view.consumers.setdefault(d, []).append(("job", *jk))
+        view.extend(bodies)
         return view
+
+    def extend(self, bodies: list[dict[str, Any]]) -> bool:
+        """Add events that all come after those already here (by time, then canonical JSON: the
+        order `build` adds them in), so the view equals one built from all of them; False, and
+        nothing added, when one does not (the caller builds a new view)."""
+        ordered = sorted(((parse_time(b["eventTime"]), canonical(b), b) for b in bodies), key=lambda r: r[:2])
+        if ordered and self._last is not None and ordered[0][:2] <= self._last:
+            return False
+        for _, _, body in ordered:
+            self._add(body)
+            self._events.append(body)
+        if ordered:
+            self._last = ordered[-1][:2]
+        return True
+
+    @property
+    def events_count(self) -> int:
+        return len(self._events)
+
+    def events_page(self, limit: int, offset: int) -> list[dict[str, Any]]:
+        """The events newest first, as Marquez lists them: `limit` of them after `offset`."""
+        n = len(self._events)
+        return [self._events[n - 1 - i] for i in range(offset, min(n, offset + limit))]
+
+    def _link(self, job: tuple[str, str], side: dict[tuple[str, str], list[tuple[str, str, str]]],
+              dataset: tuple[str, str]) -> None:
+        nodes = side.setdefault(dataset, [])
+        node = ("job", *job)
+        if node not in nodes:
+            nodes.append(node)
+            nodes.sort()
 
     def _namespace(self, ns: str, when: str) -> None:
         entry = self.namespaces.setdefault(ns, {"name": ns, "createdAt": when, "updatedAt": when})
@@ -146,8 +167,15 @@ class MarquezView:
         if isinstance(lineage, dict):
             for name, entry in lineage.items():
                 if isinstance(entry, dict):
-                    self.columns[(key[0], key[1], name)] = entry
+                    self._column((key[0], key[1], name), entry)
         return d
+
+    def _column(self, out: tuple[str, str, str], entry: dict[str, Any]) -> None:
+        for f in (self.columns.get(out) or {}).get("inputFields") or ():  # the entry it replaces
+            self.column_users.get((f["namespace"], f["name"], f["field"]), set()).discard(out)
+        self.columns[out] = entry
+        for f in entry.get("inputFields") or ():
+            self.column_users.setdefault((f["namespace"], f["name"], f["field"]), set()).add(out)
 
     def _job(self, job: dict[str, Any], when: str) -> _Job:
         key = (job["namespace"], job["name"])
@@ -168,8 +196,14 @@ class MarquezView:
         j = self._job(body["job"], when)
         ins = [self._dataset(ds, when) for ds in body.get("inputs") or ()]
         outs = [self._dataset(ds, when) for ds in body.get("outputs") or ()]
-        j.inputs |= {(d.namespace, d.name) for d in ins}
-        j.outputs |= {(d.namespace, d.name) for d in outs}
+        for d in ins:
+            if (d.namespace, d.name) not in j.inputs:
+                j.inputs.add((d.namespace, d.name))
+                self._link((j.namespace, j.name), self.consumers, (d.namespace, d.name))
+        for d in outs:
+            if (d.namespace, d.name) not in j.outputs:
+                j.outputs.add((d.namespace, d.name))
+                self._link((j.namespace, j.name), self.producers, (d.namespace, d.name))
         if kind != "RunEvent":
             return
         rid = body["run"]["runId"]

@@ -22,11 +22,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from store import Store
 from store.errors import UserError
 from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
-from store.interop.ol_commit import ingest_events, stored_events
+from store.interop.ol_commit import EVENTS_TABLE, ingest_events
 from store.interop.openlineage import Event, event_key
+from store.segments import parquet_files
 from store.writer_lock import WriterLock, acquire
 from strata.serve.marquez_model import MarquezView
 
@@ -41,21 +44,39 @@ FOLD_GAP_S = 0.5
 @dataclass
 class Snapshot:
     """One committed version, open for reads: the store, a lock that serializes its DuckDB
-    connection's users, and the Marquez view of its events (built on first use)."""
+    connection's users, and the Marquez view of its events (`Service.marquez`, on first use)."""
 
     store: Store
     lock: threading.Lock = field(default_factory=threading.Lock)
-    _marquez: MarquezView | None = None
+    marquez: MarquezView | None = None
 
     @property
     def version(self) -> int:
         return self.store.version
 
-    def marquez(self) -> MarquezView:
-        with self.lock:
-            if self._marquez is None:
-                self._marquez = MarquezView.build([json.loads(t) for t in stored_events(self.store).values()])
-            return self._marquez
+
+@dataclass
+class _Newest:
+    """The Marquez view of the newest version built so far: extended, not rebuilt, by the next."""
+
+    version: int
+    segments: tuple[str, ...]
+    view: MarquezView
+    owner: Snapshot
+
+
+def event_segments(st: Store) -> tuple[str, ...]:
+    entry = st.manifest.tables.get(EVENTS_TABLE)
+    return tuple(entry.segments) if entry is not None else ()
+
+
+def read_events(st: Store, segments: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The event bodies of these segments of the store's `openlineage_events` table."""
+    out: list[dict[str, Any]] = []
+    for seg in segments:
+        for f in parquet_files(st.storage.file_path(seg)):
+            out += [json.loads(t) for t in pq.read_table(f, columns=["event"]).column("event").to_pylist()]
+    return out
 
 
 class Service:
@@ -74,6 +95,8 @@ class Service:
         self.folder = Folder(self.log, self._commit, gap_s=float(os.environ.get("STRATA_SERVE_FOLD_GAP", FOLD_GAP_S)))
         self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
         self._snap_lock = threading.Lock()
+        self._view_lock = threading.Lock()
+        self._newest: _Newest | None = None
         self.version = self._writer_store.version
         self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
         self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
@@ -100,13 +123,37 @@ class Service:
         with self._snap_lock:
             snap = self._snapshots.get(version)
             if snap is None:
+                # version 0, the empty store, has no manifest to read as of: the newest is read
+                # (a Store keeps the manifest it opened with), and the snapshot kept under its version
                 st = Store.open(self.root, engine=self.engine, as_of=version or None)
+                version = st.version
                 snap = self._snapshots[version] = Snapshot(st)
                 while len(self._snapshots) > KEEP_SNAPSHOTS:
                     self._snapshots.popitem(last=False)
             else:
                 self._snapshots.move_to_end(version)
             return snap
+
+    def marquez(self, snap: Snapshot) -> MarquezView:
+        """The Marquez view of a snapshot's events. The newest view is extended with the events a
+        later version added when they all come after it (the usual case: events arrive in time
+        order), else a view is built from every event of the version."""
+        with self._view_lock:
+            if snap.marquez is not None:
+                return snap.marquez
+            segments = event_segments(snap.store)
+            newest = self._newest
+            if (newest is not None and newest.version < snap.version
+                    and segments[:len(newest.segments)] == newest.segments
+                    and newest.view.extend(read_events(snap.store, segments[len(newest.segments):]))):
+                newest.owner.marquez = None  # the view now holds later events: rebuilt if asked
+                view = newest.view
+            else:
+                view = MarquezView.build(read_events(snap.store, segments))
+            snap.marquez = view
+            if newest is None or snap.version >= newest.version:
+                self._newest = _Newest(snap.version, segments, view, snap)
+            return view
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "store": self.root, "version": self.version,

@@ -37,8 +37,9 @@ LAZY_COMMANDS = {
     "repl": ("strata.repl:repl", "Interactive IQL shell: statements end with ;, \\? lists commands, Ctrl-D quits."),
     "report": ("strata.cli_report:report",
                "Data-usage heatmap and audit report over traces of a captured run (docs/tracing.md)."),
-    "serve": ("strata.serve.command:serve", "Serve the store as a lineage service: OpenLineage events in, "
-                                            "Marquez's lineage API and Strata's own out (docs/serve.md)."),
+    "serve": ("strata.serve.command:serve", "Serve the store as a lineage service: OpenLineage events in "
+                                            "(POST /api/v1/lineage), Marquez's lineage API and Strata's own out, "
+                                            "until SIGTERM or Ctrl-C."),
     "show": ("strata.cli_export:show", "Draw the lineage of ITEM (or --query / --id / --component) as a "
                                        "self-contained HTML page."),
     "trace": ("strata.cli_query:trace", "Where the result items matching PATTERN come from: each input item "

@@ -153,13 +153,19 @@ class MarquezView:
         entry = self.namespaces.setdefault(ns, {"name": ns, "createdAt": when, "updatedAt": when})
         entry["updatedAt"] = when
 
-    def _dataset(self, ds: dict[str, Any], when: str) -> _Dataset:
-        key = (ds["namespace"], ds["name"])
+    def _entity(self, table: dict, cls: type, ref: dict[str, Any], when: str) -> Any:
+        """The dataset or job `ref` names (created at its first event), updated at `when`."""
+        key = (ref["namespace"], ref["name"])
         self._namespace(key[0], when)
-        d = self.datasets.get(key)
-        if d is None:
-            d = self.datasets[key] = _Dataset(key[0], key[1], when, when)
-        d.updated = when
+        entity = table.get(key)
+        if entity is None:
+            entity = table[key] = cls(key[0], key[1], when, when)
+        entity.updated = when
+        return entity
+
+    def _dataset(self, ds: dict[str, Any], when: str) -> _Dataset:
+        d = self._entity(self.datasets, _Dataset, ds, when)
+        key = (d.namespace, d.name)
         facets = ds.get("facets") or {}
         d.facets.update(facets)
         d.fields = _merge_fields(d.fields, facets.get("schema"))
@@ -178,12 +184,7 @@ class MarquezView:
             self.column_users.setdefault((f["namespace"], f["name"], f["field"]), set()).add(out)
 
     def _job(self, job: dict[str, Any], when: str) -> _Job:
-        key = (job["namespace"], job["name"])
-        self._namespace(key[0], when)
-        j = self.jobs.get(key)
-        if j is None:
-            j = self.jobs[key] = _Job(key[0], key[1], when, when)
-        j.updated = when
+        j = self._entity(self.jobs, _Job, job, when)
         j.facets.update(job.get("facets") or {})
         return j
 

@@ -229,3 +229,13 @@ def test_a_second_server_on_the_store_exits_2(server):
     r = strata_cli(server.root, "serve", "--port", "0")
     assert r.returncode == 2
     assert f"is already served by the server at {server.url} (pid {server.proc.pid})" in r.stderr
+
+
+def test_diff_over_http_is_the_cli_diff(server, pipeline):
+    a, b = pipeline["extract"], pipeline["report"]
+    over_http = get(server, "/api/strata/v1/diff", a=a, b=b)
+    assert over_http.status_code == 200, over_http.text
+    cli = strata_cli(server.root, "diff", a, b, "--format", "json")
+    assert cli.returncode == 0, cli.stderr
+    assert over_http.json() == json.loads(cli.stdout)
+    assert over_http.json()["a"] == f"run:{a}"

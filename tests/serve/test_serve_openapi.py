@@ -25,7 +25,8 @@ def test_no_generated_request_gets_a_server_error(tmp_path):
         srv.wait_stored(1)
         r = subprocess.run([str(SCHEMATHESIS) if SCHEMATHESIS.exists() else "schemathesis", "run",
                             f"{srv.url}/openapi.json", "--checks", "not_a_server_error", "--max-examples", "4",
-                            "--seed", "1", "--no-color"], capture_output=True, text=True, timeout=240)
+                            "--seed", "1", "--no-color"], capture_output=True, text=True, timeout=240,
+                           cwd=tmp_path)  # its cache folder (.schemathesis) goes there
     finally:
         assert srv.stop() == 0, srv.log()
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

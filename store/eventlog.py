@@ -199,26 +199,28 @@ class Folder:
         self._cond = threading.Condition()
         self._pending = 0
         self._stopping = False
-        self.folded = 0  # events committed (or found already stored) by this folder
+        self.folded = 0  # log lines this folder took into commits (duplicates and stored ones too)
         self.commits = 0
         self.last_error: str | None = None
         self._thread: threading.Thread | None = None
 
     def fold_all(self) -> int:
         """Fold every closed segment now, in this thread (the start's crash recovery); the
-        number of events read."""
+        number of distinct events committed (or found stored already)."""
         seqs = self.log.rotate()
         if not seqs:
             return 0
         events: dict[str, Logged] = {}
+        read = 0
         for s in seqs:
             for e in self.log.read(s):
                 events.setdefault(e.key, e)
+                read += 1
         if events:
             self._commit(list(events.values()))
             self.commits += 1
         self.log.delete(seqs)
-        self.folded += len(events)
+        self.folded += read  # every line of the log, duplicates included (health compares it to `appended`)
         return len(events)
 
     def start(self) -> None:

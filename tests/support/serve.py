@@ -88,6 +88,18 @@ class Server:
         key = self.env.get("STRATA_API_KEY")
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    def health(self) -> dict:
+        return httpx.get(f"{self.url}/api/v1/health", timeout=10).json()
+
+    def settle(self, timeout: float = 30.0) -> dict:
+        """Wait until every event the log took is folded into the store; the health then."""
+        deadline = time.monotonic() + timeout
+        while True:
+            h = self.health()
+            if h["folder"]["folded"] >= h["log"]["appended"] or time.monotonic() > deadline:
+                return h
+            time.sleep(0.05)
+
     def wait_stored(self, n: int, timeout: float = 30.0) -> int:
         """Wait until the newest committed version holds at least `n` events."""
         deadline = time.monotonic() + timeout

@@ -16,9 +16,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import multiprocessing
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +30,11 @@ import pyarrow.parquet as pq
 from store import Store
 from store.errors import UserError
 from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
-from store.interop.ol_commit import EVENTS_TABLE, ingest_events
-from store.interop.openlineage import Event, event_key
+from store.interop.ol_commit import EVENTS_TABLE
+from store.interop.openlineage import event_key
 from store.segments import parquet_files
 from store.writer_lock import WriterLock, acquire
+from strata.serve import fold
 from strata.serve.marquez_model import MarquezView
 
 log = logging.getLogger("strata.serve")
@@ -90,24 +94,31 @@ class Service:
         self.url = url
         self.engine = engine
         self.lock: WriterLock = acquire(self.root, url)
-        self._writer_store = Store.open(self.root, engine=engine)
+        self._pool: ProcessPoolExecutor | None = None  # the commits' worker, started on the first
+        self.version = Store.open(self.root, engine=engine).version
         self.log = EventLog(os.path.join(self.root, LOG_DIR))
         self.folder = Folder(self.log, self._commit, gap_s=float(os.environ.get("STRATA_SERVE_FOLD_GAP", FOLD_GAP_S)))
         self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
         self._snap_lock = threading.Lock()
         self._view_lock = threading.Lock()
         self._newest: _Newest | None = None
-        self.version = self._writer_store.version
         self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
         self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
         self.folder.start()
 
     def _commit(self, events: list[Logged]) -> None:
-        st = self._writer_store.refresh()
-        r = ingest_events(st, [Event("strata serve", i, e.body) for i, e in enumerate(events)],
-                          f"strata serve: {len(events)} event(s)")
-        self.version = r.version
-        log.info("folded %d event(s) (%d new) into version %d", len(events), r.new_events, r.version)
+        """Commit a batch in the worker process (strata/serve/fold.py); a worker that died is
+        replaced, and the batch stays in the log for the next round."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=fold.init_worker)
+        try:
+            version, new = self._pool.submit(fold.commit, self.root, self.engine, [e.body for e in events]).result()
+        except BrokenProcessPool:
+            self._pool = None
+            raise
+        self.version = version
+        log.info("folded %d event(s) (%d new) into version %d", len(events), new, version)
 
     async def append(self, bodies: list[dict[str, Any]]) -> None:
         """Append validated events to the log; returns once they are durable (fsynced)."""
@@ -167,5 +178,7 @@ class Service:
         then release the lock."""
         self.writer.stop()
         self.folder.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self.log.close()
         self.lock.release()

@@ -8,6 +8,7 @@ lazily).
   command.py       the `strata serve` click command
   run.py           the socket, the service, uvicorn, logging, shutdown
   service.py       the store under its writer lock, the event log, the folder, the snapshots read
+  fold.py          the commits, in a worker process (off the server's interpreter lock)
   app.py           create_app: the FastAPI application, its error handlers
   http.py          settings, JSON errors, the API-key check, the size limit and access log
   ingest.py        POST /api/v1/lineage

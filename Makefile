@@ -60,6 +60,7 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --work benchmarks/out/lineage"
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --reuse --work benchmarks/out/lineage"
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out benchmarks/out/iql"
+	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
 	@echo "  $(BIN)/python -c \"from strata.spark import get_session; from store import Store; from store.index import build_index; \\"
 	@echo "    build_index(Store.open('benchmarks/out/iql/store', spark=get_session('local[2]')))\""
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --skip-ingest --repeat 3 --compare-spark"

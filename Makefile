@@ -60,7 +60,6 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --work benchmarks/out/lineage"
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --reuse --work benchmarks/out/lineage"
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out benchmarks/out/iql"
-	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
 	@echo "  $(BIN)/python -c \"from strata.spark import get_session; from store import Store; from store.index import build_index; \\"
 	@echo "    build_index(Store.open('benchmarks/out/iql/store', spark=get_session('local[2]')))\""
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --skip-ingest --repeat 3 --compare-spark"
@@ -68,6 +67,7 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_capture.py --data benchmarks/out/nested-1m --work benchmarks/out/capture-1m --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
+	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
 
 style: $(STAMP)
 	$(BIN)/ruff check store iql capture grammar strata tests benchmarks

@@ -1,6 +1,7 @@
-"""schemathesis against the served OpenAPI document (a short run: 4 examples an operation, a
-fixed seed): whatever it sends, the server answers without a 5xx. schemathesis runs as its
-command line does: its pytest plugin does not load under this suite's pytest."""
+"""schemathesis against the served OpenAPI document (a short run: the coverage and fuzzing
+phases, 4 examples an operation, a fixed seed): whatever it sends, the server answers without a
+5xx. schemathesis runs as its command line does: its pytest plugin does not load under this
+suite's pytest."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def test_no_generated_request_gets_a_server_error(tmp_path):
         srv.wait_stored(1)
         r = subprocess.run([str(SCHEMATHESIS) if SCHEMATHESIS.exists() else "schemathesis", "run",
                             f"{srv.url}/openapi.json", "--checks", "not_a_server_error", "--max-examples", "4",
-                            "--seed", "1", "--no-color"], capture_output=True, text=True, timeout=240,
-                           cwd=tmp_path)  # its cache folder (.schemathesis) goes there
+                            "--seed", "1", "--phases", "coverage,fuzzing", "--no-color"],
+                           capture_output=True, text=True, timeout=240,
+                           cwd=tmp_path)  # its cache folder, .schemathesis, goes there
     finally:
         assert srv.stop() == 0, srv.log()
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -50,12 +50,25 @@ class App:
         return self._store
 
 
-def store_of(ctx: click.Context):
-    """The store named by the global options, opened on first use (for every subcommand)."""
+    def writer(self):
+        """The store, for a command that commits to it: refused at once (exit 2, naming the
+        server) while a `strata serve` holds it, before any work (store/writer_lock.py; the
+        commit itself checks again)."""
+        st = self.store()
+        if st.storage.on_this_machine:
+            from store.writer_lock import check  # deferred: `strata --help` starts without the store
+
+            check(st.root)
+        return st
+
+
+def store_of(ctx: click.Context, write: bool = False):
+    """The store named by the global options, opened on first use (for every subcommand);
+    `write`: for a command that commits (`App.writer`)."""
     app = ctx.find_object(App)
     if app is None:  # a command invoked on its own, outside the `strata` group
         app = ctx.ensure_object(App)
-    return app.store()
+    return app.writer() if write else app.store()
 
 
 def fail(message: str, code: int) -> NoReturn:

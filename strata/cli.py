@@ -128,7 +128,7 @@ def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
         from strata.cli_interop import ingest_interop  # deferred: `strata --help` starts without it
 
         return ingest_interop(app, files, fmt)
-    commit = app.store().ingest(*files, fmt=fmt)
+    commit = app.writer().ingest(*files, fmt=fmt)
     c = commit.counts
     click.echo(f"committed version {commit.version}: {c.elements} elements, {c.vertices} vertices, "
                f"{c.edges} edges from {len(files)} file(s)", err=True)

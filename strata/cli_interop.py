@@ -20,7 +20,7 @@ from strata.app import App, store_of, subgraph_for
 
 def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
     """Ingest OpenLineage events or PROV documents (one commit; nothing when nothing is new)."""
-    st = app.store()
+    st = app.writer()
     if fmt == "openlineage":
         from store.interop.ol_commit import ingest_events  # deferred: it loads numpy, pyarrow
         from store.interop.openlineage import read_events  # deferred: it loads jsonschema on first use

@@ -200,14 +200,21 @@ def test_access_log_is_json_lines(server, pipeline):
     assert posts and {"status", "ms", "time"} <= set(posts[0])
 
 
-def test_a_cli_write_to_a_served_store_exits_2(server, pipeline, tmp_path):
+@pytest.mark.parametrize("command", ["ingest-openlineage", "ingest-bundle", "index", "capture"])
+def test_a_cli_write_to_a_served_store_exits_2(server, pipeline, tmp_path, command):
+    from support.paths import EXAMPLES
+
     events = tmp_path / "new.json"
     events.write_text(dumps(run_event(job="from-cli", ns=NS)))
-    r = strata_cli(server.root, "ingest", "--format", "openlineage", str(events))
+    script = tmp_path / "job.py"
+    script.write_text("raise SystemExit('never run')\n")
+    args = {"capture": ["capture", "--", str(script)],
+            "ingest-openlineage": ["ingest", "--format", "openlineage", str(events)],
+            "ingest-bundle": ["ingest", str(EXAMPLES / "movies.json")], "index": ["index"]}[command]
+    r = strata_cli(server.root, *args)
     assert r.returncode == 2
     assert f"is served by {server.url}: the server is its only writer" in r.stderr
     assert f"send events to {server.url}/api/v1/lineage or stop the server" in r.stderr
-
 
 def test_column_lineage_of_the_orders_example(server):
     from support.paths import EXAMPLES

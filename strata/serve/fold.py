@@ -23,16 +23,16 @@ from store.writer_lock import on_behalf
 _STORES: dict[str, Store] = {}  # root -> the store this worker commits to, kept open across commits
 
 
-def init_worker() -> None:
+def init_worker(server: int) -> None:
     """The worker ignores SIGINT and SIGTERM: a Ctrl-C reaches the whole process group, and the
     server, which gets it too, lets the commit in progress finish before it stops the worker.
-    It ends when the server is gone (killed: nothing else would stop it)."""
+    It ends when the server (pid `server`) is gone, killed even before this worker started:
+    nothing else would stop it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == server:
             time.sleep(0.2)
         os._exit(1)  # a commit cut short publishes nothing: the server's log still holds its events
 

@@ -111,7 +111,7 @@ class Service:
         replaced, and the batch stays in the log for the next round."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=fold.init_worker)
+                                             initializer=fold.init_worker, initargs=(os.getpid(),))
         try:
             version, new = self._pool.submit(fold.commit, self.root, self.engine, [e.body for e in events]).result()
         except BrokenProcessPool:

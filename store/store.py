@@ -24,6 +24,7 @@ from store.ingest import IngestCounts, Planned, is_triples, plan
 from store.model import Catalog
 from store.storage import Manifest, Storage, Transaction
 from store.wings import engine_for
+from store.writer_lock import check as check_writer
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -271,6 +272,8 @@ class Store:
         if self.as_of is not None:
             raise UserError(f"this store is opened as of version {self.as_of}: it cannot commit",
                             hint="drop --as-of to write; commits always follow the newest version")
+        if self.storage.on_this_machine:
+            check_writer(self.root)  # a store a server holds commits through the server alone
         base = self.storage.manifest()
         tx = Transaction(self.storage, base, message)
         stx = StoreTransaction(self, tx)

@@ -50,12 +50,25 @@ class App:
         return self._store
 
 
-def store_of(ctx: click.Context):
-    """The store named by the global options, opened on first use (for every subcommand)."""
+    def writer(self):
+        """The store, for a command that commits to it: refused at once (exit 2, naming the
+        server) while a `strata serve` holds it, before any work (store/writer_lock.py; the
+        commit itself checks again)."""
+        st = self.store()
+        if st.storage.on_this_machine:
+            from store.writer_lock import check  # deferred: `strata --help` starts without the store
+
+            check(st.root)
+        return st
+
+
+def store_of(ctx: click.Context, write: bool = False):
+    """The store named by the global options, opened on first use (for every subcommand);
+    `write`: for a command that commits (`App.writer`)."""
     app = ctx.find_object(App)
     if app is None:  # a command invoked on its own, outside the `strata` group
         app = ctx.ensure_object(App)
-    return app.store()
+    return app.writer() if write else app.store()
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -85,3 +98,22 @@ def subgraph_for(st, sel, max_nodes: int):
     from store.export.selection import subgraph  # deferred: `strata --help` starts without it
 
     return subgraph(st, sel, max_nodes, run_query=lambda text: iql.run(st, text))
+
+
+def diff_sides(st, a: str, b: str) -> dict:
+    """`strata diff A B`'s object (store/diff.py), a captured run's output values and attribute
+    paths read by capture (for the CLI and the server)."""
+    from capture.storing.runs import output_values, read_head, source_paths  # deferred: it loads numpy, pyarrow
+    from store.diff import diff  # deferred: `strata --help` starts without it
+
+    heads: dict = {}
+
+    def paths(run: str, path: str) -> list[str]:
+        if run not in heads:
+            try:
+                heads[run] = read_head(st, run)
+            except UserError:  # not a captured run
+                heads[run] = None
+        return source_paths(heads[run], path) if heads[run] is not None else []
+
+    return diff(st, a, b, values=lambda run: output_values(st, run), paths=paths)

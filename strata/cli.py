@@ -37,6 +37,9 @@ LAZY_COMMANDS = {
     "repl": ("strata.repl:repl", "Interactive IQL shell: statements end with ;, \\? lists commands, Ctrl-D quits."),
     "report": ("strata.cli_report:report",
                "Data-usage heatmap and audit report over traces of a captured run (docs/tracing.md)."),
+    "serve": ("strata.serve.command:serve", "Serve the store as a lineage service: OpenLineage events in "
+                                            "(POST /api/v1/lineage), Marquez's lineage API and Strata's own out, "
+                                            "until SIGTERM or Ctrl-C."),
     "show": ("strata.cli_export:show", "Draw the lineage of ITEM (or --query / --id / --component) as a "
                                        "self-contained HTML page."),
     "trace": ("strata.cli_query:trace", "Where the result items matching PATTERN come from: each input item "
@@ -125,7 +128,7 @@ def ingest(app: App, files: tuple[str, ...], fmt: str | None) -> None:
         from strata.cli_interop import ingest_interop  # deferred: `strata --help` starts without it
 
         return ingest_interop(app, files, fmt)
-    commit = app.store().ingest(*files, fmt=fmt)
+    commit = app.writer().ingest(*files, fmt=fmt)
     c = commit.counts
     click.echo(f"committed version {commit.version}: {c.elements} elements, {c.vertices} vertices, "
                f"{c.edges} edges from {len(files)} file(s)", err=True)

@@ -39,7 +39,7 @@ def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) 
 
     if not os.path.isfile(script):
         raise UserError(f"no such script: {script}", hint="strata capture -- path/to/job.py [ARGS...]")
-    store = app.store()
+    store = app.writer()
     spark = app.spark()
     name = pipeline or os.path.splitext(os.path.basename(script))[0]
     argv, path0 = sys.argv, sys.path[0] if sys.path else None

@@ -63,7 +63,7 @@ def index(ctx, theta, splits_file, bands, engine, buckets, rebuild, fmt) -> None
     (at most $STRATA_LOCAL_TRIPLES rows), else on Spark; the global --engine local|spark
     forces either (docs/index.md)."""
 
-    st = store_of(ctx)
+    st = store_of(ctx, write=True)
     old = st.meta(META_KEY)
     overrides = {"theta": theta, "bands": bands, "buckets": buckets,
                  "engine": CCEngine(engine) if engine else None, "splits": _splits(splits_file)}

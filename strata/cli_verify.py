@@ -13,10 +13,9 @@ import click
 
 from store import Store
 from store import verify as checks
-from store.diff import diff as run_diff
-from store.errors import StoreError, UserError
+from store.errors import StoreError
 from store.storage import Storage
-from strata.app import App, store_of
+from strata.app import App, diff_sides, store_of
 
 TAMPERED = 3  # exit code: the store was tampered with (docs/cli.md)
 
@@ -89,20 +88,7 @@ def _print_report(rep, item: str | None) -> None:
 def diff(ctx, a, b, fmt) -> None:
     """Compare two runs (captured run ids or OpenLineage runIds) or a dataset at two versions
     (NAME@1 NAME@2)."""
-    from capture.storing.runs import output_values, read_head, source_paths  # deferred: it loads numpy, pyarrow
-
-    st = store_of(ctx)
-    heads: dict = {}
-
-    def paths(run: str, path: str) -> list[str]:
-        if run not in heads:
-            try:
-                heads[run] = read_head(st, run)
-            except UserError:  # not a captured run
-                heads[run] = None
-        return source_paths(heads[run], path) if heads[run] is not None else []
-
-    out = run_diff(st, a, b, values=lambda run: output_values(st, run), paths=paths)
+    out = diff_sides(store_of(ctx), a, b)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return

@@ -18,7 +18,7 @@ import datetime as _dt
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -27,6 +27,8 @@ from typing import Any
 from store.errors import BundleError, UserError
 
 SCHEMA_FILE = Path(__file__).with_name("openlineage.schema.json")
+# what an event without `schemaURL` is read as (validate_event)
+DEFAULT_SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 
 JOB, RUN, TRANSFORMATION = "Job", "Run", "Transformation"
 DATASET, DATASET_VERSION, FIELD = "Dataset", "DatasetVersion", "Field"
@@ -93,14 +95,17 @@ def event_files(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def read_events(paths: Iterable[str | Path]) -> list[Event]:
+def read_events(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> list[Event]:
     """Every event of these files and folders, validated (BundleError names file, index, field).
 
-    A file holds a JSON array of events, one event (a JSON object), or JSON Lines."""
+    A file holds a JSON array of events, one event (a JSON object), or JSON Lines. `warn` gets
+    what `validate_event` accepted with a warning (an event without `schemaURL`)."""
     events: list[Event] = []
     for path in event_files(paths):
         for index, body in _parse(path):
-            validate_event(body, f"{path}: event {index}")
+            for w in validate_event(body, f"{path}: event {index}"):
+                if warn is not None:
+                    warn(w)
             events.append(Event(str(path), index, body))
     return events
 
@@ -198,17 +203,24 @@ def event_kind(body: Any) -> str | None:
     return "JobEvent" if "job" in body else None
 
 
-def validate_event(body: Any, where: str) -> None:
-    """Check one event against the schema; BundleError naming `where` and the first bad field."""
+def validate_event(body: Any, where: str) -> list[str]:
+    """Check one event against the schema; BundleError naming `where` and the first bad field.
+
+    As lenient as Marquez: an event without `schemaURL` (Marquez's own examples have none) is
+    checked as if it named the schema and accepted; the list returned says so (warnings)."""
     kind = event_kind(body)
     if kind is None:
         raise BundleError(f"invalid OpenLineage event {where}: not a RunEvent, DatasetEvent or JobEvent "
                           "(an object with 'run', 'dataset' or 'job')", hint="fix the event and ingest again")
+    warnings = []
+    if "schemaURL" not in body:
+        warnings.append(f"OpenLineage event {where} has no 'schemaURL'; read as OpenLineage 2-0-2")
+        body = {**body, "schemaURL": DEFAULT_SCHEMA_URL}
     fast = _fast()
     if fast is not None:
         try:
             fast[kind](body)
-            return
+            return warnings
         except Exception:  # noqa: BLE001, S110 - fastjsonschema's error or a format check's: ask jsonschema
             pass
     errors = sorted(_validators()[kind].iter_errors(body), key=lambda e: (list(e.absolute_path), e.message))
@@ -217,6 +229,7 @@ def validate_event(body: Any, where: str) -> None:
         path = field_path(first.absolute_path)
         raise BundleError(f"invalid OpenLineage event {where}: field '{path or '(event)'}': {first.message}. "
                           "Nothing was committed.", hint="fix the event and ingest again")
+    return warnings
 
 
 def field_path(parts: Iterable[Any]) -> str:

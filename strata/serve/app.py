@@ -1,0 +1,80 @@
+"""The ASGI application: `create_app(service, settings)` (docs/serve.md).
+
+Routers by resource: strata/serve/ingest.py (POST /api/v1/lineage), marquez.py (Marquez's read
+endpoints), strata_api.py (/api/strata/v1/...). Around them, as plain ASGI middleware: the
+access log (one JSON line per request) and the request-size limit (413 before the body is
+read past the limit). Every error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its
+traceback here and sends none.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
+
+from store.errors import StrataError, UserError
+from strata.serve import ingest, marquez, strata_api
+from strata.serve.http import AccessLog, ApiError, BodyLimit, Settings, error_response, require_key
+from strata.serve.service import Service
+
+log = logging.getLogger("strata.serve")
+
+def create_app(service: Service, settings: Settings) -> Any:
+    """The application over `service` (docs/serve.md lists the endpoints)."""
+    app = FastAPI(title="Strata", version="1", description="Strata's lineage service: OpenLineage in, "
+                  "Marquez's lineage API and Strata's own out (docs/serve.md).",
+                  docs_url=None, redoc_url=None)
+    app.state.service = service
+    app.state.settings = settings
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, e: ApiError):
+        return error_response(e.status, e.error, e.hint,
+                              {"WWW-Authenticate": "Bearer"} if e.status == 401 else None)
+
+    @app.exception_handler(StrataError)
+    async def strata_error(_request: Request, e: StrataError):
+        if isinstance(e, UserError):
+            return error_response(404 if getattr(e, "not_found", False) else 400, e.message, e.hint)
+        log.error("store error", exc_info=e)
+        return error_response(500, e.message, e.hint)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, e: HTTPException):
+        hint = "GET /openapi.json lists the endpoints" if e.status_code in (404, 405) else None
+        return error_response(e.status_code, str(e.detail), hint)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, e: RequestValidationError):
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return error_response(400, f"bad request: {where}: {first.get('msg', 'invalid')}",
+                              "GET /openapi.json describes the parameters")
+
+    @app.exception_handler(Exception)
+    async def internal(_request: Request, e: Exception):
+        log.error("internal error", exc_info=e)
+        return error_response(500, f"internal error: {type(e).__name__}", "the server's log has the traceback")
+
+    @app.get("/api/v1/health", tags=["service"])
+    @app.get("/healthz", tags=["service"], include_in_schema=False)
+    def health() -> dict[str, Any]:
+        """The server is up: its store, the newest committed version, the log's and folder's counts."""
+        return service.health()
+
+    secured = [Depends(require_key)]
+    app.include_router(ingest.router, dependencies=secured)
+    app.include_router(marquez.router, dependencies=secured)
+    app.include_router(strata_api.router, dependencies=secured)
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type",
+                                                                         "Content-Encoding"])
+    app.add_middleware(BodyLimit, limit=settings.max_body)
+    app.add_middleware(AccessLog)
+    return app

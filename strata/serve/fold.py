@@ -1,0 +1,51 @@
+"""The server's commits, in a worker process of their own (strata/serve/service.py).
+
+A commit re-derives the OpenLineage part of the store from its events (store/interop/ol_commit.py):
+seconds of Python on a big store. In the server's process it would hold the interpreter's lock
+from the requests being answered, so it runs here, in one worker process started with `spawn`
+(it imports no server code); the server waits for its answer. The worker commits on behalf of
+the server, which holds the store's writer lock.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+from store import Store
+from store.interop.ol_commit import ingest_events
+from store.interop.openlineage import Event
+from store.writer_lock import on_behalf
+
+_STORES: dict[str, Store] = {}  # root -> the store this worker commits to, kept open across commits
+
+
+def init_worker(server: int) -> None:
+    """The worker ignores SIGINT and SIGTERM: a Ctrl-C reaches the whole process group, and the
+    server, which gets it too, lets the commit in progress finish before it stops the worker.
+    It ends when the server (pid `server`) is gone, killed even before this worker started:
+    nothing else would stop it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == server:
+            time.sleep(0.2)
+        os._exit(1)  # a commit cut short publishes nothing: the server's log still holds its events
+
+    threading.Thread(target=watch, name="strata-fold-watch", daemon=True).start()
+
+
+def commit(root: str, engine: str | None, bodies: list[dict[str, Any]]) -> tuple[int, int]:
+    """Commit these validated events (the new ones among them): (version, new events)."""
+    st = _STORES.get(root)
+    if st is None:
+        on_behalf(root)
+        st = _STORES[root] = Store.open(root, engine=engine)
+    st.refresh()
+    r = ingest_events(st, [Event("strata serve", i, b) for i, b in enumerate(bodies)],
+                      f"strata serve: {len(bodies)} event(s)")
+    return r.version, r.new_events

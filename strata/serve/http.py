@@ -1,0 +1,109 @@
+"""What the routers and the application share: the settings, the JSON error, the API-key check,
+and the two ASGI middlewares (the request-size limit, the access log)."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+access = logging.getLogger("strata.serve.access")
+log = logging.getLogger("strata.serve")
+
+MAX_BODY = 10 * 1024 * 1024  # bytes a request may send (after gzip decoding, the same limit)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `strata serve` was told: the API key (None: open), CORS origins, the size limit."""
+
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body: int = MAX_BODY
+
+
+class ApiError(Exception):
+    """An error answered with `status` and `{"error", "hint"}`."""
+
+    def __init__(self, status: int, error: str, hint: str | None = None) -> None:
+        super().__init__(error)
+        self.status, self.error, self.hint = status, error, hint
+
+
+def error_response(status: int, error: str, hint: str | None = None, headers: dict[str, str] | None = None):
+    return JSONResponse({"error": error, "hint": hint}, status_code=status, headers=headers)
+
+
+async def require_key(request: Request) -> None:
+    """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`
+    (compared in constant time)."""
+    key = request.app.state.settings.api_key
+    if key is None:
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+        raise ApiError(401, "missing or wrong API key", "send the header 'Authorization: Bearer <key>'")
+
+
+class BodyLimit:
+    """ASGI middleware: a request whose body exceeds `limit` bytes gets 413 (by Content-Length
+    before reading, else as soon as the stream passes the limit)."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or ())
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await _too_large(self.limit)(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise ApiError(413, f"request body over {self.limit} bytes",
+                                   "send fewer events per request")
+            return message
+
+        await self.app(scope, limited, send)
+
+
+def _too_large(limit: int):
+    return error_response(413, f"request body over {limit} bytes", "send fewer events per request")
+
+
+class AccessLog:
+    """ASGI middleware: one JSON line per request (method, path, status, ms) on the access logger."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start = time.perf_counter()
+        status = 500
+
+        async def sending(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            access.info(json.dumps({"method": scope["method"], "path": scope["path"], "status": status,
+                                    "ms": round((time.perf_counter() - start) * 1000, 2)}))

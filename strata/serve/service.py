@@ -1,0 +1,184 @@
+"""The server's state: the store it writes (under its writer lock), the event log in front of
+it, and the committed versions it reads (docs/serve.md).
+
+`Service.open(settings, url)`:
+1. holds the store's writer lock (store/writer_lock.py), naming `url`;
+2. folds what the event log holds from an earlier run into the store (crash recovery);
+3. starts the log's writer (`GroupCommit`: one fsync per batch of requests) and the folder
+   (`Folder`: the log's events into store commits through `ingest_events`, one commit at a time).
+
+Reads open a `Store` at one committed version and keep it (with its DuckDB relations and the
+Marquez view of its events) for the next reads of that version: `snapshot(as_of)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import multiprocessing
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from store import Store
+from store.errors import UserError
+from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
+from store.interop.ol_commit import EVENTS_TABLE
+from store.interop.openlineage import event_key
+from store.segments import parquet_files
+from store.writer_lock import WriterLock, acquire
+from strata.serve import fold
+from strata.serve.marquez_model import MarquezView
+
+log = logging.getLogger("strata.serve")
+
+KEEP_SNAPSHOTS = 8  # committed versions kept open for reads
+# least seconds from one fold's start to the next ($STRATA_SERVE_FOLD_GAP): while a fold re-derives
+# every stored event, folding back to back takes the CPU (and the GIL) from acknowledging
+FOLD_GAP_S = 0.5
+
+
+@dataclass
+class Snapshot:
+    """One committed version, open for reads: the store, a lock that serializes its DuckDB
+    connection's users, and the Marquez view of its events (`Service.marquez`, on first use)."""
+
+    store: Store
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    marquez: MarquezView | None = None
+
+    @property
+    def version(self) -> int:
+        return self.store.version
+
+
+@dataclass
+class _Newest:
+    """The Marquez view of the newest version built so far: extended, not rebuilt, by the next."""
+
+    version: int
+    segments: tuple[str, ...]
+    view: MarquezView
+    owner: Snapshot
+
+
+def event_segments(st: Store) -> tuple[str, ...]:
+    entry = st.manifest.tables.get(EVENTS_TABLE)
+    return tuple(entry.segments) if entry is not None else ()
+
+
+def read_events(st: Store, segments: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The event bodies of these segments of the store's `openlineage_events` table."""
+    out: list[dict[str, Any]] = []
+    for seg in segments:
+        for f in parquet_files(st.storage.file_path(seg)):
+            out += [json.loads(t) for t in pq.read_table(f, columns=["event"]).column("event").to_pylist()]
+    return out
+
+
+class Service:
+    """The store, its log and its snapshots (module docstring)."""
+
+    def __init__(self, root: str, url: str, engine: str | None = None) -> None:
+        self.root = Store.path_of(root)
+        if "://" in self.root:
+            raise UserError(f"strata serve serves a store in a folder of this machine, not {self.root}",
+                            hint="pass --store with a local folder")
+        self.url = url
+        self.engine = engine
+        self.lock: WriterLock = acquire(self.root, url)
+        self._pool: ProcessPoolExecutor | None = None  # the commits' worker, started on the first
+        self.version = Store.open(self.root, engine=engine).version
+        self.log = EventLog(os.path.join(self.root, LOG_DIR))
+        self.folder = Folder(self.log, self._commit, gap_s=float(os.environ.get("STRATA_SERVE_FOLD_GAP", FOLD_GAP_S)))
+        self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
+        self._snap_lock = threading.Lock()
+        self._view_lock = threading.Lock()
+        self._newest: _Newest | None = None
+        self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
+        self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
+        self.folder.start()
+
+    def _commit(self, events: list[Logged]) -> None:
+        """Commit a batch in the worker process (strata/serve/fold.py); a worker that died is
+        replaced, and the batch stays in the log for the next round."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=fold.init_worker, initargs=(os.getpid(),))
+        try:
+            version, new = self._pool.submit(fold.commit, self.root, self.engine, [e.body for e in events]).result()
+        except BrokenProcessPool:
+            self._pool = None
+            raise
+        self.version = version
+        log.info("folded %d event(s) (%d new) into version %d", len(events), new, version)
+
+    async def append(self, bodies: list[dict[str, Any]]) -> None:
+        """Append validated events to the log; returns once they are durable (fsynced)."""
+        fut = self.writer.submit([Logged(event_key(b), b) for b in bodies])
+        await asyncio.wrap_future(fut)
+
+    def snapshot(self, as_of: int | None = None) -> Snapshot:
+        """The committed version `as_of` (None: the newest committed), open for reads."""
+        version = self.version if as_of is None else as_of
+        if as_of is not None and not 0 < as_of <= self.version:
+            raise UserError(f"store has no version {as_of} to read as of (versions 1..{self.version})",
+                            hint="GET /api/strata/v1/versions lists them")
+        with self._snap_lock:
+            snap = self._snapshots.get(version)
+            if snap is None:
+                # version 0, the empty store, has no manifest to read as of: the newest is read
+                # (a Store keeps the manifest it opened with), and the snapshot kept under its version
+                st = Store.open(self.root, engine=self.engine, as_of=version or None)
+                version = st.version
+                snap = self._snapshots[version] = Snapshot(st)
+                while len(self._snapshots) > KEEP_SNAPSHOTS:
+                    self._snapshots.popitem(last=False)
+            else:
+                self._snapshots.move_to_end(version)
+            return snap
+
+    def marquez(self, snap: Snapshot) -> MarquezView:
+        """The Marquez view of a snapshot's events. The newest view is extended with the events a
+        later version added when they all come after it (the usual case: events arrive in time
+        order), else a view is built from every event of the version."""
+        with self._view_lock:
+            if snap.marquez is not None:
+                return snap.marquez
+            segments = event_segments(snap.store)
+            newest = self._newest
+            if (newest is not None and newest.version < snap.version
+                    and segments[:len(newest.segments)] == newest.segments
+                    and newest.view.extend(read_events(snap.store, segments[len(newest.segments):]))):
+                newest.owner.marquez = None  # the view now holds later events: rebuilt if asked
+                view = newest.view
+            else:
+                view = MarquezView.build(read_events(snap.store, segments))
+            snap.marquez = view
+            if newest is None or snap.version >= newest.version:
+                self._newest = _Newest(snap.version, segments, view, snap)
+            return view
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "store": self.root, "version": self.version,
+                "log": {"appended": self.log.appended, "fsyncs": self.log.fsyncs,
+                        "segments": len(self.log.segments())},
+                "folder": {"folded": self.folder.folded, "commits": self.folder.commits,
+                           "error": self.folder.last_error}}
+
+    def close(self) -> None:
+        """Write what is pending to the log, finish the commit in progress and fold the rest,
+        then release the lock."""
+        self.writer.stop()
+        self.folder.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        self.log.close()
+        self.lock.release()

@@ -1,0 +1,80 @@
+"""store/eventlog.py without a server: the group commit shares fsyncs, a torn tail is skipped,
+the folder commits each closed segment once and deletes it, a failed commit keeps the log."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from store.eventlog import EventLog, Folder, GroupCommit, Logged
+
+
+def logged(n: int, prefix: str = "k") -> list[Logged]:
+    return [Logged(f"{prefix}{i}", {"i": i}) for i in range(n)]
+
+
+def test_requests_that_arrive_together_share_one_fsync(tmp_path):
+    log = EventLog(str(tmp_path))
+    gate, entered = threading.Event(), threading.Event()
+    slow = log.append
+
+    def held(records):  # the first append waits, so the next 20 requests queue behind it
+        entered.set()
+        gate.wait(5)
+        slow(records)
+
+    log.append = held
+    writer = GroupCommit(log)
+    futures = [writer.submit(logged(1, "first"))]
+    assert entered.wait(5)
+    futures += [writer.submit(logged(1, f"r{i}-")) for i in range(20)]
+    time.sleep(0.05)
+    gate.set()
+    for f in futures:
+        f.result(5)
+    writer.stop()
+    assert log.appended == 21 and log.fsyncs == 2
+    [seg] = log.rotate()
+    assert len(log.read(seg)) == 21
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    log = EventLog(str(tmp_path))
+    log.append(logged(3))
+    log.close()
+    with open(log.path(1), "ab") as fh:
+        fh.write(b'{"key": "torn", "ev')
+    reopened = EventLog(str(tmp_path))
+    assert reopened.rotate() == [1]
+    assert [e.key for e in reopened.read(1)] == ["k0", "k1", "k2"]
+
+
+def test_the_folder_commits_closed_segments_then_deletes_them(tmp_path):
+    log = EventLog(str(tmp_path))
+    log.append(logged(5))
+    log.append(logged(2))  # the same keys again: folded once
+    commits: list[list[str]] = []
+    folder = Folder(log, lambda events: commits.append([e.key for e in events]))
+    assert folder.fold_all() == 5
+    assert commits == [["k0", "k1", "k2", "k3", "k4"]] and log.segments() == []
+    log.append(logged(1, "late"))
+    folder.start()
+    folder.notify(1)
+    folder.stop()
+    assert commits[-1] == ["late0"] and log.segments() == []
+
+
+def test_a_failed_commit_keeps_the_log(tmp_path):
+    log = EventLog(str(tmp_path))
+    log.append(logged(2))
+
+    def fail(_events):
+        raise OSError("disk full")
+
+    folder = Folder(log, fail)
+    try:
+        folder.fold_all()
+    except OSError:
+        pass
+    assert log.segments() == [1]  # still there: folded on the next round or the next start
+    assert [e.key for e in EventLog(str(tmp_path)).read(1)] == ["k0", "k1"]

@@ -211,6 +211,7 @@ class _Plan:
     owner: dict[str, str]
     static: set[str]
     replaced: set[str]
+    replaced_edges: set[tuple[str, str, str]]
     shards: set[int]
     rebuild: bool
     refs: list[tuple]
@@ -232,31 +233,46 @@ def _everything(stored: _Stored, new: dict[str, Event], shards: int, with_stored
     bundle = to_bundle(bodies.values())
     refs = [r for k, b in (bodies.items() if with_stored_refs else ((k, e.body) for k, e in new.items()))
             for r in _refs_rows(k, b)]
-    return _Plan(bundle, owners(bundle), _static(bundle), set(), set(range(shards)), True, refs)
+    return _Plan(bundle, owners(bundle), _static(bundle), set(), set(), set(range(shards)), True, refs)
 
 
 def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
-    """Re-derive only the runs and datasets the new events change (module docstring, step 1-2)."""
+    """Re-derive only what the new events change (module docstring, steps 1-2): the runs they
+    belong to and the runs below those (`full`: every row of theirs), the datasets those runs
+    touch (their versions and fields), and of every other run that reads or writes one of those
+    datasets only the edges leaving a version or field of them (which version it read may move)."""
     new_refs = [r for k, e in new.items() for r in _refs_rows(k, e.body)]
     refs = _RefIndex(stored, new_refs)
     changed = {r[1] for r in new_refs if r[1] is not None}
+    full = changed | refs.below(changed)
     datasets = refs.datasets_of(changed)
-    runs = changed | refs.runs_of(datasets) | refs.below(changed)
-    needed = runs | refs.above(runs) | refs.writers_of(refs.datasets_of(runs))
+    readers = refs.runs_of(datasets) - full
+    # the writers of what the full runs read give the versions they read (those of `datasets`
+    # are among `readers`), their parents the jobs they are under
+    needed = full | readers | refs.above(full) | refs.writers_of(refs.datasets_of(full) - datasets)
     keys = refs.keys_of(needed)
     old = {k: json.loads(t) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event"))}
     after = to_bundle([*old.values(), *(e.body for e in new.values())])
     before = to_bundle(old.values())
-    mine = {run_id(r) for r in runs} | datasets
+    mine = {run_id(r) for r in full} | datasets
+    partly = {run_id(r) for r in readers}
+
+    def edges(bundle: dict[str, Any], owner: dict[str, str]) -> list[dict[str, str]]:
+        return [e for e in bundle["edges"] if owner[e["process"]] in mine
+                or (owner[e["process"]] in partly and owner[e["src"]] in datasets)]
 
     owner, static = owners(after), _static(after)
     bundle = {"format": after["format"], "gsets": after["gsets"],
               "elements": [el for el in after["elements"] if owner[el["id"]] in mine or el["id"] in static],
-              "edges": [e for e in after["edges"] if owner[e["process"]] in mine]}
+              "edges": edges(after, owner)}
     old_owner, old_static = owners(before), _static(before)
     replaced = {i for i, o in old_owner.items() if o in mine and i not in old_static}
-    touched = {shard_of(o, shards) for o in [*mine, *(owner[el["id"]] for el in bundle["elements"])]}
-    return _Plan(bundle, {**old_owner, **owner}, static, replaced, touched, False, new_refs)
+    old_edges = edges(before, old_owner)
+    replaced_edges = {(e["src"], e["process"], e["dst"]) for e in old_edges}
+    owner = {**old_owner, **owner}
+    touched = {shard_of(o, shards) for o in [*mine, *(owner[el["id"]] for el in bundle["elements"]),
+                                             *(owner[e["process"]] for e in [*bundle["edges"], *old_edges])]}
+    return _Plan(bundle, owner, static, replaced, replaced_edges, touched, False, new_refs)
 
 
 class _RefIndex:
@@ -322,7 +338,7 @@ def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
             for name, rel in segs.items():
                 tx.drop_segments(name, rel)
                 if not plan.rebuild:
-                    kept = _kept(tx, rel, KEY_OF[name], plan.replaced)
+                    kept = _kept(tx, rel, name, plan)
                     edges_changed |= name == S.EDGES and kept.num_rows < _rows(tx, rel)
                     if kept.num_rows:
                         tx.append_arrow(name, kept, stored_schema(name))
@@ -358,14 +374,20 @@ def _rows(tx, segments: Sequence[str]) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in _files(tx, segments))
 
 
-def _kept(tx, segments: Sequence[str], key: str, replaced: set[str]) -> pa.Table:
-    """The rows of these segments whose `key` is not among the replaced ids."""
+def _kept(tx, segments: Sequence[str], name: str, plan: _Plan) -> pa.Table:
+    """The rows of these segments of table `name` that the plan does not replace: those whose key
+    is not a replaced id (`edges`: that are not a replaced edge)."""
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
 
     table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments)])
-    if not replaced:
+    if name == S.EDGES:
+        key = pc.binary_join_element_wise(table.column(S.SRC), table.column(S.PROCESS), table.column(S.DST), "\x00")
+        gone = ["\x00".join(e) for e in plan.replaced_edges]
+    else:
+        key, gone = table.column(KEY_OF[name]), list(plan.replaced)
+    if not gone:
         return table
-    return table.filter(pc.invert(pc.is_in(table.column(key), value_set=pa.array(sorted(replaced), pa.string()))))
+    return table.filter(pc.invert(pc.is_in(key, value_set=pa.array(sorted(gone), pa.string()))))
 
 
 # ---------------------------------------------------------------------------- a store elsewhere

@@ -9,6 +9,7 @@ import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.lineage_reference import union_find
 
 from store.index import IndexParams
 from store.index.splits import PLAN_META_TABLES, plan_meta, plan_splits, split_levels, split_rows
@@ -41,23 +42,6 @@ def test_a_plan_of_many_tables_is_summarised_in_the_meta():
     assert "splits" in plan_meta(plan_splits(TABLES, []), [])
 
 
-def _components(edges):
-    parent: dict[str, str] = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {x: find(x) for x in parent}
-
-
 def test_a_random_50k_triple_store_without_tables_indexes_in_seconds(tmp_path):
     """1.27 values per triple, no table columns: 50,000 tables in the workflow graph. The split
     planner was quadratic in them (over 200 s here); now about 3 s on 2 busy cores."""
@@ -73,7 +57,7 @@ def test_a_random_50k_triple_store_without_tables_indexes_in_seconds(tmp_path):
     meta = build_index(st_, IndexParams())
     elapsed = time.perf_counter() - t0
     assert elapsed < 30, f"index build took {elapsed:.1f} s"
-    want = _components((a, b) for a, b, _o in edges)
+    want = union_find((), [(a, b) for a, b, _o in edges])
     assert meta["components"] == len(set(want.values()))
     assert meta["sets"] > meta["components"]  # the giant component was split into sets
     nodes = st_.local().relation("index_nodes").project("id, ccid").fetchall()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.ol_helpers import NS, dataset, facet, rid, run_event, table
+from support.ol_helpers import NS, dataset, facet, rid, run_event, split_into, table
 
 from store import Store
 from store.interop import ol_commit
@@ -111,7 +111,7 @@ def test_incremental_ingests_equal_the_full_rederivation(tiny_shards, specs, sta
     events = [e for n, spec in enumerate(specs, 1) for e in run_events(n, spec)] + (STATIC if static else [])
     shuffled = data.draw(st.permutations(events))
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(events) - 1)), max_size=4)))
-    chunks = [shuffled[i:j] for i, j in zip([0, *cuts], [*cuts, len(events)], strict=True) if shuffled[i:j]]
+    chunks = split_into(shuffled, cuts)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         store = Store.open(str(folder / "incremental"))

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store import schema as S
+from store.errors import ConcurrentWriteError
 from store.interop.openlineage import (
     DATASET,
     JOB,
@@ -186,7 +187,12 @@ def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
             plan = _affected(stored, new, shards)
     finally:
         stored.close()
+    read_version = st.version
     with st.transaction(message) as tx:
+        if tx.version != read_version + 1:  # the plan was derived from an older version
+            raise ConcurrentWriteError(f"store {st.root} changed while these events were derived "
+                                       f"(version {read_version}, now {tx.version - 1}); nothing was committed",
+                                       hint="ingest them again")
         counts = _write(tx, meta, plan, shards)
         meta.update({"events": total, "shards": shards, "refs": True})
         meta.pop("segments", None)

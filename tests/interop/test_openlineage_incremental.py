@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from support.ol_helpers import NS, dataset, facet, rid, run_event, split_into, table
 
 from store import Store
+from store.errors import ConcurrentWriteError
 from store.interop import ol_commit
 from store.interop.ol_commit import ingest_events
 from store.interop.openlineage import Event, to_bundle
@@ -171,3 +172,13 @@ def test_a_rederived_run_keeps_the_jobs_of_its_stored_parents(tmp_path):
               run_event(6, "COMPLETE", rid(2), "child", [], [dataset("y")], parent=(rid(1), "facet-job"))]
     late = [run_event(2, "START", rid(4), "w"), run_event(3, "COMPLETE", rid(4), "w", [], [dataset("x")])]
     _ingest_in_turn(tmp_path, stored, late)
+
+
+def test_events_derived_from_an_older_version_are_not_committed(tmp_path):
+    first = [run_event(0, "START", rid(1), "w"), run_event(1, "COMPLETE", rid(1), "w", [], [dataset("a")])]
+    late = [run_event(2, "START", rid(2), "w"), run_event(3, "COMPLETE", rid(2), "w", [], [dataset("a")])]
+    stale = Store.open(str(tmp_path / "s"))
+    ingest_events(Store.open(str(tmp_path / "s")), [Event("first", i, b) for i, b in enumerate(first)], "first")
+    with pytest.raises(ConcurrentWriteError, match="changed while"):
+        ingest_events(stale, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    assert Store.open(str(tmp_path / "s")).version == 1

@@ -126,7 +126,8 @@ def main() -> None:
                    "ratio": round(build["build_s"] / max(peer["peer_s"], 0.01), 1)}
             print(json.dumps(row), flush=True)
             rows.append(row)
-    print("\n| shape | triples | components | sets | in-process build | peak | scipy pass (cc alone) | peak | build / scipy |")
+    print("\n| shape | triples | components | sets | in-process build | peak | scipy pass (cc alone) | peak "
+          "| build / scipy |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['shape']} | {r['triples']:,} | {r['components']:,} | {r['sets']:,} | {r['build_s']} s | "

@@ -45,8 +45,9 @@ def _facet(kind: str, **body) -> dict:
 def _dataset(name: str, lineage_from: list[str] | None = None) -> dict:
     facets = {"schema": _facet("SchemaDatasetFacet", fields=[{"name": f, "type": "string"} for f in FIELDS])}
     if lineage_from:
-        facets["columnLineage"] = _facet("ColumnLineageDatasetFacet", fields={
-            f: {"inputFields": [{"namespace": NS, "name": src, "field": f} for src in lineage_from]} for f in FIELDS[:2]})
+        fields = {f: {"inputFields": [{"namespace": NS, "name": src, "field": f} for src in lineage_from]}
+                  for f in FIELDS[:2]}
+        facets["columnLineage"] = _facet("ColumnLineageDatasetFacet", fields=fields)
     return {"namespace": NS, "name": name, "facets": facets}
 
 
@@ -88,7 +89,7 @@ def main() -> None:
         st = Store.open(str(root), engine="local")
         first = timed(st, batch(range(runs), lambda n: 10.0 * n, 1), "base")
         in_order = timed(st, batch(range(runs, runs + 10), lambda n: 10.0 * n, 2), "in order")
-        late_events = batch(range(runs + 10, runs + 20), lambda n: 10.0 * (n - runs - 10) + 5, 3)
+        late_events = batch(range(runs + 10, runs + 20), lambda n, base=runs + 10: 10.0 * (n - base) + 5, 3)
         late = timed(st, late_events, "late")
         again = timed(st, late_events, "again")
         info = st.local().rows

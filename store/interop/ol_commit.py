@@ -168,7 +168,7 @@ def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
     """Commit the new ones among these validated events in one transaction (module docstring);
     nothing when every event is already stored. The file ingest and the service both call it."""
     if not st.storage.on_this_machine:
-        return _rederive_on_spark(st, events, message)
+        return rederive_all(st, events, message)
     stored = _Stored(st)
     try:
         candidates: dict[str, Event] = {}
@@ -397,8 +397,10 @@ def _kept(tx, segments: Sequence[str], name: str, plan: _Plan) -> pa.Table:
 
 
 # ---------------------------------------------------------------------------- a store elsewhere
-def _rederive_on_spark(st, events: Sequence[Event], message: str) -> OLIngest:
-    """A store on a Hadoop URI: re-derive the whole OpenLineage part from every event."""
+def rederive_all(st, events: Sequence[Event], message: str) -> OLIngest:
+    """Re-derive the whole OpenLineage part from every event, in flat `openlineage.segments`: what
+    a store on a Hadoop URI gets at every ingest (through Spark), and what every store got before
+    shards."""
     stored = stored_events(st)
     new: dict[str, Any] = {}
     for e in events:

@@ -182,3 +182,20 @@ def test_events_derived_from_an_older_version_are_not_committed(tmp_path):
     with pytest.raises(ConcurrentWriteError, match="changed while"):
         ingest_events(stale, [Event("late", i, b) for i, b in enumerate(late)], "late")
     assert Store.open(str(tmp_path / "s")).version == 1
+
+
+def test_a_store_written_before_shards_is_rederived_once_into_them(tmp_path):
+    """The flat `openlineage.segments` of earlier versions (still what a store on a Hadoop URI
+    gets): the next ingest on this machine re-derives everything into shards, with every refs row."""
+    first = [run_event(0, "START", rid(1), "w", [dataset("s")]),
+             run_event(1, "COMPLETE", rid(1), "w", [], [dataset("a")])]
+    late = [run_event(5, "START", rid(2), "r", [dataset("a")]),
+            run_event(6, "COMPLETE", rid(2), "r", [], [dataset("b")])]
+    st_ = Store.open(str(tmp_path / "s"))
+    ol_commit.rederive_all(st_, [Event("first", i, b) for i, b in enumerate(first)], "before shards")
+    assert "segments" in st_.meta("openlineage")
+    ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    meta = st_.meta("openlineage")
+    assert "segments" not in meta and meta["refs"] and meta["events"] == 4
+    assert rows(st_) == reference_rows(tmp_path, first + late)
+    assert {r["run"] for r in table(st_, "openlineage_refs")} == {rid(1), rid(2)}

@@ -52,7 +52,7 @@ from store.errors import UserError
 from store.index import layout as L
 from store.index.params import DEFAULT_BUCKETS
 from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ROWS_ROW_GROUP_BYTES, source_segments
-from store.index.splits import UNKNOWN_TABLE, plan_splits, split_rows
+from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits, split_levels
 from store.index.xxh import buckets_of
 
 _NO = np.iinfo(np.int64).max  # "no value" in min-reductions over codes
@@ -249,21 +249,27 @@ def workflow(graph: Graph) -> tuple[list[str], list[tuple[str, str]]]:
     return sorted(names[t] for t in used), sorted((names[p // nt], names[p % nt]) for p in pairs.tolist())
 
 
-def connected_sets(graph: Graph, ccid: np.ndarray, rows, theta: int):
+def connected_sets(graph: Graph, ccid: np.ndarray, splits, theta: int):
     """Algorithm 3 over codes: (csid, level, split index, split names) per node."""
     n = graph.n
     csid, level = ccid.copy(), np.zeros(n, np.int32)
     split = np.full(n, -1, np.int32)
-    names = sorted({r.split for r in rows})
+    depth, levels = split_levels(splits)
+    max_level = depth if levels else 0
+    names = sorted({s.name for s, _lv in levels})
     name_at = {s: i for i, s in enumerate(names)}
     table_at = {t: i for i, t in enumerate(graph.tables.to_pylist())}
-    max_level = max((r.level for r in rows), default=0)
+    # split_of[level, table]: the split a table lies in at each level (a leaf at every deeper one)
     split_of = np.full((max_level + 1, len(table_at)), -1, np.int64)
     leaf_of = np.zeros(len(names), bool)
-    for r in rows:
-        if r.table in table_at:
-            split_of[r.level, table_at[r.table]] = name_at[r.split]
-            leaf_of[name_at[r.split]] = r.leaf
+    for s, lv in levels:
+        at = np.array([table_at[t] for t in s.tables if t in table_at], np.int64)
+        k = name_at[s.name]
+        leaf_of[k] = s.leaf
+        if s.leaf:
+            split_of[lv:, at] = k
+        else:
+            split_of[lv, at] = k
     size = np.bincount(ccid, minlength=n)
     active = np.flatnonzero(size[ccid] >= theta)
     group = ccid[active]
@@ -276,7 +282,7 @@ def connected_sets(graph: Graph, ccid: np.ndarray, rows, theta: int):
             if not len(active):
                 break
             sp = split_of[lv][graph.table[active]]
-            if (sp < 0).any():  # split_rows gives every table a split at every level
+            if (sp < 0).any():  # the plan gives every table a split at every level
                 raise RuntimeError(f"split plan has no split at level {lv} for some tables")
             key = group.astype(np.int64) * len(names) + sp
             pos[:] = -1
@@ -306,7 +312,7 @@ def compute(graph: Graph, params) -> Index:
     t1 = time.perf_counter()
     tables, wf = workflow(graph)
     splits = plan_splits(tables, wf, bands=params.bands, user=params.splits)
-    csid, level, split, names = connected_sets(graph, ccid, split_rows(splits), params.theta)
+    csid, level, split, names = connected_sets(graph, ccid, splits, params.theta)
     stats = {"components_s": t1 - t0, "sets_s": time.perf_counter() - t1}
     return Index(graph, ccid, csid, level, split, names, splits, tuple(wf), stats)
 
@@ -584,7 +590,7 @@ def _base_meta(st, params, ix: Index | None) -> dict:
         "engine": params.engine.value,
     }
     if ix is not None:
-        meta.update({"splits": [s.to_json() for s in ix.splits], "workflow": [list(p) for p in ix.workflow]})
+        meta.update(plan_meta(ix.splits, ix.workflow))
     meta["edges_segments"] = list(L.edge_segments(st))
     return meta
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from store.errors import UserError
 
 UNKNOWN_TABLE = ""  # values whose table is not known form one pseudo-table
+# The index meta lists the split plan and the workflow graph only up to this many tables: a store
+# whose values have no table has one table per value, and the manifest is rewritten every commit.
+PLAN_META_TABLES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +130,10 @@ def _scc(tables: Sequence[str], succ: Mapping[str, set[str]]) -> dict[str, int]:
     return comp
 
 
-def _weak_pieces(tables: Sequence[str], edges: Iterable[tuple[str, str]]) -> list[tuple[str, ...]]:
-    """Weakly connected pieces of the subgraph induced by `tables`, in a stable order."""
-    members = set(tables)
+def _weak_pieces(tables: Sequence[str], edges: Sequence[tuple[str, str]],
+                 ) -> list[tuple[tuple[str, ...], list[tuple[str, str]]]]:
+    """Weakly connected pieces of the graph of `tables` and `edges` (both ends in `tables`), in
+    a stable order, each with its edges: the cost grows with the tables and edges given."""
     parent = {t: t for t in tables}
 
     def find(t: str) -> str:
@@ -139,14 +143,16 @@ def _weak_pieces(tables: Sequence[str], edges: Iterable[tuple[str, str]]) -> lis
         return t
 
     for a, b in edges:
-        if a in members and b in members:
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
     pieces: dict[str, list[str]] = {}
     for t in sorted(tables):
         pieces.setdefault(find(t), []).append(t)
-    return [tuple(p) for p in sorted(pieces.values())]
+    inner: dict[str, list[tuple[str, str]]] = {}
+    for a, b in edges:
+        inner.setdefault(find(a), []).append((a, b))
+    return sorted((tuple(p), inner.get(root, [])) for root, p in pieces.items())
 
 
 def _bands(ranks: list[int], weight: Mapping[int, int], n: int) -> list[list[int]]:
@@ -164,24 +170,40 @@ def _bands(ranks: list[int], weight: Mapping[int, int], n: int) -> list[list[int
     return bands
 
 
-def _split(name: str, tables: Sequence[str], edges: list[tuple[str, str]],
+def _split(name: str, tables: Sequence[str], edges: Sequence[tuple[str, str]],
            rank: Mapping[str, int], weight: Mapping[str, int], n: int) -> list[Split]:
-    """Cut `tables` into weakly connected splits over `n` rank bands, each refined recursively."""
+    """Cut `tables` into weakly connected splits over `n` rank bands, each refined recursively.
+
+    `edges` are the workflow edges with both ends in `tables`: each level of the recursion
+    passes a piece only its own edges, so a level costs what its tables and edges are (a store
+    whose values have no table has as many tables as values)."""
     distinct = sorted({rank[t] for t in tables})
     if len(distinct) > 1:
         rweight: dict[int, int] = {}
         for t in tables:
             rweight[rank[t]] = rweight.get(rank[t], 0) + weight.get(t, 1)
-        groups = [[t for t in tables if rank[t] in set(b)] for b in _bands(distinct, rweight, n)]
-        pieces = [p for g in groups for p in _weak_pieces(g, edges)]
+        band_of = {r: i for i, b in enumerate(_bands(distinct, rweight, n)) for r in b}
+        groups: dict[int, list[str]] = {}
+        for t in tables:
+            groups.setdefault(band_of[rank[t]], []).append(t)
+        group_edges: dict[int, list[tuple[str, str]]] = {}
+        for a, b in edges:
+            if band_of[rank[a]] == band_of[rank[b]]:
+                group_edges.setdefault(band_of[rank[a]], []).append((a, b))
+        pieces = [p for i in sorted(groups) for p in _weak_pieces(groups[i], group_edges.get(i, []))]
     else:
-        pieces = [(t,) for t in sorted(tables)]
+        pieces = [((t,), []) for t in sorted(tables)]
     out = []
-    for i, piece in enumerate(pieces, 1):
+    for i, (piece, inner) in enumerate(pieces, 1):
         sub = f"{name}.{i}" if name else f"sp{i}"
-        children = _split(sub, piece, edges, rank, weight, 2) if len(piece) > 1 else []
+        children = _split(sub, piece, inner, rank, weight, 2) if len(piece) > 1 else []
         out.append(Split(sub, tuple(sorted(piece)), tuple(children)))
     return out
+
+
+def _within(tables: Sequence[str], edges: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    members = set(tables)
+    return [(a, b) for a, b in edges if a in members and b in members]
 
 
 def plan_splits(
@@ -197,7 +219,7 @@ def plan_splits(
     automatic splits. Raises UserError for an unknown table or a table in two splits.
     """
     tables = sorted(set(tables))
-    edges = sorted({(a, b) for a, b in edges if a in tables and b in tables})
+    edges = sorted(set(_within(tables, list(edges))))
     weight = dict(weight or {})
     rank = _ranks(tables, edges)
     if not user:
@@ -213,11 +235,11 @@ def plan_splits(
                                 hint="splits must be disjoint")
             taken.add(t)
         name = f"sp{i}"
-        children = _split(name, sorted(group), edges, rank, weight, 2) if len(group) > 1 else []
+        children = _split(name, sorted(group), _within(group, edges), rank, weight, 2) if len(group) > 1 else []
         out.append(Split(name, tuple(sorted(group)), tuple(children)))
     rest = [t for t in tables if t not in taken]
     if rest:
-        auto = _split("", rest, edges, rank, weight, 1)
+        auto = _split("", rest, _within(rest, edges), rank, weight, 1)
         out += [Split(f"sp{len(user) + i}", s.tables, _rename(s.children, f"sp{len(user) + i}"))
                 for i, s in enumerate(auto, 1)]
     return tuple(out)
@@ -247,3 +269,27 @@ def split_rows(splits: Sequence[Split]) -> list[SplitRow]:
     for top in splits:
         visit(top, 1)
     return rows
+
+
+def plan_meta(splits: Sequence[Split], workflow: Sequence[tuple[str, str]]) -> dict:
+    """The split plan and workflow graph as the index meta records them: in full when the plan
+    has at most PLAN_META_TABLES tables, else only their sizes and a digest (an update that
+    finds no `workflow` in the meta treats the plan as changed: Spark's maintenance then
+    recomputes every split component, which equals a full build)."""
+    n_tables = sum(len(s.tables) for s in splits)
+    if n_tables <= PLAN_META_TABLES:
+        return {"splits": [s.to_json() for s in splits], "workflow": [list(p) for p in workflow]}
+    return {"plan_tables": n_tables, "plan_splits": sum(1 for top in splits for _s in top.walk()),
+            "plan_workflow_edges": len(workflow)}
+
+
+def split_levels(splits: Sequence[Split]) -> tuple[int, list[tuple[Split, int]]]:
+    """The depth of the split tree and every split with its level (1 = top level): what
+    `split_rows` lists row by row, without repeating a leaf's tables at every deeper level."""
+    out: list[tuple[Split, int]] = []
+    todo = [(s, 1) for s in reversed(splits)]
+    while todo:
+        s, level = todo.pop()
+        out.append((s, level))
+        todo += [(c, level + 1) for c in reversed(s.children)]
+    return max((lv for _s, lv in out), default=1), out

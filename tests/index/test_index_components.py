@@ -3,26 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from support.lineage_reference import random_graphs
+from support.lineage_reference import random_graphs, union_find
 
 from store.spark.index.components import COMPONENT, CCEngine, connected_components
 from store.spark.session import graphframes_available
-
-
-def _union_find(ids, edges):
-    parent = {v: v for v in ids}
-
-    def find(v):
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {v: find(v) for v in ids}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +21,7 @@ def batch(spark):
 def test_stars_label_every_vertex_with_its_components_smallest_id(batch):
     ids, edges, vdf, edf = batch
     got = {r["id"]: r[COMPONENT] for r in connected_components(vdf, edf, CCEngine.STARS).collect()}
-    assert got == _union_find(ids, edges)
+    assert got == union_find(ids, edges)
     assert got["lonely"] == "lonely"
 
 

@@ -24,6 +24,7 @@ from support.ol_helpers import (
     reference,
     rid,
     run_event,
+    split_into,
     write,
 )
 
@@ -52,7 +53,7 @@ def test_any_order_and_any_split_give_the_reference(runs, data):
     events = [e for r in planned for e in r.events()]
     shuffled = data.draw(st.permutations(events))
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(events) - 1)), max_size=2)))
-    chunks = [shuffled[i:j] for i, j in zip([0, *cuts], [*cuts, len(events)], strict=True) if shuffled[i:j]]
+    chunks = split_into(shuffled, cuts)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         split = Store.open(str(folder / "split"))

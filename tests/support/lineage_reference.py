@@ -8,6 +8,27 @@ R_0 ∪ … ∪ R_{k-1}. Unlimited depth iterates until nothing new appears (at 
 from __future__ import annotations
 
 
+def union_find(ids, edges) -> dict:
+    """Each of `ids` (and every end of `edges`) -> the smallest member of its weakly connected
+    component: the reference the component builds are checked against."""
+    parent = {v: v for v in ids}
+    for a, b in edges:
+        parent.setdefault(a, a)
+        parent.setdefault(b, b)
+
+    def find(v):
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {v: find(v) for v in parent}
+
+
 def reference_lineage(triples, item, depth=None, forward=False):
     triples = list(triples)
     values = {t[0] for t in triples} | {t[1] for t in triples} | {item}

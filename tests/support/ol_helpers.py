@@ -135,6 +135,11 @@ def observed(store: Store):
     return versions, dataset_edges, states
 
 
+def split_into(events: list, cuts) -> list[list]:
+    """`events` cut at the positions `cuts` (sorted), empty pieces left out: a split into ingests."""
+    return [events[i:j] for i, j in zip([0, *cuts], [*cuts, len(events)], strict=True) if events[i:j]]
+
+
 def write(folder: Path, name: str, events: list[dict], jsonl: bool) -> Path:
     p = folder / (name + (".jsonl" if jsonl else ".json"))
     p.write_text("\n".join(json.dumps(e) for e in events) if jsonl else json.dumps(events))

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from store.errors import UserError
 from store.index import layout as L
 from store.index.params import DEFAULT_BUCKETS, CCEngine, IndexParams
-from store.index.splits import UNKNOWN_TABLE, Split, plan_splits, split_rows
+from store.index.splits import UNKNOWN_TABLE, Split, plan_meta, plan_splits, split_rows
 from store.schema import ANCESTOR, ANCESTORS, DEPTH, DST, EDGES, ID, PROCESS, SRC
 from store.spark.index.components import COMPONENT, checkpoint, connected_components
 from store.spark.index.layout import write_index_table
@@ -137,8 +137,7 @@ def write_index(st, frames: IndexFrames, params: IndexParams, message: str, extr
         "theta": params.theta, "bands": params.bands, "buckets": params.buckets,
         "user_splits": [list(s) for s in params.splits] if params.splits else None,
         "engine": params.engine.value,
-        "splits": [s.to_json() for s in frames.splits],
-        "workflow": [list(p) for p in frames.workflow],
+        **plan_meta(frames.splits, frames.workflow),
         "components": int(counts[0] or 0), "nodes": int(counts[1] or 0),
         "triples": int(counts[2] or 0), "sets": int(counts[3] or 0),
         "split_components": int(counts[4] or 0), "set_dependencies": int(n_deps),

@@ -100,13 +100,34 @@ def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ..
     """The PROV document of a lineage, a query's vertices or given ids (store.interop.prov)."""
     from store.interop.prov import stored_documents, to_document  # deferred: it loads numpy, pyarrow
 
-    sg = subgraph_for(st, Selection(item=lineage, query=query, ids=ids), max_nodes or DEFAULT_MAX_NODES)
+    budget = max_nodes or DEFAULT_MAX_NODES
+    if lineage is None and query is None and not ids:
+        ids = whole_store_ids(st, budget)
+        if not ids:  # an empty store: a document with only what was ingested as PROV (nothing)
+            return to_document([], [], stored_documents(st))
+    sg = subgraph_for(st, Selection(item=lineage, query=query, ids=ids), budget)
     for w in sg.warnings:
         click.echo(f"warning: {w}", err=True)
     nodes = [(n.id, n.kind, {k: v for k, v in n.properties if k not in ("id", "kind", "n_ce", "type")})
              for n in sg.nodes]
     edges = [(r.src, r.props["via"], r.dst) for r in sg.rels if r.type is RelType.DERIVED]
     return to_document(nodes, edges, stored_documents(st))
+
+
+def whole_store_ids(st, budget: int) -> tuple[str, ...]:
+    """Every vertex id of the store (data and processes), for `strata export prov` with no
+    selection; more than `budget` of them is a UserError (exit 2) rather than a silent cut."""
+    import iql  # deferred: the query language loads only when the whole store is exported
+
+    ids = tuple(sorted({str(r[0]) for r in iql.run(st, "select x.id from Any x").rows() if r[0] is not None}))
+    if len(ids) > budget:
+        raise UserError(
+            f"the store has {len(ids)} vertices, more than the node budget of {budget}: "
+            "exporting the whole store would cut it",
+            hint=f"raise the budget with --max-nodes {len(ids)}, or select a part: "
+                 "--lineage ITEM or --query \"IQL\"",
+        )
+    return ids
 
 
 @click.command("prov")
@@ -118,7 +139,8 @@ def prov_document(st, lineage: str | None, query: str | None, ids: tuple[str, ..
 @click.pass_context
 def export_prov(ctx: click.Context, query: str | None, lineage: str | None, fmt: str, out: str | None,
                 max_nodes: int | None) -> None:
-    """A subgraph as a W3C PROV document (PROV-JSON, PROV-N or PROV-XML)."""
+    """A subgraph as a W3C PROV document (PROV-JSON, PROV-N or PROV-XML); with neither --query
+    nor --lineage, the whole store (at most --max-nodes vertices, else exit 2)."""
     from prov.serializers import DoNotExist  # deferred: only this path needs prov
 
 

@@ -44,7 +44,7 @@ def _job_key(v: MarquezView, ns: str, name: str) -> tuple[str, str]:
 
 
 def _node(v: MarquezView, node_id: str) -> tuple[str, str, str]:
-    node = parse_node_id(node_id)
+    node = parse_node_id(node_id, v.exists)
     if node is None:
         raise ApiError(400, f"nodeId {node_id!r} is not 'dataset:<namespace>:<name>' or 'job:<namespace>:<name>'",
                        "e.g. nodeId=dataset:food_delivery:public.orders")
@@ -72,7 +72,7 @@ def column_lineage(request: Request, nodeId: str, as_of: AsOf = None,  # noqa: N
     v = view(request, as_of)
     node = _node(v, nodeId)
     if nodeId.startswith("datasetField:"):
-        node = ("datasetField", node[1], nodeId.split(":", 2)[2])
+        node = ("datasetField", node[1], nodeId[len(f"datasetField:{node[1]}:"):])  # "<name>:<field>"
     return v.column_lineage(node, depth, withDownstream)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,17 +25,26 @@ def node_id(kind: str, namespace: str, name: str) -> str:
     return f"{kind}:{namespace}:{name}"
 
 
-def parse_node_id(text: str) -> tuple[str, str, str] | None:
+def parse_node_id(text: str, exists: Callable[[tuple[str, str, str]], bool] | None = None
+                  ) -> tuple[str, str, str] | None:
     """`dataset:ns:name` / `job:ns:name` -> (kind, namespace, name); the name may hold ':'.
-    A `datasetField:ns:name:field` id names its dataset. None when malformed."""
+    A `datasetField:ns:name:field` id names its dataset. None when malformed.
+
+    A namespace may hold ':' too (dbt-ol's `duckdb:///path/warehouse.duckdb`, `postgres://host:5432`):
+    given `exists`, the first split at a ':' that names a known node wins; else the first ':'."""
     kind, _, rest = text.partition(":")
-    ns, _, name = rest.partition(":")
     if kind == "datasetField":
-        name = name.rpartition(":")[0]
+        rest = rest.rpartition(":")[0]
         kind = "dataset"
-    if kind not in ("dataset", "job") or not ns or not name:
+    if kind not in ("dataset", "job"):
         return None
-    return kind, ns, name
+    splits = [(rest[:i], rest[i + 1:]) for i, c in enumerate(rest) if c == ":" and 0 < i < len(rest) - 1]
+    if not splits:
+        return None
+    for ns, name in splits if exists is not None else ():
+        if exists((kind, ns, name)):
+            return kind, ns, name
+    return kind, *splits[0]
 
 
 @dataclass

@@ -108,6 +108,29 @@ def test_export_of_the_ingest_equals_the_original(prov_store, tmp_path, fmt):
     assert read_document(out, fmt) == example()
 
 
+def test_export_with_no_selection_is_the_whole_store(prov_store, tmp_path):
+    """`strata export prov` with neither --query nor --lineage exports every vertex (here: the
+    document ingested, equal to the original), and an empty store gives an empty document."""
+    out = tmp_path / "all.json"
+    r = CliRunner().invoke(main, ["--store", prov_store.root, "export", "prov", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert read_document(out, "json") == example()
+    r = CliRunner().invoke(main, ["--store", str(tmp_path / "empty"), "export", "prov", "--format", "provn"])
+    assert r.exit_code == 0, r.output
+    assert "document" in r.output and "entity" not in r.output
+
+
+def test_export_with_no_selection_over_the_budget_exits_2(prov_store):
+    """Over --max-nodes the whole-store export refuses (exit 2) and says how many and how to fix."""
+    n = len(iql.run(prov_store, "select x.id from Any x").rows())
+    r = CliRunner().invoke(main, ["--store", prov_store.root, "export", "prov", "--max-nodes", "3"])
+    assert r.exit_code == 2, r.output
+    assert f"the store has {n} vertices, more than the node budget of 3" in r.output
+    assert f"--max-nodes {n}" in r.output and "--lineage ITEM" in r.output
+    r = CliRunner().invoke(main, ["--store", prov_store.root, "export", "prov", "--max-nodes", str(n)])
+    assert r.exit_code == 0, r.output
+
+
 def test_unmapped_relations_warn_and_still_ingest(tmp_path):
     doc = example()
     doc.wasInformedBy("ex:etl", "ex:load")

@@ -7,7 +7,7 @@ import json
 
 from support.paths import EXAMPLES
 
-from strata.serve.marquez_model import MarquezView
+from strata.serve.marquez_model import MarquezView, parse_node_id
 
 EVENTS = [json.loads(line) for line in (EXAMPLES / "openlineage" / "orders.jsonl").read_text().splitlines()]
 
@@ -33,3 +33,17 @@ def test_an_earlier_event_is_refused():
     v = MarquezView.build(ordered[1:])
     assert not v.extend(ordered[:1])
     assert v.events_count == len(EVENTS) - 1
+
+
+def test_node_ids_whose_namespace_holds_colons():
+    """dbt-ol names DuckDB datasets in `duckdb:///path/file.duckdb`: given the known nodes, the
+    split at the ':' that names one wins; without them (or when none does), the first ':'."""
+    ns = "duckdb:///tmp/w.duckdb"
+    known = {("dataset", ns, "w.main.mart"), ("job", "shop", "a:b")}
+    assert parse_node_id(f"dataset:{ns}:w.main.mart", known.__contains__) == ("dataset", ns, "w.main.mart")
+    assert parse_node_id(f"datasetField:{ns}:w.main.mart:revenue", known.__contains__) == \
+        ("dataset", ns, "w.main.mart")
+    assert parse_node_id("job:shop:a:b", known.__contains__) == ("job", "shop", "a:b")
+    assert parse_node_id(f"dataset:{ns}:w.main.mart") == ("dataset", "duckdb", "///tmp/w.duckdb:w.main.mart")
+    assert parse_node_id("dataset:ns:") is None and parse_node_id("job::x") is None
+    assert parse_node_id("datasetField:ns:name") is None and parse_node_id("table:ns:x") is None

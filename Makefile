@@ -43,24 +43,8 @@ jvm: $(STAMP)
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
-# The whole suite as two pytest processes side by side: the tests that need Spark (one
-# SparkSession, tests/conftest.py) and, beside them, the tests that need none (no JVM). The Spark
-# run keeps about one core busy (the driver waits on its jobs), so the other core runs the rest.
-# The second run's report follows the first's; the exit code fails if either failed. With
-# PYTEST_ARGS (a file, -k, -m), one pytest process runs what they select.
 test: java-check jvm bytecode style
-ifeq ($(strip $(PYTEST_ARGS)),)
-	@mkdir -p build; \
-	  JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark" > build/test-no-spark.log 2>&1 & nospark=$$!; \
-	  $(BIN)/python -m pytest -q -m spark; s=$$?; \
-	  wait $$nospark; n=$$?; \
-	  echo; echo "== the tests that need no Spark, run beside (build/test-no-spark.log) =="; \
-	  cat build/test-no-spark.log; \
-	  echo; echo "make test: Spark tests exit $$s, tests without Spark exit $$n"; \
-	  exit $$(( s != 0 ? s : n ))
-else
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
-endif
 
 # Everything that needs no Spark (tests/conftest.py marks the rest `spark`). JAVA_HOME points
 # nowhere, so a test that starts a JVM without the marker fails at once instead of running slowly.

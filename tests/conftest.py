@@ -14,8 +14,7 @@ tests that start Spark in a child process keep Spark's defaults, code generation
 
 Every test that uses the `spark` fixture, directly or through another fixture, gets the `spark`
 marker (`pytest_collection_modifyitems`); a test that starts Spark only in a child process
-carries the marker itself. `pytest -m "not spark"` (`make test-fast`) runs the rest, with no JVM;
-`make test` runs `-m spark` and `-m "not spark"` as two processes side by side (Makefile).
+carries the marker itself. `pytest -m "not spark"` (`make test-fast`) runs the rest, with no JVM.
 
 Some modules have a part that runs in the background, defined by a module-level
 `start_in_background()`: the local-cluster run (store/test_cluster.py), `strata capture` of a
@@ -51,7 +50,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # local-cluster run), compiles with C1 only and collects with one thread: the tests run short
 # jobs over a few rows, where C2's compiler threads and a parallel collector spend more CPU than
 # they save (a quarter of the JVM's CPU time on tests/store/test_semantics.py, at the same wall
-# time; the CPU goes to the tests `make test` runs beside). `$STRATA_SPARK_CONF` carries it
+# time). `$STRATA_SPARK_CONF` carries it
 # (docs/cli.md); Strata keeps its logging options in front. `$STRATA_TEST_JVM_OPTIONS` replaces
 # the options (blank: none).
 _JVM = os.environ.get("STRATA_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").strip()

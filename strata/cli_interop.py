@@ -22,11 +22,9 @@ def ingest_interop(app: App, files: tuple[str, ...], fmt: str) -> None:
     """Ingest OpenLineage events or PROV documents (one commit; nothing when nothing is new)."""
     st = app.writer()
     if fmt == "openlineage":
-        from store.interop.ol_commit import ingest_events  # deferred: it loads numpy, pyarrow
-        from store.interop.openlineage import read_events  # deferred: it loads jsonschema on first use
+        from store.interop.ol_commit import ingest_openlineage  # deferred: it loads numpy, pyarrow
 
-        events = read_events(files, warn=lambda w: click.echo(f"strata: warning: {w}", err=True))
-        r = ingest_events(st, events, "ingest openlineage " + ", ".join(files))
+        r = ingest_openlineage(st, files, warn=lambda w: click.echo(f"strata: warning: {w}", err=True))
         if not r.committed:
             click.echo(f"nothing new: the store holds all {r.events} event(s) already "
                        f"(version {r.version} unchanged)", err=True)

@@ -21,7 +21,7 @@ for a full rebuild (`strata index`) when they were replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,10 +86,12 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
     return {r[0]: r[1] for r in rows}
 
 
-def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = None) -> OLIngest:
-    """Validate the events of `paths` and, if any is new, re-derive and commit (module docstring)."""
+def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = None,
+                       warn: Callable[[str], None] | None = None) -> OLIngest:
+    """Validate the events of `paths` and, if any is new, re-derive and commit (module docstring);
+    `warn` gets what validation accepted with a warning (`read_events`)."""
     paths = [str(p) for p in paths]
-    return ingest_events(st, read_events(paths), message or "ingest openlineage " + ", ".join(paths))
+    return ingest_events(st, read_events(paths, warn), message or "ingest openlineage " + ", ".join(paths))
 
 
 def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:

@@ -53,9 +53,11 @@ class Result:
                 raise RuntimeError("this result has no Spark session to make a DataFrame with")
             import pyspark.sql.types as T  # deferred: only this path needs pyspark
 
+            from store.spark.frames import local_frame  # deferred: pyspark too
+
             rows = self._rows or []
             fields = [T.StructField(c, _spark_type([r[i] for r in rows])) for i, c in enumerate(self.columns)]
-            self._df = spark.createDataFrame(rows, T.StructType(fields))
+            self._df = local_frame(spark, rows, T.StructType(fields))
         return self._df
 
 

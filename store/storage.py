@@ -274,7 +274,8 @@ class Storage:
         from pyspark.sql.types import StructType  # deferred: pyspark, on the Spark path only
 
         if entry is None or not entry.segments:
-            return self.spark.createDataFrame([], StructType.fromJson(spark_json(schema)))
+            # from Arrow: an empty LocalRelation, which the optimizer prunes (no Python worker)
+            return self.spark.createDataFrame(schema.empty_table(), StructType.fromJson(spark_json(schema)))
         stored = StructType.fromJson(json.loads(entry.schema))
         paths = [self.fs.uri(s) for s in entry.segments]
         if entry.partition_by:

@@ -71,6 +71,9 @@ def spark(tmp_path_factory):
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         "spark.sql.adaptive.enabled": "false",
+        # no Python call site recorded in the JVM for every Column built (PySpark's DataFrame
+        # query context: several py4j round trips and a stack walk each)
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.local.dir": str(tmp_path_factory.mktemp("spark-local")),
     }
 
@@ -146,8 +149,10 @@ def movies_store(spark, tmp_path_factory):
 def ids_df(spark):
     """ids_df('a', 'b') -> a one-column DataFrame of vertex ids (a bound side)."""
 
+    from store.spark.frames import local_frame  # deferred: pyspark, once the session is up
+
     def make(*ids: str):
-        return spark.createDataFrame([(i,) for i in ids], "id string")
+        return local_frame(spark, [(i,) for i in ids], "id string")
 
     return make
 

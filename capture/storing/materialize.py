@@ -24,6 +24,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from capture.operators import OperatorProv, Slot
 from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID, POS, Cond, slot_conds
+from store.spark.frames import local_frame
 
 ASSOC_SCHEMA = StructType(
     [
@@ -120,7 +121,7 @@ def assoc_frame(annotated: DataFrame, slots: Iterable[Slot], complete: bool = Fa
                 rows = rows.distinct()
             out = rows if out is None else out.unionByName(rows)
     if out is None:
-        return spark.createDataFrame([], ASSOC_SCHEMA)
+        return local_frame(spark, [], ASSOC_SCHEMA)
     return out
 
 

@@ -31,6 +31,7 @@ from capture.operators import OperatorProv, OpType
 from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID
 from store.bundle import normalize
 from store.spark.bundle import SECTION_SCHEMAS
+from store.spark.frames import local_frame
 
 ITEM, DATASET, OPERATOR, RUN, PIPELINE = "Item", "Dataset", "Operator", "Run", "Pipeline"
 GSETS = {
@@ -76,8 +77,8 @@ def _datasets(spark, run: str, ops: list[OperatorProv]) -> tuple[DataFrame, Data
     by_oid = {o.oid: o for o in ops}
     outs = [(o.oid, dataset_id(run, o)) for o in ops]
     ins = [(o.oid, i, dataset_id(run, by_oid[inp.pred])) for o in ops for i, inp in enumerate(o.inputs)]
-    out_df = spark.createDataFrame(outs, "oid int, out_ds string")
-    in_df = spark.createDataFrame(ins, "oid int, input int, in_ds string")
+    out_df = local_frame(spark, outs, "oid int, out_ds string")
+    in_df = local_frame(spark, ins, "oid int, input int, in_ds string")
     return out_df, in_df
 
 
@@ -99,8 +100,8 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
         .distinct()
     )
     small = small_elements(run, pipeline, ops, run_attrs, output)
-    small_df = spark.createDataFrame(
-        [normalize("elements", i, r) for i, r in enumerate(small)], SECTION_SCHEMAS["elements"]
+    small_df = local_frame(
+        spark, [normalize("elements", i, r) for i, r in enumerate(small)], SECTION_SCHEMAS["elements"]
     )
     n = len(small)
     item_df = items.select(
@@ -126,7 +127,7 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
         "gsets": GSETS,
         "types": [],
         "elements": elements.coalesce(parts),
-        "vertices": spark.createDataFrame([], SECTION_SCHEMAS["vertices"]),
+        "vertices": local_frame(spark, [], SECTION_SCHEMAS["vertices"]),
         "edges": edges.coalesce(parts),
     }
 

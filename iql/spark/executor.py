@@ -23,6 +23,7 @@ from iql.plan import cname, out_name
 from store import schema as S
 from store.engine import Engine
 from store.spark import semantics as SEM
+from store.spark.frames import local_frame
 
 _CAST = {
     A.ValueType.STRING: "string",
@@ -91,7 +92,7 @@ class SparkExecutor(ExpressionCompiler):
                           where="source" in scan.columns, values="value" in scan.columns)
         schema = ", ".join(f"{cname(scan.source.uid, name)} {_CAST[vtype]}"
                            for name, vtype in A.TRACE_COLUMNS)
-        df = self.st.spark.createDataFrame(rows, schema)
+        df = local_frame(self.st.spark, rows, schema)
         for f in scan.filters:
             df = df.filter(self.column(f, []))
         return df

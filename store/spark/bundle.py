@@ -25,6 +25,7 @@ from store.bundle import (
 )
 from store.errors import BundleError
 from store.schema import spark_json
+from store.spark.frames import local_frame
 
 SECTION_SCHEMAS: dict[str, StructType] = {
     s: StructType.fromJson(spark_json(cols)) for s, cols in section_schemas().items()}
@@ -57,7 +58,7 @@ def _rows_df(spark, section: str, records: Any, where: str) -> DataFrame:
     if not isinstance(records, list):
         raise BundleError(f"invalid bundle {where}: section '{section}' must be a list")
     rows = [normalize(section, i, r) for i, r in enumerate(records)]
-    return spark.createDataFrame(rows, SECTION_SCHEMAS[section])
+    return local_frame(spark, rows, SECTION_SCHEMAS[section])
 
 
 def from_dict(spark, doc: Mapping[str, Any], where: str = "<dict>") -> Bundle:

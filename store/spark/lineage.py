@@ -25,6 +25,7 @@ from store.reach import (
     walk,
 )
 from store.schema import DST, EDGES, ID, PROCESS, SRC, VERTICES
+from store.spark.frames import local_frame
 from store.spark.index.layout import bucket_filter
 
 _ISIN_MAX = 2_000  # larger frontiers are joined as a DataFrame instead of an IN list
@@ -39,7 +40,7 @@ def rq_spark(scope: DataFrame, item: str, depth: int | None, forward: bool) -> t
         if len(frontier) <= _ISIN_MAX:
             hits = scope.where(F.col(key).isin(frontier))
         else:
-            keys = spark.createDataFrame([(v,) for v in frontier], [key])
+            keys = local_frame(spark, [(v,) for v in frontier], f"{key} string")
             hits = scope.join(F.broadcast(keys), key, "left_semi")
         return [(r[0], r[1], r[2]) for r in hits.select(SRC, DST, L.OP).collect()]
 
@@ -149,7 +150,7 @@ def _set_lineage(view: IndexView, ccid: str, csid: str, forward: bool) -> set[st
         if len(frontier) <= _ISIN_MAX:
             hits = deps.where(F.col(here).isin(frontier))
         else:
-            keys = deps.sparkSession.createDataFrame([(v,) for v in frontier], [here])
+            keys = local_frame(deps.sparkSession, [(v,) for v in frontier], f"{here} string")
             hits = deps.join(F.broadcast(keys), here, "left_semi")
         nxt = {r[0] for r in hits.select(there).collect()} - seen  # dedupe here: no shuffle
         seen |= nxt

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from store import schema as S
 from store import scopegraph as SG
 from store.index.scopes import ScopeFiles
+from store.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from store.store import Store
@@ -119,7 +120,7 @@ def _bound_graph(files: ScopeFiles, side: DataFrame) -> tuple[list[str], SG.Scop
 
 
 def _local_frame(st: Store, pairs: list[tuple[str, str]], names: tuple[str, str]) -> DataFrame:
-    return st.spark.createDataFrame(pairs, f"{names[0]} string, {names[1]} string")
+    return local_frame(st.spark, pairs, f"{names[0]} string, {names[1]} string")
 
 
 def _local_under(st: Store, lower: DataFrame | None, upper: DataFrame | None) -> DataFrame | None:

@@ -25,6 +25,7 @@ from store.schema import (
     VERTEX,
     VERTICES,
 )
+from store.spark.frames import local_frame
 
 
 def vertex_ids(df):
@@ -60,7 +61,7 @@ class SubgraphReader:
 
     def _ids(self, ids: Sequence[str]):
         schema = StructType([StructField(ID, StringType(), False)])
-        return F.broadcast(self.spark.createDataFrame([(i,) for i in ids], schema))
+        return F.broadcast(local_frame(self.spark, [(i,) for i in ids], schema))
 
     @staticmethod
     def _semi(df, column: str, ids):

@@ -27,6 +27,7 @@ from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructFi
 from store.errors import BundleError
 from store.schema import ELEMENTS, ID
 from store.spark.bundle import SECTION_SCHEMAS, Bundle
+from store.spark.frames import local_frame
 from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, sibling_tables
 
 
@@ -97,7 +98,7 @@ def load_triples(spark, path: str | os.PathLike[str], tables: str | os.PathLike[
                              F.trim(F.col(TABLE).cast("string")).alias(TABLE))
                     .where(F.col(TABLE).isNotNull() & (F.col(TABLE) != "")))
     if not maps:
-        return triples, spark.createDataFrame([], f"{ITEM} string, {TABLE} string")
+        return triples, local_frame(spark, [], f"{ITEM} string, {TABLE} string")
     mapping = maps[0]
     for m in maps[1:]:
         mapping = mapping.unionByName(m)
@@ -152,7 +153,7 @@ def triples_bundle(spark, triples: DataFrame, mapping: DataFrame, existing: Data
         no_idx.alias("idx"), F.col("src"), F.col("op").alias("process"),
         F.col("dst"), F.lit(None).cast("string").alias("problem"),
     )
-    vertices = spark.createDataFrame([], SECTION_SCHEMAS["vertices"])
+    vertices = local_frame(spark, [], SECTION_SCHEMAS["vertices"])
     return Bundle(GSETS, [], elements, vertices, edges, source=source)
 
 

@@ -29,6 +29,7 @@ from store.model import (
 )
 from store.schema import DATA, ELEM, GRANULARITY, ID, KIND
 from store.spark.bundle import Bundle
+from store.spark.frames import local_frame
 
 
 @dataclass
@@ -126,12 +127,13 @@ def _resolve_types(bundle: Bundle, catalog: Catalog) -> tuple[DataFrame, list[Da
             rows.append((names, is_list, info.key, info.kind, len(info.granularities)))
         else:
             errors.append((names, is_list, reason))
-    mapping = spark.createDataFrame(
+    mapping = local_frame(
+        spark,
         rows, "type array<string>, type_is_list boolean, tkey string, tkind string, ce_size int")
     vt = bundle.vertices.join(F.broadcast(mapping), ["type", "type_is_list"], "left")
     errs = []
     if errors:
-        emap = spark.createDataFrame(errors, "type array<string>, type_is_list boolean, reason string")
+        emap = local_frame(spark, errors, "type array<string>, type_is_list boolean, reason string")
         bad = bundle.vertices.join(F.broadcast(emap), ["type", "type_is_list"])
         errs.append(_errors("vertices", "types", bad, ID, F.col("reason")))
     return vt, errs

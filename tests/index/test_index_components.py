@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from support.lineage_reference import random_graphs, union_find
 
+from store.spark.frames import local_frame
 from store.spark.index.components import COMPONENT, CCEngine, connected_components
 from store.spark.session import graphframes_available
 
@@ -13,8 +14,8 @@ from store.spark.session import graphframes_available
 def batch(spark):
     triples, tables = random_graphs(seed=7, count=40)
     ids = sorted(tables) + ["lonely"]  # a vertex without any edge
-    vdf = spark.createDataFrame([(v,) for v in ids], ["id"])
-    edf = spark.createDataFrame([(s, d) for s, d, _ in triples], ["src", "dst"])
+    vdf = local_frame(spark, [(v,) for v in ids], "id string")
+    edf = local_frame(spark, [(s, d) for s, d, _ in triples], "src string, dst string")
     return ids, [(s, d) for s, d, _ in triples], vdf, edf
 
 

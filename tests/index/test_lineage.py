@@ -12,6 +12,7 @@ from support.lineage_reference import TABLE6, THETA, reference_lineage, shared_i
 from store.engine import Engine
 from store.errors import UserError
 from store.lineage import Method, component_members, lineage
+from store.spark.frames import local_frame
 from store.spark.lineage import IndexView, view_lineage
 from store.store import Store
 
@@ -139,7 +140,7 @@ def test_both_engines_give_the_same_lineage(spark, root, frames):
 def test_an_index_view_of_dataframes_answers_like_the_store(spark, root, frames):
     """The in-memory IndexView (unbucketed DataFrames) takes the Spark path."""
     triples, tables, fr, tdf = frames
-    known = spark.createDataFrame([(v,) for v in sorted(tables)], ["id"])
+    known = local_frame(spark, [(v,) for v in sorted(tables)], "id string")
     view = IndexView(tdf, fr.nodes, fr.triples, fr.setdeps, known=known)
     st = Store.open(root, spark=spark, engine="local")
     for item, method in (("8", Method.CS), ("p23", Method.CC), ("4", Method.RQ)):

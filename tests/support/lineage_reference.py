@@ -105,11 +105,12 @@ def shared_index(spark):
     """(triples, tables, IndexFrames) for batch_triples(), computed once per test session."""
     if "frames" not in _CACHE:
         from store.index import CCEngine, IndexParams
+        from store.spark.frames import local_frame
         from store.spark.index.build import compute_index
 
         triples, tables = batch_triples()
-        tdf = spark.createDataFrame(triples, ["src", "dst", "op"])
-        tab = spark.createDataFrame(sorted(tables.items()), ["id", "table"])
+        tdf = local_frame(spark, triples, "src string, dst string, op string")
+        tab = local_frame(spark, sorted(tables.items()), "id string, table string")
         frames = compute_index(tdf, tab, IndexParams(theta=THETA, engine=CCEngine.STARS))
         _CACHE["frames"] = (triples, tables, frames, tdf)
     return _CACHE["frames"]

@@ -12,6 +12,7 @@ from support.strategies import SPARK_EXAMPLES
 
 from capture.tracing.pattern import match, parse_pattern
 from capture.tracing.spark.compile import docs_schema, match_column, match_docs, prepare_match
+from store.spark.frames import local_frame
 
 LP = {"user": {"id_str": "lp", "name": "Lisa Paul"},
       "tweets": [{"text": "Hello @ls"}, {"text": "Hello World"}, {"text": "Hello World"}, {"text": "Hello @lp"}]}
@@ -32,7 +33,7 @@ PATTERNS = [
 
 
 def _compare_all(spark, items, patterns):
-    docs = spark.createDataFrame([(i, json.dumps(d)) for i, d in enumerate(items)], "id long, doc string")
+    docs = local_frame(spark, [(i, json.dumps(d)) for i, d in enumerate(items)], "id long, doc string")
     schema = docs_schema(docs)
     cols, names = [], []
     for k, text in enumerate(patterns):
@@ -53,7 +54,7 @@ def test_every_pattern_form_agrees_with_the_python_matcher(spark):
 
 
 def test_trace_matching_is_compiled_and_finds_the_running_example(spark):
-    docs = spark.createDataFrame([(i, json.dumps(d)) for i, d in enumerate(ITEMS)], "id long, doc string")
+    docs = local_frame(spark, [(i, json.dumps(d)) for i, d in enumerate(ITEMS)], "id long, doc string")
     prep = prepare_match(docs, PATTERNS[0])
     assert prep.plan.compiled and prep.column is not None
     assert "no Python worker" in "\n".join(prep.plan.describe())
@@ -161,7 +162,7 @@ def test_stored_result_columns_match_like_their_json(spark):
     rows = [(1, "lp", 3, 1.5, ["a", "b"], [("x", 2)], datetime.date(2024, 5, 1), {"k": 1}),
             (2, "jm", None, 2.0, None, [("y", 5), ("x", 7)], None, {}),
             (3, None, 4, -1.0, [], [], datetime.date(2023, 1, 2), None)]
-    df = spark.createDataFrame(rows, "__strata_id_1 long, id_str string, n int, x double, tags array<string>, "
+    df = local_frame(spark, rows, "__strata_id_1 long, id_str string, n int, x double, tags array<string>, "
                                      "m array<struct<k:string,v:int>>, d date, props map<string,int>")
     df = df.select("__strata_id_1", F.struct("id_str", "n").alias("user"), "x", "tags", "m", "d", "props")
     visible = ["user", "x", "tags", "m", "d"]

@@ -20,6 +20,7 @@ from store.index.scopes import (
     source_segments,
     union_find,
 )
+from store.spark.frames import local_frame
 from store.spark.index.components import checkpoint, connected_components
 from store.spark.index.layout import bucket_of, write_index_table
 
@@ -34,7 +35,7 @@ def _root_labels(spark, roots: DataFrame, links: DataFrame, engine: CCEngine) ->
     rows = links.limit(DRIVER_LINKS + 1).collect()
     if len(rows) <= DRIVER_LINKS:
         labels = union_find((r[0], r[1]) for r in rows)
-        return spark.createDataFrame(sorted(labels.items()), "root string, scope string")
+        return local_frame(spark, sorted(labels.items()), "root string, scope string")
     cc = connected_components(roots.select(F.col("root").alias(S.ID)),
                               links.select(F.col("a").alias(S.SRC), F.col("b").alias(S.DST)), engine)
     return cc.select(F.col(S.ID).alias("root"), F.col("component").alias(SCOPE))

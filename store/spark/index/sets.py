@@ -20,6 +20,7 @@ from store.index.layout import CCID, CSID, DST_CSID, LEVEL, SPLIT, SRC_CSID, TAB
 from store.index.params import CCEngine
 from store.index.splits import SplitRow
 from store.schema import DST, ID, SRC
+from store.spark.frames import local_frame
 from store.spark.index.components import COMPONENT, checkpoint, connected_components
 
 _GROUP = "grp"
@@ -56,7 +57,7 @@ def partition_sets(
         )
     ]
     active = nodes.join(large, CCID, "left_semi").select(ID, TABLE, F.col(CCID).alias(_GROUP))
-    plan = spark.createDataFrame([(r.table, r.level, r.split, r.leaf) for r in rows], _SPLIT_SCHEMA)
+    plan = local_frame(spark, [(r.table, r.level, r.split, r.leaf) for r in rows], _SPLIT_SCHEMA)
     max_level = max((r.level for r in rows), default=0)
     pairs = triples.select(SRC, DST)
     for level in range(1, max_level + 1):

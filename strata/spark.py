@@ -1,7 +1,7 @@
 """The application's SparkSession: the store's defaults (store/spark/session.py) plus capture's JVM classes.
 
 The CLI, the REPL and the benchmarks start Spark here, so the session they start has capture's
-jar (capture/jvm, when built) on `spark.jars`: JSON item ids that keep filter pushdown, and the
+jar (capture/jvm, built on first use) on `spark.jars`: JSON item ids that keep filter pushdown, and the
 one-pass writer of a captured result's hidden columns (docs/capture.md).
 """
 
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from capture.jvm import built_jar
+from capture.jvm import ensure_jar
 from store.spark import session
 
 
 def capture_jars() -> tuple[str, ...]:
-    """Capture's jar for the installed PySpark, if it is built (none otherwise)."""
-
-    jar = built_jar()
+    """Capture's jar for the installed PySpark, built on first use (none when it cannot be)."""
+    jar = ensure_jar()
     return (jar,) if jar else ()
 
 

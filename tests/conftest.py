@@ -107,6 +107,28 @@ def store_path(tmp_path):
 
 
 @pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory):
+    """(wheel, folder): Strata built as a wheel and installed into a folder of its own (no
+    dependencies), as a user's `pip install` lays it out; built once per session."""
+    import importlib.util
+    import subprocess
+
+    tmp = tmp_path_factory.mktemp("wheel")
+    # Without the `wheel` package in the venv, let pip build in an isolated environment
+    # (it installs setuptools and wheel there from the package index).
+    isolation = [] if importlib.util.find_spec("wheel") is None else ["--no-build-isolation"]
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", *isolation, "-q", "-w", str(tmp / "dist")],
+        capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stderr
+    (wheel,) = (tmp / "dist").glob("strata_prov-*.whl")
+    target = tmp / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True)
+    return wheel, target
+
+
+@pytest.fixture(scope="session")
 def examples_dir():
     return ROOT / "examples"
 

@@ -7,11 +7,14 @@
   result's visible columns to the user's output and its hidden columns into the store in one pass,
   with no row leaving the JVM (docs/capture.md, "Commit").
 
-They are compiled against the installed PySpark's jars into ``build/jvm/`` (``make`` does it:
-``python -m capture.jvm``), one jar per Spark version, and :func:`strata.spark.get_session` puts
-that jar on the classpath of the Spark it starts. Without the jar (no ``javac``, or a SparkSession
-started elsewhere) JSON items get positional ids, as CSV items and tracked DataFrames do, and the
-hidden columns cross to Python through Arrow (capture/storing/tee.py).
+They are compiled against the installed PySpark's jars, one jar per Spark version: in a source
+checkout into ``build/jvm/`` (``make`` does it: ``python -m capture.jvm``), in an installed package
+(the Java sources ship in the wheel) into the user's cache, ``$STRATA_JVM_CACHE`` or
+``$XDG_CACHE_HOME/strata/jvm`` (``~/.cache/strata/jvm``), the first time Strata starts Spark
+(:func:`ensure_jar`, a few seconds, said on stderr). :func:`strata.spark.get_session` puts that jar
+on the classpath of the Spark it starts. Without the jar (no JDK's ``javac``: said on stderr once,
+or a SparkSession started elsewhere) JSON items get positional ids, as CSV items and tracked
+DataFrames do, and the hidden columns cross to Python through Arrow (capture/storing/tee.py).
 """
 
 from __future__ import annotations
@@ -31,7 +34,19 @@ SPLIT_FOLDER = "strata.hidden.folder"
 SPLIT_ROWS = "strata.hidden.rowGroupRows"
 SPLIT_BYTES = "strata.hidden.rowGroupBytes"
 SOURCES = tuple(sorted((Path(__file__).resolve().parent / "io" / "strata" / "capture").glob("*.java")))
-BUILD = Path(__file__).resolve().parents[2] / "build" / "jvm"
+_CHECKOUT = Path(__file__).resolve().parents[2]  # the source tree's root, when run from one
+_warned = False
+
+
+def build_dir() -> Path:
+    """``build/jvm`` of a source checkout; else the user's cache (module docstring)."""
+    if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "capture" / "jvm").is_dir():
+        return _CHECKOUT / "build" / "jvm"
+    given = os.environ.get("STRATA_JVM_CACHE")
+    if given:
+        return Path(given)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "strata" / "jvm"
 
 
 def _spark_version() -> str:
@@ -42,7 +57,7 @@ def _spark_version() -> str:
 
 def jar_path() -> Path:
     """Where the jar for the installed PySpark lives (whether or not it was built)."""
-    return BUILD / f"strata-capture-spark{_spark_version()}.jar"
+    return build_dir() / f"strata-capture-spark{_spark_version()}.jar"
 
 
 def built_jar() -> str | None:
@@ -63,13 +78,36 @@ def build() -> Path:
     jars = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
     out = jar_path()
     out.parent.mkdir(parents=True, exist_ok=True)
+    if not SOURCES:
+        raise RuntimeError(f"the Java sources are missing from {Path(__file__).parent}")
     with tempfile.TemporaryDirectory() as classes:
         subprocess.run([javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, *map(str, SOURCES)],
-                       check=True)
-        tmp = out.with_suffix(".tmp")
-        subprocess.run([jar_tool, "cf", str(tmp), "-C", classes, "."], check=True)
+                       check=True, capture_output=True, text=True)
+        fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=out.parent)  # one per process: builds may race
+        os.close(fd)
+        subprocess.run([jar_tool, "cf", tmp, "-C", classes, "."], check=True)
         os.replace(tmp, out)  # a half-written jar is never found
     return out
+
+
+def ensure_jar() -> str | None:
+    """The jar for the installed PySpark, built first if it is missing or older than its sources;
+    None (said once on stderr) when it cannot be built."""
+    global _warned
+    jar = built_jar()
+    if jar or _warned:
+        return jar
+    print(f"strata: building Strata's JVM classes for Spark {_spark_version()} into {build_dir()} "
+          "(once; a few seconds)", file=sys.stderr)
+    try:
+        return str(build())
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+        _warned = True
+        detail = (getattr(e, "stderr", None) or str(e)).strip().splitlines()
+        print(f"strata: note: Strata's JVM classes are not available ({detail[-1] if detail else e}); "
+              "JSON inputs get positional ids (file#row, not file:line) and captured results cross "
+              "to Python to be stored. Install a JDK 17+ (javac) to have them.", file=sys.stderr)
+        return None
 
 
 def available(spark, name: str = CLASS) -> bool:

@@ -8,7 +8,6 @@ import sys
 import zipfile
 
 import pytest
-from support.paths import ROOT
 
 
 def test_grammar_loads_as_package_data():
@@ -21,24 +20,10 @@ def test_grammar_loads_as_package_data():
 
 
 @pytest.mark.slow
-def test_grammar_is_in_the_wheel_and_parses_when_installed(tmp_path):
-    import importlib.util
-
-    # Without the `wheel` package in the venv, let pip build in an isolated environment
-    # (it installs setuptools and wheel there from the package index).
-    isolation = [] if importlib.util.find_spec("wheel") is None else ["--no-build-isolation"]
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", *isolation,
-         "-q", "-w", str(tmp_path / "dist")],
-        capture_output=True, text=True, check=False,
-    )
-    assert build.returncode == 0, build.stderr
-    (wheel,) = (tmp_path / "dist").glob("strata_prov-*.whl")
+def test_grammar_is_in_the_wheel_and_parses_when_installed(installed_wheel, tmp_path):
+    wheel, target = installed_wheel
     names = zipfile.ZipFile(wheel).namelist()
     assert "grammar/iql.lark" in names and "grammar/pattern.lark" in names
-    target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
-                    str(target), str(wheel)], check=True, capture_output=True)
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import sys\n"  # noqa: S608 - a Python probe script, not SQL

@@ -69,7 +69,7 @@ def local_frame(spark: SparkSession, rows: Iterable[Any], schema: T.StructType |
     if struct is None or not _arrow_safe(struct):
         return spark.createDataFrame(rows, schema)
     import pyarrow as pa  # deferred: pyarrow comes with pyspark's Arrow support, loaded on first use
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.pandas.types import to_arrow_schema  # deferred: with pyarrow, on first use
 
     arrow = to_arrow_schema(struct)
     columns = []

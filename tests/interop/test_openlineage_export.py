@@ -19,8 +19,8 @@ from store.interop.openlineage import validate_event
 from strata.cli import main
 
 
-def op(oid, type_, inputs=(), manipulated=(), dataset=None):
-    return {"oid": oid, "type": type_, "dataset": dataset,
+def op(oid, type_, inputs=(), manipulated=(), dataset=None, detail=None):
+    return {"oid": oid, "type": type_, "dataset": dataset, "detail": detail,
             "inputs": [{"input": i, "pred": p, "accessed": a} for i, p, a in inputs],
             "manipulated": None if manipulated is None
             else [{"input": i, "src": s, "dst": d} for i, s, d in manipulated]}
@@ -72,6 +72,28 @@ def test_join_keys_are_indirect_join():
     ops = [op(1, "source", dataset="l"), op(2, "source", dataset="r"),
            op(3, "join", [(0, 1, ["id"]), (1, 2, ["rid"])], [(0, "a", "a")])]
     assert column_lineage(ops, 3, ["a"])[1] == [("l", "id", "JOIN"), ("r", "rid", "JOIN")]
+
+
+def test_grouping_keys_are_not_aggregations():
+    """A grouping key's value is its rows' one value (OpenLineage: AGGREGATION is a value made from
+    several rows): `groupBy(col("user.id_str").alias("user"))` gives user ← user.id_str
+    TRANSFORMATION (a rename), as OpenLineage's Spark listener says; and an aggregate named as its
+    input (`max(x) AS x`) is AGGREGATION, not a grouping key. Capture keeps each grouping
+    expression as a column named after it; Spark's Aggregate node in `detail` names them."""
+    ops = [op(1, "source", dataset="t"),
+           op(2, "aggregation", [(0, 1, ["user.id_str", "text", "x"])],
+              [(0, "user.id_str", "user.id_str"), (0, "user.id_str", "user"), (0, "text", "texts.[pos]"),
+               (0, "x", "x")],
+              detail="Aggregate [user#10.id_str], [user#10.id_str AS user.id_str#38, user#10.id_str AS user#12, "
+                     "collect_list(text#9, 0, 0, true) AS texts#13, max(x#3L) AS x#14L]")]
+    direct, indirect = column_lineage(ops, 2, ["user", "texts", "texts.[pos]", "x"])
+    assert direct["user"] == [("t", "user.id_str", "TRANSFORMATION")]
+    assert direct["texts"] == [("t", "text", "AGGREGATION")]
+    assert direct["x"] == [("t", "x", "AGGREGATION")]
+    assert indirect == [("t", "user.id_str", "GROUP_BY")]
+    # without Spark's node (distinct): every column is a key, kept as itself
+    dedup = [op(1, "source", dataset="t"), op(2, "aggregation", [(0, 1, ["a"])], [(0, "a", "a")], detail="distinct(a)")]
+    assert column_lineage(dedup, 2, ["a"]) == ({"a": [("t", "a", "IDENTITY")]}, [("t", "a", "GROUP_BY")])
 
 
 def test_nested_names_and_schema_facet():

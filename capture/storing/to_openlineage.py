@@ -3,10 +3,11 @@
 `column_lineage(operators, result_oid, outputs)` is the pure core (docs/openlineage.md, "Export"):
 for each output field it follows the manipulated paths (Pebble's M) from the result back to the
 sources — the field's *contributing* input fields, exported as DIRECT (IDENTITY where the path
-keeps its name all the way, AGGREGATION through an aggregate, TRANSFORMATION otherwise) — and
-it collects the accessed paths of filters, joins, grouping keys and sorts — the *influencing*
-input fields, exported as INDIRECT (FILTER, JOIN, GROUP_BY, SORT) in the facet's dataset-level
-list, as they influence every field of the output. Paths are dotted field names: Pebble's array
+keeps its name all the way, AGGREGATION through an aggregate function, not a grouping key,
+TRANSFORMATION otherwise) — and it collects the accessed paths of filters, joins, grouping keys,
+sorts and windows' partition and order keys — the *influencing* input fields, exported as
+INDIRECT (FILTER, JOIN, GROUP_BY, SORT, WINDOW) in the facet's dataset-level list, as they
+influence every field of the output. Paths are dotted field names: Pebble's array
 steps (`[pos]`, `[n]`) are left out (`tweets.[pos].text` is `tweets.text`).
 
 `run_events(store, run)` reads a committed run (capture_runs, capture_operators, the result's
@@ -112,9 +113,10 @@ def column_lineage(operators: Iterable[dict[str, Any]], result_oid: int, outputs
         direct[field_name(path)] = sorted((ds, f, k) for (ds, f), k in best.items())
     indirect: set[tuple[str, str, str]] = set()
     for op in ops.reachable(result_oid):
-        subtype = INDIRECT_BY_TYPE.get(op["type"])
+        window = (op.get("method") or "").startswith("window.")  # a window's partition, frames, join
+        subtype = "WINDOW" if window else INDIRECT_BY_TYPE.get(op["type"])
         for inp in op["inputs"] if subtype else ():
-            for path in _influencing(op, inp):
+            for path in inp["accessed"] or () if window else _influencing(op, inp):
                 indirect.update((ds, field_name(src), subtype) for ds, src, _ in ops.back(inp["pred"], path))
     return direct, sorted(indirect)
 

@@ -96,6 +96,20 @@ def test_grouping_keys_are_not_aggregations():
     assert column_lineage(dedup, 2, ["a"]) == ({"a": [("t", "a", "IDENTITY")]}, [("t", "a", "GROUP_BY")])
 
 
+def test_window_keys_are_indirect_window():
+    """A window is recorded as an aggregation of the partition joined to each row (docs/capture.md,
+    "Window"): its partition and order keys are OpenLineage's INDIRECT/WINDOW, not JOIN or GROUP_BY."""
+    ops = [op(1, "source", dataset="e"),
+           op(2, "aggregation", [(0, 1, ["user", "ts"])], [(0, "user", "_strata_w0"), (0, "ts", "_strata_w1")]),
+           op(3, "join", [(0, 1, ["user"]), (1, 2, ["_strata_w0"])], [(0, "user", "user"), (0, "ts", "ts")]),
+           op(4, "select", [(0, 3, ["user", "ts", "_strata_w0", "_strata_w1"])],
+              [(0, "user", "user"), (0, "ts", "ts"), (0, "user", "rn"), (0, "ts", "rn")])]
+    ops[1]["method"], ops[2]["method"], ops[3]["method"] = "window.partition", "window.join", "window"
+    direct, indirect = column_lineage(ops, 4, ["user", "rn"])
+    assert indirect == [("e", "ts", "WINDOW"), ("e", "user", "WINDOW")]
+    assert direct["rn"] == [("e", "ts", "TRANSFORMATION"), ("e", "user", "TRANSFORMATION")]
+
+
 def test_nested_names_and_schema_facet():
     assert field_name("tweets.[pos].text") == "tweets.text" and field_name("a.[3].b") == "a.b"
     assert schema_facet(["user.id", "user.name", "x"])["fields"] == [

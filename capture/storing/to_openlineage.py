@@ -71,8 +71,10 @@ class _Ops:
             for src, dst, new in hits:
                 if op["type"] == "aggregation" and (src, dst) not in keys:
                     step = AGGREGATION  # an aggregate's value, even one named as its input (max(x) AS x)
+                elif src == dst or (op["type"] == "flatten" and src.endswith(".[pos]")):
+                    step = IDENTITY  # kept, or an array's element as it is (not a computed array's)
                 else:  # a grouping key's value is its rows' one value, as any other operator's
-                    step = IDENTITY if src == dst or op["type"] == "flatten" else TRANSFORMATION
+                    step = TRANSFORMATION
                 yield from self.back(inp["pred"], new, _stronger(kind, step))
 
     def reachable(self, oid: int) -> list[dict[str, Any]]:

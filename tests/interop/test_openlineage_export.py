@@ -96,6 +96,18 @@ def test_grouping_keys_are_not_aggregations():
     assert column_lineage(dedup, 2, ["a"]) == ({"a": [("t", "a", "IDENTITY")]}, [("t", "a", "GROUP_BY")])
 
 
+def test_flattening_a_computed_array_transforms():
+    """explode(lines) keeps each element as it is (IDENTITY); explode(split(lower(value))) makes
+    words out of the value (TRANSFORMATION, as OpenLineage's Spark listener says); a column renamed
+    beside the explode is a rename, TRANSFORMATION like any other (word_count, explode_outer_struct)."""
+    ops = [op(1, "source", dataset="o"),
+           op(2, "flatten", [(0, 1, ["lines.[pos]", "value", "customer.id"])],
+              [(0, "lines.[pos]", "l"), (0, "value", "word"), (0, "customer.id", "cid")])]
+    direct, _ = column_lineage(ops, 2, ["l.sku", "word", "cid"])
+    assert direct == {"l.sku": [("o", "lines.sku", "IDENTITY")], "word": [("o", "value", "TRANSFORMATION")],
+                      "cid": [("o", "customer.id", "TRANSFORMATION")]}
+
+
 def test_window_keys_are_indirect_window():
     """A window is recorded as an aggregation of the partition joined to each row (docs/capture.md,
     "Window"): its partition and order keys are OpenLineage's INDIRECT/WINDOW, not JOIN or GROUP_BY."""

@@ -68,7 +68,7 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
 	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
-	@echo "  make openlineage-jar && $(BIN)/python benchmarks/bench_ol_listener.py --reps 3 --work benchmarks/out/ol-listener"
+	@echo "  make openlineage-jar && $(BIN)/python benchmarks/bench_ol_listener.py --reps 2 --work benchmarks/out/ol-listener"
 
 style: $(STAMP)
 	$(BIN)/ruff check store iql capture grammar strata tests benchmarks

@@ -15,9 +15,9 @@ and repetition):
              transport (one JSON Lines file per run);
 * capture  — `strata --store S --master M capture -- job.py ARGS` (a new store per run).
 
-Per job: the median wall time of the whole process (JVM start included) and its ratio to plain,
-the same above `startup` (the job's own time: wall − the mode's startup wall), and the peak RSS
-of the process tree (python driver + JVM + python workers; sampled every 0.1 s from /proc).
+Per job and in total: the median wall time of the whole process (JVM start included; `startup`
+shows that fixed part) and its ratios to plain and to the listener, and the peak RSS of the
+process tree (python driver + JVM + python workers; sampled every 0.1 s from /proc).
 
 Then the column lineage of the first repetition: Strata's (`strata export openlineage` of the
 captured runs) against the listener's columnLineage facets, per output dataset and field (outputs

@@ -68,9 +68,25 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
 	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
+	@echo "  make openlineage-jar && $(BIN)/python benchmarks/bench_ol_listener.py --reps 2 --work benchmarks/out/ol-listener"
 
 style: $(STAMP)
 	$(BIN)/ruff check store iql capture grammar strata tests benchmarks
 
 clean:
 	rm -rf $(VENV) .strata-demo .pytest_cache build *.egg-info
+
+# OpenLineage's Spark listener, for benchmarks/bench_ol_listener.py and tests/interop/test_ol_listener.py
+# (docs/openlineage.md): the version pinned in benchmarks/jvm/pom.xml, fetched from Maven Central
+# into build/jvm/openlineage/ (git ignores build/). MVN_FLAGS: e.g. -s settings.xml for a mirror.
+OL_JARS   := build/jvm/openlineage
+MVN_FLAGS ?=
+.PHONY: openlineage-jar
+openlineage-jar:
+	@command -v mvn >/dev/null 2>&1 || { \
+	  echo "error: mvn not found; it fetches the OpenLineage listener jar (Debian: apt-get install maven)." >&2; exit 2; }
+	@mvn -q $(MVN_FLAGS) -f benchmarks/jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(OL_JARS) \
+	  || { echo "error: could not fetch io.openlineage:openlineage-spark_2.13 (pinned in benchmarks/jvm/pom.xml)" \
+	       "from Maven Central: offline? Give a reachable mirror with MVN_FLAGS='-s settings.xml', or copy" \
+	       "the jar into $(OL_JARS)/ by hand." >&2; exit 2; }
+	@ls $(OL_JARS)/openlineage-spark_2.13-*.jar

@@ -3,10 +3,11 @@
 `column_lineage(operators, result_oid, outputs)` is the pure core (docs/openlineage.md, "Export"):
 for each output field it follows the manipulated paths (Pebble's M) from the result back to the
 sources — the field's *contributing* input fields, exported as DIRECT (IDENTITY where the path
-keeps its name all the way, AGGREGATION through an aggregate, TRANSFORMATION otherwise) — and
-it collects the accessed paths of filters, joins, grouping keys and sorts — the *influencing*
-input fields, exported as INDIRECT (FILTER, JOIN, GROUP_BY, SORT) in the facet's dataset-level
-list, as they influence every field of the output. Paths are dotted field names: Pebble's array
+keeps its name all the way, AGGREGATION through an aggregate function, not a grouping key,
+TRANSFORMATION otherwise) — and it collects the accessed paths of filters, joins, grouping keys,
+sorts and windows' partition and order keys — the *influencing* input fields, exported as
+INDIRECT (FILTER, JOIN, GROUP_BY, SORT, WINDOW) in the facet's dataset-level list, as they
+influence every field of the output. Paths are dotted field names: Pebble's array
 steps (`[pos]`, `[n]`) are left out (`tweets.[pos].text` is `tweets.text`).
 
 `run_events(store, run)` reads a committed run (capture_runs, capture_operators, the result's
@@ -18,6 +19,7 @@ so ingesting the events again lands on the captured run's own `dataset:<name>` e
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -65,9 +67,14 @@ class _Ops:
             hits = list(_match(mine, path))
             if not hits and op["type"] in PASS_THROUGH:
                 hits = [(path, path, path)]
+            keys = grouping_keys(op, mine) if op["type"] == "aggregation" else set()
             for src, dst, new in hits:
-                step = IDENTITY if src == dst or op["type"] == "flatten" else (
-                    AGGREGATION if op["type"] == "aggregation" else TRANSFORMATION)
+                if op["type"] == "aggregation" and (src, dst) not in keys:
+                    step = AGGREGATION  # an aggregate's value, even one named as its input (max(x) AS x)
+                elif src == dst or (op["type"] == "flatten" and src.endswith(".[pos]")):
+                    step = IDENTITY  # kept, or an array's element as it is (not a computed array's)
+                else:  # a grouping key's value is its rows' one value, as any other operator's
+                    step = TRANSFORMATION
                 yield from self.back(inp["pred"], new, _stronger(kind, step))
 
     def reachable(self, oid: int) -> list[dict[str, Any]]:
@@ -108,22 +115,72 @@ def column_lineage(operators: Iterable[dict[str, Any]], result_oid: int, outputs
         direct[field_name(path)] = sorted((ds, f, k) for (ds, f), k in best.items())
     indirect: set[tuple[str, str, str]] = set()
     for op in ops.reachable(result_oid):
-        subtype = INDIRECT_BY_TYPE.get(op["type"])
+        window = (op.get("method") or "").startswith("window.")  # a window's partition, frames, join
+        subtype = "WINDOW" if window else INDIRECT_BY_TYPE.get(op["type"])
         for inp in op["inputs"] if subtype else ():
-            for path in _influencing(op, inp):
+            for path in inp["accessed"] or () if window else _influencing(op, inp):
                 indirect.update((ds, field_name(src), subtype) for ds, src, _ in ops.back(inp["pred"], path))
     return direct, sorted(indirect)
 
 
 def _influencing(op: dict[str, Any], inp: dict[str, Any]) -> list[str]:
     """The accessed paths of one input that only influence: all of a filter's, join's or sort's;
-    an aggregation's grouping keys (kept as themselves, or accessed and never aggregated)."""
+    an aggregation's grouping keys (or accessed and never aggregated)."""
     accessed = inp["accessed"] or []
     if op["type"] != "aggregation":
         return list(accessed)
     pairs = [p for p in op["manipulated"] or () if p["input"] == inp["input"]]
-    aggregated = {p["src"] for p in pairs if p["src"] != p["dst"]}
-    return sorted({p["src"] for p in pairs if p["src"] == p["dst"]} | (set(accessed) - aggregated))
+    keys = grouping_keys(op, pairs)
+    aggregated = {p["src"] for p in pairs if (p["src"], p["dst"]) not in keys}
+    return sorted({src for src, _ in keys} | (set(accessed) - aggregated))
+
+
+_EXPR_ID = re.compile(r"#\d+L?")
+
+
+def grouping_keys(op: dict[str, Any], pairs: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The (src, dst) pairs of an aggregation's M that carry a grouping key's value, as opposed
+    to an aggregate's: those whose dst is a column the node's grouping expressions make, read
+    from Spark's node in `detail` (`Aggregate [user#10.id_str], [user#10.id_str AS user#12,
+    max(x#3) AS x#13]`: `user.id_str → user` is a key's, `x → x` an aggregate's). Without that
+    node (distinct, dropDuplicates: every column is a key) the pairs that keep their name."""
+    node = _aggregate_node(op.get("detail") or "")
+    if node is None:
+        return {(p["src"], p["dst"]) for p in pairs if p["src"] == p["dst"]}
+    grouping, outputs = node
+    columns = grouping | {name for expr, name in outputs if expr in grouping}
+    return {(p["src"], p["dst"]) for p in pairs if p["dst"] in columns}
+
+
+def _aggregate_node(detail: str) -> tuple[set[str], list[tuple[str, str]]] | None:
+    """Spark's `Aggregate [grouping...], [output...]` node string as the grouping expressions and
+    the (expression, name) outputs, expression ids left out (`user#10.id_str` is `user.id_str`);
+    None if `detail` is not one. An output list cut short by Spark keeps the outputs before the cut."""
+    if not detail.startswith("Aggregate ["):
+        return None
+    lists: list[list[str]] = []
+    cur, depth = "", 0
+    for ch in detail[len("Aggregate"):]:
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 1 and ch == "[":
+            lists.append([])
+            cur = ""
+        elif depth == 0 and ch == "]":
+            lists[-1].append(cur)
+        elif depth == 1 and ch == ",":
+            lists[-1].append(cur)
+            cur = ""
+        elif depth >= 1:
+            cur += ch
+    if not lists:
+        return None
+    clean = [[_EXPR_ID.sub("", x).strip() for x in group] for group in lists]
+    grouping = {x for x in clean[0] if x}
+    outputs = []
+    for x in clean[1] if len(clean) > 1 else ():
+        expr, sep, name = x.rpartition(" AS ")
+        outputs.append((expr, name) if sep else (x, x))
+    return grouping, outputs
 
 
 # ---------------------------------------------------------------------------- events

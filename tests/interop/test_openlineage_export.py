@@ -19,8 +19,8 @@ from store.interop.openlineage import validate_event
 from strata.cli import main
 
 
-def op(oid, type_, inputs=(), manipulated=(), dataset=None):
-    return {"oid": oid, "type": type_, "dataset": dataset,
+def op(oid, type_, inputs=(), manipulated=(), dataset=None, detail=None):
+    return {"oid": oid, "type": type_, "dataset": dataset, "detail": detail,
             "inputs": [{"input": i, "pred": p, "accessed": a} for i, p, a in inputs],
             "manipulated": None if manipulated is None
             else [{"input": i, "src": s, "dst": d} for i, s, d in manipulated]}
@@ -72,6 +72,54 @@ def test_join_keys_are_indirect_join():
     ops = [op(1, "source", dataset="l"), op(2, "source", dataset="r"),
            op(3, "join", [(0, 1, ["id"]), (1, 2, ["rid"])], [(0, "a", "a")])]
     assert column_lineage(ops, 3, ["a"])[1] == [("l", "id", "JOIN"), ("r", "rid", "JOIN")]
+
+
+def test_grouping_keys_are_not_aggregations():
+    """A grouping key's value is its rows' one value (OpenLineage: AGGREGATION is a value made from
+    several rows): `groupBy(col("user.id_str").alias("user"))` gives user ← user.id_str
+    TRANSFORMATION (a rename), as OpenLineage's Spark listener says; and an aggregate named as its
+    input (`max(x) AS x`) is AGGREGATION, not a grouping key. Capture keeps each grouping
+    expression as a column named after it; Spark's Aggregate node in `detail` names them."""
+    ops = [op(1, "source", dataset="t"),
+           op(2, "aggregation", [(0, 1, ["user.id_str", "text", "x"])],
+              [(0, "user.id_str", "user.id_str"), (0, "user.id_str", "user"), (0, "text", "texts.[pos]"),
+               (0, "x", "x")],
+              detail="Aggregate [user#10.id_str], [user#10.id_str AS user.id_str#38, user#10.id_str AS user#12, "
+                     "collect_list(text#9, 0, 0, true) AS texts#13, max(x#3L) AS x#14L]")]
+    direct, indirect = column_lineage(ops, 2, ["user", "texts", "texts.[pos]", "x"])
+    assert direct["user"] == [("t", "user.id_str", "TRANSFORMATION")]
+    assert direct["texts"] == [("t", "text", "AGGREGATION")]
+    assert direct["x"] == [("t", "x", "AGGREGATION")]
+    assert indirect == [("t", "user.id_str", "GROUP_BY")]
+    # without Spark's node (distinct): every column is a key, kept as itself
+    dedup = [op(1, "source", dataset="t"), op(2, "aggregation", [(0, 1, ["a"])], [(0, "a", "a")], detail="distinct(a)")]
+    assert column_lineage(dedup, 2, ["a"]) == ({"a": [("t", "a", "IDENTITY")]}, [("t", "a", "GROUP_BY")])
+
+
+def test_flattening_a_computed_array_transforms():
+    """explode(lines) keeps each element as it is (IDENTITY); explode(split(lower(value))) makes
+    words out of the value (TRANSFORMATION, as OpenLineage's Spark listener says); a column renamed
+    beside the explode is a rename, TRANSFORMATION like any other (word_count, explode_outer_struct)."""
+    ops = [op(1, "source", dataset="o"),
+           op(2, "flatten", [(0, 1, ["lines.[pos]", "value", "customer.id"])],
+              [(0, "lines.[pos]", "l"), (0, "value", "word"), (0, "customer.id", "cid")])]
+    direct, _ = column_lineage(ops, 2, ["l.sku", "word", "cid"])
+    assert direct == {"l.sku": [("o", "lines.sku", "IDENTITY")], "word": [("o", "value", "TRANSFORMATION")],
+                      "cid": [("o", "customer.id", "TRANSFORMATION")]}
+
+
+def test_window_keys_are_indirect_window():
+    """A window is recorded as an aggregation of the partition joined to each row (docs/capture.md,
+    "Window"): its partition and order keys are OpenLineage's INDIRECT/WINDOW, not JOIN or GROUP_BY."""
+    ops = [op(1, "source", dataset="e"),
+           op(2, "aggregation", [(0, 1, ["user", "ts"])], [(0, "user", "_strata_w0"), (0, "ts", "_strata_w1")]),
+           op(3, "join", [(0, 1, ["user"]), (1, 2, ["_strata_w0"])], [(0, "user", "user"), (0, "ts", "ts")]),
+           op(4, "select", [(0, 3, ["user", "ts", "_strata_w0", "_strata_w1"])],
+              [(0, "user", "user"), (0, "ts", "ts"), (0, "user", "rn"), (0, "ts", "rn")])]
+    ops[1]["method"], ops[2]["method"], ops[3]["method"] = "window.partition", "window.join", "window"
+    direct, indirect = column_lineage(ops, 4, ["user", "rn"])
+    assert indirect == [("e", "ts", "WINDOW"), ("e", "user", "WINDOW")]
+    assert direct["rn"] == [("e", "ts", "TRANSFORMATION"), ("e", "user", "TRANSFORMATION")]
 
 
 def test_nested_names_and_schema_facet():

@@ -81,8 +81,10 @@ clean:
 # into build/jvm/openlineage/ (git ignores build/). MVN_FLAGS: e.g. -s settings.xml for a mirror.
 OL_JARS   := build/jvm/openlineage
 MVN_FLAGS ?=
+OL_STAMP  := $(OL_JARS)/.fetched
 .PHONY: openlineage-jar
-openlineage-jar:
+openlineage-jar: $(OL_STAMP)
+$(OL_STAMP): benchmarks/jvm/pom.xml
 	@command -v mvn >/dev/null 2>&1 || { \
 	  echo "error: mvn not found; it fetches the OpenLineage listener jar (Debian: apt-get install maven)." >&2; exit 2; }
 	@mvn -q $(MVN_FLAGS) -f benchmarks/jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(OL_JARS) \
@@ -90,3 +92,4 @@ openlineage-jar:
 	       "from Maven Central: offline? Give a reachable mirror with MVN_FLAGS='-s settings.xml', or copy" \
 	       "the jar into $(OL_JARS)/ by hand." >&2; exit 2; }
 	@ls $(OL_JARS)/openlineage-spark_2.13-*.jar
+	@touch $@

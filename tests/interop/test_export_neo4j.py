@@ -157,7 +157,7 @@ def test_cypher_string_decodes_back(text):
 
 def test_csv_for_neo4j_admin_round_trips(whole, tmp_path):
     args = write_csv(whole, tmp_path)
-    assert args[:5] == ["neo4j-admin", "database", "import", "full", "--multiline-fields=true"]
+    assert args[:6] == ["neo4j-admin", "database", "import", "full", "neo4j", "--multiline-fields=true"]
     node_files = [a.split("=", 1)[1] for a in args if a.startswith("--nodes=")]
     rel_files = [a.split("=", 1)[1] for a in args if a.startswith("--relationships=")]
     seen, labels = {}, {}

@@ -253,3 +253,34 @@ def test_wrong_password_is_a_clear_error(tmp_path, neo4j_server, monkeypatch):
     assert res.exit_code == 2
     assert f"Neo4j at {neo4j_server.uri} refused user 'neo4j'" in res.output
     assert "not-the-password" not in res.output
+
+
+@pytest.mark.slow  # a second JVM for neo4j-admin, and a second server
+def test_csv_files_import_with_neo4j_admin_into_the_graph_the_push_builds(tmp_path, driver, env):
+    """The CSV target's printed command, run by neo4j-admin (the server's own jars) into a new
+    server folder; the server started on it holds the graph the live push built."""
+    from neo4j import GraphDatabase
+    from support.export_helpers import BUNDLE, NASTY
+    from support.neo4j_server import Server, admin
+
+    st = open_store(tmp_path / "store", BUNDLE)
+    strata(st, "index")
+    clear(driver)
+    strata(st, "export", "neo4j", "--component", NASTY["cell"])
+    pushed = read_graph(driver)
+
+    folder = tmp_path / "csv"
+    info = json.loads(strata(st, "export", "neo4j", "--component", NASTY["cell"], "-o", str(folder),
+                             "--format", "json").stdout)
+    command = info["command"].split()
+    assert command[:5] == ["neo4j-admin", "database", "import", "full", "neo4j"]
+    res = admin(tmp_path / "imported", command[1:], cwd=folder)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert f"{len(pushed[0])} nodes" in res.stdout and f"{len(pushed[1])} relationships" in res.stdout
+
+    server = Server.start(tmp_path / "imported", "imported-pw-1")
+    try:
+        with GraphDatabase.driver(server.uri, auth=server.auth) as imported:
+            assert read_graph(imported) == pushed
+    finally:
+        server.stop()

@@ -9,7 +9,8 @@ once: a stamp holds the hash of the pom and the launcher. `make neo4j` runs it
 says why in one line and the tests that need the server skip with that line.
 
 `Server.start(home, password)` starts the launcher on a folder and waits for its Bolt URI;
-`stop()` closes its stdin, and the launcher shuts Neo4j down.
+`stop()` closes its stdin, and the launcher shuts Neo4j down. `admin(home, args, cwd)` runs
+`neo4j-admin` from the same jars (`database import full` for the CSV target).
 """
 
 from __future__ import annotations
@@ -207,6 +208,16 @@ class Server:
     @property
     def auth(self) -> tuple[str, str]:
         return (self.user, self.password)
+
+
+def admin(home: Path, args, cwd: Path) -> subprocess.CompletedProcess:
+    """`neo4j-admin ARGS` (the same jars' AdminTool) on server folder `home`, run in `cwd`."""
+    if not JAR.exists():
+        raise Unavailable("the Neo4j test server is not built: run make neo4j")
+    home.mkdir(parents=True, exist_ok=True)
+    cds = [f"-XX:SharedArchiveFile={ARCHIVE}", *CDS_OPTIONS] if ARCHIVE.exists() else []
+    return subprocess.run([java(), *TEST_JVM_OPTIONS, *cds, "-cp", str(JAR), "org.neo4j.cli.AdminTool", *args],
+                          cwd=cwd, env={**os.environ, "NEO4J_HOME": str(home)}, capture_output=True, text=True)
 
 
 def main() -> int:

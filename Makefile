@@ -1,5 +1,6 @@
 # Strata developer commands. Everything installs into ./.venv; nothing is needed by hand but
-# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM; a JDK's javac builds the JSON offset reader).
+# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM; a JDK's javac builds the JSON offset reader),
+# and Maven for the Neo4j server of the export tests (without it those tests skip).
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin

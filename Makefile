@@ -75,7 +75,7 @@ bench: java-check jvm neo4j
 	@echo "  $(BIN)/python benchmarks/bench_capture.py --data benchmarks/out/nested-1m --work benchmarks/out/capture-1m --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
-	@echo "  $(BIN)/python benchmarks/bench_neo4j.py --nodes 1000000 --work benchmarks/out/neo4j"
+	@echo "  $(BIN)/python benchmarks/bench_neo4j.py --nodes 200000 --batch 1000 --batch 10000 --work benchmarks/out/neo4j"
 	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
 
 style: $(STAMP)

@@ -1,17 +1,19 @@
 # Strata developer commands. Everything installs into ./.venv; nothing is needed by hand but
-# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM; a JDK's javac builds the JSON offset reader).
+# Python >= 3.10 and Java 17+ (PySpark 4 runs on the JVM; a JDK's javac builds the JSON offset reader),
+# and Maven for the Neo4j server of the export tests (without it those tests skip).
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv jvm bytecode java-check test test-fast demo bench style clean
+.PHONY: help venv jvm neo4j bytecode java-check test test-fast demo bench style clean
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
 	@echo "make test       create .venv, install dev dependencies, run the whole suite"
-	@echo "make test-fast  the tests that need no Spark (pytest -m 'not spark'), with no JVM"
+	@echo "make test-fast  the tests that need no JVM (pytest -m 'not spark and not neo4j')"
+	@echo "make neo4j      fetch the suite's Neo4j server with Maven into build/jvm/neo4j (make test does)"
 	@echo "make bench      list the benchmark commands (slow runs; see benchmarks/RESULTS.md)"
 	@echo "make style      ruff check (also run by make test)"
 
@@ -38,23 +40,29 @@ venv: $(STAMP)
 jvm: $(STAMP)
 	@$(BIN)/python -m capture.jvm
 
+# The Neo4j server the live export tests run against (tests/neo4j/pom.xml: Neo4j Community 5.26,
+# fetched with Maven into build/jvm/neo4j/ once). Without Maven or Maven Central it prints a
+# one-line note and those tests skip (docs/neo4j.md, "The test server").
+neo4j: $(STAMP)
+	@$(BIN)/python tests/support/neo4j_server.py
+
 # Strata's modules compiled to bytecode, as pip compiles an installed wheel: a checkout run with
 # PYTHONDONTWRITEBYTECODE set (some CI images set it) would otherwise compile them at every start.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
-test: java-check jvm bytecode style
+test: java-check jvm neo4j bytecode style
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# Everything that needs no Spark (tests/conftest.py marks the rest `spark`). JAVA_HOME points
-# nowhere, so a test that starts a JVM without the marker fails at once instead of running slowly.
+# Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`). JAVA_HOME
+# points nowhere, so a test that starts a JVM without a marker fails at once instead of running slowly.
 test-fast: $(STAMP) bytecode
-	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark" $(PYTEST_ARGS)
+	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark and not neo4j" $(PYTEST_ARGS)
 
 demo: java-check jvm bytecode
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
-bench: java-check jvm
+bench: java-check jvm neo4j
 	@echo "The commands of benchmarks/RESULTS.md, section by section; long runs, each printing ratios"
 	@echo "measured side by side. Data and stores go to benchmarks/out/ (git ignores it)."
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --work benchmarks/out/lineage"
@@ -67,6 +75,7 @@ bench: java-check jvm
 	@echo "  $(BIN)/python benchmarks/bench_capture.py --data benchmarks/out/nested-1m --work benchmarks/out/capture-1m --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_tee.py --data benchmarks/out/nested-1m --only T2,D2,D3,D4 --reps 3"
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
+	@echo "  $(BIN)/python benchmarks/bench_neo4j.py --nodes 200000 --batch 1000 --batch 10000 --work benchmarks/out/neo4j"
 	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
 	@echo "  make openlineage-jar && $(BIN)/python benchmarks/bench_ol_listener.py --reps 2 --work benchmarks/out/ol-listener"
 

@@ -14,7 +14,9 @@ tests that start Spark in a child process keep Spark's defaults, code generation
 
 Every test that uses the `spark` fixture, directly or through another fixture, gets the `spark`
 marker (`pytest_collection_modifyitems`); a test that starts Spark only in a child process
-carries the marker itself. `pytest -m "not spark"` (`make test-fast`) runs the rest, with no JVM.
+carries the marker itself. `neo4j_server` is the suite's Neo4j server (tests/support/neo4j_server.py),
+started on first use and stopped at the end; its users get the `neo4j` marker the same way.
+`pytest -m "not spark and not neo4j"` (`make test-fast`) runs the rest, with no JVM.
 
 Some modules have a part that runs in the background, defined by a module-level
 `start_in_background()`: the local-cluster run (store/test_cluster.py), `strata capture` of a
@@ -84,6 +86,27 @@ def spark(tmp_path_factory):
         start()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def neo4j_server(tmp_path_factory):
+    """A Neo4j Community 5.26 server for the whole session, on a loopback Bolt port, user neo4j
+    with a random password (built by `make neo4j`, or here on first use). Where it cannot be
+    built (no Maven, no Maven Central) its users skip with the reason, in one line; with
+    $STRATA_TEST_NEO4J=required (.ci/run sets it) they fail instead."""
+    import secrets
+
+    from support.neo4j_server import Server, Unavailable, ensure_built
+
+    try:
+        ensure_built()
+        server = Server.start(tmp_path_factory.mktemp("neo4j") / "home", secrets.token_urlsafe(12))
+    except Unavailable as e:
+        if os.environ.get("STRATA_TEST_NEO4J") == "required":
+            pytest.fail(f"Neo4j test server: {e}", pytrace=False)
+        pytest.skip(f"Neo4j test server: {e}")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -179,16 +202,17 @@ def ids_df(spark):
     return make
 
 
-def _needs_spark(item) -> bool:
-    return "spark" in getattr(item, "fixturenames", ())  # the closure: fixtures of fixtures too
+def _uses(item, fixture: str) -> bool:
+    return fixture in getattr(item, "fixturenames", ())  # the closure: fixtures of fixtures too
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests that use Spark; order the tests of modules with a background part last."""
+    """Mark the tests that use Spark or Neo4j; order the tests of modules with a background part last."""
     for item in items:
-        if _needs_spark(item) and item.get_closest_marker("spark") is None:
-            item.add_marker(pytest.mark.spark)
+        for fixture, marker in (("spark", pytest.mark.spark), ("neo4j_server", pytest.mark.neo4j)):
+            if _uses(item, fixture) and item.get_closest_marker(marker.name) is None:
+                item.add_marker(marker)
     items.sort(key=lambda item: hasattr(getattr(item, "module", None), "start_in_background"))
 
 

@@ -236,7 +236,9 @@ def write_csv(sg: Subgraph, folder: str | os.PathLike, database: str = "neo4j") 
     type) with neo4j-admin headers; returns the import command line (also in IMPORT.txt)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    args = ["neo4j-admin", "database", "import", "full", "--multiline-fields=true"]
+    # The database comes first: --nodes and --relationships take several files each, so a name
+    # after them would be read as one more file.
+    args = ["neo4j-admin", "database", "import", "full", database, "--multiline-fields=true"]
     groups: dict[tuple[str, ...], list[Node]] = {}
     for n in sg.nodes:
         groups.setdefault(n.labels, []).append(n)
@@ -259,7 +261,6 @@ def write_csv(sg: Subgraph, folder: str | os.PathLike, database: str = "neo4j") 
         name = f"rels_{rel_type.value}.csv"
         _write_table(out / name, header, rows)
         args.append(f"--relationships={name}")
-    args.append(database)
     (out / "IMPORT.txt").write_text(
         "Stop the database, then from this folder run (Neo4j 5):\n\n  "
         + " ".join(args)

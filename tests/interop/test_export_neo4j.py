@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import os
 import random
 
 import pytest
@@ -158,7 +157,7 @@ def test_cypher_string_decodes_back(text):
 
 def test_csv_for_neo4j_admin_round_trips(whole, tmp_path):
     args = write_csv(whole, tmp_path)
-    assert args[:5] == ["neo4j-admin", "database", "import", "full", "--multiline-fields=true"]
+    assert args[:6] == ["neo4j-admin", "database", "import", "full", "neo4j", "--multiline-fields=true"]
     node_files = [a.split("=", 1)[1] for a in args if a.startswith("--nodes=")]
     rel_files = [a.split("=", 1)[1] for a in args if a.startswith("--relationships=")]
     seen, labels = {}, {}
@@ -203,15 +202,14 @@ def test_push_to_a_closed_port_is_a_clear_error_without_the_password(whole, capl
     assert "pw-secret-123" not in str(err.value) and "pw-secret-123" not in caplog.text
 
 
-@pytest.mark.skipif(not os.environ.get("STRATA_NEO4J_URI"),
-                    reason="STRATA_NEO4J_URI is not set: no Neo4j server to push to")
-def test_live_push_is_idempotent_and_round_trips(whole):
+def test_live_push_is_idempotent_and_round_trips(whole, neo4j_server):
     from neo4j import GraphDatabase
 
-    creds = Credentials.resolve()
-    push(whole, creds)
-    push(whole, creds)  # MERGE: a second export changes nothing
+    creds = Credentials(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
     with GraphDatabase.driver(creds.uri, auth=(creds.user, creds.password)) as driver:
+        driver.execute_query("MATCH (n) DETACH DELETE n")
+        push(whole, creds)
+        push(whole, creds)  # MERGE: a second export changes nothing
         ids = [i for i in NASTY.values()]
         recs, _, _ = driver.execute_query(
             "MATCH (n:Strata) WHERE n.id IN $ids RETURN n.id AS id, count(*) AS c", ids=ids)
@@ -220,6 +218,10 @@ def test_live_push_is_idempotent_and_round_trips(whole):
             "MATCH (:Strata {id: $s})-[r:FEEDS]->(:Strata {id: $p}) RETURN count(r) AS c",
             s=NASTY["cell"], p=NASTY["job"])
         assert recs[0]["c"] == 1
+        recs, _, _ = driver.execute_query("MATCH (n:Strata) RETURN count(n) AS n")
+        assert recs[0]["n"] == len(whole.nodes)
+        recs, _, _ = driver.execute_query("MATCH ()-[r]->() RETURN count(r) AS n")
+        assert recs[0]["n"] == len(whole.rels)
 
 
 @pytest.mark.parametrize(

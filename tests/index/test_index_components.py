@@ -28,8 +28,8 @@ def test_stars_label_every_vertex_with_its_components_smallest_id(batch):
 
 def test_graphframes_and_stars_agree(batch, spark):
     if not graphframes_available(spark):
-        pytest.skip("GraphFrames' JVM package is not on the classpath here (its jar cannot be "
-                    "downloaded in this environment); start Spark with spark.jars.packages to run it")
+        pytest.skip("GraphFrames' JVM package is not on the classpath: io.graphframes:graphframes-spark4_2.13 "
+                    "is not served by this machine's Maven mirror; start Spark with spark.jars.packages to run it")
     ids, edges, vdf, edf = batch
     gf = {r["id"]: r[COMPONENT] for r in connected_components(vdf, edf, CCEngine.GRAPHFRAMES).collect()}
     st = {r["id"]: r[COMPONENT] for r in connected_components(vdf, edf, CCEngine.STARS).collect()}

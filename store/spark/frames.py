@@ -76,6 +76,8 @@ def local_frame(spark: SparkSession, rows: Iterable[Any], schema: T.StructType |
     for i, field in enumerate(struct.fields):
         name = field.name
         values = [_value(field.dataType, r.get(name) if isinstance(r, Mapping) else r[i]) for r in rows]
+        if not field.nullable and any(v is None for v in values):
+            return spark.createDataFrame(rows, schema)  # Arrow would not check: Spark's own error
         columns.append(pa.array(values, type=arrow.field(i).type))
     table = pa.Table.from_arrays(columns, schema=arrow)
     return spark.createDataFrame(table, struct)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,6 +45,14 @@ def test_dict_rows_and_an_empty_frame(spark):
     assert [tuple(r) for r in got.collect()] == [(1, "a"), (2, None)]
     empty = local_frame(spark, [], "id string")
     assert empty.count() == 0 and "LocalRelation" in _plan(empty)
+
+
+def test_a_null_in_a_non_nullable_column_is_sparks_own_error(spark):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    schema = StructType([StructField("id", StringType(), False)])
+    with pytest.raises(Exception, match="not nullable|NULLABLE|nullable"):
+        local_frame(spark, [("a",), (None,)], schema).collect()
 
 
 def test_dates_keep_sparks_own_conversion(spark):

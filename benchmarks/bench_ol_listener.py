@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import platform
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -43,7 +42,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
-from support.ol_listener import column_lineage, compare, listener_conf, listener_jar, read_events  # noqa: E402
+from support.ol_listener import (  # noqa: E402
+    column_lineage,
+    compare,
+    listener_conf,
+    listener_jar,
+    read_events,
+    submit_args,
+)
 
 from store.spark.session import session_conf  # noqa: E402
 
@@ -137,10 +143,6 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[floa
     if rc != 0:
         sys.exit(f"error: {' '.join(cmd[:6])} ... exited with {rc}; its output is in {log}")
     return secs, peak[0]
-
-
-def submit_args(conf: dict[str, str]) -> str:
-    return " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()) + " pyspark-shell"
 
 
 def command(mode: str, script: Path, args: list[str], run_dir: Path, master: str, jar: Path

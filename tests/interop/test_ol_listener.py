@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import runpy
-import shlex
 import subprocess
 import sys
 
 import pytest
 from click.testing import CliRunner
-from support.ol_listener import column_lineage, compare, listener_conf, listener_jar, read_events
+from support.ol_listener import column_lineage, compare, listener_conf, listener_jar, read_events, submit_args
 from support.paths import EXAMPLES, ROOT
 
 import iql
@@ -36,8 +35,7 @@ pytestmark = pytest.mark.spark
 def _with_listener(out, events, cwd) -> subprocess.Popen:
     """`python tweets_job.py` with the listener, Spark configured as `strata` configures it."""
     conf = {**session_conf("local[1]"), "spark.sql.shuffle.partitions": "1", **listener_conf(listener_jar(), events)}
-    args = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items())
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_SUBMIT_ARGS": f"{args} pyspark-shell",
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_SUBMIT_ARGS": submit_args(conf),
            "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.Popen([sys.executable, str(JOB), str(TWEETS), str(out)], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -44,6 +44,11 @@ TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx768m")
 START_TIMEOUT = 180.0
 
 
+def _archive_options() -> list[str]:
+    """The class-data archive's options when it was recorded (a JVM without it starts slower)."""
+    return [f"-XX:SharedArchiveFile={ARCHIVE}", *CDS_OPTIONS] if ARCHIVE.exists() else []
+
+
 class Unavailable(RuntimeError):
     """The server cannot be built or started here; the message is one line saying why."""
 
@@ -170,7 +175,7 @@ class Server:
         if not JAR.exists():
             raise Unavailable("the Neo4j test server is not built: run make neo4j")
         cds = ([f"-XX:ArchiveClassesAtExit={archive_out}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-               if archive_out else [f"-XX:SharedArchiveFile={ARCHIVE}", *CDS_OPTIONS] if ARCHIVE.exists() else [])
+               if archive_out else _archive_options())
         env = {**os.environ, "STRATA_TEST_NEO4J_PASSWORD": password,
                "STRATA_TEST_NEO4J_PAGECACHE_MB": str(pagecache_mb)}
         t0 = time.perf_counter()
@@ -215,8 +220,8 @@ def admin(home: Path, args, cwd: Path) -> subprocess.CompletedProcess:
     if not JAR.exists():
         raise Unavailable("the Neo4j test server is not built: run make neo4j")
     home.mkdir(parents=True, exist_ok=True)
-    cds = [f"-XX:SharedArchiveFile={ARCHIVE}", *CDS_OPTIONS] if ARCHIVE.exists() else []
-    return subprocess.run([java(), *TEST_JVM_OPTIONS, *cds, "-cp", str(JAR), "org.neo4j.cli.AdminTool", *args],
+    return subprocess.run([java(), *TEST_JVM_OPTIONS, *_archive_options(), "-cp", str(JAR),
+                           "org.neo4j.cli.AdminTool", *args],
                           cwd=cwd, env={**os.environ, "NEO4J_HOME": str(home)}, capture_output=True, text=True)
 
 

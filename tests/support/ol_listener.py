@@ -11,7 +11,7 @@ listener").
 
 from __future__ import annotations
 
-import json
+import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,16 @@ def listener_conf(jar: Path, events: Path) -> dict[str, str]:
             "spark.openlineage.transport.location": str(events)}
 
 
+def submit_args(conf: dict[str, str]) -> str:
+    """PYSPARK_SUBMIT_ARGS that start a plain `python job.py`'s Spark with `conf`."""
+    return " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()) + " pyspark-shell"
+
+
 def read_events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The events of a JSON Lines file (none when it is missing), validated as `strata ingest` does."""
+    from store.interop.openlineage import read_events as read  # deferred: the store, on first use
+
+    return [e.body for e in read([path])] if path.exists() else []
 
 
 # (input namespace, input name, input field) -> {(type, subtype)}

@@ -51,8 +51,17 @@ neo4j: $(STAMP)
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
+# The suite as two pytest processes side by side: the tests that need a JVM (the one
+# SparkSession, its child processes, Neo4j) and the rest (make test-fast's). The second one's
+# report follows the first's; either failing fails the target.
 test: java-check jvm neo4j ol-jar-or-note bytecode style
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	@rest=$$(mktemp); \
+	  JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
+	    $(PYTEST_ARGS) > $$rest 2>&1 & pid=$$!; \
+	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(PYTEST_ARGS); jvm=$$?; \
+	  wait $$pid; other=$$?; \
+	  echo "== the tests that need no JVM (pytest -m 'not spark and not neo4j') =="; cat $$rest; rm -f $$rest; \
+	  [ $$jvm -eq 0 -o $$jvm -eq 5 ] && [ $$other -eq 0 -o $$other -eq 5 ] && [ $$jvm -eq 0 -o $$other -eq 0 ]
 
 # Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`). JAVA_HOME
 # points nowhere, so a test that starts a JVM without a marker fails at once instead of running slowly.

@@ -24,9 +24,14 @@ class App:
     debug: bool = False
     engine: str | None = None
     as_of: int | None = None
+    job: bool = False  # `strata capture`: the store works in the captured job's own session
     _store: Any = field(default=None, repr=False)
 
     def spark(self):
+        if self.job:
+            from strata.spark import job_session  # deferred: `strata --help` starts without it
+
+            return job_session()
         from store.spark.session import parse_conf  # deferred: `strata --help` starts without it
         from strata.spark import get_session  # deferred: `strata --help` starts without it
 

@@ -3,9 +3,10 @@
 Runs an unmodified PySpark script in this process, as `spark-submit` would (`runpy`, with
 `sys.argv` set to the script and its arguments, `__name__ == "__main__"`), inside
 `capture.capturing`: every write the script makes is captured into the store given by the
-global `--store`, one run per write, each committed with its write. The SparkSession is the one
-`strata.spark` starts (capture's jar on the classpath, `--master` and `--conf` applied); the
-script's own `SparkSession.builder.getOrCreate()` returns it. A summary line per captured run
+global `--store`, one run per write, each committed with its write. The script starts its own
+SparkSession, configured as it would be without Strata (its builder's settings,
+`spark-defaults.conf`; `--master` and `--conf` given to Strata act as `spark-submit`'s), with
+capture's jar added (`strata.spark.job_spark`); the store commits in that session. A summary line per captured run
 goes to stderr, so the script's stdout stays its own; on a terminal, a progress line per write
 (translated, written and committed) too.
 """
@@ -20,8 +21,10 @@ import click
 
 from capture import capturing
 from store.errors import StrataError, UserError
+from store.spark.session import parse_conf
 from strata import progress
 from strata.app import App
+from strata.spark import job_spark
 
 
 class ScriptFailed(StrataError):
@@ -39,14 +42,14 @@ def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) 
 
     if not os.path.isfile(script):
         raise UserError(f"no such script: {script}", hint="strata capture -- path/to/job.py [ARGS...]")
+    app.job = True
     store = app.writer()
-    spark = app.spark()
     name = pipeline or os.path.splitext(os.path.basename(script))[0]
     argv, path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
-        with capturing(spark, store, pipeline=name) as cap:
+        with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name) as cap:
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as e:

@@ -3,11 +3,18 @@
 The CLI, the REPL and the benchmarks start Spark here, so the session they start has capture's
 jar (capture/jvm, built on first use) on `spark.jars`: JSON item ids that keep filter pushdown, and the
 one-pass writer of a captured result's hidden columns (docs/capture.md).
+
+A job run by `strata capture` is not tuned: `job_spark` lets the job start its own session as it
+would without Strata, with capture's jar added, and `job_session` hands that session to the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import shlex
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from capture.jvm import ensure_jar
 from store.spark import session
@@ -23,3 +30,73 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
                 quiet: bool = False):
     """`store.spark.session.get_session` with capture's jar on the classpath of a session it starts."""
     return session.get_session(master, conf, quiet=quiet, jars=capture_jars())
+
+
+def job_submit_args(master: str | None, conf: Mapping[str, str], jars: tuple[str, ...],
+                    given: str | None) -> str:
+    """`$PYSPARK_SUBMIT_ARGS` for a job `strata capture` runs: what `spark-submit` would pass for
+    the options the user gave Strata (`--master`, `--conf`, `$STRATA_SPARK_MASTER`,
+    `$STRATA_SPARK_CONF`, `$STRATA_DRIVER_MEMORY`) and capture's jar, in front of the arguments
+    already in `given` (which end with `pyspark-shell`); none of Strata's own tuning."""
+    args: list[str] = []
+    master = master or os.environ.get("STRATA_SPARK_MASTER")
+    if master:
+        args += ["--master", master]
+    settings: dict[str, str] = {}
+    memory = os.environ.get("STRATA_DRIVER_MEMORY")
+    if memory:
+        settings["spark.driver.memory"] = memory
+    env_conf = os.environ.get("STRATA_SPARK_CONF", "")
+    settings.update(session.parse_conf([p for p in env_conf.split(";") if p.strip()]))
+    settings.update(conf)
+    for key, value in settings.items():
+        args += ["--conf", f"{key}={value}"]
+    if jars:
+        args += ["--jars", ",".join(jars)]
+    rest = (given or "").strip() or "pyspark-shell"
+    return " ".join(shlex.quote(a) for a in args) + (" " if args else "") + rest
+
+
+@contextmanager
+def job_spark(master: str | None, conf: Mapping[str, str]) -> Iterator[None]:
+    """Inside this block, the SparkSession a job starts is the one it would start without Strata,
+    with capture's jar added: its own builder settings, `spark-defaults.conf`, and the options the
+    user gave Strata as `spark-submit` options (`job_submit_args`). A builder that sets
+    `spark.jars` itself keeps capture's jar beside its own. `job_session()` is that session for
+    Strata's own work (the store's commits)."""
+    from pyspark.sql import SparkSession  # deferred: only a captured job needs pyspark
+
+    jars = capture_jars()
+    # Python workers run this interpreter, which has capture's dependencies (pyarrow), as the
+    # sessions Strata starts do; where the user set them, their choice stands.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    given = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = job_submit_args(master, conf, jars, given)
+    builder_class = type(SparkSession.builder)
+    get_or_create = builder_class.getOrCreate
+
+    def keep_jar(self):
+        with self._lock:
+            own = [j for j in self._options.get("spark.jars", "").split(",") if j.strip()]
+            if own:
+                self._options["spark.jars"] = ",".join(own + [j for j in jars if j not in own])
+        return get_or_create(self)
+
+    builder_class.getOrCreate = keep_jar
+    try:
+        yield
+    finally:
+        builder_class.getOrCreate = get_or_create
+        if given is None:
+            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+        else:
+            os.environ["PYSPARK_SUBMIT_ARGS"] = given
+
+
+def job_session():
+    """The captured job's SparkSession (the active one), else one started as the job's own
+    `SparkSession.builder.getOrCreate()` would start it."""
+    from pyspark.sql import SparkSession  # deferred: only a captured job needs pyspark
+
+    return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import RDD
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 from pyspark.sql.types import StructType
@@ -61,7 +62,7 @@ class Capture:
         write, so a run's ids do not depend on the writes before it) and write it (with
         ``sink(result)``, when given: the program's own write of the result)."""
         t = self.tracker
-        tracker = Tracker(t.spark, t.store, pipeline=t.pipeline, model=t.model)
+        tracker = Tracker(df.sparkSession, t.store, pipeline=t.pipeline, model=t.model)
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
             tdf = translate(tracker, df)
             step.advance()
@@ -178,7 +179,12 @@ for _m in _TERMINAL:
 
 # SQL statements that write, but not from one query capture can translate
 _REFUSED_SQL = {"MergeIntoTable": "MERGE INTO", "UpdateTable": "UPDATE", "DeleteFromTable": "DELETE FROM",
-                "LoadData": "LOAD DATA"}
+                "LoadData": "LOAD DATA", "TruncateTable": "TRUNCATE TABLE",
+                "TruncatePartition": "TRUNCATE TABLE … PARTITION"}
+# RDD writes: Spark's plan does not reach them (their functions are opaque to capture), so each
+# is refused by name before it runs.
+_RDD_WRITES = ("saveAsTextFile", "saveAsPickleFile", "saveAsSequenceFile", "saveAsHadoopFile",
+               "saveAsNewAPIHadoopFile", "saveAsHadoopDataset", "saveAsNewAPIHadoopDataset")
 
 
 @dataclass(frozen=True)
@@ -267,7 +273,10 @@ def _list(jseq) -> list:
 @contextmanager
 def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> Iterator[Capture]:
     """Capture every write made inside the block into ``store`` (one run per write, each
-    committed with its write). Yields a :class:`Capture` (``.runs``: what each write committed)."""
+    committed with its write). Yields a :class:`Capture` (``.runs``: what each write committed).
+    Every session of the process is covered (``spark.newSession()``, a second builder); a write
+    is translated in its DataFrame's session. ``spark`` may be None when the block starts the
+    session itself (`strata capture`)."""
     capture = Capture(Tracker(spark, store, pipeline=pipeline, model=model))
     init, sql = DataFrameWriter.__init__, SparkSession.sql
 
@@ -277,7 +286,7 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
             self._jwrite = _Writer(self._jwrite, df, capture)
 
     def session_sql(self, sqlQuery, args=None, **kwargs):  # noqa: N803 - pyspark's name
-        if not _inside() and self is spark:
+        if not _inside():
             found = _sql_write(self, sqlQuery)
             if found is not None:
                 if args or kwargs:
@@ -301,10 +310,24 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
                                             "under capture")
         return call
 
+    rdd_writes = {name: RDD.__dict__[name] for name in _RDD_WRITES}
+
+    def rdd_refused(name: str):
+        def call(self, *args, **kwargs):
+            if _inside():
+                return rdd_writes[name](self, *args, **kwargs)
+            raise UnsupportedOperation(f"capture: rdd.{name} cannot be captured: Spark's plan does not reach "
+                                       "an RDD's functions. Nothing was written",
+                                       hint="turn the RDD into a DataFrame (spark.createDataFrame(rdd) or "
+                                            "rdd.toDF()) and write it with df.write under capture")
+        return call
+
     DataFrameWriter.__init__ = writer_init
     SparkSession.sql = session_sql
     ClassicDataFrame.writeTo = refused("writeTo")
     ClassicDataFrame.writeStream = property(refused("writeStream"))
+    for name in _RDD_WRITES:
+        setattr(RDD, name, rdd_refused(name))
     try:
         yield capture
     finally:
@@ -312,3 +335,5 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
         SparkSession.sql = sql
         ClassicDataFrame.writeTo = write_to
         ClassicDataFrame.writeStream = write_stream
+        for name, method in rdd_writes.items():
+            setattr(RDD, name, method)

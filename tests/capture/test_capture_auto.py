@@ -383,5 +383,23 @@ def test_writers_it_cannot_capture_are_refused(spark, inputs, store, tmp_path):
         df.writeStream  # noqa: B018 - the property is the write
     with capturing(spark, store), pytest.raises(UnsupportedOperation, match="DELETE FROM"):
         spark.sql("DELETE FROM auto_rows WHERE k = 1")
+    df.write.saveAsTable("auto_kept")
+    with capturing(spark, store), pytest.raises(UnsupportedOperation, match="TRUNCATE TABLE"):
+        spark.newSession().sql("TRUNCATE TABLE auto_kept")  # another session of the job: covered
+    assert spark.table("auto_kept").count() == df.count()
+    for write in ("saveAsTextFile", "saveAsPickleFile"):
+        with capturing(spark, store), pytest.raises(UnsupportedOperation, match=f"rdd.{write} cannot"):
+            getattr(df.rdd.map(str), write)(str(tmp_path / write))
+        assert not (tmp_path / write).exists()
     assert df.writeTo("auto_v2") is not None
+    df.rdd.map(str).saveAsTextFile(str(tmp_path / "after"))
     assert store.version == 0
+
+
+def test_a_new_session_of_the_job_is_captured(spark, inputs, store):
+    """`spark.newSession().sql(CREATE TABLE … AS SELECT …)` inside the block: one captured run."""
+    _json(spark, inputs).createOrReplaceGlobalTempView("auto_seen")
+    with capturing(spark, store) as cap:
+        spark.newSession().sql("CREATE TABLE auto_other AS SELECT * FROM global_temp.auto_seen")
+    assert len(cap.runs) == 1 and cap.runs[0].output_path.endswith("auto_other")
+    assert spark.table("auto_other").count() == _json(spark, inputs).count()

@@ -17,7 +17,9 @@ import atexit
 import csv
 import json
 import os
+import re
 import runpy
+import shlex
 import shutil
 import subprocess
 import sys
@@ -218,11 +220,41 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
 _COMMAND: dict[str, object] = {}
 _ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 EXAMPLE = EXAMPLES / "capture"
+JOBS = Path(__file__).parent / "jobs"  # jobs run as whole programs, plain and captured
 
 
 def _strata(store: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "strata.cli", "--store", str(store), "--master", "local[1]", *args],
                           capture_output=True, text=True, env=_ENV, timeout=300)
+
+
+def _plain(script: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python SCRIPT ARGS` without Strata, with what `_strata` gives Spark (`--master local[1]`,
+    the suite's JVM options from $STRATA_SPARK_CONF) as spark-submit options."""
+    conf = [p for p in _ENV.get("STRATA_SPARK_CONF", "").split(";") if p.strip()]
+    submit = ["--master", "local[1]", *(a for c in conf for a in ("--conf", c)), "pyspark-shell"]
+    env = {**_ENV, "PYSPARK_SUBMIT_ARGS": " ".join(shlex.quote(a) for a in submit)}
+    env.pop("STRATA_SPARK_CONF", None)
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _files(root: Path) -> dict[str, object]:
+    """Every file under root, by its path with part files' write ids blanked: a Parquet file's
+    schema (with Spark's metadata) and rows, any other file's bytes. A Parquet file's bytes (and
+    so its .crc) may differ in one place: capture's writer lists a column chunk's encodings in
+    another order."""
+    out: dict[str, object] = {}
+    for f in sorted(root.rglob("*")):
+        if f.is_file():
+            name = re.sub(r"part-(\d+)-[0-9a-f-]{36}", r"part-\1-ID", str(f.relative_to(root)))
+            if f.suffix == ".parquet":
+                table = pq.read_table(f)
+                out[name] = (table.schema.to_string(show_schema_metadata=True), table.to_pylist())
+            elif not name.endswith(".parquet.crc"):
+                out[name] = f.read_bytes()
+            else:
+                out[name] = "crc"
+    return out
 
 
 def start_in_background() -> None:
@@ -247,9 +279,30 @@ def start_in_background() -> None:
         _COMMAND["example"] = _strata(work / "example", "capture", "--", str(EXAMPLE / "tweets_job.py"),
                                       str(EXAMPLE / "tweets.json"), str(work / "by_user"))
         _COMMAND["trace"] = _strata(work / "example", "trace", "/texts = 'Bonjour'")
+        _COMMAND["plain"] = _plain(JOBS / "settings_visible.py", str(work / "plain"))
+        _COMMAND["captured"] = _strata(work / "job", "capture", "--", str(JOBS / "settings_visible.py"),
+                                       str(work / "captured"))
 
     _COMMAND.update(work=work, thread=threading.Thread(target=run, daemon=True))
     _COMMAND["thread"].start()
+
+
+def test_capture_leaves_the_jobs_settings_and_results_as_they_are(spark):
+    """A job run plainly and under `strata capture` prints the same (its settings, a shuffle's row
+    order, what static partition overwrite left) and leaves the same files; the captured run
+    commits one run per write."""
+    start_in_background()
+    _COMMAND["thread"].join(timeout=600)
+    plain, captured = _COMMAND.get("plain"), _COMMAND.get("captured")
+    assert plain is not None and captured is not None, "the runs did not finish in time"
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert captured.returncode == 0, captured.stderr[-2000:]
+    assert captured.stderr.count("captured settings_visible/run-") == 2, captured.stderr[-2000:]
+    assert "spark.sql.sources.partitionOverwriteMode STATIC" in plain.stdout  # Spark's defaults
+    assert "spark.sql.shuffle.partitions 200" in plain.stdout
+    assert captured.stdout == plain.stdout
+    work = _COMMAND["work"]
+    assert _files(work / "captured") == _files(work / "plain")
 
 
 def test_strata_capture_command(spark, tmp_path):

@@ -1,0 +1,34 @@
+"""The spark-submit options `strata capture` hands a job (strata.spark.job_submit_args; no JVM):
+what the user gave Strata and capture's jar, none of Strata's own defaults."""
+
+import shlex
+
+from strata.spark import job_submit_args
+
+
+def test_only_what_the_user_gave_and_the_jar(monkeypatch):
+    for var in ("STRATA_SPARK_MASTER", "STRATA_SPARK_CONF", "STRATA_DRIVER_MEMORY"):
+        monkeypatch.delenv(var, raising=False)
+    assert shlex.split(job_submit_args(None, {}, ("/j/c.jar",), None)) == ["--jars", "/j/c.jar", "pyspark-shell"]
+    assert job_submit_args(None, {}, (), None) == "pyspark-shell"
+
+
+def test_options_become_spark_submit_options_in_front_of_the_users_own(monkeypatch):
+    monkeypatch.setenv("STRATA_SPARK_CONF", "spark.driver.extraJavaOptions=-Xss4m -XX:+UseSerialGC;spark.a=1")
+    monkeypatch.setenv("STRATA_DRIVER_MEMORY", "3g")
+    monkeypatch.delenv("STRATA_SPARK_MASTER", raising=False)
+    args = shlex.split(job_submit_args("local[1]", {"spark.a": "2"}, ("/j/c.jar",),
+                                       "--packages g:a:1 pyspark-shell"))
+    assert args == ["--master", "local[1]", "--conf", "spark.driver.memory=3g",
+                    "--conf", "spark.driver.extraJavaOptions=-Xss4m -XX:+UseSerialGC", "--conf", "spark.a=2",
+                    "--jars", "/j/c.jar", "--packages", "g:a:1", "pyspark-shell"]
+    joined = " ".join(args)
+    for tuned in ("shuffle.partitions", "partitionOverwriteMode", "timeZone", "ui.enabled", "log4j"):
+        assert tuned not in joined
+
+
+def test_the_master_from_the_environment(monkeypatch):
+    monkeypatch.setenv("STRATA_SPARK_MASTER", "local[3]")
+    monkeypatch.delenv("STRATA_SPARK_CONF", raising=False)
+    monkeypatch.delenv("STRATA_DRIVER_MEMORY", raising=False)
+    assert shlex.split(job_submit_args(None, {}, (), None))[:2] == ["--master", "local[3]"]

@@ -13,7 +13,9 @@ steps (`[pos]`, `[n]`) are left out (`tweets.[pos].text` is `tweets.text`).
 `run_events(store, run)` reads a committed run (capture_runs, capture_operators, the result's
 schema from the manifest) and returns its START and COMPLETE events. Datasets are in namespace
 `file`, named as capture names them (the `name=` given, else the input path; the output path),
-so ingesting the events again lands on the captured run's own `dataset:<name>` elements.
+so ingesting the events again lands on the captured run's own `dataset:<name>` elements. The
+output's schema facet carries each field's Spark type; rows the program made (`PROGRAM_MADE`)
+are in no event.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ IDENTITY, TRANSFORMATION, AGGREGATION = "IDENTITY", "TRANSFORMATION", "AGGREGATI
 _RANK = {IDENTITY: 0, TRANSFORMATION: 1, AGGREGATION: 2}
 INDIRECT_BY_TYPE = {"filter": "FILTER", "join": "JOIN", "aggregation": "GROUP_BY", "sort": "SORT"}
 PASS_THROUGH = ("filter", "sort", "limit", "union")
+# Sources of rows the program made itself (createDataFrame, parallelize, range, VALUES): capture
+# names them by what made them; they are no dataset another tool could name, so no event lists them.
+PROGRAM_MADE = ("local:", "range:", "onerow:", "rdd:")
 
 
 def field_name(path: str) -> str:
@@ -201,6 +206,23 @@ def _type_paths(t: Any, path: str) -> Iterator[str]:
         yield from _type_paths(t["elementType"], path + ".[pos]")
 
 
+def field_types(schema: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """OpenLineage field name -> Spark's name of its type (`long`, `string`, `struct`, `array`,
+    `decimal(10,2)` …), for a Spark schema in JSON form; an array's element struct's fields are
+    named under the array's field, as `field_name` names them."""
+    out: dict[str, str] = {}
+    for f in schema.get("fields", ()):
+        if f["name"].startswith(HIDDEN):
+            continue
+        name, t = prefix + f["name"], f["type"]
+        out[name] = t if isinstance(t, str) else str(t.get("type"))
+        while isinstance(t, dict) and t.get("type") == "array":
+            t = t["elementType"]
+        if isinstance(t, dict) and t.get("type") == "struct":
+            out.update(field_types(t, name + "."))
+    return out
+
+
 def schema_facet(names: Iterable[str], types: dict[str, str] | None = None) -> dict[str, Any]:
     """An OpenLineage schema facet of dotted field names (nested ones as `fields`)."""
     root: dict[str, Any] = {}
@@ -252,7 +274,10 @@ def run_events(store, run: dict[str, Any], operators: list[dict[str, Any]]) -> l
     out_schema = json.loads(entry.schema) if entry is not None else {"fields": []}
     outputs = list(schema_paths(out_schema))
     direct, indirect = column_lineage(operators, run["result_oid"], outputs)
-    read: dict[str, set[str]] = {o["dataset"] or "": set() for o in operators if o["type"] == "source"}
+    direct = {name: [x for x in srcs if not x[0].startswith(PROGRAM_MADE)] for name, srcs in direct.items()}
+    indirect = [x for x in indirect if not x[0].startswith(PROGRAM_MADE)]
+    read: dict[str, set[str]] = {o["dataset"] or "": set() for o in operators
+                                 if o["type"] == "source" and not (o["dataset"] or "").startswith(PROGRAM_MADE)}
     for ds, f, _ in [x for v in direct.values() for x in v] + indirect:
         read.setdefault(ds, set()).add(f)
 
@@ -266,7 +291,7 @@ def run_events(store, run: dict[str, Any], operators: list[dict[str, Any]]) -> l
     inputs = [{"namespace": NAMESPACE, "name": ds, "facets": {"schema": schema_facet(fs)}}
               for ds, fs in sorted(read.items())]
     output = {"namespace": NAMESPACE, "name": run["output_path"],
-              "facets": {"schema": schema_facet(direct), "columnLineage": lineage}}
+              "facets": {"schema": schema_facet(direct, field_types(out_schema)), "columnLineage": lineage}}
     base = {"producer": PRODUCER, "schemaURL": RUN_EVENT,
             "run": {"runId": run_uuid(run["run"]),
                     "facets": {"strata_run": {"_producer": PRODUCER, "_schemaURL": STRATA_RUN_FACET,

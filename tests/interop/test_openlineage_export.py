@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.ol_helpers import contents, pipeline_events, run_event, write
 
-from capture.storing.to_openlineage import column_lineage, field_name, schema_facet
+from capture.storing.to_openlineage import column_lineage, field_name, field_types, schema_facet
 from store import Store
 from store.interop.ol_commit import ingest_openlineage
 from store.interop.openlineage import validate_event
@@ -126,6 +126,45 @@ def test_nested_names_and_schema_facet():
     assert field_name("tweets.[pos].text") == "tweets.text" and field_name("a.[3].b") == "a.b"
     assert schema_facet(["user.id", "user.name", "x"])["fields"] == [
         {"name": "user", "fields": [{"name": "id"}, {"name": "name"}]}, {"name": "x"}]
+
+
+def test_field_types_name_sparks_types_nested_ones_under_their_field():
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True},
+        {"name": "price", "type": "decimal(10,2)", "nullable": True},
+        {"name": "user", "type": {"type": "struct", "fields": [{"name": "name", "type": "string"}]}},
+        {"name": "tags", "type": {"type": "array", "elementType": {"type": "struct", "fields": [
+            {"name": "t", "type": "string"}]}, "containsNull": True}},
+        {"name": "__strata_id_3", "type": "long"}]}
+    assert field_types(schema) == {"id": "long", "price": "decimal(10,2)", "user": "struct",
+                                   "user.name": "string", "tags": "array", "tags.t": "string"}
+    assert schema_facet(["user.name", "id"], field_types(schema))["fields"] == [
+        {"name": "id", "type": "long"}, {"name": "user", "type": "struct", "fields": [{"name": "name", "type": "string"}]}]
+
+
+def test_rows_the_program_made_are_in_no_event(spark, tmp_path):
+    """A join with `createDataFrame` rows: the events name the file input only; the output's
+    schema facet has each field's type; every event is valid."""
+    from support.capture_helpers import TWEETS
+
+    from capture import capturing
+    from capture.storing.to_openlineage import captured_events
+
+    st = Store.open(str(tmp_path / "store"), spark=spark)
+    levels = spark.createDataFrame([(0, "none"), (2, "some")], "retweet_cnt long, level string")
+    with capturing(spark, st) as cap:
+        spark.read.json(TWEETS).join(levels, "retweet_cnt").select("text", "level") \
+            .write.parquet(str(tmp_path / "out"))
+    events = captured_events(st)[cap.runs[0].run]
+    for i, e in enumerate(events):
+        validate_event(e, f"event {i}")
+    assert {d["name"] for e in events for d in e["inputs"]} == {TWEETS}
+    output = events[1]["outputs"][0]["facets"]
+    assert output["schema"]["fields"] == [{"name": "level", "type": "string"}, {"name": "text", "type": "string"}]
+    lineage = output["columnLineage"]
+    named = [x["name"] for f in lineage["fields"].values() for x in f["inputFields"]] + \
+        [x["name"] for x in lineage["dataset"]]
+    assert named and set(named) == {TWEETS}
 
 
 def test_ingested_runs_round_trip(tmp_path):

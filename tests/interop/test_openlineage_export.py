@@ -139,7 +139,8 @@ def test_field_types_name_sparks_types_nested_ones_under_their_field():
     assert field_types(schema) == {"id": "long", "price": "decimal(10,2)", "user": "struct",
                                    "user.name": "string", "tags": "array", "tags.t": "string"}
     assert schema_facet(["user.name", "id"], field_types(schema))["fields"] == [
-        {"name": "id", "type": "long"}, {"name": "user", "type": "struct", "fields": [{"name": "name", "type": "string"}]}]
+        {"name": "id", "type": "long"},
+        {"name": "user", "type": "struct", "fields": [{"name": "name", "type": "string"}]}]
 
 
 def test_rows_the_program_made_are_in_no_event(spark, tmp_path):

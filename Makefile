@@ -52,11 +52,12 @@ bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
 # The suite as two pytest processes side by side: the tests that need a JVM (the one
-# SparkSession, its child processes, Neo4j) and the rest (make test-fast's). The second one's
-# report follows the first's; either failing fails the target.
+# SparkSession, its child processes, Neo4j) and the rest (make test-fast's), the latter at a
+# lower CPU priority: the JVM tests take longest, and the others fill the time they wait. The
+# second one's report follows the first's; either failing fails the target.
 test: java-check jvm neo4j ol-jar-or-note bytecode style
 	@rest=$$(mktemp); \
-	  JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
+	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & pid=$$!; \
 	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(PYTEST_ARGS); jvm=$$?; \
 	  wait $$pid; other=$$?; \

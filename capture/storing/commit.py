@@ -142,6 +142,25 @@ def _write_one_pass(folder: str, ordered: DataFrame, visible: list[str], save: C
 _OVERWRITING = ("overwrite", "errorifexists", "error", "default")
 
 
+def output_name(spark, path: str, catalog: tuple[str, str] | None) -> str:
+    """The name of a captured output's dataset: the name a read of it gets (capture/auto/plan.py,
+    `visit_LogicalRelation`), so that the run that writes it and the runs that read it meet at one
+    dataset. A catalog table: its qualified identifier (`spark_catalog.db.name`); a path: qualified
+    by its file system (absolute, no trailing `/`; a local one without `file:`). Where Spark
+    cannot qualify the name, it stays as the program wrote it."""
+    try:
+        if catalog is not None and catalog[0] in ("saveAsTable", "insertInto"):
+            session = spark._jsparkSession.sessionState()
+            ident = session.sqlParser().parseTableIdentifier(catalog[1])
+            return str(session.catalog().qualifyIdentifier(ident).unquotedString())
+        jvm = spark._jvm
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        qualified = str(p.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(p).toString())
+        return qualified.removeprefix("file:")
+    except Exception:  # noqa: BLE001 - a name Spark cannot qualify (a v2 catalog's, say) stays as written
+        return path
+
+
 def split_output(spark, path: str, fmt: str, mode: str, options: dict[str, Any]) -> str | None:
     """The local folder of the user's output when the split store copy can pair its files with the
     task's hidden-column files: Parquet, one file per task (no ``maxRecordsPerFile``), a write
@@ -309,6 +328,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
     run = new_run_id(tracker.pipeline)
     started = _now()
     spark = tracker.spark
+    name = output_name(spark, str(path), catalog)
     visible = tdf.visible()
     kept = cap.compact.columns  # the derived id columns are computed again on read (capture/ids.py)
     first = ([cap.id_col] if cap.id_col in kept else []) + [
@@ -346,25 +366,25 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 result, n_items = _write_cached(tx, table, ordered, visible, save, phases)
                 cleanup.append(result)
             finished = _now()
-            run_row = (run, tracker.pipeline, cap.result_oid, str(path), fmt, started, finished, len(ops), n_items,
+            run_row = (run, tracker.pipeline, cap.result_oid, name, fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots, cap.derived))
             located = [(run, o.oid, tracker._locators[o.oid].to_json()) for o in ops if o.oid in tracker._locators]
             phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
                                              located and tx.append_rows(SOURCES, located, SOURCES_SCHEMA),
                                              tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
             if tracker.model:
-                run_attrs = {"started": started, "finished": finished, "output": str(path), "format": fmt}
-                info_out = {"path": str(path), "format": fmt}
+                run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}
+                info_out = {"path": name, "format": fmt}
                 if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL:
                     phases["model"] = _timed(lambda: tx.ingest(_driver_model(
                         tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out)))
                 else:
                     phases["model"] = _timed(lambda: _spark_model(
                         tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup))
-            tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": str(path)})
+            tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": name})
         t2 = time.perf_counter()
     finally:
         for df in cleanup:
             df.unpersist()
-    return RunInfo(run, store.version, str(path), len(ops), n_items, phases["result"], t2 - t0 - phases["result"],
+    return RunInfo(run, store.version, name, len(ops), n_items, phases["result"], t2 - t0 - phases["result"],
                    phases, folder is not None or split is not None, split is not None)

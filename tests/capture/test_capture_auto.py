@@ -383,7 +383,7 @@ def test_writers_it_cannot_capture_are_refused(spark, inputs, store, tmp_path):
         df.writeStream  # noqa: B018 - the property is the write
     with capturing(spark, store), pytest.raises(UnsupportedOperation, match="DELETE FROM"):
         spark.sql("DELETE FROM auto_rows WHERE k = 1")
-    df.write.saveAsTable("auto_kept")
+    df.write.option("path", str(tmp_path / "kept")).saveAsTable("auto_kept")  # not the default warehouse
     with capturing(spark, store), pytest.raises(UnsupportedOperation, match="TRUNCATE TABLE"):
         spark.newSession().sql("TRUNCATE TABLE auto_kept")  # another session of the job: covered
     assert spark.table("auto_kept").count() == df.count()
@@ -396,10 +396,34 @@ def test_writers_it_cannot_capture_are_refused(spark, inputs, store, tmp_path):
     assert store.version == 0
 
 
-def test_a_new_session_of_the_job_is_captured(spark, inputs, store):
+def test_a_new_session_of_the_job_is_captured(spark, inputs, store, tmp_path):
     """`spark.newSession().sql(CREATE TABLE … AS SELECT …)` inside the block: one captured run."""
     _json(spark, inputs).createOrReplaceGlobalTempView("auto_seen")
     with capturing(spark, store) as cap:
-        spark.newSession().sql("CREATE TABLE auto_other AS SELECT * FROM global_temp.auto_seen")
+        spark.newSession().sql(f"CREATE TABLE auto_other USING parquet LOCATION '{tmp_path / 'other'}' "
+                               "AS SELECT * FROM global_temp.auto_seen")
     assert len(cap.runs) == 1 and cap.runs[0].output_path.endswith("auto_other")
     assert spark.table("auto_other").count() == _json(spark, inputs).count()
+
+
+def test_an_output_is_named_as_its_readers_name_it(spark, inputs, store, tmp_path):
+    """A path with a trailing `/` or a `./` step and an unqualified table name: each output's
+    dataset has the name a later read of it gets, so the run that writes it and the run that
+    reads it meet at one dataset."""
+    spark.sql(f"CREATE DATABASE auto_names LOCATION '{tmp_path / 'db'}'")  # not the default warehouse
+    spark.catalog.setCurrentDatabase("auto_names")
+    try:
+        with capturing(spark, store) as cap:
+            _json(spark, inputs).select("id", "k").write.parquet(f"{tmp_path}/out/")
+            spark.read.parquet(str(tmp_path / "out")).where("k = 1").write.parquet(f"{tmp_path}/./again")
+            _json(spark, inputs).select("id").write.saveAsTable("named")
+            spark.table("named").write.parquet(str(tmp_path / "from_table"))
+    finally:
+        spark.catalog.setCurrentDatabase("default")
+    names = [r.output_path for r in cap.runs]
+    assert names == [str(tmp_path / "out"), str(tmp_path / "again"), "spark_catalog.auto_names.named",
+                     str(tmp_path / "from_table")]
+    for writer, reader in ((0, 1), (2, 3)):
+        ops = load_run(store, cap.runs[reader].run).operators
+        assert names[writer] in {o.dataset for o in ops if o.dataset}
+    assert (tmp_path / "out").is_dir() and spark.table("auto_names.named").count() == len(ROWS)

@@ -400,7 +400,7 @@ def test_a_new_session_of_the_job_is_captured(spark, inputs, store, tmp_path):
     """`spark.newSession().sql(CREATE TABLE … AS SELECT …)` inside the block: one captured run."""
     _json(spark, inputs).createOrReplaceGlobalTempView("auto_seen")
     with capturing(spark, store) as cap:
-        spark.newSession().sql(f"CREATE TABLE auto_other USING parquet LOCATION '{tmp_path / 'other'}' "
+        spark.newSession().sql(f"CREATE TABLE auto_other USING parquet LOCATION '{tmp_path / 'other'}' "  # noqa: S608
                                "AS SELECT * FROM global_temp.auto_seen")
     assert len(cap.runs) == 1 and cap.runs[0].output_path.endswith("auto_other")
     assert spark.table("auto_other").count() == _json(spark, inputs).count()

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from capture.errors import UnsupportedOperation
 from capture.id_columns import named
 from capture.ids import JOIN, UNION, Derived, is_hidden
-from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -19,6 +19,7 @@ from capture.tracking.paths import (
     cls,
     has_udf,
     out_pairs,
+    output_paths,
     seq,
 )
 
@@ -68,9 +69,11 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         OpInput(t.oid, None if udf else tuple(a.path for a in acc if a.input == i))
         for i, t in enumerate((left, right))
     )
-    items = seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output())
+    items = [i for i in (seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output()))
+             if not is_hidden(i.name())]
+    # a right column named as a left one is output path `name~2` (column_paths): two columns
     manipulated = tuple(
-        m for item in items if not is_hidden(item.name()) for m in out_pairs(item, item.name(), attrs, {})
+        m for item, dst in zip(items, output_paths(items), strict=True) for m in out_pairs(item, dst, attrs, {})
     )
     op = OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
@@ -119,8 +122,8 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
     if by_name:  # a right column renamed only where the match ignored case
         same = (lambda a, b: a == b) if _case_sensitive(new) else (lambda a, b: a.lower() == b.lower())
         pairs = [(c, next((o for o in lvis if same(o, c)), c)) for c in rvis]
-    else:
-        pairs = list(zip(rvis, lvis, strict=True))
+    else:  # by position; a name repeated on a side is path `name~n` there (column_paths)
+        pairs = list(zip(column_paths(rvis), column_paths(lvis), strict=True))
     renames = tuple(Manipulation(1, c, o) for c, o in pairs if c != o)
     op = OperatorProv(oid, OpType.UNION, method, (OpInput(left.oid, ()), OpInput(right.oid, ())), renames,
                       detail=str(analyzed(new).simpleString(25)))

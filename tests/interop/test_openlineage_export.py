@@ -62,7 +62,12 @@ def test_column_lineage_of_the_running_example():
     ([op(1, "source", dataset="l"), op(2, "source", dataset="r"),
       op(3, "join", [(0, 1, ["k"]), (1, 2, ["k"])], [(0, "a", "a"), (1, "b", "b")])],
      "b", [("r", "b", "IDENTITY")]),
-], ids=["identity", "map", "join-side"])
+    # both sides have an a: the right one is a~2 past the join (capture/operators.py column_paths)
+    ([op(1, "source", dataset="l"), op(2, "source", dataset="r"),
+      op(3, "join", [(0, 1, ["a"]), (1, 2, ["a"])], [(0, "a", "a"), (1, "a", "a~2")]),
+      op(4, "select", [(0, 3, ["a~2"])], [(0, "a~2", "a")])],
+     "a", [("r", "a", "IDENTITY")]),
+], ids=["identity", "map", "join-side", "join-same-name"])
 def test_column_lineage_cases(ops, out, expected):
     direct, _ = column_lineage(ops, ops[-1]["oid"], [out])
     assert direct[out] == expected

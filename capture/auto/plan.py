@@ -504,8 +504,8 @@ class _Walk:
             node's order, as the operators above see it), then its keys the node does not output."""
             rest = [i for i in range(len(names)) if i not in order]
             at: dict[int, str] = {}
-            for i, p in zip([*order, *rest], column_paths([*(a.name() for a in output), *(names[i] for i in rest)]),
-                            strict=True):
+            shown = column_paths(a.name() for a in output)  # as the operator above reads them
+            for i, p in zip([*order, *rest], column_paths([*shown, *(names[i] for i in rest)]), strict=True):
                 at.setdefault(i, p)  # a key output twice (SELECT k, k): its first column's path
             return [at.get(i, n) for i, n in enumerate(names)]
 

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from capture.operators import named_path
+from capture.operators import column_paths, named_path
 from capture.storing.tables import OPERATORS, RUNS, output_table, result_table
 
 PRODUCER = "https://pypi.org/project/strata-prov/"
@@ -160,8 +160,10 @@ def grouping_keys(op: dict[str, Any], pairs: list[dict[str, Any]]) -> set[tuple[
     if node is None:
         return {(p["src"], p["dst"]) for p in pairs if _same(p["src"], p["dst"])}
     grouping, outputs = node
-    columns = grouping | {name for expr, name in outputs if expr in grouping}
-    return {(p["src"], p["dst"]) for p in pairs if named_path(p["dst"]) in columns}
+    # an output's path is its name, or name~n for a name an earlier output has (column_paths)
+    paths = column_paths(name for _, name in outputs)
+    columns = grouping | {path for (expr, _), path in zip(outputs, paths, strict=True) if expr in grouping}
+    return {(p["src"], p["dst"]) for p in pairs if p["dst"] in columns}
 
 
 def _aggregate_node(detail: str) -> tuple[set[str], list[tuple[str, str]]] | None:

@@ -94,7 +94,8 @@ def test_a_right_column_named_as_a_left_one_is_its_own_path(spark, tables, tmp_p
         sorted([(t1, "a", "JOIN"), (t2, "a", "JOIN")])
 
     got = trace(store, run, parse_pattern("/ident = 2"), limit=10).rows()
-    assert {(r[0], r[2], r[3]) for r in got} == {(t1, "a", "contributing"), (t2, "a", "influencing")}
+    assert {(r[0], r[2]) for r in got if r[3] == "contributing"} == {(t1, "a")}
+    assert (t2, "a", "influencing") in {(r[0], r[2], r[3]) for r in got}  # the join's key
 
 
 def test_both_sides_of_a_repeated_name_trace_to_their_own_side(spark, tables):

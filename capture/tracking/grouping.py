@@ -23,7 +23,7 @@ from pyspark.sql.types import ArrayType, DataType, IntegerType, StructField, Str
 
 from capture.errors import UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden, top
-from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -194,11 +194,17 @@ def deduplicate(tdf: TrackedDataFrame, method: str, subset: list[str] | None) ->
     oid = tdf.tracker._new_oid()
     collected, agg, idk = _collected(tdf, oid)
     df = tdf.annotated
-    others = [F.first(df[c]).alias(c) for c in visible if c not in keys]
-    grouped, _ = _grouped(df, [df[k] for k in keys], [*others, collected])
-    new = key_id(grouped, len(keys), oid, idk).select(*visible, agg, idk)
-    accessed = tuple(keys)
-    manipulated = tuple(Manipulation(0, c, c) for c in visible)
+    if subset:
+        others = [F.first(df[c]).alias(c) for c in visible if c not in keys]
+        grouped, _ = _grouped(df, [df[k] for k in keys], [*others, collected])
+        new = key_id(grouped, len(keys), oid, idk).select(*visible, agg, idk)
+        accessed = tuple(keys)
+    else:  # every column a key, by attribute (a name may repeat: a join's two a are a and a~2)
+        shown = [a for a in seq(analyzed(df).output()) if not is_hidden(a.name())]
+        grouped, _ = _grouped(df, [column_of(df.sparkSession, a) for a in shown], [collected])
+        new = key_id(grouped, len(keys), oid, idk)
+        accessed = tuple(column_paths(visible))
+    manipulated = tuple(Manipulation(0, c, c) for c in column_paths(visible))
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=f"{method}({', '.join(keys)})")
     return _finish(tdf, new, op, agg, idk)

@@ -16,10 +16,43 @@ array (the paper's placeholder) and ``[n]`` for a literal 1-based position.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
 POS = "[pos]"
+AGAIN = "~"  # column_paths: the n-th column of a name an operator's output already has is `name~n`
+_AGAIN = re.compile(r"(.+)~([2-9]|[1-9][0-9]+)")
+
+
+def column_paths(names: Iterable[str]) -> list[str]:
+    """The top-level path of each column of an operator's output, by position: the column's name,
+    but for a name an earlier column already has (the two sides of a join both have an ``a``):
+    ``a~2`` for the second column named ``a``, ``a~3`` for the third …, skipping a name another
+    column has. Spark tells such columns apart by their attribute ids; the paths do by position."""
+    names = list(names)
+    taken, seen, last = set(names), set(), {}
+    out = []
+    for n in names:
+        if n not in seen:
+            seen.add(n)
+            out.append(n)
+            continue
+        k = last.get(n, 1) + 1
+        while f"{n}{AGAIN}{k}" in taken:
+            k += 1
+        last[n] = k
+        taken.add(f"{n}{AGAIN}{k}")
+        out.append(f"{n}{AGAIN}{k}")
+    return out
+
+
+def named_path(path: str) -> str:
+    """A path under its column's name (``a~2.x`` -> ``a.x``: :func:`column_paths`)."""
+    top, dot, rest = path.partition(".")
+    m = _AGAIN.fullmatch(top)
+    return f"{m.group(1)}{dot}{rest}" if m else path
 
 
 class OpType(str, Enum):

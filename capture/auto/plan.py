@@ -33,10 +33,10 @@ from capture.auto import window
 from capture.errors import UnsupportedOperation
 from capture.ids import is_hidden
 from capture.locator import Locator
-from capture.operators import OperatorProv, OpInput, OpType
+from capture.operators import OperatorProv, OpInput, OpType, column_paths
 from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, seq
+from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, output_paths, seq
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
 from capture.tracking.sources import file_line_ids, file_row_ids, item_ids, layout_key, locator, program_locator
@@ -376,7 +376,8 @@ class _Walk:
         doc = list(maximal_paths(gen.generator(), attrs))
         fields = {a.exprId().id(): doc for a in seq(gen.generatorOutput())}
         accessed = dict.fromkeys([p for _, p in doc] + [p for i in items for _, p in maximal_paths(i, attrs)])
-        manipulated = dict.fromkeys(m for i in items for m in out_pairs(i, i.name(), attrs, fields))
+        manipulated = dict.fromkeys(m for i, dst in zip(items, output_paths(items), strict=True)
+                                    for m in out_pairs(i, dst, attrs, fields))
         op = OperatorProv(self.tracker._new_oid(), OpType.SELECT, "json_tuple", (OpInput(child.oid, tuple(accessed)),),
                           tuple(manipulated), detail=str(gen.simpleString(25)))
         return child._next(new, op)
@@ -491,13 +492,25 @@ class _Walk:
         key_ids = {k.exprId().id() for k in keys if cls(k) == "AttributeReference"}
         exprs = [e for e in seq(node.aggregateExpressions())
                  if not (cls(e) == "AttributeReference" and e.exprId().id() in key_ids)]
-        out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
-                                 [column_of(self.spark, e) for e in exprs])
         # the tracked aggregation's visible output is the keys, then exprs: pick the node's
         # columns by position (the aggregation renamed them), then rebind names and ids
         key_pos = {k.exprId().id(): i for i, k in enumerate(keys) if cls(k) == "AttributeReference"}
         expr_pos = {e.exprId().id(): len(keys) + i for i, e in enumerate(exprs)}
-        order = [key_pos.get(a.exprId().id(), expr_pos.get(a.exprId().id())) for a in seq(node.output())]
+        output = seq(node.output())
+        order = [key_pos.get(a.exprId().id(), expr_pos.get(a.exprId().id())) for a in output]
+
+        def paths(names: list[str]) -> list[str]:
+            """The aggregation's output paths: the node's (a repeated name is ``name~n`` in the
+            node's order, as the operators above see it), then its keys the node does not output."""
+            rest = [i for i in range(len(names)) if i not in order]
+            at: dict[int, str] = {}
+            shown = column_paths(a.name() for a in output)  # as the operator above reads them
+            for i, p in zip([*order, *rest], column_paths([*shown, *(names[i] for i in rest)]), strict=True):
+                at.setdefault(i, p)  # a key output twice (SELECT k, k): its first column's path
+            return [at.get(i, n) for i, n in enumerate(names)]
+
+        out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
+                                 [column_of(self.spark, e) for e in exprs], paths=None if None in order else paths)
         plan = analyzed(out.annotated)
         attrs = seq(plan.output())
         visible = [a for a in attrs if not is_hidden(a.name())]

@@ -34,7 +34,7 @@ from pyspark.sql.types import _parse_datatype_json_string
 
 from capture.id_columns import named, resolver
 from capture.ids import JOIN, Derived, top
-from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.grouping import key_hash
 from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, out_pairs, seq
@@ -84,7 +84,7 @@ def translate(walk, node, refuse) -> TrackedDataFrame:
 
     joins: list[tuple[int, str, str, str]] = []  # (oid, id column, left id, right id)
     ops: list[OperatorProv] = []
-    left, row = child.id_column, (child.oid, child.visible())
+    left, row = child.id_column, (child.oid, column_paths(child.visible()))
     for n, g in enumerate(groups):
         g.oid = tracker._new_oid()
         ops.append(_group_op(g, child.oid, keys, order, exprs, attrs, place))
@@ -184,16 +184,19 @@ def _join_op(oid: int, n: int, left: tuple[int, list[str]], g: _Group, keys, att
 
 
 def _select_pairs(child, exprs, attrs) -> tuple[Manipulation, ...]:
-    pairs = [Manipulation(0, c, c) for c in child.visible()]
+    cols = child.visible()
+    out = column_paths([*cols, *(e.name() for e in exprs)])  # the node's output: the row's, then the values
+    pairs = [Manipulation(0, c, o) for c, o in zip(column_paths(cols), out, strict=False)]
     for j, e in enumerate(exprs):
         we = e.child() if cls(e) == "Alias" else e
         fn = we.windowFunction()
+        dst = out[len(cols) + j]
         if cls(fn) in _RANKING:
-            pairs += out_pairs(we, e.name(), attrs, {})
+            pairs += out_pairs(we, dst, attrs, {})
             continue
-        pairs.append(Manipulation(0, f"_strata_f{j}", e.name()))
+        pairs.append(Manipulation(0, f"_strata_f{j}", dst))
         if cls(fn) in _OFFSET:
-            pairs += out_pairs(fn.default(), e.name(), attrs, {})
+            pairs += out_pairs(fn.default(), dst, attrs, {})
     return tuple(dict.fromkeys(pairs))
 
 

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from capture.operators import column_paths, named_path
 from capture.storing.tables import OPERATORS, RUNS, output_table, result_table
 
 PRODUCER = "https://pypi.org/project/strata-prov/"
@@ -47,6 +48,12 @@ PROGRAM_MADE = ("local:", "range:", "onerow:", "rdd:")
 def field_name(path: str) -> str:
     """Pebble path -> OpenLineage field name: array steps left out."""
     return ".".join(p for p in path.split(".") if not (p.startswith("[") and p.endswith("]")))
+
+
+def _same(src: str, dst: str) -> bool:
+    """The path keeps its name: the same, or but for ``~n`` (a column of a join's right side
+    named as a left one, ``a`` -> ``a~2``: capture/operators.py ``column_paths``)."""
+    return src == dst or named_path(src) == named_path(dst)
 
 
 def _stronger(a: str, b: str) -> str:
@@ -76,7 +83,7 @@ class _Ops:
             for src, dst, new in hits:
                 if op["type"] == "aggregation" and (src, dst) not in keys:
                     step = AGGREGATION  # an aggregate's value, even one named as its input (max(x) AS x)
-                elif src == dst or (op["type"] == "flatten" and src.endswith(".[pos]")):
+                elif _same(src, dst) or (op["type"] == "flatten" and src.endswith(".[pos]")):
                     step = IDENTITY  # kept, or an array's element as it is (not a computed array's)
                 else:  # a grouping key's value is its rows' one value, as any other operator's
                     step = TRANSFORMATION
@@ -151,9 +158,11 @@ def grouping_keys(op: dict[str, Any], pairs: list[dict[str, Any]]) -> set[tuple[
     node (distinct, dropDuplicates: every column is a key) the pairs that keep their name."""
     node = _aggregate_node(op.get("detail") or "")
     if node is None:
-        return {(p["src"], p["dst"]) for p in pairs if p["src"] == p["dst"]}
+        return {(p["src"], p["dst"]) for p in pairs if _same(p["src"], p["dst"])}
     grouping, outputs = node
-    columns = grouping | {name for expr, name in outputs if expr in grouping}
+    # an output's path is its name, or name~n for a name an earlier output has (column_paths)
+    paths = column_paths(name for _, name in outputs)
+    columns = grouping | {path for (expr, _), path in zip(outputs, paths, strict=True) if expr in grouping}
     return {(p["src"], p["dst"]) for p in pairs if p["dst"] in columns}
 
 

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from capture.errors import UnsupportedOperation
 from capture.id_columns import named
 from capture.ids import JOIN, UNION, Derived, is_hidden
-from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -19,8 +19,10 @@ from capture.tracking.paths import (
     cls,
     has_udf,
     out_pairs,
+    output_paths,
     seq,
 )
+from capture.tracking.project import column_of
 
 if TYPE_CHECKING:
     from capture.tracking.frame import TrackedDataFrame
@@ -68,9 +70,11 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         OpInput(t.oid, None if udf else tuple(a.path for a in acc if a.input == i))
         for i, t in enumerate((left, right))
     )
-    items = seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output())
+    items = [i for i in (seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output()))
+             if not is_hidden(i.name())]
+    # a right column named as a left one is output path `name~2` (column_paths): two columns
     manipulated = tuple(
-        m for item in items if not is_hidden(item.name()) for m in out_pairs(item, item.name(), attrs, {})
+        m for item, dst in zip(items, output_paths(items), strict=True) for m in out_pairs(item, dst, attrs, {})
     )
     op = OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
@@ -103,7 +107,9 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
 
     def side_cols(t: TrackedDataFrame, n: int) -> list[Column]:
         have = set(t.hidden())
-        return [*(named(c) for c in t.visible()),
+        # the visible columns by attribute, not by name: a side may repeat a name (a join's two a)
+        shown = [a for a in seq(analyzed(t.annotated).output()) if not is_hidden(a.name())]
+        return [*(column_of(t.annotated.sparkSession, a) for a in shown),
                 *(named(h) if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden),
                 F.lit(n).cast("byte").alias(side), F.xxhash64(F.lit(oid), F.lit(n), F.col(t._cur)).alias(idk)]
 
@@ -119,8 +125,8 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
     if by_name:  # a right column renamed only where the match ignored case
         same = (lambda a, b: a == b) if _case_sensitive(new) else (lambda a, b: a.lower() == b.lower())
         pairs = [(c, next((o for o in lvis if same(o, c)), c)) for c in rvis]
-    else:
-        pairs = list(zip(rvis, lvis, strict=True))
+    else:  # by position; a name repeated on a side is path `name~n` there (column_paths)
+        pairs = list(zip(column_paths(rvis), column_paths(lvis), strict=True))
     renames = tuple(Manipulation(1, c, o) for c, o in pairs if c != o)
     op = OperatorProv(oid, OpType.UNION, method, (OpInput(left.oid, ()), OpInput(right.oid, ())), renames,
                       detail=str(analyzed(new).simpleString(25)))

@@ -14,6 +14,7 @@ member's id (docs/capture.md, "Ids"). Deterministic, so the same on every re-run
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
@@ -22,7 +23,7 @@ from pyspark.sql.types import ArrayType, DataType, IntegerType, StructField, Str
 
 from capture.errors import UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden, top
-from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -31,6 +32,7 @@ from capture.tracking.paths import (
     has_udf,
     nodes_above,
     out_pairs,
+    output_paths,
     seq,
 )
 from capture.tracking.project import column_of
@@ -151,9 +153,11 @@ def _grouped(df: DataFrame, keys, exprs) -> tuple[DataFrame, bool]:
 
 
 def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Column],
-              opaque: bool = False) -> TrackedDataFrame:
+              opaque: bool = False, paths: Callable[[list[str]], list[str]] | None = None) -> TrackedDataFrame:
     """``tdf.groupBy(*keys).agg(*exprs)``; ``opaque``: what the members make is computed elsewhere
-    by an opaque function (M = ⊥; A = the key and aggregated paths)."""
+    by an opaque function (M = ⊥; A = the key and aggregated paths); ``paths``: the output
+    columns' paths from their names (the keys', then the exprs'), for a caller that shows them in
+    another order (default: ``column_paths``)."""
     oid = tdf.tracker._new_oid()
     collected, agg, idk = _collected(tdf, oid)
     grouped, retain = _grouped(tdf.annotated, keys, [*exprs, collected])
@@ -171,7 +175,8 @@ def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Colum
                           detail=str(anode.simpleString(25)))
         return _finish(tdf, new, op, agg, idk)
     accessed = tuple(a.path for a in accesses(grouping + outputs, attrs))
-    pairs = (m for e in outputs for m in out_pairs(e, e.name(), attrs, {}))
+    dsts = output_paths(outputs) if paths is None else paths([e.name() for e in outputs])
+    pairs = (m for e, dst in zip(outputs, dsts, strict=True) for m in out_pairs(e, dst, attrs, {}))
     manipulated = None if opaque else tuple(dict.fromkeys(pairs))
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(anode.simpleString(25)))
@@ -189,11 +194,17 @@ def deduplicate(tdf: TrackedDataFrame, method: str, subset: list[str] | None) ->
     oid = tdf.tracker._new_oid()
     collected, agg, idk = _collected(tdf, oid)
     df = tdf.annotated
-    others = [F.first(df[c]).alias(c) for c in visible if c not in keys]
-    grouped, _ = _grouped(df, [df[k] for k in keys], [*others, collected])
-    new = key_id(grouped, len(keys), oid, idk).select(*visible, agg, idk)
-    accessed = tuple(keys)
-    manipulated = tuple(Manipulation(0, c, c) for c in visible)
+    if subset:
+        others = [F.first(df[c]).alias(c) for c in visible if c not in keys]
+        grouped, _ = _grouped(df, [df[k] for k in keys], [*others, collected])
+        new = key_id(grouped, len(keys), oid, idk).select(*visible, agg, idk)
+        accessed = tuple(keys)
+    else:  # every column a key, by attribute (a name may repeat: a join's two a are a and a~2)
+        shown = [a for a in seq(analyzed(df).output()) if not is_hidden(a.name())]
+        grouped, _ = _grouped(df, [column_of(df.sparkSession, a) for a in shown], [collected])
+        new = key_id(grouped, len(keys), oid, idk)
+        accessed = tuple(column_paths(visible))
+    manipulated = tuple(Manipulation(0, c, c) for c in column_paths(visible))
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=f"{method}({', '.join(keys)})")
     return _finish(tdf, new, op, agg, idk)

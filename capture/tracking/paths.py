@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from capture.ids import is_hidden
-from capture.operators import POS, Access, Manipulation
+from capture.operators import POS, Access, Manipulation, column_paths
 
 _UDF_CLASSES = frozenset({"PythonUDF", "PythonUDAF", "PythonUDTF", "ScalaUDF"})
 
@@ -37,18 +37,24 @@ class Attr:
     name: str
 
 
-AttrMap = dict[int, Attr]  # exprId -> which input, which top-level name
+AttrMap = dict[int, Attr]  # exprId -> which input, which top-level path
 
 
 def attr_map(plans: list) -> AttrMap:
-    """exprId -> (input number, column name) for the visible output columns of each input plan."""
+    """exprId -> (input number, top-level path) for the visible output columns of each input plan:
+    the column's name, or ``name~n`` for a later column of a name the plan's output already has
+    (:func:`~capture.operators.column_paths`, the paths the operator that made it recorded)."""
     out: AttrMap = {}
     for i, plan in enumerate(plans):
-        for a in seq(plan.output()):
-            name = a.name()
-            if not is_hidden(name):
-                out[a.exprId().id()] = Attr(i, name)
+        visible = [a for a in seq(plan.output()) if not is_hidden(a.name())]
+        for a, path in zip(visible, column_paths(a.name() for a in visible), strict=True):
+            out.setdefault(a.exprId().id(), Attr(i, path))  # a column repeated (select a, a): its first
     return out
+
+
+def output_paths(items: list) -> list[str]:
+    """The top-level paths of an operator's visible output columns (named expressions, in order)."""
+    return column_paths(i.name() for i in items)
 
 
 def _literal_index(expr) -> int | None:

@@ -30,6 +30,7 @@ from capture.tracking.paths import (
     maximal_paths,
     nodes_above,
     out_pairs,
+    output_paths,
     seq,
 )
 
@@ -90,15 +91,14 @@ def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = Fal
 def _project_paths(items, attrs, gen, explicit: bool) -> tuple[tuple[str, ...], tuple[Manipulation, ...]]:
     accessed: dict[str, None] = {}
     manipulated: list[Manipulation] = []
-    for item in items:
-        name = item.name()
-        if is_hidden(name):
-            continue
+    items = [i for i in items if not is_hidden(i.name())]
+    for item, name in zip(items, output_paths(items), strict=True):
         kind = cls(item)
         if kind == "AttributeReference" and item.exprId().id() in attrs:
-            manipulated.append(Manipulation(0, name, name))
+            src = attrs[item.exprId().id()].name
+            manipulated.append(Manipulation(0, src, name))
             if explicit:
-                accessed.setdefault(name, None)
+                accessed.setdefault(src, None)
             continue
         for m in out_pairs(item, name, attrs, gen):
             manipulated.append(m)

@@ -62,7 +62,12 @@ def test_column_lineage_of_the_running_example():
     ([op(1, "source", dataset="l"), op(2, "source", dataset="r"),
       op(3, "join", [(0, 1, ["k"]), (1, 2, ["k"])], [(0, "a", "a"), (1, "b", "b")])],
      "b", [("r", "b", "IDENTITY")]),
-], ids=["identity", "map", "join-side"])
+    # both sides have an a: the right one is a~2 past the join (capture/operators.py column_paths)
+    ([op(1, "source", dataset="l"), op(2, "source", dataset="r"),
+      op(3, "join", [(0, 1, ["a"]), (1, 2, ["a"])], [(0, "a", "a"), (1, "a", "a~2")]),
+      op(4, "select", [(0, 3, ["a~2"])], [(0, "a~2", "a")])],
+     "a", [("r", "a", "IDENTITY")]),
+], ids=["identity", "map", "join-side", "join-same-name"])
 def test_column_lineage_cases(ops, out, expected):
     direct, _ = column_lineage(ops, ops[-1]["oid"], [out])
     assert direct[out] == expected
@@ -94,6 +99,20 @@ def test_grouping_keys_are_not_aggregations():
     # without Spark's node (distinct): every column is a key, kept as itself
     dedup = [op(1, "source", dataset="t"), op(2, "aggregation", [(0, 1, ["a"])], [(0, "a", "a")], detail="distinct(a)")]
     assert column_lineage(dedup, 2, ["a"]) == ({"a": [("t", "a", "IDENTITY")]}, [("t", "a", "GROUP_BY")])
+
+
+def test_an_aggregate_named_as_a_key_is_its_own_column():
+    """`SELECT l.a, max(r.a) AS a … GROUP BY l.a` over a join whose sides both have an a: the
+    aggregate's output is path a~2 (capture/operators.py column_paths), an AGGREGATION of the
+    right side's a; the key a keeps the left side's."""
+    ops = [op(1, "source", dataset="l"), op(2, "source", dataset="r"),
+           op(3, "join", [(0, 1, ["k"]), (1, 2, ["k"])], [(0, "a", "a"), (1, "a", "a~2")]),
+           op(4, "aggregation", [(0, 3, ["a", "a~2"])], [(0, "a", "a"), (0, "a~2", "a~2")],
+              detail="Aggregate [a#1L], [a#1L, max(a#5L) AS a#9L, collect_list(struct(x)) AS __strata_agg_4#10]"),
+           op(5, "select", [(0, 4, ["a", "a~2"])], [(0, "a", "key"), (0, "a~2", "top")])]
+    direct, indirect = column_lineage(ops, 5, ["key", "top"])
+    assert direct == {"key": [("l", "a", "TRANSFORMATION")], "top": [("r", "a", "AGGREGATION")]}
+    assert ("l", "a", "GROUP_BY") in indirect and ("r", "a", "GROUP_BY") not in indirect
 
 
 def test_flattening_a_computed_array_transforms():

@@ -39,17 +39,10 @@ def job_submit_args(master: str | None, conf: Mapping[str, str], jars: tuple[str
     `$STRATA_SPARK_CONF`, `$STRATA_DRIVER_MEMORY`) and capture's jar, in front of the arguments
     already in `given` (which end with `pyspark-shell`); none of Strata's own tuning."""
     args: list[str] = []
-    master = master or os.environ.get("STRATA_SPARK_MASTER")
+    master = session.user_master(master)
     if master:
         args += ["--master", master]
-    settings: dict[str, str] = {}
-    memory = os.environ.get("STRATA_DRIVER_MEMORY")
-    if memory:
-        settings["spark.driver.memory"] = memory
-    env_conf = os.environ.get("STRATA_SPARK_CONF", "")
-    settings.update(session.parse_conf([p for p in env_conf.split(";") if p.strip()]))
-    settings.update(conf)
-    for key, value in settings.items():
+    for key, value in session.user_conf(conf).items():
         args += ["--conf", f"{key}={value}"]
     if jars:
         args += ["--jars", ",".join(jars)]

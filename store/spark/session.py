@@ -49,17 +49,15 @@ def _cores() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def session_conf(master: str | None = None, conf: Mapping[str, str] | None = None,
-                 jars: Sequence[str] = ()) -> dict[str, str]:
-    """The full configuration Strata would start Spark with (pure; used by tests and `--debug`)."""
-    resolved = master or os.environ.get("STRATA_SPARK_MASTER") or DEFAULT_MASTER
-    out = dict(_DEFAULTS)
-    out["spark.master"] = resolved
-    out["spark.driver.extraJavaOptions"] = _JAVA_OPTS
-    out["spark.executor.extraJavaOptions"] = _JAVA_OPTS
-    # Shuffle partitions scaled to the cores of the machine: a laptop has few, so the default
-    # 200 would spend most of the time scheduling empty tasks.
-    out["spark.sql.shuffle.partitions"] = str(max(2, 2 * _cores()))
+def user_master(master: str | None = None) -> str | None:
+    """The master the user asked for: `--master`, else `$STRATA_SPARK_MASTER`; None if neither."""
+    return master or os.environ.get("STRATA_SPARK_MASTER") or None
+
+
+def user_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings the user gave Strata, in the order they win: `$STRATA_DRIVER_MEMORY`, then
+    `$STRATA_SPARK_CONF`, then `--conf` (`conf`)."""
+    out: dict[str, str] = {}
     memory = os.environ.get("STRATA_DRIVER_MEMORY")
     if memory:
         out["spark.driver.memory"] = memory
@@ -68,6 +66,21 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         out.update(parse_conf([p for p in env_conf.split(";") if p.strip()]))
     if conf:
         out.update(conf)
+    return out
+
+
+def session_conf(master: str | None = None, conf: Mapping[str, str] | None = None,
+                 jars: Sequence[str] = ()) -> dict[str, str]:
+    """The full configuration Strata would start Spark with (pure; used by tests and `--debug`)."""
+    resolved = user_master(master) or DEFAULT_MASTER
+    out = dict(_DEFAULTS)
+    out["spark.master"] = resolved
+    out["spark.driver.extraJavaOptions"] = _JAVA_OPTS
+    out["spark.executor.extraJavaOptions"] = _JAVA_OPTS
+    # Shuffle partitions scaled to the cores of the machine: a laptop has few, so the default
+    # 200 would spend most of the time scheduling empty tasks.
+    out["spark.sql.shuffle.partitions"] = str(max(2, 2 * _cores()))
+    out.update(user_conf(conf))
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         if "-Dlog4j2.configurationFile=" not in out[key]:  # JVM options given: Strata's logging stays
             out[key] = f"{_JAVA_OPTS} {out[key]}"

@@ -198,38 +198,33 @@ def _aggregate_node(detail: str) -> tuple[set[str], list[tuple[str, str]]] | Non
 
 
 # ---------------------------------------------------------------------------- events
-def schema_paths(schema: dict[str, Any], prefix: str = "") -> Iterator[str]:
-    """Pebble paths of a Spark schema's fields (JSON form), nested ones included; arrays add `[pos]`."""
+def schema_fields(schema: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(Pebble path, type in Spark's JSON form) of a Spark schema's fields (JSON form), nested
+    ones included; arrays add `[pos]`."""
     for f in schema.get("fields", ()):
         if f["name"].startswith(HIDDEN):
             continue
         path = prefix + f["name"]
-        yield path
-        yield from _type_paths(f["type"], path)
+        yield path, f["type"]
+        yield from _type_fields(f["type"], path)
 
 
-def _type_paths(t: Any, path: str) -> Iterator[str]:
+def _type_fields(t: Any, path: str) -> Iterator[tuple[str, Any]]:
     if isinstance(t, dict) and t.get("type") == "struct":
-        yield from schema_paths(t, path + ".")
+        yield from schema_fields(t, path + ".")
     elif isinstance(t, dict) and t.get("type") == "array":
-        yield from _type_paths(t["elementType"], path + ".[pos]")
+        yield from _type_fields(t["elementType"], path + ".[pos]")
 
 
-def field_types(schema: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """OpenLineage field name -> Spark's name of its type (`long`, `string`, `struct`, `array`,
-    `decimal(10,2)` …), for a Spark schema in JSON form; an array's element struct's fields are
-    named under the array's field, as `field_name` names them."""
-    out: dict[str, str] = {}
-    for f in schema.get("fields", ()):
-        if f["name"].startswith(HIDDEN):
-            continue
-        name, t = prefix + f["name"], f["type"]
-        out[name] = t if isinstance(t, str) else str(t.get("type"))
-        while isinstance(t, dict) and t.get("type") == "array":
-            t = t["elementType"]
-        if isinstance(t, dict) and t.get("type") == "struct":
-            out.update(field_types(t, name + "."))
-    return out
+def schema_paths(schema: dict[str, Any]) -> Iterator[str]:
+    """Pebble paths of a Spark schema's fields (JSON form): `schema_fields` without the types."""
+    return (path for path, _ in schema_fields(schema))
+
+
+def field_types(schema: dict[str, Any]) -> dict[str, str]:
+    """OpenLineage field name (`field_name`) -> Spark's name of its type (`long`, `string`,
+    `struct`, `array`, `decimal(10,2)` …), for a Spark schema in JSON form."""
+    return {field_name(path): t if isinstance(t, str) else str(t.get("type")) for path, t in schema_fields(schema)}
 
 
 def schema_facet(names: Iterable[str], types: dict[str, str] | None = None) -> dict[str, Any]:

@@ -36,7 +36,16 @@ from capture.locator import Locator
 from capture.operators import OperatorProv, OpInput, OpType, column_paths
 from capture.tracking import binary, grouping
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.paths import analyzed, attr_map, cls, maximal_paths, out_pairs, output_paths, seq
+from capture.tracking.paths import (
+    analyzed,
+    attr_map,
+    cls,
+    maximal_paths,
+    out_pairs,
+    output_paths,
+    seq,
+    visible_attrs,
+)
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
 from capture.tracking.sources import file_line_ids, file_row_ids, item_ids, layout_key, locator, program_locator
@@ -104,7 +113,7 @@ class _Walk:
         items = [a if is_hidden(a.name()) else self._as(a, next(it)) for a in have]
         project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
         df = self.frame(project)
-        got = [a for a in seq(analyzed(df).output()) if not is_hidden(a.name())]
+        got = visible_attrs(analyzed(df))
         if not all(g.exprId().equals(w.exprId()) for g, w in zip(got, want, strict=True)):
             # Spark renewed an alias whose id another alias below already produces: the nodes above
             # could not find their columns

@@ -22,7 +22,7 @@ from capture.tracking.paths import (
     output_paths,
     seq,
 )
-from capture.tracking.project import column_of
+from capture.tracking.project import visible_columns
 
 if TYPE_CHECKING:
     from capture.tracking.frame import TrackedDataFrame
@@ -107,9 +107,7 @@ def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missi
 
     def side_cols(t: TrackedDataFrame, n: int) -> list[Column]:
         have = set(t.hidden())
-        # the visible columns by attribute, not by name: a side may repeat a name (a join's two a)
-        shown = [a for a in seq(analyzed(t.annotated).output()) if not is_hidden(a.name())]
-        return [*(column_of(t.annotated.sparkSession, a) for a in shown),
+        return [*visible_columns(t.annotated),  # by attribute: a side may repeat a name (a join's two a)
                 *(named(h) if h in have else F.lit(None).cast(types[h]).alias(h) for h in hidden),
                 F.lit(n).cast("byte").alias(side), F.xxhash64(F.lit(oid), F.lit(n), F.col(t._cur)).alias(idk)]
 

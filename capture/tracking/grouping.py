@@ -35,7 +35,7 @@ from capture.tracking.paths import (
     output_paths,
     seq,
 )
-from capture.tracking.project import column_of
+from capture.tracking.project import column_of, visible_columns
 from store.storage import spark_conf
 
 if TYPE_CHECKING:
@@ -200,8 +200,7 @@ def deduplicate(tdf: TrackedDataFrame, method: str, subset: list[str] | None) ->
         new = key_id(grouped, len(keys), oid, idk).select(*visible, agg, idk)
         accessed = tuple(keys)
     else:  # every column a key, by attribute (a name may repeat: a join's two a are a and a~2)
-        shown = [a for a in seq(analyzed(df).output()) if not is_hidden(a.name())]
-        grouped, _ = _grouped(df, [column_of(df.sparkSession, a) for a in shown], [collected])
+        grouped, _ = _grouped(df, visible_columns(df), [collected])
         new = key_id(grouped, len(keys), oid, idk)
         accessed = tuple(column_paths(visible))
     manipulated = tuple(Manipulation(0, c, c) for c in column_paths(visible))

@@ -46,10 +46,15 @@ def attr_map(plans: list) -> AttrMap:
     (:func:`~capture.operators.column_paths`, the paths the operator that made it recorded)."""
     out: AttrMap = {}
     for i, plan in enumerate(plans):
-        visible = [a for a in seq(plan.output()) if not is_hidden(a.name())]
+        visible = visible_attrs(plan)
         for a, path in zip(visible, column_paths(a.name() for a in visible), strict=True):
             out.setdefault(a.exprId().id(), Attr(i, path))  # a column repeated (select a, a): its first
     return out
+
+
+def visible_attrs(plan) -> list:
+    """A plan's visible output attributes (capture's hidden columns left out), in order."""
+    return [a for a in seq(plan.output()) if not is_hidden(a.name())]
 
 
 def output_paths(items: list) -> list[str]:

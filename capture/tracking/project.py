@@ -32,6 +32,7 @@ from capture.tracking.paths import (
     out_pairs,
     output_paths,
     seq,
+    visible_attrs,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +47,12 @@ def column_of(spark, expr) -> Column:
 
     node_cls, col_cls = _column_classes(spark._jvm)
     return ClassicColumn(col_cls(node_cls.apply(expr)))
+
+
+def visible_columns(df) -> list[Column]:
+    """A DataFrame's visible columns by attribute, not by name (a name may repeat: a join's two
+    `a`), in order."""
+    return [column_of(df.sparkSession, a) for a in visible_attrs(analyzed(df))]
 
 
 @lru_cache(maxsize=4)

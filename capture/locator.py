@@ -22,6 +22,10 @@ class Locator:
     * ``position``: any other file format, by row position under ``layout`` (``item_ids``,
       ``layout_key`` called with ``layout_options``): finding an item again reads the input
       with Spark and checks that it is cut the same way;
+    * ``split``: a Hive-format table read through its SerDe (``hive_split_ids``), by file, the
+      start of the Hadoop split that read the record and the record's index in that split;
+      ``splits`` holds every file's split starts, so a text table's records are found again by
+      their lines;
     * ``program``: rows the program made (``createDataFrame``, ``range``, literal rows, a
       DataFrame handed to ``Tracker.track``): nothing to read back.
 
@@ -37,6 +41,7 @@ class Locator:
     table: str | None = None  # the catalog table read, if any
     layout: str | None = None
     layout_options: tuple[tuple[str, str], ...] | None = None
+    splits: tuple[tuple[str, tuple[int, ...]], ...] = ()  # ids ``split``: per file, its splits' starts
 
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if v not in (None, (), [])}, sort_keys=True)
@@ -46,4 +51,5 @@ class Locator:
         d = json.loads(text)
         return cls(d["ids"], d["format"], tuple(tuple(f) for f in d.get("files", ())), tuple(d.get("paths", ())),
                    tuple(tuple(o) for o in d.get("options", ())), d.get("schema"), d.get("table"),
-                   d.get("layout"), tuple(tuple(o) for o in d["layout_options"]) if "layout_options" in d else None)
+                   d.get("layout"), tuple(tuple(o) for o in d["layout_options"]) if "layout_options" in d else None,
+                   tuple((f, tuple(s)) for f, s in d.get("splits", ())))

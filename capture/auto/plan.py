@@ -48,7 +48,16 @@ from capture.tracking.paths import (
 )
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
-from capture.tracking.sources import file_line_ids, file_row_ids, item_ids, layout_key, locator, program_locator
+from capture.tracking.sources import (
+    file_line_ids,
+    file_row_ids,
+    hive_locator,
+    hive_split_ids,
+    item_ids,
+    layout_key,
+    locator,
+    program_locator,
+)
 from capture.tracking.tracker import line_delimited
 
 _JOINS = {
@@ -230,6 +239,16 @@ class _Walk:
         where = locator(self.frame(node), "row_index" if fmt == "parquet" else "position", fmt, self._options(rel),
                         relation=rel, table=dataset if table.isDefined() else None)
         return self._source(node, dataset, f"read.{fmt}", f"{fmt} {dataset}", where, by_row_index=fmt == "parquet")
+
+    def visit_HiveTableRelation(self, node) -> TrackedDataFrame:
+        """A Hive-format table that Spark reads through its SerDe (a text table, say; Spark turns
+        Parquet and ORC Hive tables into file relations, read above). Spark's own scan is kept,
+        so every row is what the program reads; the ids are the file, the Hadoop split and the
+        record's index in it (``hive_split_ids``)."""
+        dataset = node.tableMeta().identifier().unquotedString()
+        where = hive_locator(self.spark, node, dataset)
+        return self.tracker._source(self.frame(node), dataset, "read.hive", f"hive {dataset}",
+                                    hive_split_ids(dataset), locator=where)
 
     def _options(self, rel) -> dict[str, str]:
         """A file relation's reader options (its paths aside: they are the relation's root paths)."""

@@ -152,3 +152,79 @@ def locator(df: DataFrame, ids: str, fmt: str, options: dict | None = None, *, r
 def program_locator(what: str) -> Locator:
     """The :class:`Locator` of rows the program made (``what``: local, range, rdd, track ...)."""
     return Locator("program", what)
+
+
+# ---- Hive-format tables ----------------------------------------------------------------------------
+_TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
+_LAZY_SIMPLE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+
+
+def hive_split_ids(dataset: str) -> F.Column:
+    """Top-level item ids of a Hive-format table read through its SerDe: ``xxhash64(dataset name,
+    file, split start, record index in the split)``. Spark reads such a table with Hadoop's input
+    format, one task per split (a file cut at split starts), and reports each task's file and split
+    start (``input_file_name``, ``input_file_block_start``); the low 33 bits of
+    ``monotonically_increasing_id`` count the records of the task. The ids depend on the files
+    and where Hadoop cuts them, not on task numbers or on how many tables the query reads."""
+    record = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+    return F.xxhash64(F.lit(dataset), F.input_file_name(), F.expr("input_file_block_start()"), record)
+
+
+def _option(value) -> object:
+    return value.get() if value.isDefined() else None
+
+
+def hive_locator(spark, node, dataset: str) -> Locator:
+    """The :class:`Locator` of a ``HiveTableRelation``: the table's files (every partition's
+    location), its SerDe's properties as options, its schema and, for text tables (Hadoop's
+    ``TextInputFormat``, read by lines), the split starts Hadoop cuts each file at as Spark's
+    Hive reader asks for them (no minimum split count in local mode, else Spark's default
+    parallelism or ``mapreduce.job.maps``), so that a trace finds a record again from its line."""
+    meta = node.tableMeta()
+    jspark = spark._jsparkSession
+    storage = meta.storage()
+    if meta.partitionColumnNames().isEmpty():
+        locations = [str(_option(storage.locationUri()))]
+    else:
+        parts = jspark.sessionState().catalog().listPartitions(meta.identifier(), _none(spark))
+        locations = [str(_option(parts.apply(i).storage().locationUri())) for i in range(parts.size())]
+    locations = [p for p in locations if p != "None"]
+    fmt = "hive-text" if (_option(storage.inputFormat()) == _TEXT_INPUT
+                          and _option(storage.serde()) == _LAZY_SIMPLE) else "hive"
+    props = dict(spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(storage.properties()))
+    table_props = dict(spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(meta.properties()))
+    if "skip.header.line.count" in table_props:
+        props["skip.header.line.count"] = table_props["skip.header.line.count"]
+    files: tuple = ()
+    if locations:
+        listing = spark.read.format("text").load(locations)
+        files = file_statuses(listing._jdf.queryExecution().analyzed().relation().location())
+    splits = _text_splits(spark, locations) if fmt == "hive-text" else ()
+    return Locator("split", fmt, files, tuple(locations), tuple(sorted((str(k), str(v)) for k, v in props.items())),
+                   meta.schema().json(), dataset, splits=splits)
+
+
+def _none(spark):
+    return getattr(getattr(spark._jvm.scala, "None$"), "MODULE$")
+
+
+def _text_splits(spark, locations: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Where Hadoop's ``TextInputFormat`` cuts each file of each location, as Spark's Hive reader
+    asks it to (one request per location, the way Spark's Hive table reader asks)."""
+    jvm = spark._jvm
+    sc = spark.sparkContext._jsc.sc()
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    minimum = 0 if sc.isLocal() else max(conf.getInt("mapreduce.job.maps", 1), sc.defaultMinPartitions())
+    starts: dict[str, list[int]] = {}
+    for loc in locations:
+        job = jvm.org.apache.hadoop.mapred.JobConf(conf)
+        jvm.org.apache.hadoop.mapred.FileInputFormat.setInputPaths(job, loc)
+        fmt = jvm.org.apache.hadoop.mapred.TextInputFormat()
+        fmt.configure(job)
+        try:
+            found = fmt.getSplits(job, minimum)
+        except Py4JError:
+            continue
+        for s in found:
+            starts.setdefault(str(s.getPath().toString()), []).append(int(s.getStart()))
+    return tuple(sorted((f, tuple(sorted(set(v)))) for f, v in starts.items()))

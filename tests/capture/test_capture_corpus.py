@@ -223,31 +223,39 @@ EXAMPLE = EXAMPLES / "capture"
 JOBS = Path(__file__).parent / "jobs"  # jobs run as whole programs, plain and captured
 
 
-def _strata(store: Path, *args: str) -> subprocess.CompletedProcess:
+def _strata(store: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "strata.cli", "--store", str(store), "--master", "local[1]", *args],
-                          capture_output=True, text=True, env=_ENV, timeout=300)
+                          capture_output=True, text=True, env=_ENV, timeout=300, cwd=cwd)
 
 
-def _plain(script: Path, *args: str) -> subprocess.CompletedProcess:
+def _plain(script: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """`python SCRIPT ARGS` without Strata, with what `_strata` gives Spark (`--master local[1]`,
     the suite's JVM options from $STRATA_SPARK_CONF) as spark-submit options."""
     conf = [p for p in _ENV.get("STRATA_SPARK_CONF", "").split(";") if p.strip()]
     submit = ["--master", "local[1]", *(a for c in conf for a in ("--conf", c)), "pyspark-shell"]
     env = {**_ENV, "PYSPARK_SUBMIT_ARGS": " ".join(shlex.quote(a) for a in submit)}
     env.pop("STRATA_SPARK_CONF", None)
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=cwd)
 
 
-def _files(root: Path) -> dict[str, object]:
-    """Every file under root, by its path with part files' write ids blanked: a Parquet file's
+def _files(root: Path, skip: tuple[str, ...] = (), unordered: tuple[str, ...] = ()) -> dict[str, object]:
+    """Every file under root but those under ``skip``, by its path with part files' write ids
+    blanked (files under a folder of ``unordered``: only their names, and the folder's lines in
+    sorted order): a Parquet file's
     schema (with Spark's metadata) and rows, any other file's bytes. A Parquet file's bytes (and
     so its .crc) may differ in one place: capture's writer lists a column chunk's encodings in
     another order."""
     out: dict[str, object] = {}
     for f in sorted(root.rglob("*")):
-        if f.is_file():
+        if f.is_file() and not str(f.relative_to(root)).startswith(skip):
             name = re.sub(r"part-(\d+)-[0-9a-f-]{36}", r"part-\1-ID", str(f.relative_to(root)))
-            if f.suffix == ".parquet":
+            folder = next((u for u in unordered if name.startswith(u)), None)
+            if folder is not None:
+                out[name] = "file"
+                out.setdefault(folder, []).extend(f.read_bytes().splitlines() if not name.endswith(".crc") else [])
+                out[folder].sort()
+            elif f.suffix == ".parquet":
                 table = pq.read_table(f)
                 out[name] = (table.schema.to_string(show_schema_metadata=True), table.to_pylist())
             elif not name.endswith(".parquet.crc"):
@@ -282,6 +290,15 @@ def start_in_background() -> None:
         _COMMAND["plain"] = _plain(JOBS / "settings_visible.py", str(work / "plain"))
         _COMMAND["captured"] = _strata(work / "job", "capture", "--", str(JOBS / "settings_visible.py"),
                                        str(work / "captured"))
+        for tag in ("hive_plain", "hive_captured"):
+            (work / tag).mkdir()
+        _COMMAND["hive_plain"] = _plain(JOBS / "hive_tables.py", str(work / "hive_plain"), cwd=work / "hive_plain")
+        _COMMAND["hive_captured"] = _strata(work / "hive_store", "capture", "--", str(JOBS / "hive_tables.py"),
+                                            str(work / "hive_captured"), cwd=work / "hive_captured")
+        runs = re.findall(r"captured (hive_tables/run-\S+):", _COMMAND["hive_captured"].stderr)
+        if len(runs) > 3:  # the CTAS by_city: where its Rome and Oslo rows come from
+            _COMMAND["hive_trace"] = [_strata(work / "hive_store", "trace", pattern, "--run", runs[3])
+                                      for pattern in ("/city = 'Rome'", "/city = 'Oslo'")]
 
     _COMMAND.update(work=work, thread=threading.Thread(target=run, daemon=True))
     _COMMAND["thread"].start()
@@ -303,6 +320,42 @@ def test_capture_leaves_the_jobs_settings_and_results_as_they_are(spark):
     assert captured.stdout == plain.stdout
     work = _COMMAND["work"]
     assert _files(work / "captured") == _files(work / "plain")
+
+
+def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(spark):
+    """A job over Hive-format tables (Spark's embedded metastore; text tables cut into several
+    Hadoop splits per file; a partitioned table; Hive text and Parquet CTAS; INSERT OVERWRITE
+    DIRECTORY) prints the same and leaves the same files plain and captured, with one run per
+    write; `strata trace` names each traced row by the table, its file and line, and reads its
+    fields back (a partition column from the file's folder), without a JVM."""
+    start_in_background()
+    _COMMAND["thread"].join(timeout=600)
+    plain, captured = _COMMAND.get("hive_plain"), _COMMAND.get("hive_captured")
+    assert plain is not None and captured is not None, "the runs did not finish in time"
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert captured.returncode == 0, captured.stderr[-2000:]
+    assert captured.stdout == plain.stdout and "|Oslo|   11|" in plain.stdout
+    outputs = re.findall(r"captured hive_tables/run-\S+: (\S+) \(", captured.stderr)
+    assert outputs == [*(f"spark_catalog.default.{t}" for t in ("people", "visits", "visits", "by_city", "oslo")),
+                       str(_COMMAND["work"] / "hive_captured" / "export")]
+    skip = ("metastore_db", "derby.log")
+    work = _COMMAND["work"]
+    # the export's rows come in the order Hadoop lists the visits files (by their random names)
+    assert _files(work / "hive_captured", skip, ("export/",)) == _files(work / "hive_plain", skip, ("export/",))
+    rome, oslo = _COMMAND["hive_trace"]
+    assert rome.returncode == 0 and oslo.returncode == 0, rome.stderr[-2000:] + oslo.stderr[-2000:]
+    people, visits = work / "hive_captured" / "warehouse" / "people", work / "hive_captured" / "warehouse" / "visits"
+    heads = [line for line in rome.stdout.splitlines() if not line.startswith(" ")]
+    # bob is line 2 of the people file, in its third 4-byte split; his visit line 2 of day 2024-01-01's
+    assert re.fullmatch(rf"spark_catalog\.default\.people \({people}/part-00000-\S+:2\)  dataset:\S+", heads[0])
+    assert re.fullmatch(rf"spark_catalog\.default\.visits \({visits}/day=2024-01-01/part-00000-\S+:2\)  "
+                        r"dataset:\S+", heads[1])
+    assert '  city  contributing  accessed by 4; manipulated by 3,4  = "Rome"' in rome.stdout
+    assert "  pages  influencing  accessed by 4; manipulated by 3  = 5" in rome.stdout
+    assert "  person  influencing  accessed by 3  = 2" in rome.stdout
+    heads = [line for line in oslo.stdout.splitlines() if not line.startswith(" ")]
+    assert sorted(h.split(" (")[0] for h in heads) == ["spark_catalog.default.people"] * 2 + \
+        ["spark_catalog.default.visits"] * 3  # ann, cy; ann's two visits and cy's one
 
 
 def test_strata_capture_command(spark, tmp_path):

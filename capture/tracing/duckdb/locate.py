@@ -1,10 +1,11 @@
-"""Traced input items found on the driver: local JSON Lines and Parquet files, no JVM.
+"""Traced input items found on the driver: local JSON Lines, Parquet and Hive text files, no JVM.
 
-Every line start (JSON, read with the offset reader) or row index (Parquet) of each unchanged
-file is hashed with numpy as Spark's ``xxhash64`` hashes it (capture/tracking/sources.py computes
-the same ids in the capture); a JSON item is then ``file:line`` (lines counted from 1) and its
-value the line's JSON, a Parquet item ``file#row`` (row indexes from 0) and its value the row,
-read from the row group that holds it. :func:`read_input` returns None for any other input (the
+Every line start (JSON, read with the offset reader), row index (Parquet) or line's index in its
+Hadoop split (a Hive text table) of each unchanged file is hashed with numpy as Spark's
+``xxhash64`` hashes it (capture/tracking/sources.py computes the same ids in the capture); a JSON
+or Hive item is then ``file:line`` (lines counted from 1) and its value the line's JSON or the
+line's fields, a Parquet item ``file#row`` (row indexes from 0) and its value the row, read from
+the row group that holds it. :func:`read_input` returns None for any other input (the
 Spark wing reads those: capture/tracing/spark/locate.py).
 """
 
@@ -17,12 +18,13 @@ import lzma
 import os
 import re
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from capture.ids import SEED, mix
-from capture.tracing.places import Key, Place, every, file_path_of, gone, label, spark_file_path
+from capture.tracing.places import Key, Place, every, file_path_of, gone, label, place_of_input, spark_file_path
 from store.index.xxh import hash_longs
 
 if TYPE_CHECKING:
@@ -120,9 +122,97 @@ def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local:
             out[key] = Place(label(loc, f"{local}#{row}"), record, values)
 
 
+def _delimiter(options: dict[str, str]) -> str:
+    """LazySimpleSerDe's field delimiter: ``field.delim``, else ``serialization.format``; a
+    number is a byte value (``1`` is \\x01, Hive's default), anything else its first character."""
+    raw = options.get("field.delim") or options.get("serialization.format") or "1"
+    try:
+        return chr(int(raw) & 0xFF)
+    except ValueError:
+        return raw[0]
+
+
+def _typed(text: str | None, kind: str):
+    """A text table's field as the type of its column (None where Hive reads null)."""
+    if text is None:
+        return None
+    try:
+        if kind in ("integer", "long", "short", "byte"):
+            return int(text.strip())
+        if kind in ("double", "float"):
+            return float(text.strip())
+        if kind == "boolean":
+            return {"true": True, "false": False}.get(text.strip().lower())
+    except ValueError:
+        return None
+    return text
+
+
+def _hive_record(line: str, loc: Locator, fields: list[tuple[str, str]], local: str) -> dict:
+    """A text table's line as its record: fields split at the SerDe's delimiter, ``\\N`` (or the
+    table's ``serialization.null.format``) as null, partition columns from the file's folders."""
+    opts = dict(loc.options)
+    null = opts.get("serialization.null.format", "\\N")
+    parts = dict(re.findall(r"([^/=]+)=([^/]*)", os.path.dirname(local)))
+    cells = line.split(_delimiter(opts))
+    record, i = {}, 0
+    for name, kind in fields:
+        if name in parts and i >= len(cells):
+            record[name] = _typed(unquote(parts[name]), kind)
+            continue
+        text = cells[i] if i < len(cells) else None
+        i += 1
+        record[name] = _typed(None if text == null else text, kind)
+    return record
+
+
+def _hive_text_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
+                    wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
+    """A Hive text table's file: every line is a record, read by the split that holds its
+    start (Hadoop's LineRecordReader: split ``[s, e)`` reads the lines starting in ``(s, e]``, the
+    first split also the line at 0), numbered within its split after the header lines a table
+    skips (``skip.header.line.count``)."""
+    splits = dict(loc.splits).get(file[0])
+    if not splits:
+        return
+    with open(local, "rb") as f:
+        data = f.read()
+    ext = os.path.splitext(local)[1].lower()
+    if ext in _OPENERS:
+        data = _OPENERS[ext](data)
+    starts = _line_starts(data, None)
+    cut = np.asarray(splits, dtype=np.int64)
+    split = np.maximum(np.searchsorted(cut, starts, side="left") - 1, 0)
+    first = np.concatenate([[0], np.flatnonzero(np.diff(split)) + 1]) if len(split) else np.zeros(0, np.int64)
+    index = np.arange(len(starts), dtype=np.int64) - np.repeat(first, np.diff(np.append(first, len(starts))))
+    skip = int(dict(loc.options).get("skip.header.line.count", "0") or 0)
+    if skip:
+        index = np.where(split == 0, index - skip, index)
+    fields = [(f["name"], f["type"] if isinstance(f["type"], str) else "") for f in
+              json.loads(loc.schema)["fields"]] if loc.schema else []
+    want = np.fromiter(wanted, dtype=np.int64, count=len(wanted))
+    for k, s in enumerate(cut.tolist()):
+        rows = np.flatnonzero((split == k) & (index >= 0))
+        if not len(rows):
+            continue
+        ids = hash_longs(index[rows], _seed(dataset, file[0], s))
+        for j in np.flatnonzero(np.isin(ids, want)).tolist():
+            line = int(rows[j])
+            record = None
+            if values:
+                end = int(starts[line + 1]) if line + 1 < len(starts) else len(data)
+                text = data[int(starts[line]):end].decode("utf-8", "replace").rstrip("\r\n")
+                record = _hive_record(text, loc, fields, local)
+            for key in wanted.pop(int(ids[j]), ()):
+                out[key] = Place(label(loc, f"{local}:{line + 1}"), record, values)
+
+
 def read_input(dataset: str, loc: Locator, wanted: dict[int, list[Key]], values: bool) -> dict[Key, Place] | None:
-    """Items of a local JSON Lines or Parquet input, or None when it is not one."""
-    if loc.ids not in ("offset", "row_index") or not loc.files:
+    """Items of a local JSON Lines, Parquet or Hive text input, or None when it is not one."""
+    if loc.ids == "split" and loc.format != "hive-text":
+        return every(wanted, f"{place_of_input(loc)} (a Hive table of another format than text: "
+                             "its records are not read back)")
+    if loc.ids not in ("offset", "row_index", "split") or not loc.files:
         return None
     locals_ = [file_path_of(f[0]) for f in loc.files]
     if any(p is None for p in locals_):
@@ -137,6 +227,8 @@ def read_input(dataset: str, loc: Locator, wanted: dict[int, list[Key]], values:
             continue
         if loc.ids == "offset":
             _json_file(dataset, loc, file, local, wanted, out, values)
+        elif loc.ids == "split":
+            _hive_text_file(dataset, loc, file, local, wanted, out, values)
         else:
             _parquet_file(dataset, loc, file, local, wanted, out, values)
     return out | every(wanted, gone(loc, changed))

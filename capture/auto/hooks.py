@@ -8,7 +8,8 @@ program's output, written from the same expressions (a layout replayed on the ca
 and its provenance in one store commit — one run per write. ``spark.sql`` is intercepted for
 ``CREATE TABLE … AS SELECT``, ``INSERT INTO/OVERWRITE … SELECT`` and ``INSERT OVERWRITE DIRECTORY``:
 the query's plan is captured the same way and the statement runs with the captured result as its
-query. Everything else passes through. A write that cannot be captured raises before any job runs.
+query; and for ``LOAD DATA`` (the loaded files' records are the table's new rows). Everything else
+passes through. A write that cannot be captured raises before any job runs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pyspark.sql.types import StructType
 from capture.auto.plan import translate
 from capture.errors import UnsupportedOperation
 from capture.tracking.paths import analyzed
+from capture.tracking.sources import hive_locator, hive_split_ids
 from capture.tracking.tracker import Tracker
 from store import progress
 
@@ -57,14 +59,15 @@ class Capture:
     runs: list = field(default_factory=list)
 
     def write(self, df, target: str, fmt: str, mode: str, options: dict[str, str],
-              table: tuple[str, str] | None = None, sink=None):
+              table: tuple[str, str] | None = None, sink=None, source=None):
         """Translate ``df``'s plan with a fresh tracker (operator ids start at 1 for every
         write, so a run's ids do not depend on the writes before it) and write it (with
-        ``sink(result)``, when given: the program's own write of the result)."""
+        ``sink(result)``, when given: the program's own write of the result). ``source(tracker)``,
+        when given, is the tracked DataFrame itself (a write whose rows are one input's)."""
         t = self.tracker
         tracker = Tracker(df.sparkSession, t.store, pipeline=t.pipeline, model=t.model)
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
-            tdf = translate(tracker, df)
+            tdf = translate(tracker, df) if source is None else source(tracker)
             step.advance()
             with _writing():
                 info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, sink=sink, **options)
@@ -179,7 +182,7 @@ for _m in _TERMINAL:
 
 # SQL statements that write, but not from one query capture can translate
 _REFUSED_SQL = {"MergeIntoTable": "MERGE INTO", "UpdateTable": "UPDATE", "DeleteFromTable": "DELETE FROM",
-                "LoadData": "LOAD DATA", "TruncateTable": "TRUNCATE TABLE",
+                "TruncateTable": "TRUNCATE TABLE",
                 "TruncatePartition": "TRUNCATE TABLE … PARTITION"}
 # RDD writes: Spark's plan does not reach them (their functions are opaque to capture), so each
 # is refused by name before it runs.
@@ -200,11 +203,12 @@ class _SqlWrite:
     mode: str
     fmt: str
     sink: Any
+    source: Any = None  # for LOAD DATA: the tracked file (``Capture.write``'s ``source``)
 
 
 def _sql_write(spark, query: str) -> _SqlWrite | None:
-    """The write of ``query`` when it is a CTAS, RTAS, INSERT … SELECT or INSERT OVERWRITE
-    DIRECTORY, else None (refused: writes capture cannot translate)."""
+    """The write of ``query`` when it is a CTAS, RTAS, INSERT … SELECT, INSERT OVERWRITE
+    DIRECTORY or LOAD DATA, else None; raises for writes capture cannot translate."""
     try:
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(query)
     except Exception:  # noqa: BLE001 - Spark reports the syntax error when it runs the query
@@ -234,6 +238,8 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
                 "Nothing was written", hint="drop IF NOT EXISTS under capture")
         mode = "overwrite" if plan.overwrite() else "append"
         return _SqlWrite(_frame(spark, plan.query()), name, "insertInto", mode, default, _replay(spark, plan))
+    if kind == "LoadData":
+        return _load_data(spark, plan, query)
     if kind == "InsertIntoDir":
         location = plan.storage().locationUri()
         provider = plan.provider()
@@ -242,6 +248,53 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
         mode = "overwrite" if plan.overwrite() else "append"
         return _SqlWrite(_frame(spark, plan.child()), target, "insertIntoDirectory", mode, fmt, _replay(spark, plan))
     return None
+
+
+def _load_data(spark, plan, query: str) -> _SqlWrite | None:
+    """``LOAD DATA [LOCAL] INPATH … INTO TABLE t``: Spark copies (LOCAL) or moves the files into the
+    Hive table as they are, so each of their records is a row of the table. Captured as a run
+    whose source is the loaded path read as the table reads its files (its SerDe; ids as a Hive
+    table's, by file, split and record) and whose output is the table; the statement itself then
+    runs, after the run's rows were computed (a moved file is gone after it). None (Spark reports
+    the error) for a table Spark would refuse, e.g. a data source table."""
+    name = ".".join(str(p) for p in _list(plan.child().multipartIdentifier()))
+    try:
+        relation = analyzed(spark.table(name))
+    except Exception:  # noqa: BLE001 - no such table: Spark reports it when the statement runs
+        return None
+    while relation.getClass().getSimpleName() in ("SubqueryAlias", "View"):
+        relation = relation.child()
+    if relation.getClass().getSimpleName() != "HiveTableRelation":
+        return None
+    if plan.partition().isDefined() or not relation.partitionCols().isEmpty():
+        raise UnsupportedOperation(f"capture: LOAD DATA into the partitioned table {name} cannot be captured yet. "
+                                   "Nothing was written",
+                                   hint="load into an unpartitioned table, or INSERT … SELECT from the file")
+    jvm = spark._jvm
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    path = jvm.org.apache.hadoop.fs.Path(str(plan.path()))
+    fs = jvm.org.apache.hadoop.fs.FileSystem.getLocal(conf) if plan.isLocal() else path.getFileSystem(conf)
+    where = str(fs.makeQualified(path).toString())
+    meta = relation.tableMeta()
+    st = meta.storage()
+    uri = jvm.scala.Some(jvm.java.net.URI(where))
+    loaded = meta.withNewStorage(uri, st.inputFormat(), st.outputFormat(), st.compressed(), st.serde(),
+                                 st.properties(), getattr(meta, "withNewStorage$default$7")())
+    scan = jvm.org.apache.spark.sql.catalyst.catalog.HiveTableRelation(
+        loaded, relation.dataCols(), relation.partitionCols(), relation.tableStats(), relation.prunedPartitions())
+    df = _frame(spark, scan)
+    dataset = where.removeprefix("file:")
+
+    def source(tracker):
+        return tracker._source(df, dataset, "read.hive", f"hive files of {name}: {dataset}", hive_split_ids(dataset),
+                               locator=hive_locator(spark, scan, dataset, table=None))
+
+    def sink(result) -> None:
+        result.write.format("noop").mode("overwrite").save()  # the rows first: LOAD DATA may move the file
+        spark.sql(query)
+
+    mode = "overwrite" if plan.isOverwrite() else "append"
+    return _SqlWrite(df, str(meta.identifier().unquotedString()), "insertInto", mode, "hive", sink, source)
 
 
 def _frame(spark, plan):
@@ -293,7 +346,7 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
                     raise UnsupportedOperation("capture: a parameterized CREATE TABLE AS / INSERT cannot be "
                                                "captured yet", hint="inline the parameters under capture")
                 capture.write(found.df, found.target, found.fmt, found.mode, {}, table=(found.method, found.target),
-                              sink=found.sink)
+                              sink=found.sink, source=found.source)
                 return self.createDataFrame([], StructType([]))
         return sql(self, sqlQuery, args, **kwargs)
 

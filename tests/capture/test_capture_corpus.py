@@ -296,9 +296,10 @@ def start_in_background() -> None:
         _COMMAND["hive_captured"] = _strata(work / "hive_store", "capture", "--", str(JOBS / "hive_tables.py"),
                                             str(work / "hive_captured"), cwd=work / "hive_captured")
         runs = re.findall(r"captured (hive_tables/run-\S+):", _COMMAND["hive_captured"].stderr)
-        if len(runs) > 3:  # the CTAS by_city: where its Rome and Oslo rows come from
-            _COMMAND["hive_trace"] = [_strata(work / "hive_store", "trace", pattern, "--run", runs[3])
-                                      for pattern in ("/city = 'Rome'", "/city = 'Oslo'")]
+        if len(runs) > 4:  # the CTAS by_city: where its Rome and Oslo rows come from; LOAD DATA's eve
+            _COMMAND["hive_trace"] = [_strata(work / "hive_store", "trace", pattern, "--run", run)
+                                      for pattern, run in (("/city = 'Rome'", runs[4]), ("/city = 'Oslo'", runs[4]),
+                                                           ("/name = 'eve'", runs[1]))]
 
     _COMMAND.update(work=work, thread=threading.Thread(target=run, daemon=True))
     _COMMAND["thread"].start()
@@ -324,8 +325,8 @@ def test_capture_leaves_the_jobs_settings_and_results_as_they_are(spark):
 
 def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(spark):
     """A job over Hive-format tables (Spark's embedded metastore; text tables cut into several
-    Hadoop splits per file; a partitioned table; Hive text and Parquet CTAS; INSERT OVERWRITE
-    DIRECTORY) prints the same and leaves the same files plain and captured, with one run per
+    Hadoop splits per file; a partitioned table; LOAD DATA; Hive text and Parquet CTAS; INSERT
+    OVERWRITE DIRECTORY) prints the same and leaves the same files plain and captured, with one run per
     write; `strata trace` names each traced row by the table, its file and line, and reads its
     fields back (a partition column from the file's folder), without a JVM."""
     start_in_background()
@@ -334,15 +335,16 @@ def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(sp
     assert plain is not None and captured is not None, "the runs did not finish in time"
     assert plain.returncode == 0, plain.stderr[-2000:]
     assert captured.returncode == 0, captured.stderr[-2000:]
-    assert captured.stdout == plain.stdout and "|Oslo|   11|" in plain.stdout
+    assert captured.stdout == plain.stdout and "|Oslo|   21|" in plain.stdout
     outputs = re.findall(r"captured hive_tables/run-\S+: (\S+) \(", captured.stderr)
-    assert outputs == [*(f"spark_catalog.default.{t}" for t in ("people", "visits", "visits", "by_city", "oslo")),
+    tables = ("people", "people", "visits", "visits", "by_city", "oslo")
+    assert outputs == [*(f"spark_catalog.default.{t}" for t in tables),
                        str(_COMMAND["work"] / "hive_captured" / "export")]
     skip = ("metastore_db", "derby.log")
     work = _COMMAND["work"]
     # the export's rows come in the order Hadoop lists the visits files (by their random names)
     assert _files(work / "hive_captured", skip, ("export/",)) == _files(work / "hive_plain", skip, ("export/",))
-    rome, oslo = _COMMAND["hive_trace"]
+    rome, oslo, loaded = _COMMAND["hive_trace"]
     assert rome.returncode == 0 and oslo.returncode == 0, rome.stderr[-2000:] + oslo.stderr[-2000:]
     people, visits = work / "hive_captured" / "warehouse" / "people", work / "hive_captured" / "warehouse" / "visits"
     heads = [line for line in rome.stdout.splitlines() if not line.startswith(" ")]
@@ -354,8 +356,12 @@ def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(sp
     assert "  pages  influencing  accessed by 4; manipulated by 3  = 5" in rome.stdout
     assert "  person  influencing  accessed by 3  = 2" in rome.stdout
     heads = [line for line in oslo.stdout.splitlines() if not line.startswith(" ")]
-    assert sorted(h.split(" (")[0] for h in heads) == ["spark_catalog.default.people"] * 2 + \
-        ["spark_catalog.default.visits"] * 3  # ann, cy; ann's two visits and cy's one
+    assert sorted(h.split(" (")[0] for h in heads) == ["spark_catalog.default.people"] * 3 + \
+        ["spark_catalog.default.visits"] * 4  # ann, cy, eve (loaded); ann's two visits, cy's and eve's
+    # LOAD DATA's run: a loaded row comes from its line of the loaded file
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    file, lines = work / "hive_captured" / "more_people.csv", loaded.stdout.splitlines()
+    assert lines[0].startswith(f"{file}:1  dataset:{file}#") and lines[1] == '  name  contributing  = "eve"'
 
 
 def test_strata_capture_command(spark, tmp_path):

@@ -1,8 +1,8 @@
-"""A job over Hive-format tables in Spark's embedded metastore: a delimited text table, a text
-table partitioned by day, a CTAS of each kind Spark writes (a Hive text table, written through
-its SerDe; a Hive Parquet table, which Spark converts to a Parquet write) and an INSERT OVERWRITE
-DIRECTORY. Run plainly and under `strata capture`, both must print the same and leave the same
-files; captured, every write is one run.
+"""A job over Hive-format tables in Spark's embedded metastore: a delimited text table filled by
+INSERT and by LOAD DATA, a text table partitioned by day, a CTAS of each kind Spark writes (a Hive
+text table, written through its SerDe; a Hive Parquet table, which Spark converts to a Parquet
+write) and an INSERT OVERWRITE DIRECTORY. Run plainly and under `strata capture`, both must print
+the same and leave the same files; captured, every write is one run.
 
 Hadoop's block size is set to 4 bytes, so that reading a text table cuts each file into several
 splits, as a cluster cuts large files.
@@ -26,6 +26,9 @@ spark = (SparkSession.builder.appName("hive_tables")
 spark.sql("CREATE TABLE people (id INT, name STRING, city STRING) "
           "ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE")
 spark.sql("INSERT INTO people VALUES (1, 'ann', 'Oslo'), (2, 'bob', 'Rome'), (3, 'cy', 'Oslo'), (4, 'di', NULL)")
+with open(f"{out}/more_people.csv", "w") as f:
+    f.write("5,eve,Oslo\n6,fay,Rome\n")
+spark.sql(f"LOAD DATA LOCAL INPATH '{out}/more_people.csv' INTO TABLE people")
 spark.sql("CREATE TABLE visits (person INT, pages INT) PARTITIONED BY (day STRING) STORED AS TEXTFILE")
 spark.sql("INSERT INTO visits PARTITION (day = '2024-01-01') VALUES (1, 3), (2, 5), (4, 1)")
 spark.sql("INSERT INTO visits PARTITION (day = '2024-01-02') SELECT id, id * 2 FROM people WHERE city = 'Oslo'")

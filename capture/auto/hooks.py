@@ -26,11 +26,12 @@ from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 from pyspark.sql.types import StructType
 
 from capture.auto.plan import translate
-from capture.errors import UnsupportedOperation
+from capture.errors import CaptureError, UnsupportedOperation
 from capture.tracking.paths import analyzed
 from capture.tracking.sources import hive_locator, hive_split_ids
 from capture.tracking.tracker import Tracker
 from store import progress
+from store.errors import StrataError
 
 _state = threading.local()
 _TERMINAL = ("save", "parquet", "json", "csv", "orc", "text", "saveAsTable", "insertInto")
@@ -67,7 +68,16 @@ class Capture:
         t = self.tracker
         tracker = Tracker(df.sparkSession, t.store, pipeline=t.pipeline, model=t.model)
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
-            tdf = translate(tracker, df) if source is None else source(tracker)
+            try:
+                tdf = translate(tracker, df) if source is None else source(tracker)
+            except StrataError:
+                raise
+            except Exception as e:  # noqa: BLE001 - Strata's own failure, never the script's
+                raise CaptureError(
+                    f"capture failed on write {len(self.runs) + 1} ({target}), not the script: {type(e).__name__}: "
+                    f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}. Nothing was written",
+                    hint="run with --debug for the traceback and report it; run the script without capture to "
+                         "write it untracked") from e
             step.advance()
             with _writing():
                 info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, sink=sink, **options)

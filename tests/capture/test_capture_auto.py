@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from capture import UnsupportedOperation, capturing
+from capture import CaptureError, UnsupportedOperation, capturing
 from capture.auto.plan import translate
 from capture.storing import load_run
 from capture.tracing import parse_pattern, trace
@@ -393,6 +393,29 @@ def test_writers_it_cannot_capture_are_refused(spark, inputs, store, tmp_path):
         assert not (tmp_path / write).exists()
     assert df.writeTo("auto_v2") is not None
     df.rdd.map(str).saveAsTextFile(str(tmp_path / "after"))
+    assert store.version == 0
+
+
+def test_a_failure_of_capture_itself_is_not_passed_off_as_the_programs(spark, inputs, store, tmp_path, monkeypatch):
+    """Capture failing on a plan (here: Spark raising inside the translation) stops the write as
+    Strata's error, naming the write, not the program's; nothing is written. A data source table
+    LOAD DATA cannot load into is left to Spark, which refuses it as the plain run does."""
+    from capture.auto import hooks
+
+    def broken(tracker, df):
+        raise RuntimeError("java.lang.UnsupportedOperationException: ExistenceJoin\n\tat org.apache…")
+
+    monkeypatch.setattr(hooks, "translate", broken)
+    with capturing(spark, store), pytest.raises(CaptureError) as e:
+        _json(spark, inputs).write.parquet(str(tmp_path / "out"))
+    assert str(e.value).startswith(f"capture failed on write 1 ({tmp_path / 'out'}), not the script: RuntimeError: "
+                                   "java.lang.UnsupportedOperationException: ExistenceJoin. Nothing was written")
+    assert not (tmp_path / "out").exists() and store.version == 0
+    monkeypatch.undo()
+    (tmp_path / "rows.txt").write_text("1\n")
+    _json(spark, inputs).select("id").write.option("path", str(tmp_path / "t")).saveAsTable("auto_load")
+    with capturing(spark, store), pytest.raises(Exception, match="LOAD DATA is not supported for datasource"):
+        spark.sql(f"LOAD DATA LOCAL INPATH '{tmp_path / 'rows.txt'}' INTO TABLE auto_load")
     assert store.version == 0
 
 

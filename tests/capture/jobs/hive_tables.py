@@ -1,8 +1,9 @@
 """A job over Hive-format tables in Spark's embedded metastore: a delimited text table filled by
 INSERT and by LOAD DATA, a text table partitioned by day, a CTAS of each kind Spark writes (a Hive
 text table, written through its SerDe; a Hive Parquet table, which Spark converts to a Parquet
-write) and an INSERT OVERWRITE DIRECTORY. Run plainly and under `strata capture`, both must print
-the same and leave the same files; captured, every write is one run.
+write), a `df.write.format("hive").saveAsTable` and an INSERT OVERWRITE DIRECTORY. Run plainly and
+under `strata capture`, both must print the same and leave the same files; captured, every write
+is one run.
 
 Hadoop's block size is set to 4 bytes, so that reading a text table cuts each file into several
 splits, as a cluster cuts large files.
@@ -37,8 +38,9 @@ spark.sql("CREATE TABLE by_city STORED AS TEXTFILE AS "
           "SELECT p.city, sum(v.pages) AS pages FROM people p JOIN visits v ON v.person = p.id GROUP BY p.city")
 spark.table("by_city").orderBy("city").show()
 spark.sql("CREATE TABLE oslo STORED AS PARQUET AS SELECT id, name FROM people WHERE city = 'Oslo'")
+spark.table("people").where("city = 'Rome'").write.format("hive").saveAsTable("rome")
 export = (f"INSERT OVERWRITE DIRECTORY '{out}/export' ROW FORMAT DELIMITED FIELDS TERMINATED BY '\\t' "  # noqa: S608
           "STORED AS TEXTFILE SELECT v.day, o.name, v.pages FROM visits v JOIN oslo o ON o.id = v.person")
 spark.sql(export)
-print(spark.sql("SELECT * FROM oslo ORDER BY id").collect())
+print(spark.sql("SELECT * FROM oslo ORDER BY id").collect(), spark.table("rome").orderBy("id").collect())
 print(sorted(spark.read.text(f"{out}/export").collect()))

@@ -222,6 +222,62 @@ def test_rows_the_program_made_are_in_no_event(spark, tmp_path):
     assert named and set(named) == {TWEETS}
 
 
+def test_catalog_tables_are_named_by_their_location(spark, tmp_path):
+    """saveAsTable at a location (its `path` option), spark.table, INSERT … VALUES and INSERT with
+    a column list into catalog tables: each table is named by its location (`file`, the path)
+    whether a run writes or reads it, as OpenLineage's Spark listener names it; the written
+    table's schema facet and column lineage use the table's columns and types, not the query's
+    (`col1`, `col2`); inputs' schema facets carry types; every event is valid by OpenLineage's
+    published schemas. A run stored before capture_tables keeps naming a table by its identifier."""
+    from support.capture_helpers import TWEETS
+
+    from capture import capturing
+    from capture.storing.to_openlineage import captured_events
+
+    st = Store.open(str(tmp_path / "store"), spark=spark)
+    db = tmp_path / "db"
+    spark.sql(f"CREATE DATABASE ol_tables LOCATION '{db}'")  # not the default warehouse
+    try:
+        with capturing(spark, st) as cap:
+            spark.read.json(TWEETS).select("text", "retweet_cnt").write.option("path", str(tmp_path / "tweets")) \
+                .saveAsTable("ol_tables.tweets")
+            spark.table("ol_tables.tweets").where("retweet_cnt = 0").write.parquet(str(tmp_path / "originals"))
+            spark.sql("CREATE TABLE ol_tables.counts (n BIGINT, label STRING) USING parquet")
+            spark.sql("INSERT INTO ol_tables.counts VALUES (1, 'one')")
+            spark.sql("INSERT INTO ol_tables.counts (label, n) SELECT text, retweet_cnt FROM ol_tables.tweets")
+    finally:
+        spark.sql("DROP DATABASE ol_tables CASCADE")
+    events = {r.run: check_published(captured_events(st)[r.run]) for r in cap.runs}
+    for es in events.values():
+        for i, e in enumerate(es):
+            validate_event(e, f"event {i}")
+    saved, read, values, select = (events[r.run][1] for r in cap.runs)
+    tweets = {"namespace": "file", "name": str(tmp_path / "tweets")}
+    counts = {"namespace": "file", "name": str(db / "counts")}
+    assert {k: saved["outputs"][0][k] for k in tweets} == tweets
+    assert [{k: d[k] for k in tweets} for d in read["inputs"]] == [tweets]
+    assert "symlinks" not in saved["outputs"][0]["facets"]  # outside the warehouse: no symlink, as the listener
+    assert read["inputs"][0]["facets"]["schema"]["fields"] == [{"name": "retweet_cnt", "type": "long"},
+                                                               {"name": "text", "type": "string"}]
+    inputs = {(d["namespace"], d["name"]) for d in select["inputs"]}
+    assert inputs == {("file", tweets["name"])} and not values["inputs"]
+    for e in (values, select):
+        out = e["outputs"][0]
+        assert {k: out[k] for k in counts} == counts
+        assert out["facets"]["schema"]["fields"] == [{"name": "label", "type": "string"}, {"name": "n", "type": "long"}]
+    lineage = select["outputs"][0]["facets"]["columnLineage"]["fields"]
+    assert {k: [(x["name"], x["field"]) for x in v["inputFields"]] for k, v in lineage.items()} == {
+        "label": [(tweets["name"], "text")], "n": [(tweets["name"], "retweet_cnt")]}
+    assert values["outputs"][0]["facets"]["columnLineage"]["fields"] == {}  # rows the program made
+    # a store written before capture_tables: the read table by its identifier, in namespace file
+    from capture.storing.to_openlineage import _rows, captured_runs, run_events
+
+    run = cap.runs[1].run
+    ops = sorted((o for o in _rows(st, "capture_operators") if o["run"] == run), key=lambda o: o["oid"])
+    older = run_events(st, captured_runs(st)[run], ops)[1]
+    assert [(d["namespace"], d["name"]) for d in older["inputs"]] == [("file", "spark_catalog.ol_tables.tweets")]
+
+
 def test_ingested_runs_round_trip(tmp_path):
     st = Store.open(str(tmp_path / "a"))
     ingest_openlineage(st, [write(tmp_path, "events", pipeline_events(), jsonl=False)])

@@ -170,10 +170,10 @@ def strata_events(run_dir: Path) -> list[dict]:
 
 
 def table_outputs(strata: dict, listener: dict) -> dict:
-    """Strata's output key -> the listener's, for a catalog table: Strata names it as the program
-    did (`corpus_x.pricey`, or `customer_orders` after `setCurrentDatabase`), the listener by its
-    location (`<out>/db/pricey`; no symlinks facet with Spark's in-memory catalog). Matched on
-    the table's last name part."""
+    """Strata's output key -> the listener's, for a catalog table Strata names by its identifier
+    (`spark_catalog.corpus_x.pricey`: a run captured before capture_tables) and the listener by
+    its location (`<out>/db/pricey`). Matched on the table's last name part. Runs with
+    capture_tables are named by location by both: nothing to map."""
     by_base = {k[1].rsplit("/", 1)[-1]: k for k in listener}
     return {k: by_base[k[1].rsplit(".", 1)[-1]] for k in strata
             if k not in listener and "/" not in k[1] and k[1].rsplit(".", 1)[-1] in by_base}

@@ -314,17 +314,18 @@ def _frame(spark, plan):
 
 def _replay(spark, statement):
     """``sink(df)``: runs ``statement`` (a parsed CTAS, RTAS or INSERT) with ``df``'s plan in
-    place of its query."""
+    place of its query, and returns the statement run (its analyzed command maps the query's columns onto
+    the table's: capture/storing/catalog_tables.py)."""
     query = statement.child() if statement.getClass().getSimpleName() == "InsertIntoDir" else statement.query()
 
-    def sink(df) -> None:
+    def sink(df) -> DataFrame:
 
         kids = _list(statement.children())
         swapped = [analyzed(df) if k.equals(query) else k for k in kids]
         jl = spark._jvm.java.util.ArrayList()
         for k in swapped:
             jl.add(k)
-        _frame(spark, statement.withNewChildren(spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)))
+        return _frame(spark, statement.withNewChildren(spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)))
 
     return sink
 

@@ -9,7 +9,11 @@
   :func:`load_run`);
 * ``materialize.py``: Pebble's id associations P from a result's hidden id columns (in Spark;
   ``associations.py``: the same for rows on the driver, no pyspark);
-* ``to_model.py``: a run mapped into the multi-granularity model (a bundle).
+* ``to_model.py``: a run mapped into the multi-granularity model (a bundle);
+* ``catalog_tables.py``: the catalog tables a run read or wrote, asked of Spark's catalog at the
+  commit (table ``capture_tables``);
+* ``to_openlineage.py``: a run as OpenLineage RunEvents (``ol_names.py``: OpenLineage's names
+  for its datasets, as OpenLineage's Spark integration gives them).
 """
 
 from capture.storing.runs import RunHead, read_head, run_name

@@ -28,7 +28,7 @@ from capture import jvm
 from capture.id_columns import hydrate
 from capture.ids import hydrate_rows, is_hidden
 from capture.operators import OperatorProv
-from capture.storing import tee, to_model
+from capture.storing import catalog_tables, tee, to_model
 from capture.storing.associations import assoc_rows, identity_rows
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.storing.runs import require_current_format, slots_json
@@ -39,6 +39,8 @@ from capture.storing.tables import (
     RUNS_SCHEMA,
     SOURCES,
     SOURCES_SCHEMA,
+    TABLES,
+    TABLES_SCHEMA,
     output_table,
     part_of,
     result_table,
@@ -297,6 +299,20 @@ def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, 
     tx.ingest(to_model.materialized(sections))
 
 
+def _tables(spark, run: str, locators: list, name: str, catalog: tuple[str, str] | None, visible: list[str],
+            executed: list) -> list[tuple]:
+    """The run's rows of ``capture_tables``: the catalog tables its sources read, and the table it
+    wrote (``catalog``: saveAsTable or insertInto, named ``name``) with its columns."""
+    reads = [loc.table for loc in locators if loc.table]
+    written = name if catalog is not None and catalog[0] in ("saveAsTable", "insertInto") else None
+    if not reads and written is None:
+        return []
+    traced = executed[-1] if executed else None
+    if traced is not None:
+        traced = [(r, t) for r, t in traced if r in visible]
+    return catalog_tables.table_rows(spark, run, reads, written, catalog[0] if written else None, visible, traced)
+
+
 def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: str, mode: str,
                      message: str | None, options: dict[str, Any], catalog: tuple[str, str] | None = None,
                      sink: Callable[[DataFrame], None] | None = None) -> RunInfo:
@@ -335,9 +351,13 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
         *visible, *(c for c in kept if c != cap.id_col and c not in visible)]
     ordered = cap.compact.select(*[F.col(f"`{c}`") for c in first])
 
+    executed: list[list[tuple[str, str]] | None] = []  # a SQL write's columns as Spark resolved them
+
     def save(df: DataFrame, source: str = fmt, extra: dict[str, str] | None = None) -> None:
         if sink is not None:
-            sink(df)
+            done = sink(df)  # the program's SQL statement returns its executed command
+            if isinstance(done, DataFrame):
+                executed.append(catalog_tables.traced_columns(done, catalog_tables.output_ids(df)))
             return
         writer = df.write.mode(mode).options(**options).options(**(extra or {}))
         if catalog is None:
@@ -369,8 +389,11 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             run_row = (run, tracker.pipeline, cap.result_oid, name, fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots, cap.derived))
             located = [(run, o.oid, tracker._locators[o.oid].to_json()) for o in ops if o.oid in tracker._locators]
+            tables = _tables(spark, run, [tracker._locators[o.oid] for o in ops if o.oid in tracker._locators],
+                             name, catalog, visible, executed)
             phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
                                              located and tx.append_rows(SOURCES, located, SOURCES_SCHEMA),
+                                             tables and tx.append_rows(TABLES, tables, TABLES_SCHEMA),
                                              tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}

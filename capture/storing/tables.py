@@ -12,6 +12,11 @@
 * ``capture_sources`` (:data:`SOURCES`, :data:`SOURCES_SCHEMA`): one row per source operator
   whose input can be found again: where its items live (``capture.locator.Locator``
   as JSON: files with lengths and times, reader, options), for a trace's ``source`` and ``value``;
+* ``capture_tables`` (:data:`TABLES`, :data:`TABLES_SCHEMA`): one row per catalog table a run
+  read or wrote, as the session's catalog had it at the commit (capture/storing/catalog_tables.py): its
+  location, database, name and schema, the session's warehouse and Hive metastore, and for the
+  table written which result column went into which table column; the OpenLineage export names
+  tables by it (capture/storing/ol_names.py). Stores written before it have none;
 * ``capture_runs`` (:data:`RUNS`, :data:`RUNS_SCHEMA`): one row per run (pipeline, output,
   times, result items, the slots saying where each operator's associations sit in the annotated
   result, and how to compute the derived ids).
@@ -25,7 +30,7 @@ import re
 
 import pyarrow as pa
 
-RUNS, OPERATORS, SOURCES = "capture_runs", "capture_operators", "capture_sources"
+RUNS, OPERATORS, SOURCES, TABLES = "capture_runs", "capture_operators", "capture_sources", "capture_tables"
 RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
 RUN = "run"  # the run id column of capture_runs and capture_operators
 
@@ -87,6 +92,18 @@ SOURCES_SCHEMA = pa.schema([
     _f(RUN, _S),
     _f("oid", _I),
     _f("locator", _S),  # capture.locator.Locator.to_json
+])
+
+TABLES_SCHEMA = pa.schema([
+    _f(RUN, _S),
+    _f("table", _S),  # the dataset name capture gives the table (`spark_catalog.db.t`)
+    _f("database", _S, True),
+    _f("name", _S),
+    _f("location", _S),  # URI: the table's storage location, else the catalog's default path for it
+    _f("warehouse", _S, True),  # the session's spark.sql.warehouse.dir
+    _f("metastore", _S, True),  # the Hive metastore URI of a session with Hive support, if one is set
+    _f("schema", _S),  # the table's schema (Spark JSON)
+    _f("columns", _S, True),  # JSON [[result column, table column], ...] for the table written, else null
 ])
 
 RUNS_SCHEMA = pa.schema([

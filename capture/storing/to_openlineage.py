@@ -10,12 +10,16 @@ INDIRECT (FILTER, JOIN, GROUP_BY, SORT, WINDOW) in the facet's dataset-level lis
 influence every field of the output. Paths are dotted field names: Pebble's array
 steps (`[pos]`, `[n]`) are left out (`tweets.[pos].text` is `tweets.text`).
 
-`run_events(store, run)` reads a committed run (capture_runs, capture_operators, the result's
-schema from the manifest) and returns its START and COMPLETE events. Datasets are in namespace
-`file`, named as capture names them (the `name=` given, else the input path; the output path),
-so ingesting the events again lands on the captured run's own `dataset:<name>` elements. The
-output's schema facet carries each field's Spark type; rows the program made (`PROGRAM_MADE`)
-are in no event.
+`run_events(store, run, ...)` turns a committed run (capture_runs, capture_operators, the
+result's schema from the manifest, capture_sources' read schemas, capture_tables) into its START
+and COMPLETE events. Datasets are named as OpenLineage's Spark integration names them
+(capture/storing/ol_names.py): a path by its location (`file` and the path for a local one, so
+ingesting the events again lands on the captured run's own `dataset:<path>` elements), a
+catalog table by its location with its catalog name in a `symlinks` facet, the same whether the
+run reads or writes it; a run stored before capture_tables names a table by its identifier.
+Schema facets carry each field's Spark type: an input's the schema it was read with, the
+output's the result's, or the table's columns for a write into a catalog table (an INSERT's
+`col1` is the table's column it went into). Rows the program made (`PROGRAM_MADE`) are in no event.
 """
 
 from __future__ import annotations
@@ -27,13 +31,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from capture.operators import column_paths, named_path
-from capture.storing.tables import OPERATORS, RUNS, output_table, result_table
+from capture.storing.ol_names import OLName, TableFacts, location_dataset, table_dataset
+from capture.storing.tables import OPERATORS, RUNS, SOURCES, TABLES, output_table, result_table
 
 PRODUCER = "https://pypi.org/project/strata-prov/"
 RUN_EVENT = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 FACETS = "https://openlineage.io/spec/facets/"
 STRATA_RUN_FACET = "https://pypi.org/project/strata-prov/#strata-run-facet"
-NAMESPACE = "file"
 HIDDEN = "__strata_"
 
 IDENTITY, TRANSFORMATION, AGGREGATION = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
@@ -272,8 +276,46 @@ def captured_runs(store) -> dict[str, dict[str, Any]]:
     return {r["run"]: r for r in _rows(store, RUNS)}
 
 
-def run_events(store, run: dict[str, Any], operators: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """START and COMPLETE RunEvents of one captured run (`run`: its capture_runs row)."""
+def dataset_name(ds: str, tables: dict[str, dict[str, Any]]) -> OLName:
+    """A dataset as OpenLineage names it (capture/storing/ol_names.py): a catalog table the run
+    recorded (`tables`: its capture_tables rows by dataset) by its location with its catalog name
+    as a symlink; anything else by the name capture gives it, a path or location."""
+    t = tables.get(ds)
+    if t is None:
+        return location_dataset(ds)
+    return table_dataset(TableFacts(t["location"], t["database"], t["name"], t["warehouse"], t["metastore"]))
+
+
+def _dataset(name: OLName, facets: dict[str, Any]) -> dict[str, Any]:
+    if name.symlink is not None:
+        ns, table = name.symlink
+        facets = {**facets, "symlinks": facet("SymlinksDatasetFacet", "1-0-1", identifiers=[
+            {"namespace": ns, "name": table, "type": "TABLE"}])}
+    return {"namespace": name.namespace, "name": name.name, "facets": facets}
+
+
+def _to_table(direct: dict[str, list[tuple[str, str, str]]], columns: list[list[str]]
+              ) -> dict[str, list[tuple[str, str, str]]]:
+    """The output fields renamed from the result's columns to the table's (`columns`: [result
+    column, table column] pairs, capture_tables): an INSERT's `col1` is the table's `a`."""
+    into: dict[str, list[str]] = {}
+    for r, t in columns:
+        into.setdefault(r, []).append(t)
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for name, srcs in direct.items():
+        top, dot, rest = name.partition(".")
+        for t in into.get(top, ()):
+            out[t + dot + rest] = srcs
+    return out
+
+
+def run_events(store, run: dict[str, Any], operators: list[dict[str, Any]],
+               tables: dict[str, dict[str, Any]] | None = None,
+               read_schemas: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """START and COMPLETE RunEvents of one captured run (`run`: its capture_runs row; `tables`:
+    its capture_tables rows by dataset; `read_schemas`: the schemas its sources read, by dataset,
+    from their locators in capture_sources)."""
+    tables, read_schemas = tables or {}, read_schemas or {}
     entry = store.manifest.tables.get(output_table(run["run"])) or store.manifest.tables.get(result_table(run["run"]))
     out_schema = json.loads(entry.schema) if entry is not None else {"fields": []}
     outputs = list(schema_paths(out_schema))
@@ -284,18 +326,28 @@ def run_events(store, run: dict[str, Any], operators: list[dict[str, Any]]) -> l
                                  if o["type"] == "source" and not (o["dataset"] or "").startswith(PROGRAM_MADE)}
     for ds, f, _ in [x for v in direct.values() for x in v] + indirect:
         read.setdefault(ds, set()).add(f)
+    written = tables.get(run["output_path"])
+    if written is not None and written["columns"] is not None:  # a catalog table: its columns, its types
+        direct, out_schema = _to_table(direct, json.loads(written["columns"])), json.loads(written["schema"])
+    names = {ds: dataset_name(ds, tables) for ds in [*read, run["output_path"]]}
 
     def entry_of(ds: str, f: str, t: str, sub: str) -> dict[str, Any]:
-        return {"namespace": NAMESPACE, "name": ds, "field": f, "transformations": [{"type": t, "subtype": sub}]}
+        n = names[ds]
+        return {"namespace": n.namespace, "name": n.name, "field": f, "transformations": [{"type": t, "subtype": sub}]}
 
     lineage = facet("ColumnLineageDatasetFacet", "1-2-0", fields={
         name: {"inputFields": [entry_of(ds, f, "DIRECT", k) for ds, f, k in srcs]}
         for name, srcs in direct.items() if srcs
     }, dataset=[entry_of(ds, f, "INDIRECT", k) for ds, f, k in indirect])
-    inputs = [{"namespace": NAMESPACE, "name": ds, "facets": {"schema": schema_facet(fs)}}
-              for ds, fs in sorted(read.items())]
-    output = {"namespace": NAMESPACE, "name": run["output_path"],
-              "facets": {"schema": schema_facet(direct, field_types(out_schema)), "columnLineage": lineage}}
+    inputs = []
+    for ds, used in sorted(read.items()):
+        types: dict[str, str] = {}
+        for schema in read_schemas.get(ds, ()):
+            types.update(field_types(schema))
+        inputs.append(_dataset(names[ds], {"schema": schema_facet(used | types.keys(), types)}))
+    out_types = field_types(out_schema)
+    output = _dataset(names[run["output_path"]], {"schema": schema_facet(direct.keys() | out_types.keys(), out_types),
+                                                  "columnLineage": lineage})
     base = {"producer": PRODUCER, "schemaURL": RUN_EVENT,
             "run": {"runId": run_uuid(run["run"]),
                     "facets": {"strata_run": {"_producer": PRODUCER, "_schemaURL": STRATA_RUN_FACET,
@@ -312,8 +364,15 @@ def captured_events(store, runs: Iterable[str] | None = None) -> dict[str, list[
     known = captured_runs(store)
     wanted = list(known) if runs is None else [r for r in runs if r in known]
     ops = _rows(store, OPERATORS) if wanted else []
+    tables, sources = (_rows(store, TABLES), _rows(store, SOURCES)) if wanted else ([], [])
     out = {}
     for r in wanted:
         mine = sorted((o for o in ops if o["run"] == r), key=lambda o: o["oid"])
-        out[r] = run_events(store, known[r], mine)
+        dataset_of = {o["oid"]: o["dataset"] for o in mine if o["type"] == "source"}
+        schemas: dict[str, list[dict[str, Any]]] = {}
+        for row in sources:
+            schema = json.loads(row["locator"]).get("schema") if row["run"] == r else None
+            if schema and dataset_of.get(row["oid"]):
+                schemas.setdefault(dataset_of[row["oid"]], []).append(json.loads(schema))
+        out[r] = run_events(store, known[r], mine, {t["table"]: t for t in tables if t["run"] == r}, schemas)
     return out

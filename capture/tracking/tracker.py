@@ -194,11 +194,13 @@ class Tracker:
         return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated, tdf.id_column,
                         compact, tdf._derived)
 
-    def write(self, tdf: TrackedDataFrame, path: str, format: str = "parquet", mode: str = "errorifexists",
+    def write(self, tdf: TrackedDataFrame, path: str, /, format: str = "parquet", mode: str = "errorifexists",
               message: str | None = None, table: tuple[str, str] | None = None, sink=None, **options):
         """Write the result and commit its provenance in one store commit (capture/storing/commit.py).
         ``table=("saveAsTable" | "insertInto", name)`` writes into that catalog table instead;
         ``sink(df)`` writes the result's visible columns ``df`` instead of ``df.write`` (zero-change
-        capture: the program's own write, e.g. partitioned, or its SQL statement)."""
+        capture: the program's own write, e.g. partitioned, or its SQL statement). ``tdf`` and
+        ``path`` are positional, so that a writer option named ``path`` (``saveAsTable`` at a
+        location) is one of ``options``."""
 
         return write_and_commit(self, tdf, path, format, mode, message, options, table, sink)

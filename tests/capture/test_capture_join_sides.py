@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.ol_schema import check_published
 
 from capture import capturing
 from capture.auto.plan import translate
@@ -85,7 +86,7 @@ def test_a_right_column_named_as_a_left_one_is_its_own_path(spark, tables, tmp_p
     (select,) = [o for o in ops if o.type is OpType.SELECT and o.inputs[0].pred == join.oid]
     assert set(select.manipulated) == {Manipulation(0, "a~2", "ident"), Manipulation(0, "c", "c")}
 
-    lineage = captured_events(store, [run])[run][1]["outputs"][0]["facets"]["columnLineage"]
+    lineage = check_published(captured_events(store, [run])[run])[1]["outputs"][0]["facets"]["columnLineage"]
     assert lineage["fields"]["ident"]["inputFields"] == [{"namespace": "file", "name": t1, "field": "a",
                                                           "transformations": [{"type": "DIRECT",
                                                                                "subtype": "TRANSFORMATION"}]}]

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.ol_helpers import contents, pipeline_events, run_event, write
+from support.ol_schema import check_published
 
 from capture.storing.to_openlineage import column_lineage, field_name, field_types, schema_facet
 from store import Store
@@ -101,6 +102,18 @@ def test_grouping_keys_are_not_aggregations():
     assert column_lineage(dedup, 2, ["a"]) == ({"a": [("t", "a", "IDENTITY")]}, [("t", "a", "GROUP_BY")])
 
 
+def test_a_grouping_key_that_keeps_its_name_is_identity():
+    """`groupBy("user").agg(max("x").alias("top"))`: the key user ← user is DIRECT/IDENTITY (taken
+    as is: OpenLineage's IDENTITY, not AGGREGATION) and GROUP_BY for the whole output; the
+    aggregate top ← x is AGGREGATION."""
+    ops = [op(1, "source", dataset="t"),
+           op(2, "aggregation", [(0, 1, ["user", "x"])], [(0, "user", "user"), (0, "x", "top")],
+              detail="Aggregate [user#1], [user#1, max(x#2L) AS top#5L]")]
+    direct, indirect = column_lineage(ops, 2, ["user", "top"])
+    assert direct == {"user": [("t", "user", "IDENTITY")], "top": [("t", "x", "AGGREGATION")]}
+    assert indirect == [("t", "user", "GROUP_BY")]
+
+
 def test_an_aggregate_named_as_a_key_is_its_own_column():
     """`SELECT l.a, max(r.a) AS a … GROUP BY l.a` over a join whose sides both have an a: the
     aggregate's output is path a~2 (capture/operators.py column_paths), an AGGREGATION of the
@@ -141,6 +154,28 @@ def test_window_keys_are_indirect_window():
     assert direct["rn"] == [("e", "ts", "TRANSFORMATION"), ("e", "user", "TRANSFORMATION")]
 
 
+def test_the_published_schemas_name_what_is_wrong():
+    """The check every exported event passes (tests/support/ol_schema.py) finds a facet that
+    breaks its published schema, one under another key than its schema's, and one whose schema
+    is not shipped."""
+    from support.ol_schema import published_errors
+
+    from capture.storing.to_openlineage import facet
+
+    symlinks = facet("SymlinksDatasetFacet", "1-0-1", identifiers=[{"namespace": "file:/wh", "name": "d.t"}])
+    event = run_event(0, "COMPLETE", "00000000-0000-0000-0000-000000000001", "j", outputs=[
+        {"namespace": "file", "name": "/wh/d.db/t", "facets": {
+            "symlinks": symlinks, "schema2": schema_facet(["a"]),
+            "owners": facet("OwnershipDatasetFacet", "1-0-1", owners=[])}}])
+    errors = published_errors(event)
+    assert any(e.startswith("outputs/0/symlinks/") and "'type' is a required property" in e for e in errors)
+    assert any(e.startswith("outputs/0/schema2: ") and "not 'schema2'" in e for e in errors)
+    assert any(e.startswith("outputs/0/owners: no published schema") for e in errors)
+    symlinks["identifiers"][0]["type"] = "TABLE"
+    event["outputs"][0]["facets"] = {"symlinks": symlinks, "schema": schema_facet(["a"])}
+    assert published_errors(event) == []
+
+
 def test_nested_names_and_schema_facet():
     assert field_name("tweets.[pos].text") == "tweets.text" and field_name("a.[3].b") == "a.b"
     assert schema_facet(["user.id", "user.name", "x"])["fields"] == [
@@ -175,7 +210,7 @@ def test_rows_the_program_made_are_in_no_event(spark, tmp_path):
     with capturing(spark, st) as cap:
         spark.read.json(TWEETS).join(levels, "retweet_cnt").select("text", "level") \
             .write.parquet(str(tmp_path / "out"))
-    events = captured_events(st)[cap.runs[0].run]
+    events = check_published(captured_events(st)[cap.runs[0].run])
     for i, e in enumerate(events):
         validate_event(e, f"event {i}")
     assert {d["name"] for e in events for d in e["inputs"]} == {TWEETS}
@@ -185,6 +220,59 @@ def test_rows_the_program_made_are_in_no_event(spark, tmp_path):
     named = [x["name"] for f in lineage["fields"].values() for x in f["inputFields"]] + \
         [x["name"] for x in lineage["dataset"]]
     assert named and set(named) == {TWEETS}
+
+
+def test_catalog_tables_are_named_by_their_location(spark, tmp_path):
+    """saveAsTable at a location (its `path` option), INSERT … VALUES, and INSERT with a column list
+    from the first table into a second: each table is named by its location (`file`, the path)
+    whether a run writes or reads it, as OpenLineage's Spark listener names it; the written
+    table's schema facet and column lineage use the table's columns and types, not the query's
+    (`col1`, `col2`); inputs' schema facets carry types; every event is valid by OpenLineage's
+    published schemas. A run stored before capture_tables keeps naming a table by its identifier."""
+    from support.capture_helpers import TWEETS
+
+    from capture import capturing
+    from capture.storing.to_openlineage import captured_events
+
+    st = Store.open(str(tmp_path / "store"), spark=spark)
+    db = tmp_path / "db"
+    spark.sql(f"CREATE DATABASE ol_tables LOCATION '{db}'")  # not the default warehouse
+    try:
+        with capturing(spark, st) as cap:
+            spark.read.json(TWEETS).select("text", "retweet_cnt").write.option("path", str(tmp_path / "tweets")) \
+                .saveAsTable("ol_tables.tweets")
+            spark.sql("CREATE TABLE ol_tables.counts (n BIGINT, label STRING) USING parquet")
+            spark.sql("INSERT INTO ol_tables.counts VALUES (1, 'one')")
+            spark.sql("INSERT INTO ol_tables.counts (label, n) SELECT text, retweet_cnt FROM ol_tables.tweets")
+    finally:
+        spark.sql("DROP DATABASE ol_tables CASCADE")
+    events = {r.run: check_published(captured_events(st)[r.run]) for r in cap.runs}
+    for es in events.values():
+        for i, e in enumerate(es):
+            validate_event(e, f"event {i}")
+    saved, values, select = (events[r.run][1] for r in cap.runs)
+    tweets = {"namespace": "file", "name": str(tmp_path / "tweets")}
+    counts = {"namespace": "file", "name": str(db / "counts")}
+    assert {k: saved["outputs"][0][k] for k in tweets} == tweets
+    assert [{k: d[k] for k in tweets} for d in select["inputs"]] == [tweets] and not values["inputs"]
+    assert "symlinks" not in saved["outputs"][0]["facets"]  # outside the warehouse: no symlink, as the listener
+    assert select["inputs"][0]["facets"]["schema"]["fields"] == [{"name": "retweet_cnt", "type": "long"},
+                                                                 {"name": "text", "type": "string"}]
+    for e in (values, select):
+        out = e["outputs"][0]
+        assert {k: out[k] for k in counts} == counts
+        assert out["facets"]["schema"]["fields"] == [{"name": "label", "type": "string"}, {"name": "n", "type": "long"}]
+    lineage = select["outputs"][0]["facets"]["columnLineage"]["fields"]
+    assert {k: [(x["name"], x["field"]) for x in v["inputFields"]] for k, v in lineage.items()} == {
+        "label": [(tweets["name"], "text")], "n": [(tweets["name"], "retweet_cnt")]}
+    assert values["outputs"][0]["facets"]["columnLineage"]["fields"] == {}  # rows the program made
+    # a store written before capture_tables: the read table by its identifier, in namespace file
+    from capture.storing.to_openlineage import _rows, captured_runs, run_events
+
+    run = cap.runs[2].run
+    ops = sorted((o for o in _rows(st, "capture_operators") if o["run"] == run), key=lambda o: o["oid"])
+    older = run_events(st, captured_runs(st)[run], ops)[1]
+    assert [(d["namespace"], d["name"]) for d in older["inputs"]] == [("file", "spark_catalog.ol_tables.tweets")]
 
 
 def test_ingested_runs_round_trip(tmp_path):
@@ -252,7 +340,7 @@ def test_captured_run_exports_and_links_through_its_datasets(spark, tmp_path):
     info = tracker.write(running_example(tracker.read.json(TWEETS, name=TWEETS)), out, format="parquet")
     r = CliRunner().invoke(main, ["--store", st.root, "export", "openlineage", info.run])
     assert r.exit_code == 0, r.output
-    events = [json.loads(x) for x in r.output.splitlines()]
+    events = check_published([json.loads(x) for x in r.output.splitlines()])
     for i, e in enumerate(events):
         validate_event(e, f"event {i}")
     lineage = events[1]["outputs"][0]["facets"]["columnLineage"]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from support.ol_schema import check_published
 from support.paths import EXAMPLES, ROOT
 
 from capture import capturing
@@ -302,6 +303,8 @@ def start_in_background() -> None:
             _COMMAND["hive_trace"] = [_strata(work / "hive_store", "trace", pattern, "--run", run)
                                       for pattern, run in (("/city = 'Rome'", runs[4]), ("/city = 'Oslo'", runs[4]),
                                                            ("/name = 'eve'", runs[1]))]
+        _COMMAND["hive_events"] = _strata(work / "hive_store", "export", "openlineage", "--out",
+                                          str(work / "hive_events.jsonl"))
 
     _COMMAND.update(work=work, thread=threading.Thread(target=run, daemon=True))
     _COMMAND["thread"].start()
@@ -366,6 +369,16 @@ def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(sp
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     file, lines = work / "hive_captured" / "more_people.csv", loaded.stdout.splitlines()
     assert lines[0].startswith(f"{file}:1  dataset:{file}#") and lines[1] == '  name  contributing  = "eve"'
+    # OpenLineage events of the runs, valid by OpenLineage's published schemas: a Hive table named
+    # by its location with its catalog name as a symlink, the loaded file by its path
+    assert _COMMAND["hive_events"].returncode == 0, _COMMAND["hive_events"].stderr[-2000:]
+    events = [json.loads(line) for line in (work / "hive_events.jsonl").read_text().splitlines()]
+    check_published(events)
+    load = [e for e in events if e["eventType"] == "COMPLETE" and any(d["name"] == str(file) for d in e["inputs"])]
+    assert len(load) == 1 and [(d["namespace"], d["name"]) for d in load[0]["inputs"]] == [("file", str(file))]
+    load = load[0]
+    assert [(d["namespace"], d["name"], [s["name"] for s in d["facets"]["symlinks"]["identifiers"]])
+            for d in load["outputs"]] == [("file", str(people), ["default.people"])]
 
 
 def test_strata_capture_command(spark, tmp_path):

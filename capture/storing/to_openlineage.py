@@ -232,13 +232,15 @@ def field_types(schema: dict[str, Any]) -> dict[str, str]:
 
 
 def schema_facet(names: Iterable[str], types: dict[str, str] | None = None) -> dict[str, Any]:
-    """An OpenLineage schema facet of dotted field names (nested ones as `fields`)."""
+    """An OpenLineage schema facet of dotted field names (nested ones as `fields`): in the order of
+    ``types`` (the dataset's schema), then any other names sorted."""
+    types = types or {}
+    wanted = set(names)
     root: dict[str, Any] = {}
-    for name in sorted(set(names)):
+    for name in [n for n in types if n in wanted] + sorted(wanted - types.keys()):
         node = root
         for part in name.split("."):
             node = node.setdefault(part, {})
-    types = types or {}
 
     def fields(tree: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
         out = []

@@ -215,7 +215,7 @@ def test_rows_the_program_made_are_in_no_event(spark, tmp_path):
         validate_event(e, f"event {i}")
     assert {d["name"] for e in events for d in e["inputs"]} == {TWEETS}
     output = events[1]["outputs"][0]["facets"]
-    assert output["schema"]["fields"] == [{"name": "level", "type": "string"}, {"name": "text", "type": "string"}]
+    assert output["schema"]["fields"] == [{"name": "text", "type": "string"}, {"name": "level", "type": "string"}]
     lineage = output["columnLineage"]
     named = [x["name"] for f in lineage["fields"].values() for x in f["inputFields"]] + \
         [x["name"] for x in lineage["dataset"]]
@@ -256,12 +256,12 @@ def test_catalog_tables_are_named_by_their_location(spark, tmp_path):
     assert {k: saved["outputs"][0][k] for k in tweets} == tweets
     assert [{k: d[k] for k in tweets} for d in select["inputs"]] == [tweets] and not values["inputs"]
     assert "symlinks" not in saved["outputs"][0]["facets"]  # outside the warehouse: no symlink, as the listener
-    assert select["inputs"][0]["facets"]["schema"]["fields"] == [{"name": "retweet_cnt", "type": "long"},
-                                                                 {"name": "text", "type": "string"}]
+    assert select["inputs"][0]["facets"]["schema"]["fields"] == [{"name": "text", "type": "string"},
+                                                                 {"name": "retweet_cnt", "type": "long"}]
     for e in (values, select):
         out = e["outputs"][0]
         assert {k: out[k] for k in counts} == counts
-        assert out["facets"]["schema"]["fields"] == [{"name": "label", "type": "string"}, {"name": "n", "type": "long"}]
+        assert out["facets"]["schema"]["fields"] == [{"name": "n", "type": "long"}, {"name": "label", "type": "string"}]
     lineage = select["outputs"][0]["facets"]["columnLineage"]["fields"]
     assert {k: [(x["name"], x["field"]) for x in v["inputFields"]] for k, v in lineage.items()} == {
         "label": [(tweets["name"], "text")], "n": [(tweets["name"], "retweet_cnt")]}

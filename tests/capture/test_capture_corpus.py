@@ -14,7 +14,9 @@ background once the suite's SparkSession is up (conftest.py) and checked at the 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -80,43 +82,31 @@ def _write_inputs(root: Path, spark) -> Path:
     return root
 
 
-def _run_script(name: str, *args: str) -> None:
+def _run_script(name: str, *args: str) -> str:
+    """Run a corpus script as `strata capture` does (``runpy``, ``sys.argv``); what it printed."""
     argv = sys.argv
     sys.argv = [str(CORPUS / f"{name}.py"), *args]
+    printed = io.StringIO()
     try:
-        runpy.run_path(sys.argv[0], run_name="__main__")
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path(sys.argv[0], run_name="__main__")
     finally:
         sys.argv = argv
+    return printed.getvalue()
 
 
-def _read(spark, path: Path):
-    reader = spark.read
-    if path.suffix == ".csv":
-        return reader.option("header", "true").csv(str(path))
-    return reader.format(path.suffix.lstrip(".")).load(str(path))
-
-
-def _rows(df) -> list:
-    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in df.collect())
-
-
-def _same_outputs(spark, plain: Path, cap: Path) -> int:
-    """Compare every output file set and table; the number of outputs compared."""
-    names = sorted(p.name for p in plain.iterdir() if p.name != "db")
-    assert names == sorted(p.name for p in cap.iterdir() if p.name != "db")
-    for n in names:
-        a, b = _read(spark, plain / n), _read(spark, cap / n)
-        assert a.schema == b.schema, n
-        assert _rows(a) == _rows(b), n
+def _same_tables(spark) -> None:
+    """The catalog tables of the two runs: the same names and schemas (their files, under each
+    run's `db` folder, are compared with the others)."""
     # SHOW TABLES, not spark.catalog.listTables: the suite's session interprets expressions
     # (conftest.py), and the catalog's Table objects cannot be decoded that way
-    tables = [r.tableName for r in spark.sql("SHOW TABLES IN corpus_plain").collect() if not r.isTemporary] \
-        if spark.catalog.databaseExists("corpus_plain") else []
-    for t in tables:
-        a, b = spark.table(f"corpus_plain.{t}"), spark.table(f"corpus_cap.{t}")
-        assert a.schema == b.schema, t
-        assert _rows(a) == _rows(b), t
-    return len(names) + len(tables)
+    names = {}
+    for db in ("corpus_plain", "corpus_cap"):
+        names[db] = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect() if not r.isTemporary) \
+            if spark.catalog.databaseExists(db) else []
+    assert names["corpus_cap"] == names["corpus_plain"]
+    for t in names["corpus_plain"]:
+        assert spark.table(f"corpus_cap.{t}").schema == spark.table(f"corpus_plain.{t}").schema, t
 
 
 def _ids(spark, df, key) -> dict[int, object]:
@@ -206,10 +196,13 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
     plain.mkdir()
     cap_out.mkdir()
     store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
-    _run_script(name, str(corpus_inputs), str(plain), "plain")
+    printed = _run_script(name, str(corpus_inputs), str(plain), "plain")
     with capturing(spark, store, pipeline=name) as cap:
-        _run_script(name, str(corpus_inputs), str(cap_out), "cap")
-    assert _same_outputs(spark, plain, cap_out) >= 1
+        printed_captured = _run_script(name, str(corpus_inputs), str(cap_out), "cap")
+    assert printed_captured == printed
+    files = _files(plain)
+    assert files and _files(cap_out) == files
+    _same_tables(spark)
     assert len(cap.runs) == WRITES.get(name, 1)
     assert all(load_run(store, info.run).operators for info in cap.runs)
     if name in REFERENCES:
@@ -240,31 +233,40 @@ def _plain(script: Path, *args: str, cwd: Path | None = None) -> subprocess.Comp
                           cwd=cwd)
 
 
+PART = re.compile(r"part-(\d+)-([0-9a-f-]{36})")  # a part file's index and its write's random id
+
+
 def _files(root: Path, skip: tuple[str, ...] = (), unordered: tuple[str, ...] = ()) -> dict[str, object]:
     """Every file under root but those under ``skip``, by its path with part files' write ids
-    blanked (under ``unordered``: per folder, its number of files and its rows in sorted order): a
-    Parquet file's
+    replaced by the write's place among the writes under root (``W0`` the first: a table that
+    an INSERT appends to holds the parts of two writes); under ``unordered``: per folder, its
+    number of files and its rows in sorted order; elsewhere a Parquet file's
     schema (with Spark's metadata) and rows, any other file's bytes. A Parquet file's bytes (and
     so its .crc) may differ in one place: capture's writer lists a column chunk's encodings in
     another order."""
+    files = [f for f in sorted(root.rglob("*")) if f.is_file() and not str(f.relative_to(root)).startswith(skip)]
+    first: dict[str, int] = {}  # a write's id -> when it made its first file
+    for f in files:
+        if (m := PART.search(f.name)) is not None:
+            first[m[2]] = min(first.get(m[2], f.stat().st_mtime_ns), f.stat().st_mtime_ns)
+    writes = {w: i for i, w in enumerate(sorted(first, key=first.__getitem__))}
     out: dict[str, object] = {}
-    for f in sorted(root.rglob("*")):
-        if f.is_file() and not str(f.relative_to(root)).startswith(skip):
-            name = re.sub(r"part-(\d+)-[0-9a-f-]{36}", r"part-\1-ID", str(f.relative_to(root)))
-            if name.startswith(unordered):
-                folder = str(Path(name).parent) + "/"
-                out[folder + " files"] = out.get(folder + " files", 0) + 1
-                rows = [json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(f).to_pylist()] \
-                    if f.suffix == ".parquet" else f.read_bytes().splitlines() if not name.endswith(".crc") else []
-                out.setdefault(folder, []).extend(rows)
-                out[folder].sort()
-            elif f.suffix == ".parquet":
-                table = pq.read_table(f)
-                out[name] = (table.schema.to_string(show_schema_metadata=True), table.to_pylist())
-            elif not name.endswith(".parquet.crc"):
-                out[name] = f.read_bytes()
-            else:
-                out[name] = "crc"
+    for f in files:
+        name = PART.sub(lambda m: f"part-{m[1]}-W{writes[m[2]]}", str(f.relative_to(root)))
+        if name.startswith(unordered):
+            folder = str(Path(name).parent) + "/"
+            out[folder + " files"] = out.get(folder + " files", 0) + 1
+            rows = [json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(f).to_pylist()] \
+                if f.suffix == ".parquet" else f.read_bytes().splitlines() if not name.endswith(".crc") else []
+            out.setdefault(folder, []).extend(rows)
+            out[folder].sort()
+        elif f.suffix == ".parquet":
+            table = pq.read_table(f)
+            out[name] = (table.schema.to_string(show_schema_metadata=True), table.to_pylist())
+        elif not name.endswith(".parquet.crc"):
+            out[name] = f.read_bytes()
+        else:
+            out[name] = "crc"
     return out
 
 

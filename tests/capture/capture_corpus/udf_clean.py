@@ -1,4 +1,4 @@
-"""UDF cleaning: normalise customer names with a Python UDF, then count per country."""
+"""UDF cleaning: normalise customer names with a Python UDF, print a few and the counts per country."""
 import sys
 
 from pyspark.sql import SparkSession
@@ -16,4 +16,6 @@ def clean(name):
 
 customers = spark.read.option("header", "true").csv(f"{inp}/customers.csv")
 cleaned = customers.withColumn("name", clean("name")).filter(F.col("name") != "")
+print(cleaned.select("name").take(3))
+cleaned.groupBy("country").count().show()  # unordered, as people write it
 cleaned.write.mode("overwrite").option("header", "true").csv(f"{out}/customers_clean.csv")

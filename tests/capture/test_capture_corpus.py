@@ -26,7 +26,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.parquet as pq
 import pytest
@@ -36,6 +38,7 @@ from support.paths import EXAMPLES, ROOT
 from capture import capturing
 from capture.auto.plan import translate
 from capture.storing import load_run
+from capture.storing.to_openlineage import PROGRAM_MADE
 from capture.tracing import parse_pattern, trace, trace_rows
 from capture.tracking.tracker import Tracker
 from store import Store
@@ -115,14 +118,16 @@ def _ids(spark, df, key) -> dict[int, object]:
     return {r["__item"]: key(r) for r in tdf.with_item_ids("__item").collect()}
 
 
-def _traced(store, run: str, pattern: str, ids: dict[int, object], key) -> set:
-    """The keys of the traced input items; each item's ``source`` (file:line, file#row) read
-    naively must hold a record with that key."""
+def _traced(store, run: str, pattern: str, ids: dict[int, object], key) -> tuple[set, int]:
+    """The keys of the traced input items, and how many traced items are rows the program made
+    (``rdd:``, ``local:`` …: a trace ends there); each keyed item's ``source`` (file:line,
+    file#row) read naively must hold a record with that key."""
     rows = trace_rows(store, trace(store, run, parse_pattern(pattern), limit=1000), values=False)
     for r in rows:
         if r[2] in ids:
             assert str(key(_record_at(r[7]))) == str(ids[r[2]]), r[7]
-    return {ids[r[2]] for r in rows if r[2] in ids}
+    made = {(r[0], r[2]) for r in rows if r[0].startswith(PROGRAM_MADE)}
+    return {ids[r[2]] for r in rows if r[2] in ids}, len(made)
 
 
 def _record_at(source: str) -> dict:
@@ -137,13 +142,45 @@ def _record_at(source: str) -> dict:
     return json.loads(lines[int(line) - 1])
 
 
-# Naive references: script -> (output index, pattern, input DataFrame, key, expected keys)
+class Reference(NamedTuple):
+    """A hand-worked trace: the items of output ``output`` (the script's n-th write) that
+    ``pattern`` matches reach, among the items of ``source``, exactly those whose ``key`` is in
+    ``expected()``, and ``made`` items of rows the program made itself."""
+
+    output: int
+    pattern: str
+    source: Callable  # (spark, input dir) -> the input as a DataFrame
+    key: Callable  # an input row -> its key
+    expected: Callable[[], set]
+    made: int = 0
+
+
 def _orders(spark, inp):
     return spark.read.json(str(inp / "orders.jsonl"))
 
 
 def _events(spark, inp):
     return spark.read.json(str(inp / "events"))
+
+
+def _customers(spark, inp):
+    return spark.read.option("header", "true").option("inferSchema", "true").csv(str(inp / "customers.csv"))
+
+
+def _order_id(r) -> str:
+    return r["order_id"]
+
+
+def _event(r) -> tuple:
+    return r["user"], r["ts"]
+
+
+def _orders_of(customer: int) -> set:
+    return {o["order_id"] for o in ORDERS if o["customer"]["id"] == customer}
+
+
+def _events_of(user: str) -> set:
+    return {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == user}
 
 
 def _star_expected() -> set:
@@ -154,32 +191,35 @@ def _star_expected() -> set:
             and any(cat.get(line["sku"]) == "toys" for line in o["lines"])}
 
 
-def _customers(spark, inp):
-    return spark.read.option("header", "true").option("inferSchema", "true").csv(str(inp / "customers.csv"))
-
-
 REFERENCES = {
     # a kept customer comes from its own row (the subqueries' orders only influence: semi/anti joins)
-    "in_subquery_sql": (0, "/customer_id = 1", _customers, lambda r: r["customer_id"], lambda: {1}),
+    "in_subquery_sql": Reference(0, "/customer_id = 1", _customers, lambda r: r["customer_id"], lambda: {1}),
     # mapInPandas keeps each row's id (the map rule)
-    "pandas_enrich": (0, "/sku = 's3'", lambda s, i: s.read.parquet(str(i / "products.parquet")),
-                      lambda r: r["sku"], lambda: {"s3"}),
+    "pandas_enrich": Reference(0, "/sku = 's3'", lambda s, i: s.read.parquet(str(i / "products.parquet")),
+                               lambda r: r["sku"], lambda: {"s3"}),
     # an exploded line comes from its order alone
-    "nested_etl": (0, "/order_id = 'o5'", _orders, lambda r: r["order_id"], lambda: {"o5"}),
+    "nested_etl": Reference(0, "/order_id = 'o5'", _orders, _order_id, lambda: {"o5"}),
     # a (country, category) revenue: the orders of active customers there with such a line
-    "star_schema_sql": (0, "/country = 'FR' and /category = 'toys'", _orders, lambda r: r["order_id"],
-                        _star_expected),
+    "star_schema_sql": Reference(0, "/country = 'FR' and /category = 'toys'", _orders, _order_id, _star_expected),
     # the latest event of a user: every event of that user (the window's partition)
-    "dedup_row_number": (0, "/user = 'u2'", _events, lambda r: (r["user"], r["ts"]),
-                         lambda: {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == "u2"}),
+    "dedup_row_number": Reference(0, "/user = 'u2'", _events, _event, lambda: _events_of("u2")),
     # a user's pivot row: all of the user's events
-    "pivot_months": (0, "/user = 'u3'", _events, lambda r: (r["user"], r["ts"]),
-                     lambda: {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == "u3"}),
+    "pivot_months": Reference(0, "/user = 'u3'", _events, _event, lambda: _events_of("u3")),
+    # the second write from the cached events: a user's counts, all of the user's events (the
+    # cache is transparent: the trace reaches the JSON lines)
+    "cached_sample": Reference(1, "/user = 'u2'", _events, _event, lambda: _events_of("u2")),
+    # the CTAS beside the INSERT: customer 2's count, its orders o1, o6 and o11 (joined, grouped)
+    "ctas_openlineage_style": Reference(0, "/customer_id = 2", _orders, _order_id, lambda: _orders_of(2)),
+    # customer 2's report row: its orders o1, o6, o11 from the file, and two rows the program made,
+    # where the trace ends (docs/capture.md, LogicalRDD): customer 2's row of the rdd.map step
+    # (not its customers.csv line: the RDD's functions are not in the plan) and the US row of
+    # the parallelize lookup
+    "rdd_customers": Reference(0, "/customer_id = 2", _orders, _order_id, lambda: _orders_of(2), made=2),
 }
 
 
 # writes per script (one run each); the others write once
-WRITES = {"ctas_openlineage_style": 2, "save_as_table": 2, "semi_anti": 2, "distinct_intersect": 2}
+WRITES = {"cached_sample": 2, "ctas_openlineage_style": 2, "save_as_table": 2, "semi_anti": 2, "distinct_intersect": 2}
 
 
 @pytest.fixture()
@@ -206,9 +246,9 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
     assert len(cap.runs) == WRITES.get(name, 1)
     assert all(load_run(store, info.run).operators for info in cap.runs)
     if name in REFERENCES:
-        k, pattern, source, key, expected = REFERENCES[name]
-        ids = _ids(spark, source(spark, corpus_inputs), key)
-        assert _traced(store, cap.runs[k].run, pattern, ids, key) == expected()
+        ref = REFERENCES[name]
+        ids = _ids(spark, ref.source(spark, corpus_inputs), ref.key)
+        assert _traced(store, cap.runs[ref.output].run, ref.pattern, ids, ref.key) == (ref.expected(), ref.made)
 
 
 _COMMAND: dict[str, object] = {}

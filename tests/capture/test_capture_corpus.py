@@ -1,16 +1,25 @@
 """The corpus (tests/capture/capture_corpus/): unmodified PySpark scripts captured as `strata capture` does.
 
 Each script runs twice in the suite's Spark session through ``runpy`` with ``sys.argv`` set, the
-mechanism of `strata capture`: plainly, then inside ``capture.capturing``. Every output (files and
-catalog tables) must have the same schema and rows, with one committed run per write. For a sample
-of scripts, items of an output are traced and the input items the trace reaches are checked
-against a naive reference computed here in plain Python from the input records, and each traced
-item's `source` (file:line, file#row) read naively must hold that record. Two programs also run
-through the `strata capture` command in new processes (a corpus script with two writes, and the
-job of examples/capture, whose run `strata trace` then traces to its input line), started in the
-background once the suite's SparkSession is up (conftest.py) and checked at the end.
-"""
+mechanism of `strata capture`: plainly, then inside ``capture.capturing``. The two runs must print
+the same (the script's whole stdout: its ``show()``, ``collect()``, ``take()`` and count prints)
+and leave the same files (``_files``: every file under the output folder, the catalog tables'
+included, by its path with part files' random write ids replaced by the write's place; a Parquet
+file by its schema and its rows in file order, any other file byte for byte); their catalog
+tables the same names and schemas; the captured run one committed run per write (``WRITES``).
+Nothing is compared sorted: every script's rows come out of the suite's session in the same order
+from run to run, and capture keeps that order. For a sample of scripts (``REFERENCES``), items of
+an output are traced and the input items the trace reaches are checked against a hand-worked
+answer computed here in plain Python from the input records; each traced item's `source`
+(file:line, file#row) read naively must hold that record, and the trace must reach as many rows
+the program made itself (an RDD step's: the trace ends there) as the answer says.
 
+Whole programs also run through the `strata capture` command in new processes, plain and
+captured (a corpus script with two writes; the job of examples/capture, whose run `strata trace`
+then traces to its input line; tests/capture/jobs/: a job whose output shows its settings, and a
+job over Hive tables), started in the background once the suite's SparkSession is up
+(conftest.py) and checked at the end.
+"""
 from __future__ import annotations
 
 import atexit

@@ -1,4 +1,4 @@
-"""UDF cleaning: the customers per country shown, names normalised with a Python UDF, a few printed."""
+"""UDF cleaning: the customers per country shown, names normalised with a Python UDF, printed."""
 import sys
 
 from pyspark.sql import SparkSession
@@ -17,5 +17,6 @@ def clean(name):
 customers = spark.read.option("header", "true").csv(f"{inp}/customers.csv")
 customers.groupBy("country").count().show()  # unordered, as people write it
 cleaned = customers.withColumn("name", clean("name")).filter(F.col("name") != "")
-print(cleaned.select("name").take(3))
+for row in cleaned.select("name", "country").collect():
+    print(row.name, row.country)
 cleaned.write.mode("overwrite").option("header", "true").csv(f"{out}/customers_clean.csv")

@@ -18,6 +18,5 @@ orders = spark.read.json(f"{inp}/orders.jsonl") \
 report = (cleaned.join(names, "country").join(orders, "customer_id")
           .groupBy("customer_id", "name", "country_name")
           .agg(F.count("*").alias("orders"), F.sum("n_lines").alias("lines")))
-print(cleaned.count(), "active customers")
 report.orderBy("customer_id").show()
 report.write.mode("overwrite").parquet(f"{out}/report.parquet")

@@ -20,6 +20,7 @@ then traces to its input line; tests/capture/jobs/: a job whose output shows its
 job over Hive tables), started in the background once the suite's SparkSession is up
 (conftest.py) and checked at the end.
 """
+
 from __future__ import annotations
 
 import atexit

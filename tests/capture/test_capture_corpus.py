@@ -1,20 +1,32 @@
 """The corpus (tests/capture/capture_corpus/): unmodified PySpark scripts captured as `strata capture` does.
 
 Each script runs twice in the suite's Spark session through ``runpy`` with ``sys.argv`` set, the
-mechanism of `strata capture`: plainly, then inside ``capture.capturing``. Every output (files and
-catalog tables) must have the same schema and rows, with one committed run per write. For a sample
-of scripts, items of an output are traced and the input items the trace reaches are checked
-against a naive reference computed here in plain Python from the input records, and each traced
-item's `source` (file:line, file#row) read naively must hold that record. Two programs also run
-through the `strata capture` command in new processes (a corpus script with two writes, and the
-job of examples/capture, whose run `strata trace` then traces to its input line), started in the
-background once the suite's SparkSession is up (conftest.py) and checked at the end.
+mechanism of `strata capture`: plainly, then inside ``capture.capturing``. The two runs must print
+the same (the script's whole stdout: its ``show()``, ``collect()``, ``take()`` and count prints)
+and leave the same files (``_files``: every file under the output folder, the catalog tables'
+included, by its path with part files' random write ids replaced by the write's place; a Parquet
+file by its schema and its rows in file order, any other file byte for byte); their catalog
+tables the same names and schemas; the captured run one committed run per write (``WRITES``).
+Nothing is compared sorted: every script's rows come out of the suite's session in the same order
+from run to run, and capture keeps that order. For a sample of scripts (``REFERENCES``), items of
+an output are traced and the input items the trace reaches are checked against a hand-worked
+answer computed here in plain Python from the input records; each traced item's `source`
+(file:line, file#row) read naively must hold that record, and the trace must reach as many rows
+the program made itself (an RDD step's: the trace ends there) as the answer says.
+
+Whole programs also run through the `strata capture` command in new processes, plain and
+captured (a corpus script with two writes; the job of examples/capture, whose run `strata trace`
+then traces to its input line; tests/capture/jobs/: a job whose output shows its settings, and a
+job over Hive tables), started in the background once the suite's SparkSession is up
+(conftest.py) and checked at the end.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -24,7 +36,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.parquet as pq
 import pytest
@@ -34,6 +48,7 @@ from support.paths import EXAMPLES, ROOT
 from capture import capturing
 from capture.auto.plan import translate
 from capture.storing import load_run
+from capture.storing.to_openlineage import PROGRAM_MADE
 from capture.tracing import parse_pattern, trace, trace_rows
 from capture.tracking.tracker import Tracker
 from store import Store
@@ -80,43 +95,31 @@ def _write_inputs(root: Path, spark) -> Path:
     return root
 
 
-def _run_script(name: str, *args: str) -> None:
+def _run_script(name: str, *args: str) -> str:
+    """Run a corpus script as `strata capture` does (``runpy``, ``sys.argv``); what it printed."""
     argv = sys.argv
     sys.argv = [str(CORPUS / f"{name}.py"), *args]
+    printed = io.StringIO()
     try:
-        runpy.run_path(sys.argv[0], run_name="__main__")
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path(sys.argv[0], run_name="__main__")
     finally:
         sys.argv = argv
+    return printed.getvalue()
 
 
-def _read(spark, path: Path):
-    reader = spark.read
-    if path.suffix == ".csv":
-        return reader.option("header", "true").csv(str(path))
-    return reader.format(path.suffix.lstrip(".")).load(str(path))
-
-
-def _rows(df) -> list:
-    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in df.collect())
-
-
-def _same_outputs(spark, plain: Path, cap: Path) -> int:
-    """Compare every output file set and table; the number of outputs compared."""
-    names = sorted(p.name for p in plain.iterdir() if p.name != "db")
-    assert names == sorted(p.name for p in cap.iterdir() if p.name != "db")
-    for n in names:
-        a, b = _read(spark, plain / n), _read(spark, cap / n)
-        assert a.schema == b.schema, n
-        assert _rows(a) == _rows(b), n
+def _same_tables(spark) -> None:
+    """The catalog tables of the two runs: the same names and schemas (their files, under each
+    run's `db` folder, are compared with the others)."""
     # SHOW TABLES, not spark.catalog.listTables: the suite's session interprets expressions
     # (conftest.py), and the catalog's Table objects cannot be decoded that way
-    tables = [r.tableName for r in spark.sql("SHOW TABLES IN corpus_plain").collect() if not r.isTemporary] \
-        if spark.catalog.databaseExists("corpus_plain") else []
-    for t in tables:
-        a, b = spark.table(f"corpus_plain.{t}"), spark.table(f"corpus_cap.{t}")
-        assert a.schema == b.schema, t
-        assert _rows(a) == _rows(b), t
-    return len(names) + len(tables)
+    names = {}
+    for db in ("corpus_plain", "corpus_cap"):
+        names[db] = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect() if not r.isTemporary) \
+            if spark.catalog.databaseExists(db) else []
+    assert names["corpus_cap"] == names["corpus_plain"]
+    for t in names["corpus_plain"]:
+        assert spark.table(f"corpus_cap.{t}").schema == spark.table(f"corpus_plain.{t}").schema, t
 
 
 def _ids(spark, df, key) -> dict[int, object]:
@@ -125,14 +128,16 @@ def _ids(spark, df, key) -> dict[int, object]:
     return {r["__item"]: key(r) for r in tdf.with_item_ids("__item").collect()}
 
 
-def _traced(store, run: str, pattern: str, ids: dict[int, object], key) -> set:
-    """The keys of the traced input items; each item's ``source`` (file:line, file#row) read
-    naively must hold a record with that key."""
+def _traced(store, run: str, pattern: str, ids: dict[int, object], key) -> tuple[set, int]:
+    """The keys of the traced input items, and how many traced items are rows the program made
+    (``rdd:``, ``local:`` …: a trace ends there); each keyed item's ``source`` (file:line,
+    file#row) read naively must hold a record with that key."""
     rows = trace_rows(store, trace(store, run, parse_pattern(pattern), limit=1000), values=False)
     for r in rows:
         if r[2] in ids:
             assert str(key(_record_at(r[7]))) == str(ids[r[2]]), r[7]
-    return {ids[r[2]] for r in rows if r[2] in ids}
+    made = {(r[0], r[2]) for r in rows if r[0].startswith(PROGRAM_MADE)}
+    return {ids[r[2]] for r in rows if r[2] in ids}, len(made)
 
 
 def _record_at(source: str) -> dict:
@@ -147,13 +152,45 @@ def _record_at(source: str) -> dict:
     return json.loads(lines[int(line) - 1])
 
 
-# Naive references: script -> (output index, pattern, input DataFrame, key, expected keys)
+class Reference(NamedTuple):
+    """A hand-worked trace: the items of output ``output`` (the script's n-th write) that
+    ``pattern`` matches reach, among the items of ``source``, exactly those whose ``key`` is in
+    ``expected()``, and ``made`` items of rows the program made itself."""
+
+    output: int
+    pattern: str
+    source: Callable  # (spark, input dir) -> the input as a DataFrame
+    key: Callable  # an input row -> its key
+    expected: Callable[[], set]
+    made: int = 0
+
+
 def _orders(spark, inp):
     return spark.read.json(str(inp / "orders.jsonl"))
 
 
 def _events(spark, inp):
     return spark.read.json(str(inp / "events"))
+
+
+def _customers(spark, inp):
+    return spark.read.option("header", "true").option("inferSchema", "true").csv(str(inp / "customers.csv"))
+
+
+def _order_id(r) -> str:
+    return r["order_id"]
+
+
+def _event(r) -> tuple:
+    return r["user"], r["ts"]
+
+
+def _orders_of(customer: int) -> set:
+    return {o["order_id"] for o in ORDERS if o["customer"]["id"] == customer}
+
+
+def _events_of(user: str) -> set:
+    return {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == user}
 
 
 def _star_expected() -> set:
@@ -164,32 +201,35 @@ def _star_expected() -> set:
             and any(cat.get(line["sku"]) == "toys" for line in o["lines"])}
 
 
-def _customers(spark, inp):
-    return spark.read.option("header", "true").option("inferSchema", "true").csv(str(inp / "customers.csv"))
-
-
 REFERENCES = {
     # a kept customer comes from its own row (the subqueries' orders only influence: semi/anti joins)
-    "in_subquery_sql": (0, "/customer_id = 1", _customers, lambda r: r["customer_id"], lambda: {1}),
+    "in_subquery_sql": Reference(0, "/customer_id = 1", _customers, lambda r: r["customer_id"], lambda: {1}),
     # mapInPandas keeps each row's id (the map rule)
-    "pandas_enrich": (0, "/sku = 's3'", lambda s, i: s.read.parquet(str(i / "products.parquet")),
-                      lambda r: r["sku"], lambda: {"s3"}),
+    "pandas_enrich": Reference(0, "/sku = 's3'", lambda s, i: s.read.parquet(str(i / "products.parquet")),
+                               lambda r: r["sku"], lambda: {"s3"}),
     # an exploded line comes from its order alone
-    "nested_etl": (0, "/order_id = 'o5'", _orders, lambda r: r["order_id"], lambda: {"o5"}),
+    "nested_etl": Reference(0, "/order_id = 'o5'", _orders, _order_id, lambda: {"o5"}),
     # a (country, category) revenue: the orders of active customers there with such a line
-    "star_schema_sql": (0, "/country = 'FR' and /category = 'toys'", _orders, lambda r: r["order_id"],
-                        _star_expected),
+    "star_schema_sql": Reference(0, "/country = 'FR' and /category = 'toys'", _orders, _order_id, _star_expected),
     # the latest event of a user: every event of that user (the window's partition)
-    "dedup_row_number": (0, "/user = 'u2'", _events, lambda r: (r["user"], r["ts"]),
-                         lambda: {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == "u2"}),
+    "dedup_row_number": Reference(0, "/user = 'u2'", _events, _event, lambda: _events_of("u2")),
     # a user's pivot row: all of the user's events
-    "pivot_months": (0, "/user = 'u3'", _events, lambda r: (r["user"], r["ts"]),
-                     lambda: {(e["user"], e["ts"]) for evs in EVENTS.values() for e in evs if e["user"] == "u3"}),
+    "pivot_months": Reference(0, "/user = 'u3'", _events, _event, lambda: _events_of("u3")),
+    # the second write from the cached events: a user's counts, all of the user's events (the
+    # cache is transparent: the trace reaches the JSON lines)
+    "cached_sample": Reference(1, "/user = 'u2'", _events, _event, lambda: _events_of("u2")),
+    # the CTAS beside the INSERT: customer 2's count, its orders o1, o6 and o11 (joined, grouped)
+    "ctas_openlineage_style": Reference(0, "/customer_id = 2", _orders, _order_id, lambda: _orders_of(2)),
+    # customer 2's report row: its orders o1, o6, o11 from the file, and two rows the program made,
+    # where the trace ends (docs/capture.md, LogicalRDD): customer 2's row of the rdd.map step
+    # (not its customers.csv line: the RDD's functions are not in the plan) and the US row of
+    # the parallelize lookup
+    "rdd_customers": Reference(0, "/customer_id = 2", _orders, _order_id, lambda: _orders_of(2), made=2),
 }
 
 
 # writes per script (one run each); the others write once
-WRITES = {"ctas_openlineage_style": 2, "save_as_table": 2, "semi_anti": 2, "distinct_intersect": 2}
+WRITES = {"cached_sample": 2, "ctas_openlineage_style": 2, "save_as_table": 2, "semi_anti": 2, "distinct_intersect": 2}
 
 
 @pytest.fixture()
@@ -206,16 +246,19 @@ def test_corpus_script(spark, corpus_inputs, tmp_path, fresh_dbs, name):
     plain.mkdir()
     cap_out.mkdir()
     store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
-    _run_script(name, str(corpus_inputs), str(plain), "plain")
+    printed = _run_script(name, str(corpus_inputs), str(plain), "plain")
     with capturing(spark, store, pipeline=name) as cap:
-        _run_script(name, str(corpus_inputs), str(cap_out), "cap")
-    assert _same_outputs(spark, plain, cap_out) >= 1
+        printed_captured = _run_script(name, str(corpus_inputs), str(cap_out), "cap")
+    assert printed_captured == printed
+    files = _files(plain)
+    assert files and _files(cap_out) == files
+    _same_tables(spark)
     assert len(cap.runs) == WRITES.get(name, 1)
     assert all(load_run(store, info.run).operators for info in cap.runs)
     if name in REFERENCES:
-        k, pattern, source, key, expected = REFERENCES[name]
-        ids = _ids(spark, source(spark, corpus_inputs), key)
-        assert _traced(store, cap.runs[k].run, pattern, ids, key) == expected()
+        ref = REFERENCES[name]
+        ids = _ids(spark, ref.source(spark, corpus_inputs), ref.key)
+        assert _traced(store, cap.runs[ref.output].run, ref.pattern, ids, ref.key) == (ref.expected(), ref.made)
 
 
 _COMMAND: dict[str, object] = {}
@@ -240,31 +283,40 @@ def _plain(script: Path, *args: str, cwd: Path | None = None) -> subprocess.Comp
                           cwd=cwd)
 
 
+PART = re.compile(r"part-(\d+)-([0-9a-f-]{36})")  # a part file's index and its write's random id
+
+
 def _files(root: Path, skip: tuple[str, ...] = (), unordered: tuple[str, ...] = ()) -> dict[str, object]:
     """Every file under root but those under ``skip``, by its path with part files' write ids
-    blanked (under ``unordered``: per folder, its number of files and its rows in sorted order): a
-    Parquet file's
+    replaced by the write's place among the writes under root (``W0`` the first: a table that
+    an INSERT appends to holds the parts of two writes); under ``unordered``: per folder, its
+    number of files and its rows in sorted order; elsewhere a Parquet file's
     schema (with Spark's metadata) and rows, any other file's bytes. A Parquet file's bytes (and
     so its .crc) may differ in one place: capture's writer lists a column chunk's encodings in
     another order."""
+    files = [f for f in sorted(root.rglob("*")) if f.is_file() and not str(f.relative_to(root)).startswith(skip)]
+    first: dict[str, int] = {}  # a write's id -> when it made its first file
+    for f in files:
+        if (m := PART.search(f.name)) is not None:
+            first[m[2]] = min(first.get(m[2], f.stat().st_mtime_ns), f.stat().st_mtime_ns)
+    writes = {w: i for i, w in enumerate(sorted(first, key=first.__getitem__))}
     out: dict[str, object] = {}
-    for f in sorted(root.rglob("*")):
-        if f.is_file() and not str(f.relative_to(root)).startswith(skip):
-            name = re.sub(r"part-(\d+)-[0-9a-f-]{36}", r"part-\1-ID", str(f.relative_to(root)))
-            if name.startswith(unordered):
-                folder = str(Path(name).parent) + "/"
-                out[folder + " files"] = out.get(folder + " files", 0) + 1
-                rows = [json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(f).to_pylist()] \
-                    if f.suffix == ".parquet" else f.read_bytes().splitlines() if not name.endswith(".crc") else []
-                out.setdefault(folder, []).extend(rows)
-                out[folder].sort()
-            elif f.suffix == ".parquet":
-                table = pq.read_table(f)
-                out[name] = (table.schema.to_string(show_schema_metadata=True), table.to_pylist())
-            elif not name.endswith(".parquet.crc"):
-                out[name] = f.read_bytes()
-            else:
-                out[name] = "crc"
+    for f in files:
+        name = PART.sub(lambda m: f"part-{m[1]}-W{writes[m[2]]}", str(f.relative_to(root)))
+        if name.startswith(unordered):
+            folder = str(Path(name).parent) + "/"
+            out[folder + " files"] = out.get(folder + " files", 0) + 1
+            rows = [json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(f).to_pylist()] \
+                if f.suffix == ".parquet" else f.read_bytes().splitlines() if not name.endswith(".crc") else []
+            out.setdefault(folder, []).extend(rows)
+            out[folder].sort()
+        elif f.suffix == ".parquet":
+            table = pq.read_table(f)
+            out[name] = (table.schema.to_string(show_schema_metadata=True), table.to_pylist())
+        elif not name.endswith(".parquet.crc"):
+            out[name] = f.read_bytes()
+        else:
+            out[name] = "crc"
     return out
 
 

@@ -18,4 +18,6 @@ spark.sql("""CREATE TABLE customer_orders USING parquet AS
 spark.sql("""INSERT INTO customer_orders
              SELECT c.customer_id, c.country, 0 FROM customers c
              WHERE NOT c.active""")
+print(spark.table("customer_orders").count(), "customers")
+spark.sql("SELECT * FROM customer_orders ORDER BY customer_id").show()
 spark.catalog.setCurrentDatabase("default")

@@ -9,4 +9,6 @@ spark = SparkSession.builder.getOrCreate()
 events = spark.read.json(f"{inp}/events")
 latest = (events.withColumn("rn", F.row_number().over(Window.partitionBy("user").orderBy(F.col("ts").desc())))
           .filter("rn = 1").drop("rn"))
+for r in latest.orderBy("user").collect():
+    print(r.user, r.kind, r.ts)
 latest.write.mode("overwrite").parquet(f"{out}/latest.parquet")

@@ -1,4 +1,4 @@
-"""saveAsTable into a local catalog database, then a second table read from the first."""
+"""saveAsTable into a local catalog database, then a second table read from the first, shown."""
 import sys
 
 from pyspark.sql import SparkSession
@@ -12,3 +12,4 @@ products = spark.read.parquet(f"{inp}/products.parquet")
 products.filter(F.col("price") > 2).write.mode("overwrite").saveAsTable(f"{db}.pricey")
 spark.table(f"{db}.pricey").groupBy("category").agg(F.avg("price").alias("avg_price")) \
     .write.mode("overwrite").saveAsTable(f"{db}.by_category")
+spark.table(f"{db}.by_category").orderBy("category").show()

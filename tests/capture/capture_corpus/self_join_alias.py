@@ -1,4 +1,4 @@
-"""A self-join through aliases, fillna, casts and renames."""
+"""A self-join through aliases, fillna, casts and renames; the first pairs printed."""
 import sys
 
 from pyspark.sql import SparkSession
@@ -12,4 +12,5 @@ pairs = (a.join(b, (F.col("a.category") == F.col("b.category")) & (F.col("a.sku"
          .select(F.col("a.sku").alias("sku"), F.col("b.sku").alias("other"),
                  (F.col("b.price") - F.col("a.price")).cast("decimal(10,2)").alias("diff"))
          .withColumnRenamed("diff", "price_diff"))
+print(pairs.orderBy("sku", "other").take(2))
 pairs.write.mode("overwrite").parquet(f"{out}/pairs.parquet")

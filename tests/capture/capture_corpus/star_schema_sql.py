@@ -1,4 +1,4 @@
-"""Star schema in Spark SQL: temp views, a CTE, joins and GROUP BY."""
+"""Star schema in Spark SQL: temp views, a CTE, joins and GROUP BY; the report shown, then written."""
 import sys
 
 from pyspark.sql import SparkSession
@@ -21,4 +21,5 @@ revenue = spark.sql("""
     WHERE c.active
     GROUP BY c.country, p.category
 """)
+revenue.orderBy("country", "category").show()
 revenue.write.mode("overwrite").json(f"{out}/revenue.json")

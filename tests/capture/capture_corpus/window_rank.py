@@ -11,4 +11,5 @@ sales = (orders.select(F.col("customer.country").alias("country"), F.explode("li
          .groupBy("country", F.col("l.sku").alias("sku")).agg(F.sum("l.qty").alias("qty")))
 w = Window.partitionBy("country").orderBy(F.desc("qty"), "sku")
 top = sales.withColumn("rank", F.rank().over(w)).where(F.col("rank") <= 2)
+top.orderBy("country", "rank", "sku").show()
 top.write.mode("overwrite").parquet(f"{out}/top.parquet")

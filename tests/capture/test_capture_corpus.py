@@ -362,16 +362,22 @@ def start_in_background() -> None:
     _COMMAND["thread"].start()
 
 
+def _both(plain: str, captured: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """A job's plain and captured runs from the background thread, both finished with exit 0."""
+    start_in_background()
+    _COMMAND["thread"].join(timeout=600)
+    runs = _COMMAND.get(plain), _COMMAND.get(captured)
+    assert None not in runs, "the runs did not finish in time"
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    return runs
+
+
 def test_capture_leaves_the_jobs_settings_and_results_as_they_are(spark):
     """A job run plainly and under `strata capture` prints the same (its settings, a shuffle's row
     order, what static partition overwrite left) and leaves the same files; the captured run
     commits one run per write."""
-    start_in_background()
-    _COMMAND["thread"].join(timeout=600)
-    plain, captured = _COMMAND.get("plain"), _COMMAND.get("captured")
-    assert plain is not None and captured is not None, "the runs did not finish in time"
-    assert plain.returncode == 0, plain.stderr[-2000:]
-    assert captured.returncode == 0, captured.stderr[-2000:]
+    plain, captured = _both("plain", "captured")
     assert captured.stderr.count("captured settings_visible/run-") == 2, captured.stderr[-2000:]
     assert "spark.sql.sources.partitionOverwriteMode STATIC" in plain.stdout  # Spark's defaults
     assert "spark.sql.shuffle.partitions 200" in plain.stdout
@@ -383,15 +389,10 @@ def test_capture_leaves_the_jobs_settings_and_results_as_they_are(spark):
 def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(spark):
     """A job over Hive-format tables (Spark's embedded metastore; text tables cut into several
     Hadoop splits per file; a partitioned table; LOAD DATA; Hive text and Parquet CTAS; INSERT
-    OVERWRITE DIRECTORY) prints the same and leaves the same files plain and captured, with one run per
-    write; `strata trace` names each traced row by the table, its file and line, and reads its
+    OVERWRITE DIRECTORY) prints the same and leaves the same files plain and captured, with one
+    run per write; `strata trace` names each traced row by the table, its file and line, and reads its
     fields back (a partition column from the file's folder), without a JVM."""
-    start_in_background()
-    _COMMAND["thread"].join(timeout=600)
-    plain, captured = _COMMAND.get("hive_plain"), _COMMAND.get("hive_captured")
-    assert plain is not None and captured is not None, "the runs did not finish in time"
-    assert plain.returncode == 0, plain.stderr[-2000:]
-    assert captured.returncode == 0, captured.stderr[-2000:]
+    plain, captured = _both("hive_plain", "hive_captured")
     assert captured.stdout == plain.stdout and "|Oslo|   21|" in plain.stdout
     outputs = re.findall(r"captured hive_tables/run-\S+: (\S+) \(", captured.stderr)
     tables = ("people", "people", "visits", "visits", "by_city", "oslo", "rome")

@@ -8,7 +8,7 @@ program's output, written from the same expressions (a layout replayed on the ca
 and its provenance in one store commit — one run per write. ``spark.sql`` is intercepted for
 ``CREATE TABLE … AS SELECT``, ``INSERT INTO/OVERWRITE … SELECT`` and ``INSERT OVERWRITE DIRECTORY``:
 the query's plan is captured the same way and the statement runs with the captured result as its
-query; and for ``LOAD DATA`` (the loaded files' records are the table's new rows). Everything else
+query; ``LOAD DATA`` too, as a run from the loaded files' records to the table. Everything else
 passes through. A write that cannot be captured raises before any job runs.
 """
 

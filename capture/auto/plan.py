@@ -149,6 +149,10 @@ class _Walk:
         if cls(node) == "Filter" and self._predicate_subqueries(node):
             # IN / EXISTS in a WHERE clause: the plan rewritten as semi/anti joins, then visited
             return self.rebind(self.run(self._joins_for_subqueries(node)), node)
+        if self._correlated_scalar(node):
+            # a correlated scalar subquery: the plan rewritten as a left outer join with the
+            # subquery's aggregate, then visited
+            return self.rebind(self.run(self._joins_for_scalars(node)), node)
         self._no_subqueries(node)
         try:
             out = self.visit(node)
@@ -196,13 +200,28 @@ class _Walk:
             plan = getattr(getattr(opt, rule), "MODULE$").apply(plan)
         return plan
 
+    def _correlated_scalar(self, node) -> bool:
+        return any(_correlated_scalar(e) for e in seq(node.expressions()))
+
+    def _joins_for_scalars(self, node):
+        """A node with correlated scalar subqueries as Spark's optimizer rewrites it: each
+        subquery's aggregate left-outer-joined on its correlated predicates, pulled up into the
+        join condition (PullupCorrelatedPredicates, RewriteCorrelatedScalarSubquery); the value
+        read from the joined column."""
+        opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
+        plan = node
+        for rule in ("PullupCorrelatedPredicates$", "RewriteCorrelatedScalarSubquery$"):
+            plan = getattr(getattr(opt, rule), "MODULE$").apply(plan)
+        return plan
+
     def _no_subqueries(self, node) -> None:
         for e in seq(node.expressions()):
             found = _find_class(e, _SUBQUERY)
             if found:
                 raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked "
-                                   "(IN and EXISTS in a WHERE clause are captured as semi/anti joins; a scalar "
-                                   "subquery is not): write it as a join")
+                                   "(IN and EXISTS in a WHERE clause are captured as semi/anti joins, a correlated "
+                                   "scalar subquery as a join with its aggregate; an uncorrelated one is not): "
+                                   "write it as a join")
 
     def child(self, node) -> TrackedDataFrame:
         return self.run(seq(node.children())[0])
@@ -616,6 +635,13 @@ def _plain_ref(item, ids: set[int]) -> bool:
     """A project item that is (an alias of) one of the attributes ``ids``."""
     ref = item.child() if cls(item) == "Alias" else item
     return cls(ref) == "AttributeReference" and ref.exprId().id() in ids
+
+
+def _correlated_scalar(expr) -> bool:
+    """Whether an expression holds a scalar subquery that reads the outer query's columns."""
+    if cls(expr) == "ScalarSubquery" and not expr.outerAttrs().isEmpty():
+        return True
+    return any(_correlated_scalar(c) for c in seq(expr.children()))
 
 
 def _find_class(expr, names: frozenset[str]) -> str | None:

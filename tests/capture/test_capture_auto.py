@@ -76,6 +76,13 @@ CASES = {
     "IN / NOT EXISTS subqueries (semi / anti joins)": (
         lambda s, i: s.sql("SELECT id FROM auto_rows r WHERE k IN (SELECT k FROM auto_labels) AND NOT EXISTS "
                            "(SELECT 1 FROM auto_labels l WHERE l.k = r.k + 5)"), "join", ("/id = 4", {4})),
+    # a row above its group's mean: its group's rows (the subquery's aggregate) influence it
+    "correlated scalar subquery in WHERE (left outer join with its aggregate)": (
+        lambda s, i: s.sql("SELECT id, v FROM auto_rows r WHERE v > (SELECT avg(v) FROM auto_rows r2 "
+                           "WHERE r2.k = r.k)"), "join", ("/id = 7", {1, 4, 7})),
+    "correlated scalar subquery in SELECT": (
+        lambda s, i: s.sql("SELECT id, (SELECT max(v) FROM auto_rows r2 WHERE r2.k = r.k) AS m FROM auto_rows r"),
+        "join", None),
     "Join cross": (lambda s, i: _json(s, i).select("id").crossJoin(s.table("auto_labels").select("label")),
                    "join", None),
     "Aggregate": (lambda s, i: s.sql("SELECT k, count(*) AS n, collect_list(name) AS names FROM auto_rows "

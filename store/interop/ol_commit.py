@@ -245,41 +245,43 @@ def _everything(stored: _Stored, new: dict[str, Event], shards: int, with_stored
 
 
 def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
-    """Re-derive only what the new events change (module docstring, steps 1-2): the runs they
-    belong to and the runs below those (`full`: every row of theirs), the datasets those runs
-    touch (their versions and fields), and of every other run that reads or writes one of those
-    datasets only the edges leaving a version or field of them (which version it read may move)."""
+    """Re-derive only what the new events change (module docstring, steps 1-2). A run's rows (its
+    `Run`, `Transformation`s and edges) depend on its own events, on its ancestors' (the jobs it
+    is under) and on the versions the datasets it reads have (their writers); a dataset's rows
+    (its versions and fields) on the events of every run that refers to it. So of the runs the new
+    events belong to (`changed`), every row is re-derived, and so are every row of the runs below
+    them, of the runs that read a dataset a changed run writes (which version they read may
+    move), and of the datasets the changed runs refer to."""
     new_refs = [r for k, e in new.items() for r in _refs_rows(k, e.body)]
     refs = _RefIndex(stored, new_refs)
     changed = {r[1] for r in new_refs if r[1] is not None}
-    full = changed | refs.below(changed)
     datasets = refs.datasets_of(changed)
-    readers = refs.runs_of(datasets) - full
-    # the writers of what the full runs read give the versions they read (those of `datasets`
-    # are among `readers`), their parents the jobs they are under
-    needed = full | readers | refs.above(full) | refs.writers_of(refs.datasets_of(full) - datasets)
+    full = changed | refs.below(changed) | refs.readers_of(refs.writes_of(changed))
+    # the ancestors of the full runs give the jobs they are under, the writers of what they read
+    # the versions they read, and every run that refers to a changed dataset its versions and fields
+    needed = full | refs.above(full) | refs.writers_of(refs.datasets_of(full)) | refs.runs_of(datasets)
     keys = refs.keys_of(needed)
     old = {k: json.loads(t) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event"))}
     after = to_bundle([*old.values(), *(e.body for e in new.values())])
     before = to_bundle(old.values())
     mine = {run_id(r) for r in full} | datasets
-    partly = {run_id(r) for r in readers}
 
-    def edges(bundle: dict[str, Any], owner: dict[str, str]) -> list[dict[str, str]]:
-        return [e for e in bundle["edges"] if owner[e["process"]] in mine
-                or (owner[e["process"]] in partly and owner[e["src"]] in datasets)]
+    def derived(bundle: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]], list[dict[str, str]]]:
+        owner = owners(bundle)
+        return (owner, [el for el in bundle["elements"] if owner[el["id"]] in mine],
+                [e for e in bundle["edges"] if owner[e["process"]] in mine])
 
-    owner, static = owners(after), _static(after)
+    owner, _elements, edges = derived(after)
+    static = _static(after)  # Job and Dataset elements: added where the store does not hold them
     bundle = {"format": after["format"], "gsets": after["gsets"],
               "elements": [el for el in after["elements"] if owner[el["id"]] in mine or el["id"] in static],
-              "edges": edges(after, owner)}
-    old_owner, old_static = owners(before), _static(before)
-    replaced = {i for i, o in old_owner.items() if o in mine and i not in old_static}
-    old_edges = edges(before, old_owner)
+              "edges": edges}
+    old_owner, old_elements, old_edges = derived(before)
+    old_static = _static(before)
+    replaced = {el["id"] for el in old_elements if el["id"] not in old_static}
     replaced_edges = {(e["src"], e["process"], e["dst"]) for e in old_edges}
     owner = {**old_owner, **owner}
-    touched = {shard_of(o, shards) for o in [*mine, *(owner[el["id"]] for el in bundle["elements"]),
-                                             *(owner[e["process"]] for e in [*bundle["edges"], *old_edges])]}
+    touched = {shard_of(o, shards) for o in mine}
     return _Plan(bundle, owner, static, replaced, replaced_edges, touched, False, new_refs)
 
 
@@ -300,6 +302,14 @@ class _RefIndex:
 
     def runs_of(self, datasets: set[str]) -> set[str]:
         return {r[1] for r in self._rows(3, datasets) if r[1] is not None}
+
+    def writes_of(self, runs: set[str]) -> set[str]:
+        """The datasets these runs output (in any of their events)."""
+        return {r[3] for r in self._rows(1, runs) if r[3] is not None and r[4] == ROLE_OUT}
+
+    def readers_of(self, datasets: set[str]) -> set[str]:
+        """The runs that read one of these datasets (an input or a column lineage source)."""
+        return {r[1] for r in self._rows(3, datasets) if r[1] is not None and r[4] != ROLE_OUT}
 
     def writers_of(self, datasets: set[str]) -> set[str]:
         return {r[1] for r in self._rows(3, datasets) if r[1] is not None and r[4] == ROLE_OUT}

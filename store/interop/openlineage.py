@@ -455,13 +455,18 @@ def _add_run(b: _Builder, r: Run, runs: dict[str, Run], versions: _Versions) -> 
         out.fields.update(schema_paths((facets.get("schema") or {}).get("fields") or ()))
         for src in inputs:
             b.edges.add((src.id, run_id(r.run), out.id))
-        _column_lineage(b, r, out, facets.get("columnLineage") or {}, read, versions)
+        _column_lineage(b, r, out, facets, read, versions)
 
 
-def _column_lineage(b: _Builder, r: Run, out: _Version, facet: dict[str, Any],
+def _column_lineage(b: _Builder, r: Run, out: _Version, facets: dict[str, Any],
                     read: dict[tuple[str, str], _Version], versions: _Versions) -> None:
     """Edges (input field, transformation of the run, output field) of a column lineage facet; its
-    dataset-level entries feed every field of the output."""
+    dataset-level entries feed every field of the output that the run's own facets name (its
+    schema facet and the column lineage facet's fields): what the run said it wrote, whatever
+    fields other runs' events give the same version, so that a run's edges follow from its own
+    events and the versions it read (store/interop/ol_commit.py re-derives them run by run)."""
+    facet = facets.get("columnLineage") or {}
+    own_fields = {*schema_paths((facets.get("schema") or {}).get("fields") or ()), *(facet.get("fields") or {})}
 
     def source(entry: dict[str, Any]) -> str:
         ds = (entry["namespace"], entry["name"])
@@ -485,7 +490,7 @@ def _column_lineage(b: _Builder, r: Run, out: _Version, facet: dict[str, Any],
         for entry in spec.get("inputFields") or ():
             link(entry, field_id(out.id, name), default)
     for entry in facet.get("dataset") or ():
-        for name in sorted(out.fields):
+        for name in sorted(own_fields):
             link(entry, field_id(out.id, name), {"type": "INDIRECT"})
 
 

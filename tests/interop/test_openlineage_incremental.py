@@ -199,3 +199,36 @@ def test_a_store_written_before_shards_is_rederived_once_into_them(tmp_path):
     assert "segments" not in meta and meta["refs"] and meta["events"] == 4
     assert rows(st_) == reference_rows(tmp_path, first + late)
     assert {r["run"] for r in table(st_, "openlineage_refs")} == {rid(1), rid(2)}
+
+
+def _dataset_level(name: str, source: str) -> dict:
+    """An output with a dataset-level column lineage entry (INDIRECT/FILTER from `source`.y) and
+    no schema facet: the fields it feeds are only those the run's own facets name."""
+    out = dataset(name)
+    out["facets"]["columnLineage"] = facet("ColumnLineageDatasetFacet", fields={}, dataset=[
+        {"namespace": NS, "name": source, "field": "y",
+         "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}])
+    return out
+
+
+def test_a_reader_arriving_late_gives_its_writer_no_edges(tmp_path):
+    """Run 5 writes o with a dataset-level entry and no schema; run 2 (a smaller runId) later reads
+    o with a schema and reads a. The reverted code gave run 5 edges to run 2's fields of o, without
+    their Transformation (run 5 was only partly re-derived)."""
+    writer = [run_event(0, "START", rid(5), "w", [dataset("a")]),
+              run_event(1, "COMPLETE", rid(5), "w", [], [_dataset_level("o", "a")])]
+    reader = [run_event(5, "START", rid(2), "r", [dataset("o", ["x", "y"]), dataset("a")]),
+              run_event(6, "COMPLETE", rid(2), "r", [], [dataset("p")])]
+    _ingest_in_turn(tmp_path, writer, reader)
+
+
+def test_a_late_writer_moves_the_dataset_level_edges_of_a_reader(tmp_path):
+    """Run 5 reads a and writes o with a dataset-level entry from a.y; run 2 reads o with a
+    schema. A late writer of a moves the version run 5 read: every edge of run 5 must leave the
+    new version (the reverted code re-derived run 5 without run 2 and left edges from the old)."""
+    stored = [run_event(2, "START", rid(5), "w", [dataset("a")]),
+              run_event(3, "COMPLETE", rid(5), "w", [], [_dataset_level("o", "a")]),
+              run_event(5, "START", rid(2), "r", [dataset("o", ["x", "y"])]),
+              run_event(6, "COMPLETE", rid(2), "r", [], [dataset("p")])]
+    late = [run_event(0, "START", rid(7), "early"), run_event(1, "COMPLETE", rid(7), "early", [], [dataset("a")])]
+    _ingest_in_turn(tmp_path, stored, late)

@@ -12,8 +12,9 @@ after the other,
   the datasets they wrote and change which version later runs read);
 - `again`: the late batch again (nothing new: nothing committed).
 
-Run it with PYTHONPATH pointing at another checkout to time that code on the same events.
-Prints one JSON line per stored size.
+Both codes run on the same events, one after the other in the same process: the incremental
+ingest (`ingest_events`) and the full re-derivation of every event at every ingest
+(`rederive_all`). Prints one JSON line per stored size and code.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from store.interop.ol_commit import ingest_events
+from store.interop.ol_commit import ingest_events, rederive_all
 from store.interop.openlineage import Event
 from store.store import Store
 
@@ -71,10 +72,15 @@ def batch(runs: range, minute_of, seed: int) -> list[Event]:
     return [Event("bench", i, b) for i, b in enumerate(e for n in runs for e in run_events(n, minute_of(n), rng))]
 
 
-def timed(st, events: list[Event], message: str) -> dict:
+def timed(ingest, st, events: list[Event], message: str) -> dict:
     t0 = time.perf_counter()
-    result = ingest_events(st, events, message)
+    result = ingest(st, events, message)
     return {"s": round(time.perf_counter() - t0, 3), "new": result.new_events, "committed": result.committed}
+
+
+# the two codes timed side by side: the incremental ingest, and the full re-derivation of every
+# event at every ingest (`rederive_all`: what a store on a Hadoop URI gets, and every store before)
+CODES = {"incremental": ingest_events, "full": rederive_all}
 
 
 def main() -> None:
@@ -84,17 +90,18 @@ def main() -> None:
     args = ap.parse_args()
     for stored in args.stored:
         runs = stored // 3
-        root = args.work / f"stored-{stored}"
-        shutil.rmtree(root, ignore_errors=True)
-        st = Store.open(str(root), engine="local")
-        first = timed(st, batch(range(runs), lambda n: 10.0 * n, 1), "base")
-        in_order = timed(st, batch(range(runs, runs + 10), lambda n: 10.0 * n, 2), "in order")
-        late_events = batch(range(runs + 10, runs + 20), lambda n, base=runs + 10: 10.0 * (n - base) + 5, 3)
-        late = timed(st, late_events, "late")
-        again = timed(st, late_events, "again")
-        info = st.local().rows
-        print(json.dumps({"stored_events": stored, "first_batch": first, "in_order_30": in_order, "late_30": late,
-                          "again_30": again, "elements": info("elements"), "edges": info("edges")}), flush=True)
+        base = batch(range(runs), lambda n: 10.0 * n, 1)
+        in_order = batch(range(runs, runs + 10), lambda n: 10.0 * n, 2)
+        late = batch(range(runs + 10, runs + 20), lambda n, first=runs + 10: 10.0 * (n - first) + 5, 3)
+        for code, ingest in CODES.items():
+            root = args.work / f"stored-{stored}-{code}"
+            shutil.rmtree(root, ignore_errors=True)
+            st = Store.open(str(root), engine="local")
+            row = {"stored_events": stored, "code": code, "first_batch": timed(ingest, st, base, "base"),
+                   "in_order_30": timed(ingest, st, in_order, "in order"), "late_30": timed(ingest, st, late, "late"),
+                   "again_30": timed(ingest, st, late, "again")}
+            info = st.local().rows
+            print(json.dumps({**row, "elements": info("elements"), "edges": info("edges")}), flush=True)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ from store.interop.openlineage import (
     ROLE_OUT,
     Event,
     canonical,
+    dataset_id,
     event_refs,
     owners,
+    parse_time,
     read_events,
     run_id,
     to_bundle,
@@ -256,12 +258,20 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     refs = _RefIndex(stored, new_refs)
     changed = {r[1] for r in new_refs if r[1] is not None}
     datasets = refs.datasets_of(changed)
-    full = changed | refs.below(changed) | refs.readers_of(refs.writes_of(changed))
+    old: dict[str, dict[str, Any]] = {}
+
+    def load(runs: set[str]) -> None:
+        keys = refs.keys_of(runs) - old.keys() - new.keys()
+        old.update((k, json.loads(t)) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event")))
+
+    writes = refs.writes_of(changed)
+    candidates = refs.readers_of(writes) - changed
+    load(changed | candidates)
+    full = changed | refs.below(changed) | _moved_readers(candidates, changed, writes, [*old.values(), *(
+        e.body for e in new.values())])
     # the ancestors of the full runs give the jobs they are under, the writers of what they read
     # the versions they read, and every run that refers to a changed dataset its versions and fields
-    needed = full | refs.above(full) | refs.writers_of(refs.datasets_of(full)) | refs.runs_of(datasets)
-    keys = refs.keys_of(needed)
-    old = {k: json.loads(t) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event"))}
+    load(full | refs.above(full) | refs.writers_of(refs.datasets_of(full)) | refs.runs_of(datasets))
     after = to_bundle([*old.values(), *(e.body for e in new.values())])
     before = to_bundle(old.values())
     mine = {run_id(r) for r in full} | datasets
@@ -283,6 +293,31 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     owner = {**old_owner, **owner}
     touched = {shard_of(o, shards) for o in mine}
     return _Plan(bundle, owner, static, replaced, replaced_edges, touched, False, new_refs)
+
+
+def _moved_readers(candidates: set[str], changed: set[str], writes: set[str],
+                   bodies: list[dict[str, Any]]) -> set[str]:
+    """The candidates (runs that read a dataset a changed run writes) whose read may move: those
+    that started after the first event of any changed run (a version a changed run produces, or
+    produced, has the time of its end, after that event: a run that started no later reads
+    none of them), and those that name a version of such a dataset (a version facet)."""
+    first = min((parse_time(b["eventTime"]) for b in bodies if _run_of(b) in changed), default=None)
+    start: dict[str, Any] = {}
+    named: set[str] = set()
+    for b in bodies:
+        run = _run_of(b)
+        if run not in candidates:
+            continue
+        when = parse_time(b["eventTime"])
+        start[run] = min(start.get(run, when), when)
+        if any("version" in (ds.get("facets") or {}) and dataset_id(ds["namespace"], ds["name"]) in writes
+               for ds in b.get("inputs") or ()):
+            named.add(run)
+    return named | {run for run, when in start.items() if first is None or when > first}
+
+
+def _run_of(body: dict[str, Any]) -> str | None:
+    return (body.get("run") or {}).get("runId")
 
 
 class _RefIndex:

@@ -1,26 +1,34 @@
-"""Ingest OpenLineage events into a store: one atomic commit per ingest, order-independent.
+"""Ingest OpenLineage events into a store: one atomic commit per ingest, order-independent, and
+costing what the new events change (docs/openlineage.md, "How an ingest works").
 
-The store keeps every event it was given (table `openlineage_events`: key, event, source) and
-the segments of the core tables that hold what it derived from them (manifest meta
-`openlineage.segments`). An ingest with new events
+The store keeps every event it was given (table `openlineage_events`: key, event, source), what
+each refers to (table `openlineage_refs`: key, run, parent, dataset, role; `event_refs`), and the
+rows it derived from them in *shards*: every derived row belongs to an owner (a run, a dataset,
+or a `Job`/`Dataset` element itself: `openlineage.owners`), an owner to the shard
+`crc32(owner) % shards`, and the manifest meta `openlineage.shards` lists each shard's segments
+of the core tables. An ingest with new events
 
-1. validates every event of every file (nothing is committed if one is bad);
-2. re-derives the whole OpenLineage part of the model from all events, stored and new
-   (`openlineage.to_bundle`: a function of the set of events, so the order in which events
-   arrived, and how they were split between ingests, does not matter);
-3. in ONE transaction, leaves the previously derived segments out of the core tables, ingests
-   the new bundle through the store's validated bundle path (in-process when small) and appends
-   the new events.
+1. finds the runs and datasets they change from the new events and the refs of the stored ones
+   (`affected`): the new events' runs, the datasets those runs touch, every run that reads or
+   writes one of those datasets, and the runs below a changed run;
+2. derives the bundle of exactly the events those need (`to_bundle` of a subset: their runs, the
+   parents above them, and the writers of the datasets they read) before and after the new
+   events, and keeps only the rows the affected owners own;
+3. in ONE transaction, rewrites each shard that holds an affected owner (its rows minus the
+   affected owners' old rows, then the new rows through the store's validated bundle path) and
+   appends the new events and their refs.
 
-Elements the store already holds outside the OpenLineage part (a captured run's source
-`dataset:<path>`, shared with namespace `file`) are not added again. Re-ingesting events the
-store holds commits nothing. Because derived rows are replaced, the component index is marked
-for a full rebuild (`strata index`) when they were replaced.
+When the events outgrow the shards (more than EVENTS_PER_SHARD per shard), and for a store whose
+OpenLineage part was written before shards, the ingest re-derives everything once (`to_bundle`
+of all events) into the new number of shards. A store that is not on this machine re-derives
+everything at every ingest on Spark (the flat `openlineage.segments` of earlier versions).
+Re-ingesting events the store holds commits nothing.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +38,31 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store import schema as S
-from store.interop.openlineage import Event, canonical, read_events, to_bundle
+from store.errors import ConcurrentWriteError
+from store.interop.openlineage import (
+    DATASET,
+    JOB,
+    ROLE_OUT,
+    Event,
+    canonical,
+    dataset_id,
+    event_refs,
+    owners,
+    parse_time,
+    read_events,
+    run_id,
+    to_bundle,
+)
 from store.segments import parquet_files
 
 EVENTS_TABLE = "openlineage_events"
+REFS_TABLE = "openlineage_refs"
 META_KEY = "openlineage"
 INDEX_META_KEY = "index"  # store/index/layout.py META_KEY (not imported: index imports Spark)
+EVENTS_PER_SHARD = 8192
+# the column of each core table that names the element (or process) its row derives from
+KEY_OF = {S.ELEMENTS: S.ID, S.PARENTS: S.ID, S.ANCESTORS: S.ID, S.VERTICES: S.ID, S.COMPLEX: S.VERTEX,
+          S.EDGES: S.PROCESS}
 
 
 @dataclass(frozen=True)
@@ -54,14 +81,60 @@ def events_schema() -> pa.Schema:
     return pa.schema([(c, pa.string()) for c in ("key", "event", "source")])
 
 
+def refs_schema() -> pa.Schema:
+    return pa.schema([(c, pa.string()) for c in ("key", "run", "parent", "dataset", "role")])
+
+
+def shard_count(events: int) -> int:
+    """The number of shards for this many events: a power of two, at most EVENTS_PER_SHARD each."""
+    n = 1
+    while n * EVENTS_PER_SHARD < events:
+        n *= 2
+    return n
+
+
+def shard_of(owner: str, shards: int) -> int:
+    return zlib.crc32(owner.encode("utf-8")) % shards
+
+
+# ---------------------------------------------------------------------------- reading the store
+class _Stored:
+    """DuckDB lookups into the committed tables of the OpenLineage part (a local store)."""
+
+    def __init__(self, st) -> None:
+        from store.engine import duckdb_connect  # deferred: duckdb, for a store on this machine
+
+        self.st = st
+        self.con = duckdb_connect()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _relation(self, name: str):
+        entry = self.st.manifest.tables.get(name)
+        files = [f for seg in (entry.segments if entry else ()) for f in parquet_files(self.st.storage.file_path(seg))]
+        return self.con.read_parquet(files) if files else None
+
+    def matching(self, name: str, column: str, values: Iterable[str], select: Sequence[str]) -> list[tuple]:
+        """Rows (`select` columns) of table `name` whose `column` is one of `values`."""
+        values = sorted({v for v in values if v is not None})
+        rel = self._relation(name)
+        if rel is None or not values:
+            return []
+        probe = self.con.from_arrow(pa.table({column: pa.array(values, pa.string())}))
+        return rel.join(probe, column, how="semi").select(*select).fetchall()
+
+    def all_rows(self, name: str, select: Sequence[str]) -> list[tuple]:
+        rel = self._relation(name)
+        return [] if rel is None else rel.select(*select).fetchall()
+
+
 def stored_events(st) -> dict[str, str]:
     """key -> canonical event JSON of every event the store holds."""
     entry = st.manifest.tables.get(EVENTS_TABLE)
     if entry is None or not entry.segments:
         return {}
     if st.storage.on_this_machine:
-
-
         out: dict[str, str] = {}
         for seg in entry.segments:
             for f in parquet_files(st.storage.file_path(seg)):
@@ -86,9 +159,10 @@ def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANUL
     return {r[0]: r[1] for r in rows}
 
 
+# ---------------------------------------------------------------------------- entry points
 def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = None,
                        warn: Callable[[str], None] | None = None) -> OLIngest:
-    """Validate the events of `paths` and, if any is new, re-derive and commit (module docstring);
+    """Validate the events of `paths` and, if any is new, derive and commit (module docstring);
     `warn` gets what validation accepted with a warning (`read_events`)."""
     paths = [str(p) for p in paths]
     return ingest_events(st, read_events(paths, warn), message or "ingest openlineage " + ", ".join(paths))
@@ -97,6 +171,283 @@ def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = No
 def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
     """Commit the new ones among these validated events in one transaction (module docstring);
     nothing when every event is already stored. The file ingest and the service both call it."""
+    if not st.storage.on_this_machine:
+        return rederive_all(st, events, message)
+    stored = _Stored(st)
+    try:
+        candidates: dict[str, Event] = {}
+        for e in events:
+            candidates.setdefault(e.key, e)
+        known = {k for (k,) in stored.matching(EVENTS_TABLE, "key", candidates, ("key",))}
+        new = {k: e for k, e in candidates.items() if k not in known}
+        meta = dict(st.meta(META_KEY) or {})
+        total = int(meta.get("events", 0)) + len(new)
+        if not new:
+            return OLIngest(st.version, 0, total)
+        shards = shard_count(total)
+        if meta.get("shards") != shards or "refs" not in meta:
+            plan = _everything(stored, new, shards, with_stored_refs="refs" not in meta)
+        else:
+            plan = _affected(stored, new, shards)
+    finally:
+        stored.close()
+    read_version = st.version
+    with st.transaction(message) as tx:
+        if tx.version != read_version + 1:  # the plan was derived from an older version
+            raise ConcurrentWriteError(f"store {st.root} changed while these events were derived "
+                                       f"(version {read_version}, now {tx.version - 1}); nothing was committed",
+                                       hint="ingest them again")
+        counts = _write(tx, meta, plan, shards)
+        meta.update({"events": total, "shards": shards, "refs": True})
+        meta.pop("segments", None)
+        tx.set_meta(META_KEY, {**meta, "shard_segments": counts.pop("shard_segments")})
+        if counts["edges_changed"] and tx.meta(INDEX_META_KEY):
+            tx.set_meta(INDEX_META_KEY, None)  # edges were replaced, not appended: rebuild the index
+        tx.append_rows(EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
+                       events_schema())
+        tx.append_rows(REFS_TABLE, plan.refs, refs_schema())
+    return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True)
+
+
+# ---------------------------------------------------------------------------- what to derive
+@dataclass
+class _Plan:
+    """What one ingest writes: the derived rows of the affected owners (`bundle`: elements and
+    edges, `owner`: each element's owner, `static`: the Job and Dataset elements, added only when
+    absent), the ids whose stored rows it replaces, the shards it rewrites (all: `rebuild`), and
+    the refs rows of the new (and, for a store written before refs, the stored) events."""
+
+    bundle: dict[str, Any]
+    owner: dict[str, str]
+    static: set[str]
+    replaced: set[str]
+    replaced_edges: set[tuple[str, str, str]]
+    shards: set[int]
+    rebuild: bool
+    refs: list[tuple]
+
+
+def _refs_rows(key: str, body: dict[str, Any]) -> list[tuple]:
+    return [(key, *r) for r in event_refs(body)]
+
+
+def _static(bundle: dict[str, Any]) -> set[str]:
+    return {el["id"] for el in bundle["elements"] if el["granularity"] in (JOB, DATASET)}
+
+
+def _everything(stored: _Stored, new: dict[str, Event], shards: int, with_stored_refs: bool) -> _Plan:
+    """Re-derive the whole OpenLineage part from every event (first ingest, more shards, or a
+    store written before shards)."""
+    bodies = {k: json.loads(t) for k, t in stored.all_rows(EVENTS_TABLE, ("key", "event"))}
+    bodies.update({k: e.body for k, e in new.items()})
+    bundle = to_bundle(bodies.values())
+    refs = [r for k, b in (bodies.items() if with_stored_refs else ((k, e.body) for k, e in new.items()))
+            for r in _refs_rows(k, b)]
+    return _Plan(bundle, owners(bundle), _static(bundle), set(), set(), set(range(shards)), True, refs)
+
+
+def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
+    """Re-derive only what the new events change (module docstring, steps 1-2). A run's rows (its
+    `Run`, `Transformation`s and edges) depend on its own events, on its ancestors' (the jobs it
+    is under) and on the versions the datasets it reads have (their writers); a dataset's rows
+    (its versions and fields) on the events of every run that refers to it. So of the runs the new
+    events belong to (`changed`), every row is re-derived, and so are every row of the runs below
+    them, of the runs that read a dataset a changed run writes (which version they read may
+    move), and of the datasets the changed runs refer to."""
+    new_refs = [r for k, e in new.items() for r in _refs_rows(k, e.body)]
+    refs = _RefIndex(stored, new_refs)
+    changed = {r[1] for r in new_refs if r[1] is not None}
+    datasets = refs.datasets_of(changed)
+    old: dict[str, dict[str, Any]] = {}
+
+    def load(runs: set[str]) -> None:
+        keys = refs.keys_of(runs) - old.keys() - new.keys()
+        old.update((k, json.loads(t)) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event")))
+
+    writes = refs.writes_of(changed)
+    candidates = refs.readers_of(writes) - changed
+    load(changed | candidates)
+    full = changed | refs.below(changed) | _moved_readers(candidates, changed, writes, [*old.values(), *(
+        e.body for e in new.values())])
+    # the ancestors of the full runs give the jobs they are under, the writers of what they read
+    # the versions they read, and every run that refers to a changed dataset its versions and fields
+    load(full | refs.above(full) | refs.writers_of(refs.datasets_of(full)) | refs.runs_of(datasets))
+    after = to_bundle([*old.values(), *(e.body for e in new.values())])
+    before = to_bundle(old.values())
+    mine = {run_id(r) for r in full} | datasets
+
+    def derived(bundle: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]], list[dict[str, str]]]:
+        owner = owners(bundle)
+        return (owner, [el for el in bundle["elements"] if owner[el["id"]] in mine],
+                [e for e in bundle["edges"] if owner[e["process"]] in mine])
+
+    owner, _elements, edges = derived(after)
+    static = _static(after)  # Job and Dataset elements: added where the store does not hold them
+    bundle = {"format": after["format"], "gsets": after["gsets"],
+              "elements": [el for el in after["elements"] if owner[el["id"]] in mine or el["id"] in static],
+              "edges": edges}
+    old_owner, old_elements, old_edges = derived(before)
+    old_static = _static(before)
+    replaced = {el["id"] for el in old_elements if el["id"] not in old_static}
+    replaced_edges = {(e["src"], e["process"], e["dst"]) for e in old_edges}
+    owner = {**old_owner, **owner}
+    touched = {shard_of(o, shards) for o in mine}
+    return _Plan(bundle, owner, static, replaced, replaced_edges, touched, False, new_refs)
+
+
+def _moved_readers(candidates: set[str], changed: set[str], writes: set[str],
+                   bodies: list[dict[str, Any]]) -> set[str]:
+    """The candidates (runs that read a dataset a changed run writes) whose read may move: those
+    that started after the first event of any changed run (a version a changed run produces, or
+    produced, has the time of its end, after that event: a run that started no later reads
+    none of them), and those that name a version of such a dataset (a version facet)."""
+    first = min((parse_time(b["eventTime"]) for b in bodies if _run_of(b) in changed), default=None)
+    start: dict[str, Any] = {}
+    named: set[str] = set()
+    for b in bodies:
+        run = _run_of(b)
+        if run not in candidates:
+            continue
+        when = parse_time(b["eventTime"])
+        start[run] = min(start.get(run, when), when)
+        if any("version" in (ds.get("facets") or {}) and dataset_id(ds["namespace"], ds["name"]) in writes
+               for ds in b.get("inputs") or ()):
+            named.add(run)
+    return named | {run for run, when in start.items() if first is None or when > first}
+
+
+def _run_of(body: dict[str, Any]) -> str | None:
+    return (body.get("run") or {}).get("runId")
+
+
+class _RefIndex:
+    """The refs of the stored events (looked up on demand) and of the new ones (in memory)."""
+
+    def __init__(self, stored: _Stored, new_refs: list[tuple]) -> None:
+        self.stored = stored
+        self.new = new_refs
+
+    def _rows(self, column: int, values: set[str]) -> list[tuple]:
+        names = ("key", "run", "parent", "dataset", "role")
+        rows = self.stored.matching(REFS_TABLE, names[column], values, names)
+        return rows + [r for r in self.new if r[column] in values]
+
+    def datasets_of(self, runs: set[str]) -> set[str]:
+        return {r[3] for r in self._rows(1, runs) if r[3] is not None}
+
+    def runs_of(self, datasets: set[str]) -> set[str]:
+        return {r[1] for r in self._rows(3, datasets) if r[1] is not None}
+
+    def writes_of(self, runs: set[str]) -> set[str]:
+        """The datasets these runs output (in any of their events)."""
+        return {r[3] for r in self._rows(1, runs) if r[3] is not None and r[4] == ROLE_OUT}
+
+    def readers_of(self, datasets: set[str]) -> set[str]:
+        """The runs that read one of these datasets (an input or a column lineage source)."""
+        return {r[1] for r in self._rows(3, datasets) if r[1] is not None and r[4] != ROLE_OUT}
+
+    def writers_of(self, datasets: set[str]) -> set[str]:
+        return {r[1] for r in self._rows(3, datasets) if r[1] is not None and r[4] == ROLE_OUT}
+
+    def keys_of(self, runs: set[str]) -> set[str]:
+        return {r[0] for r in self._rows(1, runs)}
+
+    def below(self, runs: set[str]) -> set[str]:
+        """Runs whose parent chain passes through one of `runs`."""
+        out, todo = set(), set(runs)
+        while todo:
+            todo = {r[1] for r in self._rows(2, todo)} - out - runs
+            out |= todo
+        return out
+
+    def above(self, runs: set[str]) -> set[str]:
+        """The parent runs of `runs`, their parents, and so on."""
+        out, todo = set(), set(runs)
+        while todo:
+            todo = {r[2] for r in self._rows(1, todo) if r[2] is not None} - out - runs
+            out |= todo
+        return out
+
+
+# ---------------------------------------------------------------------------- writing
+def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
+    """Rewrite the plan's shards inside `tx`: their kept rows, then the new rows validated as one
+    bundle and staged shard by shard. Returns counts and the new `shard_segments`."""
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
+
+    from store.duckdb.bundle import from_dict  # deferred: the DuckDB wing, for a store on this machine
+    from store.duckdb.ingest import TxTables, stored_schema, table_rows  # deferred: the DuckDB wing
+    from store.duckdb.validate import validate  # deferred: the DuckDB wing
+
+    old_shards: dict[str, dict[str, list[str]]] = meta.get("shard_segments") or {}
+    out: dict[str, dict[str, list[str]]] = {s: segs for s, segs in old_shards.items()
+                                             if int(s) not in plan.shards and not plan.rebuild}
+    edges_changed = plan.rebuild or bool(plan.bundle["edges"])
+    if plan.rebuild:
+        for name, segs in (meta.get("segments") or {}).items():  # a store written before shards
+            tx.drop_segments(name, segs)
+    for s, segs in old_shards.items():
+        if plan.rebuild or int(s) in plan.shards:
+            for name, rel in segs.items():
+                tx.drop_segments(name, rel)
+                if not plan.rebuild:
+                    kept = _kept(tx, rel, name, plan)
+                    edges_changed |= name == S.EDGES and kept.num_rows < _rows(tx, rel)
+                    if kept.num_rows:
+                        tx.append_arrow(name, kept, stored_schema(name))
+                        out.setdefault(s, {}).setdefault(name, []).append(tx.segments(name)[-1])
+    # Job and Dataset elements the store already holds (from OpenLineage or elsewhere) stay as they are
+    bundle = plan.bundle
+    have = existing(tx, [el["id"] for el in bundle["elements"] if el["id"] in plan.static])
+    bundle = {**bundle, "elements": [el for el in bundle["elements"]
+                                     if not (el["id"] in plan.static and el["id"] in have)]}
+    local = from_dict(bundle, "<openlineage>")
+    tables = TxTables(tx)
+    resolved = validate(local, tx.catalog.merge_gsets(local.gsets).merge_types(local.types), tables.existing())
+    rows = table_rows(local, resolved, tables)
+    for name in S.CORE_TABLES:
+        table = rows[name]
+        if not table.num_rows:
+            continue
+        key = table.column(KEY_OF[name]).to_pylist()
+        shard = pa.array([shard_of(plan.owner[k], shards) for k in key], pa.int32())
+        for s in sorted(set(shard.to_pylist())):
+            tx.append_arrow(name, table.filter(pc.equal(shard, s)), stored_schema(name))
+            out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
+    tx.set_catalog(resolved.catalog)
+    return {"elements": rows[S.ELEMENTS].num_rows, "edges": rows[S.EDGES].num_rows,
+            "edges_changed": edges_changed, "shard_segments": out}
+
+
+def _files(tx, segments: Sequence[str]) -> list[str]:
+    return [f for seg in segments for f in parquet_files(tx.store.storage.file_path(seg))]
+
+
+def _rows(tx, segments: Sequence[str]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in _files(tx, segments))
+
+
+def _kept(tx, segments: Sequence[str], name: str, plan: _Plan) -> pa.Table:
+    """The rows of these segments of table `name` that the plan does not replace: those whose key
+    is not a replaced id (`edges`: that are not a replaced edge)."""
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
+
+    table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments)])
+    if name == S.EDGES:
+        key = pc.binary_join_element_wise(table.column(S.SRC), table.column(S.PROCESS), table.column(S.DST), "\x00")
+        gone = ["\x00".join(e) for e in plan.replaced_edges]
+    else:
+        key, gone = table.column(KEY_OF[name]), list(plan.replaced)
+    if not gone:
+        return table
+    return table.filter(pc.invert(pc.is_in(key, value_set=pa.array(sorted(gone), pa.string()))))
+
+
+# ---------------------------------------------------------------------------- a store elsewhere
+def rederive_all(st, events: Sequence[Event], message: str) -> OLIngest:
+    """Re-derive the whole OpenLineage part from every event, in flat `openlineage.segments`: what
+    a store on a Hadoop URI gets at every ingest (through Spark), and what every store got before
+    shards."""
     stored = stored_events(st)
     new: dict[str, Any] = {}
     for e in events:
@@ -104,7 +455,6 @@ def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
             new[e.key] = e
     if not new:
         return OLIngest(st.version, 0, len(stored))
-
     bodies = [json.loads(t) for t in stored.values()] + [e.body for e in new.values()]
     bundle = to_bundle(bodies)
     with st.transaction(message) as tx:

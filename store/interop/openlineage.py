@@ -455,13 +455,18 @@ def _add_run(b: _Builder, r: Run, runs: dict[str, Run], versions: _Versions) -> 
         out.fields.update(schema_paths((facets.get("schema") or {}).get("fields") or ()))
         for src in inputs:
             b.edges.add((src.id, run_id(r.run), out.id))
-        _column_lineage(b, r, out, facets.get("columnLineage") or {}, read, versions)
+        _column_lineage(b, r, out, facets, read, versions)
 
 
-def _column_lineage(b: _Builder, r: Run, out: _Version, facet: dict[str, Any],
+def _column_lineage(b: _Builder, r: Run, out: _Version, facets: dict[str, Any],
                     read: dict[tuple[str, str], _Version], versions: _Versions) -> None:
     """Edges (input field, transformation of the run, output field) of a column lineage facet; its
-    dataset-level entries feed every field of the output."""
+    dataset-level entries feed every field of the output that the run's own facets name (its
+    schema facet and the column lineage facet's fields): what the run said it wrote, whatever
+    fields other runs' events give the same version, so that a run's edges follow from its own
+    events and the versions it read (store/interop/ol_commit.py re-derives them run by run)."""
+    facet = facets.get("columnLineage") or {}
+    own_fields = {*schema_paths((facets.get("schema") or {}).get("fields") or ()), *(facet.get("fields") or {})}
 
     def source(entry: dict[str, Any]) -> str:
         ds = (entry["namespace"], entry["name"])
@@ -485,5 +490,50 @@ def _column_lineage(b: _Builder, r: Run, out: _Version, facet: dict[str, Any],
         for entry in spec.get("inputFields") or ():
             link(entry, field_id(out.id, name), default)
     for entry in facet.get("dataset") or ():
-        for name in sorted(out.fields):
+        for name in sorted(own_fields):
             link(entry, field_id(out.id, name), {"type": "INDIRECT"})
+
+
+# ---------------------------------------------------------------------------- incremental derivation
+# What ol_commit.py needs to re-derive only what new events change (docs/openlineage.md, "How an
+# ingest works"): what each event refers to, and which derived rows belong to which run or dataset.
+ROLE_IN, ROLE_OUT, ROLE_COLUMN = "in", "out", "column"
+
+
+def event_refs(body: dict[str, Any]) -> list[tuple[str | None, str | None, str | None, str | None]]:
+    """What an event refers to, as rows (run, parent run, dataset id, role): a RunEvent's runId,
+    its parent facet's runId, and every dataset it reads (`in`), writes (`out`) or names as a
+    column lineage source (`column`); one row with no dataset when it names none. Datasets and
+    JobEvents refer to no run."""
+    if event_kind(body) != "RunEvent":
+        return [(None, None, None, None)]
+    run = body["run"]["runId"]
+    parent = ((body["run"].get("facets") or {}).get("parent") or {}).get("run", {}).get("runId")
+    refs: set[tuple[str, str]] = set()
+    for side, role in (("inputs", ROLE_IN), ("outputs", ROLE_OUT)):
+        for ds in body.get(side) or ():
+            refs.add((dataset_id(ds["namespace"], ds["name"]), role))
+            lineage = (ds.get("facets") or {}).get("columnLineage") or {}
+            entries = [e for spec in (lineage.get("fields") or {}).values() for e in spec.get("inputFields") or ()]
+            for e in [*entries, *(lineage.get("dataset") or ())]:
+                refs.add((dataset_id(e["namespace"], e["name"]), ROLE_COLUMN))
+    if not refs:
+        return [(run, parent, None, None)]
+    return [(run, parent, ds, role) for ds, role in sorted(refs)]
+
+
+def owners(bundle: dict[str, Any]) -> dict[str, str]:
+    """element id -> its owner in a bundle of `to_bundle`: a `Run` and its `Transformation`s belong
+    to the run (`run:<runId>`), a `DatasetVersion` and its `Field`s to the dataset's id; `Job`
+    and `Dataset` elements own themselves (they never change once some event names them)."""
+    by_id = {el["id"]: el for el in bundle["elements"]}
+    out: dict[str, str] = {}
+    for el in bundle["elements"]:
+        g = el["granularity"]
+        if g in (TRANSFORMATION, DATASET_VERSION):
+            out[el["id"]] = el["parents"][0]
+        elif g == FIELD:
+            out[el["id"]] = by_id[el["parents"][0]]["parents"][0]
+        else:
+            out[el["id"]] = el["id"]
+    return out

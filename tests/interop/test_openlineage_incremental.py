@@ -1,0 +1,237 @@
+"""The incremental OpenLineage ingest (store/interop/ol_commit.py) against the full re-derivation:
+whatever order events arrive in and however they are split between ingests, the store holds
+exactly the rows of `to_bundle` of all events ingested at once through the plain bundle path.
+
+Runs here have schema facets (a RUNNING event's replaced by the COMPLETE event's), column lineage
+(per field and dataset-level, from inputs and from datasets they do not list), parent runs,
+version facets, RUNNING/FAIL events and static events, over three datasets; every example is
+split into at least two ingests;
+shards are made tiny so that ingests rewrite some shards, keep others, and re-shard. No JVM."""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.ol_helpers import NS, dataset, facet, rid, run_event, split_into, table
+
+from store import Store
+from store.errors import ConcurrentWriteError
+from store.interop import ol_commit
+from store.interop.ol_commit import ingest_events
+from store.interop.openlineage import Event, to_bundle
+
+DATASETS = ("a", "b", "c")
+FIELDS = ("x", "y")
+CORE = ("elements", "parents", "ancestors", "vertices", "complex", "edges")
+
+
+def _row(r: dict) -> tuple:
+    return tuple(sorted((k, tuple(sorted(v)) if isinstance(v, list) else v) for k, v in r.items()))
+
+
+def rows(store: Store) -> dict[str, Counter]:
+    """Every core table as a multiset of rows: a row written twice shows."""
+    return {name: Counter(_row(r) for r in table(store, name)) for name in CORE}
+
+
+run_strategy = st.fixed_dictionaries({
+    "start": st.integers(0, 30), "length": st.integers(0, 12),
+    "state": st.sampled_from(["COMPLETE", "COMPLETE", "FAIL", None]),
+    "running": st.booleans(),
+    "ins": st.sets(st.sampled_from(DATASETS), max_size=2),
+    "outs": st.sets(st.sampled_from(DATASETS), min_size=1, max_size=2),
+    "schema": st.booleans(),
+    "lineage": st.sampled_from(["none", "field", "dataset", "both", "elsewhere"]),
+    "parent": st.integers(0, 6),  # 0: none, else the runId of run k (which may not exist)
+    "named": st.sampled_from([None, "v1", "v2"]),
+    "job": st.integers(0, 2),
+})
+
+
+def run_events(n: int, spec: dict) -> list[dict]:
+    job = f"job{spec['job']}"
+    parent = (rid(spec["parent"]), f"job{spec['parent'] % 3}") if spec["parent"] else None
+    ins = [dataset(d, list(FIELDS) if spec["schema"] else None) for d in sorted(spec["ins"])]
+    if spec["named"] and ins:
+        ins[0]["facets"]["version"] = facet("DatasetVersionDatasetFacet", datasetVersion=spec["named"])
+    src = sorted(spec["ins"]) or ["d"]
+    if spec["lineage"] in ("field", "both"):
+        lineage = {"x": {"inputFields": [{"namespace": NS, "name": src[0], "field": "x",
+                                          "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}]}]},
+                   "y": {"inputFields": [{"namespace": NS, "name": src[-1], "field": "y"}]}}
+    elif spec["lineage"] == "elsewhere":  # a source dataset the run does not list as an input
+        lineage = {"x": {"inputFields": [{"namespace": NS, "name": "d", "field": "z"}]}}
+    else:
+        lineage = None
+    outs = []
+    for d in sorted(spec["outs"]):
+        out = dataset(d, list(FIELDS) if spec["schema"] else None, lineage)
+        if spec["lineage"] in ("dataset", "both"):
+            out["facets"]["columnLineage"] = facet("ColumnLineageDatasetFacet", fields={}, dataset=[
+                {"namespace": NS, "name": src[0], "field": "y",
+                 "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}])
+        if spec["named"]:
+            out["facets"]["version"] = facet("DatasetVersionDatasetFacet", datasetVersion=f"{spec['named']}-{n}")
+        outs.append(out)
+    start, end = spec["start"], spec["start"] + spec["length"]
+    events = [run_event(start, "START", rid(n), job, ins, parent=parent)]
+    if spec["running"]:
+        # a schema facet the COMPLETE event's replaces (when it has one)
+        events.append(run_event(start, "RUNNING", rid(n), job, [], [dataset(sorted(spec["outs"])[0], ["z"])]))
+    if spec["state"] is not None:
+        events.append(run_event(end, spec["state"], rid(n), job, [], outs, parent=parent))
+    return events
+
+
+STATIC = [
+    {"eventTime": "2024-01-01T00:00:00Z", "producer": "https://x", "schemaURL": "https://x/y",
+     "dataset": {"namespace": NS, "name": "a"}},
+    {"eventTime": "2024-01-01T00:00:00Z", "producer": "https://x", "schemaURL": "https://x/y",
+     "job": {"namespace": NS, "name": "job1"}, "inputs": [{"namespace": NS, "name": "e"}]},
+]
+
+
+def reference_rows(folder: Path, bodies: list[dict]) -> dict[str, Counter]:
+    """The full re-derivation: `to_bundle` of every event, through the plain bundle ingest."""
+    whole = Store.open(str(folder / "reference"))
+    whole.ingest(to_bundle(bodies))
+    return rows(whole)
+
+
+@pytest.fixture
+def tiny_shards(monkeypatch):
+    monkeypatch.setattr(ol_commit, "EVENTS_PER_SHARD", 2)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(specs=st.lists(run_strategy, min_size=1, max_size=6), static=st.booleans(), data=st.data())
+def test_incremental_ingests_equal_the_full_rederivation(tiny_shards, specs, static, data):
+    events = [e for n, spec in enumerate(specs, 1) for e in run_events(n, spec)] + (STATIC if static else [])
+    shuffled = data.draw(st.permutations(events))
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(events) - 1)), min_size=1, max_size=4)))
+    chunks = split_into(shuffled, cuts)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        store = Store.open(str(folder / "incremental"))
+        for k, chunk in enumerate(chunks):
+            again = chunk[: len(chunk) // 2] if k else []  # some events sent twice: kept once
+            ingest_events(store, [Event("chunk", i, b) for i, b in enumerate(again + chunk)], f"chunk {k}")
+        got, want = rows(store), reference_rows(folder, events)
+        assert {n: set(c) for n, c in got.items()} == {n: set(c) for n, c in want.items()}
+        assert got == want  # and no row twice
+        assert store.meta("openlineage")["events"] == len({Event("", 0, e).key for e in events})
+
+
+def test_a_late_run_renumbers_only_through_the_affected_owners(tmp_path):
+    """Ten runs over two datasets; a run that ended before all of them arrives last: the versions
+    of the dataset it wrote move up and the later reader now reads the right one."""
+    early = run_events(99, {"start": 0, "length": 1, "state": "COMPLETE", "running": False, "ins": set(),
+                            "outs": {"a"}, "schema": False, "lineage": "none", "parent": 0, "named": None, "job": 0})
+    rest = [e for n in range(1, 11) for e in run_events(n, {
+        "start": 10 * n, "length": 2, "state": "COMPLETE", "running": False, "ins": {"a"} if n % 2 else {"b"},
+        "outs": {"b"} if n % 2 else {"c"}, "schema": True, "lineage": "field", "parent": 0, "named": None,
+        "job": n % 3})]
+    st_ = Store.open(str(tmp_path / "s"))
+    ingest_events(st_, [Event("rest", i, b) for i, b in enumerate(rest)], "rest")
+    ingest_events(st_, [Event("early", i, b) for i, b in enumerate(early)], "early")
+    assert rows(st_) == reference_rows(tmp_path, rest + early)
+
+
+def _ingest_in_turn(tmp_path, *batches: list[dict]) -> None:
+    st_ = Store.open(str(tmp_path / "s"))
+    for k, batch in enumerate(batches):
+        ingest_events(st_, [Event(f"b{k}", i, b) for i, b in enumerate(batch)], f"batch {k}")
+    assert rows(st_) == reference_rows(tmp_path, [e for b in batches for e in b])
+
+
+def test_a_parent_arriving_late_puts_its_children_under_its_job(tmp_path):
+    child = [run_event(5, "START", rid(2), "child", [dataset("x")], parent=(rid(1), "facet-job")),
+             run_event(6, "COMPLETE", rid(2), "child", [], [dataset("y")], parent=(rid(1), "facet-job"))]
+    grandchild = [run_event(7, "START", rid(3), "leaf", [dataset("y")], parent=(rid(2), "child")),
+                  run_event(8, "COMPLETE", rid(3), "leaf", [], [dataset("z")], parent=(rid(2), "child"))]
+    parent = [run_event(0, "START", rid(1), "boss"), run_event(9, "COMPLETE", rid(1), "boss", [], [dataset("p")])]
+    _ingest_in_turn(tmp_path, child + grandchild, parent)
+
+
+def test_a_rederived_run_still_reads_versions_of_datasets_nothing_changed(tmp_path):
+    """Run 3 reads e (written by run 1) and d; a late writer of d re-derives run 3, whose read of
+    e needs e's writer although e did not change."""
+    stored = [run_event(0, "START", rid(1), "w"), run_event(1, "COMPLETE", rid(1), "w", [], [dataset("e")]),
+              run_event(10, "START", rid(3), "r", [dataset("e"), dataset("d")]),
+              run_event(11, "COMPLETE", rid(3), "r", [], [dataset("f")])]
+    late = [run_event(2, "START", rid(2), "w2"), run_event(3, "COMPLETE", rid(2), "w2", [], [dataset("d")])]
+    _ingest_in_turn(tmp_path, stored, late)
+
+
+def test_a_rederived_run_keeps_the_jobs_of_its_stored_parents(tmp_path):
+    stored = [run_event(0, "START", rid(1), "boss"), run_event(1, "COMPLETE", rid(1), "boss"),
+              run_event(5, "START", rid(2), "child", [dataset("x")], parent=(rid(1), "facet-job")),
+              run_event(6, "COMPLETE", rid(2), "child", [], [dataset("y")], parent=(rid(1), "facet-job"))]
+    late = [run_event(2, "START", rid(4), "w"), run_event(3, "COMPLETE", rid(4), "w", [], [dataset("x")])]
+    _ingest_in_turn(tmp_path, stored, late)
+
+
+def test_events_derived_from_an_older_version_are_not_committed(tmp_path):
+    first = [run_event(0, "START", rid(1), "w"), run_event(1, "COMPLETE", rid(1), "w", [], [dataset("a")])]
+    late = [run_event(2, "START", rid(2), "w"), run_event(3, "COMPLETE", rid(2), "w", [], [dataset("a")])]
+    stale = Store.open(str(tmp_path / "s"))
+    ingest_events(Store.open(str(tmp_path / "s")), [Event("first", i, b) for i, b in enumerate(first)], "first")
+    with pytest.raises(ConcurrentWriteError, match="changed while"):
+        ingest_events(stale, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    assert Store.open(str(tmp_path / "s")).version == 1
+
+
+def test_a_store_written_before_shards_is_rederived_once_into_them(tmp_path):
+    """The flat `openlineage.segments` of earlier versions (still what a store on a Hadoop URI
+    gets): the next ingest on this machine re-derives everything into shards, with every refs row."""
+    first = [run_event(0, "START", rid(1), "w", [dataset("s")]),
+             run_event(1, "COMPLETE", rid(1), "w", [], [dataset("a")])]
+    late = [run_event(5, "START", rid(2), "r", [dataset("a")]),
+            run_event(6, "COMPLETE", rid(2), "r", [], [dataset("b")])]
+    st_ = Store.open(str(tmp_path / "s"))
+    ol_commit.rederive_all(st_, [Event("first", i, b) for i, b in enumerate(first)], "before shards")
+    assert "segments" in st_.meta("openlineage")
+    ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    meta = st_.meta("openlineage")
+    assert "segments" not in meta and meta["refs"] and meta["events"] == 4
+    assert rows(st_) == reference_rows(tmp_path, first + late)
+    assert {r["run"] for r in table(st_, "openlineage_refs")} == {rid(1), rid(2)}
+
+
+def _dataset_level(name: str, source: str) -> dict:
+    """An output with a dataset-level column lineage entry (INDIRECT/FILTER from `source`.y) and
+    no schema facet: the fields it feeds are only those the run's own facets name."""
+    out = dataset(name)
+    out["facets"]["columnLineage"] = facet("ColumnLineageDatasetFacet", fields={}, dataset=[
+        {"namespace": NS, "name": source, "field": "y",
+         "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}])
+    return out
+
+
+def test_a_reader_arriving_late_gives_its_writer_no_edges(tmp_path):
+    """Run 5 writes o with a dataset-level entry and no schema; run 2 (a smaller runId) later reads
+    o with a schema and reads a. The reverted code gave run 5 edges to run 2's fields of o, without
+    their Transformation (run 5 was only partly re-derived)."""
+    writer = [run_event(0, "START", rid(5), "w", [dataset("a")]),
+              run_event(1, "COMPLETE", rid(5), "w", [], [_dataset_level("o", "a")])]
+    reader = [run_event(5, "START", rid(2), "r", [dataset("o", ["x", "y"]), dataset("a")]),
+              run_event(6, "COMPLETE", rid(2), "r", [], [dataset("p")])]
+    _ingest_in_turn(tmp_path, writer, reader)
+
+
+def test_a_late_writer_moves_the_dataset_level_edges_of_a_reader(tmp_path):
+    """Run 5 reads a and writes o with a dataset-level entry from a.y; run 2 reads o with a
+    schema. A late writer of a moves the version run 5 read: every edge of run 5 must leave the
+    new version (the reverted code re-derived run 5 without run 2 and left edges from the old)."""
+    stored = [run_event(2, "START", rid(5), "w", [dataset("a")]),
+              run_event(3, "COMPLETE", rid(5), "w", [], [_dataset_level("o", "a")]),
+              run_event(5, "START", rid(2), "r", [dataset("o", ["x", "y"])]),
+              run_event(6, "COMPLETE", rid(2), "r", [], [dataset("p")])]
+    late = [run_event(0, "START", rid(7), "early"), run_event(1, "COMPLETE", rid(7), "early", [], [dataset("a")])]
+    _ingest_in_turn(tmp_path, stored, late)

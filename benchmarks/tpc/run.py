@@ -1,0 +1,140 @@
+"""TPC-H / TPC-DS queries run as ordinary PySpark jobs, plainly and under `strata capture`.
+
+    python benchmarks/tpc/run.py --suite tpch --sf 0.01 [--queries 1,2,3] [--work benchmarks/out/tpc]
+
+1. Data, query texts and answers come from DuckDB's TPC extensions (benchmarks/tpc/gen.py), run
+   in their own environment ``build/tpc-venv`` (made here with pip: ``duckdb==1.5.5`` and the
+   matching ``duckdb-extension-tpch``/``-tpcds``, the DuckDB those extensions are built for).
+   Nothing of TPC is copied into the repository: the texts are taken from the extension.
+2. The texts are turned from DuckDB's dialect into Spark SQL by sqlglot.
+3. benchmarks/tpc/job.py runs all queries plainly in one process (``local[2]``; each query again
+   in a process of its own if that one fails), then each query under ``strata capture`` in a
+   process of its own (a refused query stops its job, exit 2).
+4. Per query: plain ok?, captured ok? (else the first line of Strata's message), the captured
+   result equal to the plain one (rows, in order where the query orders them, else sorted), the
+   row count equal to the answer the extension ships (values are not compared with it), and the
+   seconds: the plain process's time divided among its queries, and the captured query's own
+   process (its JVM start included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+VENV = ROOT / "build" / "tpc-venv"
+PINNED = ("duckdb==1.5.5", "duckdb-extension-tpch==1.5.5", "duckdb-extension-tpcds==1.5.5")
+
+
+def tpc_python() -> Path:
+    """The Python of build/tpc-venv, made on first use."""
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        print(f"making {VENV} ({', '.join(PINNED)})", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PINNED], check=True)
+    return python
+
+
+def generate(work: Path, suite: str, sf: float) -> Path:
+    out = work / f"{suite}-sf{sf:g}"
+    if not (out / "queries.json").exists():
+        subprocess.run([str(tpc_python()), str(HERE / "gen.py"), str(out), "--suite", suite, "--sf", str(sf)],
+                       check=True)
+    return out
+
+
+def spark_queries(out: Path) -> Path:
+    """DuckDB's query texts in Spark SQL (sqlglot), as ``spark_queries.json``."""
+    import sqlglot
+
+    texts = json.loads((out / "queries.json").read_text())
+    spark = {n: sqlglot.transpile(q, read="duckdb", write="spark")[0] for n, q in texts.items()}
+    path = out / "spark_queries.json"
+    path.write_text(json.dumps(spark, indent=1))
+    return path
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
+    env["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in ("--master", "local[2]", "--driver-memory", "2g",
+                                                                   "pyspark-shell"))
+    return env
+
+
+def _job(out: Path, target: Path, queries: Path, numbers: list[str], capture: Path | None = None):
+    args = [str(HERE / "job.py"), str(out / "data"), str(target), str(queries), *numbers]
+    if capture is not None:
+        args = ["-m", "strata.cli", "--store", str(capture), "--master", "local[2]", "capture", "--", *args]
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=_env(), cwd=out)
+    return done, time.perf_counter() - t0
+
+
+def _rows(folder: Path, ordered: bool) -> list:
+    rows = [json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(folder).to_pylist()] \
+        if folder.exists() else []
+    return rows if ordered else sorted(rows)
+
+
+def _why(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("strata:")]
+    return lines[0][len("strata: "):] if lines else (stderr.strip().splitlines() or ["?"])[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", choices=("tpch", "tpcds"), default="tpch")
+    parser.add_argument("--sf", type=float, default=0.01)
+    parser.add_argument("--queries", help="comma-separated query numbers [default: all]")
+    parser.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "out" / "tpc")
+    args = parser.parse_args()
+    out = generate(args.work.resolve(), args.suite, args.sf)
+    queries = spark_queries(out)
+    texts = json.loads(queries.read_text())
+    numbers = args.queries.split(",") if args.queries else sorted(texts, key=int)
+    answers = json.loads((out / "answers.json").read_text())
+    plain, seconds = {}, {}
+    done, took = _job(out, out / "plain", queries, numbers)
+    for n in numbers:
+        plain[n], seconds[n] = done.returncode == 0, took / len(numbers)
+    if done.returncode != 0:  # each query alone: which ones Spark itself cannot run
+        for n in numbers:
+            one, seconds[n] = _job(out, out / "plain", queries, [n])
+            plain[n] = one.returncode == 0 or _why(one.stderr)
+    print(f"{'query':>5}  {'plain':>6}  {'captured':>8}  {'same':>4}  {'answer':>6}  {'s plain':>7}  "
+          f"{'s capt':>6}  why")
+    counts = {"captured": 0, "same": 0, "answer": 0}
+    for n in numbers:
+        store = out / "stores" / f"q{n}"
+        capt, s = _job(out, out / "captured", queries, [n], capture=store)
+        ok = capt.returncode == 0
+        ordered = "ORDER BY" in texts[n].upper()
+        same = ok and plain[n] is True and _rows(out / "plain" / f"q{n}", ordered) == \
+            _rows(out / "captured" / f"q{n}", ordered)
+        answer = answers.get(n)
+        lines = answer.split("\n") if answer else None  # a header, then a row a line ('' is a NULL row)
+        rows = len(lines[:-1] if lines[-1] == "" else lines) - 1 if lines else None
+        match = ok and rows is not None and len(_rows(out / "captured" / f"q{n}", False)) == rows
+        counts["captured"] += ok
+        counts["same"] += bool(same)
+        counts["answer"] += bool(match)
+        why = "" if ok else _why(capt.stderr)
+        print(f"{n:>5}  {'ok' if plain[n] is True else 'FAIL':>6}  {'ok' if ok else 'no':>8}  "
+              f"{'yes' if same else '-':>4}  {'yes' if match else '-':>6}  {seconds[n]:7.1f}  {s:6.1f}  {why[:160]}")
+    print(f"{args.suite} sf {args.sf:g}: {counts['captured']} of {len(numbers)} captured, {counts['same']} "
+          f"equal to the plain run, {counts['answer']} with the answer's row count")
+
+
+if __name__ == "__main__":
+    main()

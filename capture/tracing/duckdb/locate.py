@@ -58,6 +58,14 @@ def _unchanged(path: str, length: int, mtime: int) -> bool:
 _OPENERS = {".gz": gzip.decompress, ".bz2": bz2.decompress, ".xz": lzma.decompress}
 
 
+def _text_of(local: str) -> bytes:
+    """A text file's bytes, decompressed as Hadoop's codecs would (by the file's extension)."""
+    with open(local, "rb") as f:
+        data = f.read()
+    opener = _OPENERS.get(os.path.splitext(local)[1].lower())
+    return opener(data) if opener is not None else data
+
+
 def _line_starts(data: bytes, sep: bytes | None) -> np.ndarray:
     """The offsets at which lines start (Hadoop's LineRecordReader: ``\\n``, ``\\r\\n`` or ``\\r``
     end a line, or the reader's ``lineSep``)."""
@@ -78,11 +86,7 @@ def _line_starts(data: bytes, sep: bytes | None) -> np.ndarray:
 
 def _json_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
                wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
-    with open(local, "rb") as f:
-        data = f.read()
-    ext = os.path.splitext(local)[1].lower()
-    if ext in _OPENERS:
-        data = _OPENERS[ext](data)
+    data = _text_of(local)
     opts = {k.lower(): v for k, v in loc.options}
     sep = opts.get("linesep")
     starts = _line_starts(data, sep.encode() if sep else None)
@@ -175,11 +179,7 @@ def _hive_text_file(dataset: str, loc: Locator, file: tuple[str, int, int], loca
     splits = dict(loc.splits).get(file[0])
     if not splits:
         return
-    with open(local, "rb") as f:
-        data = f.read()
-    ext = os.path.splitext(local)[1].lower()
-    if ext in _OPENERS:
-        data = _OPENERS[ext](data)
+    data = _text_of(local)
     starts = _line_starts(data, None)
     cut = np.asarray(splits, dtype=np.int64)
     split = np.maximum(np.searchsorted(cut, starts, side="left") - 1, 0)

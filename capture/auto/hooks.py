@@ -297,7 +297,7 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
 
     def source(tracker):
         return tracker._source(df, dataset, "read.hive", f"hive files of {name}: {dataset}", hive_split_ids(dataset),
-                               locator=hive_locator(spark, scan, dataset, table=None))
+                               locator=hive_locator(spark, scan, table=None))
 
     def sink(result) -> None:
         result.write.format("noop").mode("overwrite").save()  # the rows first: LOAD DATA may move the file

@@ -194,11 +194,7 @@ class _Walk:
         """A Filter with IN/EXISTS subqueries as Spark's optimizer rewrites it: left semi joins
         (IN, EXISTS) and left anti joins (NOT IN, null-aware; NOT EXISTS), correlated predicates
         pulled up into the join condition (PullupCorrelatedPredicates, RewritePredicateSubquery)."""
-        opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
-        plan = node
-        for rule in ("PullupCorrelatedPredicates$", "RewritePredicateSubquery$"):
-            plan = getattr(getattr(opt, rule), "MODULE$").apply(plan)
-        return plan
+        return self._optimized(node, "PullupCorrelatedPredicates$", "RewritePredicateSubquery$")
 
     def _correlated_scalar(self, node) -> bool:
         return any(_correlated_scalar(e) for e in seq(node.expressions()))
@@ -208,11 +204,14 @@ class _Walk:
         subquery's aggregate left-outer-joined on its correlated predicates, pulled up into the
         join condition (PullupCorrelatedPredicates, RewriteCorrelatedScalarSubquery); the value
         read from the joined column."""
+        return self._optimized(node, "PullupCorrelatedPredicates$", "RewriteCorrelatedScalarSubquery$")
+
+    def _optimized(self, node, *rules: str):
+        """``node`` after Spark's optimizer rules ``rules`` (objects of catalyst.optimizer), in order."""
         opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
-        plan = node
-        for rule in ("PullupCorrelatedPredicates$", "RewriteCorrelatedScalarSubquery$"):
-            plan = getattr(getattr(opt, rule), "MODULE$").apply(plan)
-        return plan
+        for rule in rules:
+            node = getattr(getattr(opt, rule), "MODULE$").apply(node)
+        return node
 
     def _no_subqueries(self, node) -> None:
         for e in seq(node.expressions()):
@@ -265,7 +264,7 @@ class _Walk:
         so every row is what the program reads; the ids are the file, the Hadoop split and the
         record's index in it (``hive_split_ids``)."""
         dataset = node.tableMeta().identifier().unquotedString()
-        where = hive_locator(self.spark, node, dataset)
+        where = hive_locator(self.spark, node, table=dataset)
         return self.tracker._source(self.frame(node), dataset, "read.hive", f"hive {dataset}",
                                     hive_split_ids(dataset), locator=where)
 

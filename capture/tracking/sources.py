@@ -174,13 +174,13 @@ def _option(value) -> object:
     return value.get() if value.isDefined() else None
 
 
-def hive_locator(spark, node, dataset: str, table: str | None = "") -> Locator:
+def hive_locator(spark, node, table: str | None) -> Locator:
     """The :class:`Locator` of a ``HiveTableRelation``: the table's files (every partition's
     location), its SerDe's properties as options, its schema and, for text tables (Hadoop's
     ``TextInputFormat``, read by lines), the split starts Hadoop cuts each file at as Spark's
     Hive reader asks for them (no minimum split count in local mode, else Spark's default
     parallelism or ``mapreduce.job.maps``), so that a trace finds a record again from its line.
-    ``table``: the catalog table to name (default ``dataset``; None: files named by their path)."""
+    ``table``: the catalog table its items are shown in (None: the files, named by their path)."""
     meta = node.tableMeta()
     jspark = spark._jsparkSession
     storage = meta.storage()
@@ -202,7 +202,7 @@ def hive_locator(spark, node, dataset: str, table: str | None = "") -> Locator:
         files = file_statuses(listing._jdf.queryExecution().analyzed().relation().location())
     splits = _text_splits(spark, locations) if fmt == "hive-text" else ()
     return Locator("split", fmt, files, tuple(locations), tuple(sorted((str(k), str(v)) for k, v in props.items())),
-                   meta.schema().json(), dataset if table == "" else table, splits=splits)
+                   meta.schema().json(), table, splits=splits)
 
 
 def _none(spark):

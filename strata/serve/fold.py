@@ -1,7 +1,7 @@
 """The server's commits, in a worker process of their own (strata/serve/service.py).
 
-A commit re-derives the OpenLineage part of the store from its events (store/interop/ol_commit.py):
-seconds of Python on a big store. In the server's process it would hold the interpreter's lock
+A commit derives the rows its events change (store/interop/ol_commit.py): up to seconds of Python
+for a big batch. In the server's process it would hold the interpreter's lock
 from the requests being answered, so it runs here, in one worker process started with `spawn`
 (it imports no server code); the server waits for its answer. The worker commits on behalf of
 the server, which holds the store's writer lock.

@@ -40,8 +40,8 @@ from strata.serve.marquez_model import MarquezView
 log = logging.getLogger("strata.serve")
 
 KEEP_SNAPSHOTS = 8  # committed versions kept open for reads
-# least seconds from one fold's start to the next ($STRATA_SERVE_FOLD_GAP): while a fold re-derives
-# every stored event, folding back to back takes the CPU (and the GIL) from acknowledging
+# least seconds from one fold's start to the next ($STRATA_SERVE_FOLD_GAP): folding back to back
+# would take the CPU from acknowledging; a pause lets the next fold take a bigger batch
 FOLD_GAP_S = 0.5
 
 

@@ -298,9 +298,9 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     replaced = {i for i, el in was.items() if now.get(i) != el or anc_before(i) != anc_after(i)}
     edge_keys = {(e["src"], e["process"], e["dst"]) for e in edges}
     old_edge_keys = {(e["src"], e["process"], e["dst"]) for e in old_edges}
+    written = {i for i in now if i in replaced or i not in was}
     bundle = {"format": after["format"], "gsets": after["gsets"],
-              "elements": [el for el in after["elements"]
-                           if el["id"] in static or (el["id"] in now and (el["id"] in replaced or el["id"] not in was))],
+              "elements": [el for el in after["elements"] if el["id"] in static or el["id"] in written],
               "edges": [e for e in edges if (e["src"], e["process"], e["dst"]) not in old_edge_keys]}
     owner = {**old_owner, **owner}
     touched = {shard_of(o, shards) for o in mine}

@@ -49,3 +49,22 @@ def commit(root: str, engine: str | None, bodies: list[dict[str, Any]]) -> tuple
     r = ingest_events(st, [Event("strata serve", i, b) for i, b in enumerate(bodies)],
                       f"strata serve: {len(bodies)} event(s)")
     return r.version, r.new_events
+
+
+def index(root: str, engine: str | None) -> tuple[int, str]:
+    """Bring the component index up to the newest version, built in this process
+    (store/indexing.py; a store too big for that is left to `strata index`): (version, mode)."""
+    from store.engine import Engine  # deferred: the index build's modules
+    from store.indexing import choose_builder, update_index  # deferred: the index build's modules
+
+    st = _STORES.get(root)
+    if st is None:
+        on_behalf(root)
+        st = _STORES[root] = Store.open(root, engine=engine)
+    st.refresh()
+    choice = choose_builder(st)
+    if choice.engine is not Engine.LOCAL:
+        return st.version, f"left to `strata index`: {choice.reason}"
+    meta = update_index(st)
+    st.refresh()
+    return st.version, str(meta.get("mode", "built"))

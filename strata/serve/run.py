@@ -73,12 +73,12 @@ def bind(host: str, port: int) -> tuple[socket.socket, str]:
 
 
 def serve(store: str | None, host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...],
-          engine: str | None = None, max_body: int | None = None) -> None:
+          engine: str | None = None, max_body: int | None = None, keep_index: bool = True) -> None:
     """Serve the store until SIGTERM or SIGINT (module docstring)."""
     handler = setup_logging()
     log = logging.getLogger("strata.serve")
     sock, url = bind(host, port)
-    service = Service(store, url, engine)
+    service = Service(store, url, engine, keep_index)
     try:
         if host not in LOOPBACK and not api_key:
             log.warning("listening on %s without an API key: anyone who reaches it can write", host)

@@ -189,7 +189,8 @@ class Folder:
     commit(events) commits a list of `Logged` events (deduplicated by key) and may raise; the
     segments are deleted only after it returned, so a failed commit is retried on the next
     round (after `retry_s`) and at the next start. `after(idle)`, when given, runs in this thread
-    after each round that committed, told whether events are waiting (the server's index upkeep)."""
+    after each round, told whether no event is waiting (the server's index upkeep),
+    but not once a stop was asked for."""
 
     def __init__(self, log_: EventLog, commit: Callable[[list[Logged]], Any], retry_s: float = 1.0,
                  gap_s: float = 0.0, after: Callable[[bool], Any] | None = None) -> None:
@@ -247,9 +248,9 @@ class Folder:
             try:
                 self.fold_all()
                 self.last_error = None
-                if self._after is not None:
-                    with self._cond:
-                        idle = not self._pending
+                with self._cond:
+                    idle, stopping = not self._pending, self._stopping
+                if self._after is not None and not stopping:  # a stop does not wait for the index
                     self._after(idle)
             except Exception as e:  # noqa: BLE001 - the thread must live on; the log keeps the events
                 self.last_error = f"{type(e).__name__}: {e}"

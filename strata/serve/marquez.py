@@ -117,6 +117,18 @@ def dataset_versions(request: Request, namespace: str, dataset: str, as_of: AsOf
     return {"versions": _page(items, limit, offset), "totalCount": len(items)}
 
 
+@router.get("/namespaces/{namespace}/datasets/{dataset}/versions/{version}")
+def dataset_version(request: Request, namespace: str, dataset: str, version: str,
+                    as_of: AsOf = None) -> dict[str, Any]:
+    """One version of the dataset, by the id its versions list gives (`version`)."""
+    v = view(request, as_of)
+    for item in v.dataset_versions_json(_dataset_key(v, namespace, dataset)):
+        if item["version"] == version:
+            return item
+    raise ApiError(404, f"dataset {namespace}:{dataset} has no version {version!r}",
+                   f"GET /api/v1/namespaces/{namespace}/datasets/{dataset}/versions lists them")
+
+
 @router.get("/namespaces/{namespace}/jobs")
 def jobs(request: Request, namespace: str, as_of: AsOf = None, limit: Limit = 100,
          offset: Offset = 0) -> dict[str, Any]:

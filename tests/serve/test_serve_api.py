@@ -84,7 +84,10 @@ def test_marquez_python_client_reads_back(server, pipeline):
     runs = client.list_job_runs(NS, "extract")["runs"]
     assert [r["id"] for r in runs] == [pipeline["extract"]] and runs[0]["state"] == "COMPLETED"
     assert client.get_job_run(pipeline["report"])["durationMs"] == 300_000
-    assert len(client.list_dataset_versions(NS, "stg")["versions"]) == 1
+    versions = client.list_dataset_versions(NS, "stg")["versions"]
+    assert len(versions) == 1
+    one = client.get_dataset_version(NS, "stg", versions[0]["version"])
+    assert one == versions[0] and one["createdByRun"]["id"] == pipeline["extract"]
 
 
 def test_search_and_events(server, pipeline):

@@ -182,10 +182,9 @@ class UiView:
                 if d in nodes:
                     src, dst = node_id(*key), node_id(*d)
                     edges[(src, dst)] = {"id": f"{src}->{dst}", "source": src, "target": dst, "kind": "io"}
-        for key, n in nodes.items():
+        for key, n in nodes.items():  # how many neighbours it has: the page counts those not drawn
             up, down = v.neighbours(key)
-            n["hidden_up"] = sum(1 for u in up if u not in nodes)
-            n["hidden_down"] = sum(1 for d in down if d not in nodes)
+            n["up"], n["down"] = len(up), len(down)
         out_nodes = list(nodes.values())
         for key in nodes:
             if key[0] == "job":
@@ -321,7 +320,7 @@ class UiView:
             f = next((f for f in d.fields if f.get("name") == fld), {"name": fld})
             return {"kind": "field", "id": f"datasetField:{ns}:{ds}:{fld}", "field": f, "dataset": ds,
                     "namespace": ns,
-                    "inputs": [{"field": node_id("datasetField", *g), "type": k, "subtype": s}
+                    "inputs": [{"field": f"datasetField:{g[0]}:{g[1]}:{g[2]}", "type": k, "subtype": s}
                                for g, k, s in self._inputs((ns, ds, fld))],
                     "captured": self.writers.get((ns, ds), [])}
         return {"kind": "dataset", "id": node_id(kind, ns, name), "dataset": v.dataset_json((ns, name)),

@@ -64,7 +64,8 @@ const cy = cytoscape({
     { selector: "edge[kind = 'direct'], edge[kind = 'contributing']", style: { "line-color": "#2f9a62", "target-arrow-color": "#2f9a62", width: 2 } },
     { selector: "edge[kind = 'indirect'], edge[kind = 'influencing']", style: { "line-style": "dashed", "line-color": "#c07a2a", "target-arrow-color": "#c07a2a" } },
     { selector: "edge[kind = 'more']", style: { "line-style": "dotted", "target-arrow-shape": "none" } },
-    { selector: ".path", style: { "border-color": "#e0b000", "border-width": 4, "line-color": "#e0b000", "target-arrow-color": "#e0b000", width: 4 } },
+    { selector: "node.path", style: { "border-color": "#e0b000", "border-width": 4 } },
+    { selector: "edge.path", style: { "line-color": "#e0b000", "target-arrow-color": "#e0b000", width: 4 } },
   ],
 });
 cy.on("tap", "node", (e) => activate(e.target.id()));
@@ -91,8 +92,8 @@ function labelOf(n) {
 function addGraph(g, owner) {
   const added = [];
   for (const n of g.nodes) {
-    if (!state.nodes.has(n.id)) { state.nodes.set(n.id, n); added.push(n.id); }
-    else state.nodes.set(n.id, { ...state.nodes.get(n.id), ...n, start: state.nodes.get(n.id).start || n.start });
+    if (!state.nodes.has(n.id)) { state.nodes.set(n.id, { ...n, start: owner === "view" && n.start }); added.push(n.id); }
+    else state.nodes.set(n.id, { ...state.nodes.get(n.id), ...n, start: state.nodes.get(n.id).start });
     if (!state.owners.has(n.id)) state.owners.set(n.id, new Set());
     state.owners.get(n.id).add(owner);
   }
@@ -268,7 +269,8 @@ function highlightPath(announce = true) {
   let found = null;
   for (const [s, t] of [[a, b], [b, a]]) {
     if (!s.length || !t.length) break;
-    const r = cy.elements().not(":parent").union(cy.edges()).aStar({ root: s, goal: t, directed: true });
+    const graph = cy.elements().filter((el) => el.isEdge() || !["run", "more"].includes(el.data("kind")));
+    const r = graph.aStar({ root: s, goal: t, directed: true });
     if (r.found) { found = r; break; }
   }
   if (!found) {
@@ -294,7 +296,12 @@ function stateOf(n) {
   if (n.start) s.push("start");
   if (n.id === state.selected) s.push("selected");
   if (state.expanded.has(n.id)) s.push("expanded");
-  else if ((n.hidden_up || 0) + (n.hidden_down || 0) > 0) s.push(`collapsed: ${n.hidden_up || 0} up, ${n.hidden_down || 0} down hidden`);
+  else if (n.up !== undefined) {
+    const drawn = (end) => [...state.edges.values()].filter((e) => e.kind !== "more" && e[end] === n.id &&
+      state.nodes.has(e[end === "target" ? "source" : "target"])).length;
+    const up = n.up - drawn("target"), down = n.down - drawn("source");
+    if (up + down > 0) s.push(`collapsed: ${up} up, ${down} down hidden`);
+  }
   if (state.path.has(n.id)) s.push("on path");
   if (state.added.has(n.id)) s.push("added");
   if (state.removed.has(n.id)) s.push("removed");
@@ -524,8 +531,10 @@ function viewIql() {
   const hops = state.depth > 0 ? `influences(${2 * state.depth})` : "influences(0)";
   const name = quote(n.kind === "field" ? n.dataset : n.name);
   if (state.level === "column") {
-    const where = n.kind === "field" ? `g.name = ${quote(n.name)}` : `g.id like ${quote(`%${n.name}%`)}`;
-    return `select f.id, t.type, t.subtype, g.id from Field f, Transformation t, Field g where f feeds t and t emits g and ${where}`;
+    const side = state.direction === "down" ? "f" : "g";
+    const field = n.kind === "field" ? ` and ${side}.name = ${quote(n.name)}` : "";
+    return "select f.id, t.type, t.subtype, g.id from Field f, Transformation t, Field g, DatasetVersion d " +
+      `where f feeds t and t emits g and ${side} under d and d.name = ${name}${field}`;
   }
   if (n.kind === "job") return `select distinct r.runId, r.state from Run r, Job j where r under j and j.name = ${name}`;
   const up = `select distinct x.name, x.version from DatasetVersion x, DatasetVersion v where x ${hops} v and v.name = ${name}`;
@@ -561,22 +570,29 @@ $("console").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ct
 $("draw-iql").addEventListener("click", async () => {
   if (!lastResult) await runIql();
   if (!lastResult) return;
-  const values = new Set(lastResult.rows.flat().filter((v) => typeof v === "string"));
+  // a stored field version (dataset:<ns>:<name>@<version>#<field>) is drawn as its field
+  const values = new Set(lastResult.rows.flat().filter((v) => typeof v === "string")
+    .map((v) => v.replace(/^dataset:(.*)@[^#@]*#(.*)$/, "datasetField:$1:$2")));
   const g = { nodes: [], edges: [] };
+  const level = state.level === "column" ? "column" : "dataset";
   for (const v of [...values].slice(0, 200)) {
-    const s = await api(`${API}/search`, { q: v, limit: 5 });
-    const hit = s.results.find((h) => h.id === v || h.name === v);
-    if (hit) {
-      const one = await api(`${API}/graph`, { node: hit.id, level: state.level === "column" ? "column" : "dataset", depth: 0 });
-      g.nodes.push(...one.nodes.filter((n) => n.id === hit.id || hit.kind === "field" && n.id === one.nodes.find((x) => x.id === hit.id)?.parent));
+    let id = null;
+    if (/^(dataset|job|datasetField|run):/.test(v)) id = v;
+    else {
+      const s = await api(`${API}/search`, { q: v, limit: 5 });
+      id = s.results.find((h) => h.name === v && h.kind !== "field")?.id ?? null;
     }
+    if (!id) continue;
+    const one = await api(`${API}/graph`, { node: id, level, depth: 0 }).catch(() => null);
+    const hit = one?.nodes.find((n) => n.id === id);
+    if (hit) g.nodes.push(...one.nodes.filter((n) => n.id === id || n.id === hit.parent));
   }
   if (!g.nodes.length) { status("the result names no dataset, job or field to draw", true); return; }
   state.nodes = new Map(); state.edges = new Map(); state.owners = new Map(); state.expanded = new Set();
   addGraph(g, "view");
   // the edges among the drawn nodes: each one's neighbourhood at depth 1, kept where both ends are drawn
   for (const n of g.nodes.slice(0, 50)) {
-    const nb = await api(`${API}/graph`, { node: n.id, level: state.level === "column" ? "column" : "dataset", depth: 1 });
+    const nb = await api(`${API}/graph`, { node: n.id, level, depth: 1 });
     for (const e of nb.edges) if (state.nodes.has(e.source) && state.nodes.has(e.target)) state.edges.set(e.id, e);
     for (const m of nb.nodes) if (m.kind === "job" && nb.edges.some((e) => e.source === m.id || e.target === m.id)) {
       const ins = nb.edges.filter((e) => e.target === m.id && state.nodes.has(e.source));

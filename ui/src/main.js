@@ -429,6 +429,7 @@ async function showDetails(id) {
 function capturedRunOf(n) {
   if (!n) return null;
   if (n.kind === "run" && n.captured) return n.captured;
+  if (n.kind === "job") for (const c of state.nodes.values()) if (c.parent === n.id && c.captured) return c.captured;
   if (n.captured && n.captured.length) return n.captured[0];
   return null;
 }
@@ -446,6 +447,7 @@ async function openRows(nodeId) {
     return;
   }
   state.run = run;
+  if (n && n.kind === "dataset" && !nodeId.startsWith("out:")) state.rowDataset = nodeId;
   try {
     const r = await api(`${API}/rows`, { run, limit: 200 });
     const outId = `out:${run}`;
@@ -479,10 +481,17 @@ async function nodeInfo(id) {
 }
 
 function quote(v) { return typeof v === "string" ? `'${v.replace(/'/g, "''")}'` : String(v); }
+// A tree pattern that picks an output item by its first scalar value, looked for depth first
+// through nested structs (not arrays): {"user": {"id_str": "lp"}} -> /user/id_str = 'lp'.
 function patternOf(values) {
-  const scalar = Object.entries(values).filter(([, v]) => v !== null && typeof v !== "object");
-  if (!scalar.length) return "//*";
-  return scalar.slice(0, 1).map(([k, v]) => `/${k} = ${quote(v)}`).join(" and ");
+  const leaf = (obj, path) => {
+    for (const [k, v] of Object.entries(obj)) {
+      if (v !== null && typeof v !== "object") return `${path}/${k} = ${quote(v)}`;
+      if (v && typeof v === "object" && !Array.isArray(v)) { const found = leaf(v, `${path}/${k}`); if (found) return found; }
+    }
+    return null;
+  };
+  return leaf(values, "") ?? "//*";
 }
 
 async function traceItem(item) {
@@ -672,10 +681,13 @@ async function setLevel(level, reopen = true) {
   if (!reopen || !sel) return;
   let target = sel.id;
   if (sel.kind === "field" && level === "dataset") target = sel.parent;
-  if (sel.kind === "item" || sel.kind === "outitem" || sel.id.startsWith("out:") || sel.id.startsWith("in:")) {
+  if (sel.kind === "item" && !sel.id.startsWith("outitem:") || sel.id.startsWith("in:")) {
+    // an input record (or its dataset): that dataset, as OpenLineage names it
     const name = sel.kind === "item" ? sel.dataset : sel.name;
     const s = await api(`${API}/search`, { q: name, limit: 5 });
-    target = (s.results.find((h) => h.kind === "dataset" && (name.endsWith(h.name) || h.name.endsWith(name))) ?? {}).id ?? state.lastNonRow;
+    target = s.results.find((h) => h.kind === "dataset" && h.name === name)?.id ?? state.rowDataset ?? state.lastNonRow;
+  } else if (sel.id.startsWith("outitem:") || sel.id.startsWith("out:")) {
+    target = state.rowDataset ?? state.lastNonRow;
   }
   if (level === "row") { state.lastNonRow = state.start; state.run = capturedRunOf(sel) ?? state.run; }
   if (from === "row" && level !== "row") state.item = null;

@@ -199,6 +199,7 @@ def test_the_keyboard_alone_walks_search_expand_level_path_and_version(page, ser
     e(item(page, "datasetField:warehouse:mart:total")).to_be_visible()
     kb.press("1")
     e(page.locator("#status")).to_contain_text("dataset mart: dataset level")
+    page.wait_for_function(f"document.activeElement.closest('li')?.dataset.id === '{MART}'")
     kb.press("v")
     kb.press("ArrowDown")  # versions are listed newest first
     e(page.locator("#status")).to_contain_text("version 1")

@@ -666,6 +666,11 @@ async function choose(i) {
 }
 
 // ------------------------------------------------------------------ controls
+// after a redraw the keyboard user is put back in the list, unless they went elsewhere meanwhile
+function focusListUnlessMoved() {
+  const a = document.activeElement;
+  if (!a || a === document.body || a.closest("#node-list")) focusList();
+}
 function focusList() {
   const b = $("node-list").querySelector('button.node[tabindex="0"]') || $("node-list").querySelector("button.node");
   b?.focus();
@@ -714,7 +719,7 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "/") { e.preventDefault(); input.focus(); input.select(); }
   else if (e.key === "g") { e.preventDefault(); focusList(); }
   else if (e.key === "v") { e.preventDefault(); $("version").focus(); }
-  else if (["1", "2", "3"].includes(e.key)) { e.preventDefault(); setLevel(["dataset", "column", "row"][Number(e.key) - 1]).then(focusList); }
+  else if (["1", "2", "3"].includes(e.key)) { e.preventDefault(); setLevel(["dataset", "column", "row"][Number(e.key) - 1]).then(focusListUnlessMoved); }
 });
 // Enter on a focused list button selects (the button's click); selecting keeps focus in the list.
 

@@ -11,9 +11,9 @@ const state = {
   level: "dataset", start: null, selected: null, depth: 1, direction: "both", asOf: null, compare: null,
   newest: null, owners: new Map(), expanded: new Set(), nodes: new Map(), edges: new Map(),
   pathFrom: null, pathTo: null, path: new Set(), removed: new Set(), added: new Set(),
-  run: null, item: null, traced: null,
+  run: null, item: null, traced: null, limit: 25,
 };
-window.strataUi = state; // for tests and the console
+window.strataUi = state; // for tests, benchmarks and the browser's console
 
 // ------------------------------------------------------------------ HTTP
 let apiKey = sessionStorage.getItem("strata-key");
@@ -43,6 +43,10 @@ const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<
 // ------------------------------------------------------------------ the graph
 const cy = cytoscape({
   container: $("graph"),
+  // pan and zoom move a cached picture of the graph, redrawn when they stop: a 2,000-node view
+  // stays interactive
+  textureOnViewport: true,
+  hideEdgesOnViewport: true,
   minZoom: 0.05,
   maxZoom: 3,
   style: [
@@ -68,6 +72,7 @@ const cy = cytoscape({
     { selector: "edge.path", style: { "line-color": "#e0b000", "target-arrow-color": "#e0b000", width: 4 } },
   ],
 });
+state.cy = cy;
 cy.on("tap", "node", (e) => activate(e.target.id()));
 cy.on("dbltap", "node", (e) => toggle(e.target.id()));
 
@@ -161,7 +166,7 @@ function draw() {
 
 // ------------------------------------------------------------------ views
 function viewParams(extra = {}) {
-  return { level: state.level, depth: state.depth, direction: state.direction, ...extra };
+  return { level: state.level, depth: state.depth, direction: state.direction, limit: state.limit, ...extra };
 }
 
 async function fetchView(asOf) {
@@ -204,7 +209,8 @@ async function expand(id, redraw = true) {
   if (n.kind === "more") return expandMore(n, redraw);
   if (n.kind === "item" || n.kind === "run" && state.level !== "dataset") return;
   const t0 = performance.now();
-  const g = await api(`${API}/graph`, { node: id, level: state.level, depth: 1, direction: state.direction });
+  const g = await api(`${API}/graph`, { node: id, level: state.level, depth: 1, direction: state.direction,
+    limit: state.limit });
   addGraph(g, id);
   state.expanded.add(id);
   if (redraw) {
@@ -737,7 +743,14 @@ async function init() {
     }
     $("version").value = String(v.version);
     status(`store version ${v.version}: search for a dataset, job, run or field to start`);
-    const start = new URLSearchParams(location.search).get("node");
+    // a view can be linked: ?node=ID&level=&depth=&direction=&limit=&as_of=
+    const url = new URLSearchParams(location.search);
+    if (url.get("limit")) state.limit = Math.max(1, Number(url.get("limit")) || 25);
+    if (url.get("depth")) { state.depth = Number(url.get("depth")) || 0; $("depth").value = state.depth; }
+    if (url.get("direction")) { state.direction = url.get("direction"); $("direction").value = state.direction; }
+    if (url.get("as_of")) { state.asOf = Number(url.get("as_of")); $("version").value = url.get("as_of"); }
+    if (url.get("level")) setLevel(url.get("level"), false);
+    const start = url.get("node");
     if (start) { state.selected = start; await openView(start); }
   } catch (err) { status(err.message, true); }
 }

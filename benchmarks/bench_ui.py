@@ -1,6 +1,6 @@
 """The web UI in Chromium on a generated store (docs/ui.md, benchmarks/RESULTS.md): first paint
 of a node's neighbourhood, an expand, and a 2,000-node view (first paint, then frame times while
-it is zoomed and panned).
+it is zoomed with the wheel and dragged).
 
 The store: OpenLineage runs of a chain `d0000 -> job c0000 -> d0001 -> ...` (`--chain` jobs) and a
 hub dataset `events` read by `--fanout` jobs `load_NNNN`, each writing `t_NNNN`; one COMPLETE event
@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--chain", type=int, default=2000)
     ap.add_argument("--fanout", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--view", type=int, default=2000, help="nodes of the big view (a third each jobs, runs, datasets)")
     ap.add_argument("--work", default="benchmarks/out/ui")
     ap.add_argument("--reuse", action="store_true", help="keep the store of an earlier run")
     args = ap.parse_args()
@@ -94,7 +95,7 @@ def main() -> None:
             print(f"first paint of {mid}'s neighbourhood (depth 1, both ways): keypress to status {ms(paint)}; "
                   f"in the page {ms(paint_page)}")
             print(f"expand one node: click to status {ms(expand)}; in the page {ms(expand_page)}")
-            big = args.fanout
+            big = min(args.fanout, (args.view - 1) // 3)  # jobs drawn: each with its run and its output
             t0 = time.perf_counter()
             page.goto(f"{srv.url}/?node=dataset:bench:events&direction=down&limit={big}")
             page.wait_for_function("document.getElementById('status').textContent.includes('nodes,')")

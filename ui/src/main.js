@@ -297,15 +297,15 @@ function pathEnd(id) {
 }
 
 // ------------------------------------------------------------------ the accessible list
+let degree = new Map(); // node id -> [drawn upstream neighbours, drawn downstream ones], per renderList
 function stateOf(n) {
   const s = [];
   if (n.start) s.push("start");
   if (n.id === state.selected) s.push("selected");
   if (state.expanded.has(n.id)) s.push("expanded");
   else if (n.up !== undefined) {
-    const drawn = (end) => [...state.edges.values()].filter((e) => e.kind !== "more" && e[end] === n.id &&
-      state.nodes.has(e[end === "target" ? "source" : "target"])).length;
-    const up = n.up - drawn("target"), down = n.down - drawn("source");
+    const [drawnUp, drawnDown] = degree.get(n.id) ?? [0, 0];
+    const up = n.up - drawnUp, down = n.down - drawnDown;
     if (up + down > 0) s.push(`collapsed: ${up} up, ${down} down hidden`);
   }
   if (state.path.has(n.id)) s.push("on path");
@@ -316,6 +316,14 @@ function stateOf(n) {
 }
 
 function renderList() {
+  degree = new Map();
+  for (const e of state.edges.values()) {
+    if (e.kind === "more" || !state.nodes.has(e.source) || !state.nodes.has(e.target)) continue;
+    if (!degree.has(e.target)) degree.set(e.target, [0, 0]);
+    if (!degree.has(e.source)) degree.set(e.source, [0, 0]);
+    degree.get(e.target)[0]++;
+    degree.get(e.source)[1]++;
+  }
   const list = $("node-list");
   const focused = document.activeElement?.closest?.("#node-list li")?.dataset.id;
   list.replaceChildren();

@@ -39,7 +39,7 @@ def serve(app: App, host: str, port: int, api_key: str | None, cors_origins: tup
 def ui(app: App, host: str, port: int, no_browser: bool) -> None:
     """Browse the store's lineage in a web page: a read-only server on the store (no writer lock),
     its URL printed and opened in the browser, until Ctrl-C (docs/ui.md)."""
-    import webbrowser
+    import webbrowser  # deferred: only strata ui opens a browser
 
     from strata.serve.run import serve as run  # deferred: it loads fastapi, uvicorn, pydantic
 

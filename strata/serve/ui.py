@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+import iql
 from strata.serve.http import ApiError
 from strata.serve.service import Snapshot
 from strata.serve.ui_model import UiView
@@ -96,9 +97,8 @@ def trace(request: Request, pattern: Annotated[str, Query(min_length=1, max_leng
           limit: Annotated[int, Query(ge=1, le=10_000)] = 1) -> dict[str, Any]:
     """The input items behind the first `limit` output items matching `pattern`, each node with
     its `source` and `value`: `strata trace PATTERN --format json`'s rows as objects."""
-    import iql
     from capture.tracing import parse_pattern, trace_rows  # deferred: they load lark, numpy
-    from capture.tracing import trace as backtrace
+    from capture.tracing import trace as backtrace  # deferred: as above
 
     snap = request.app.state.service.snapshot(as_of)
     with snap.lock:

@@ -18,7 +18,7 @@ from typing import Any
 
 from capture.storing.to_openlineage import captured_events
 from strata.serve.marquez_model import MarquezView, node_id, parse_node_id
-from strata.serve.service import Snapshot, read_events
+from strata.serve.service import Snapshot, event_segments, read_events
 
 RUNS_SHOWN = 3  # a job's newest runs drawn inside it
 Key = tuple[str, str, str]  # (kind, namespace, name)
@@ -38,10 +38,7 @@ class UiView:
         """The view of a snapshot, built on first use and kept with it."""
         ui = getattr(snap, "ui", None)
         if ui is None:
-            from store.interop.ol_commit import EVENTS_TABLE
-
-            entry = snap.store.manifest.tables.get(EVENTS_TABLE)
-            bodies = read_events(snap.store, tuple(entry.segments) if entry else ())
+            bodies = read_events(snap.store, event_segments(snap.store))
             captured: dict[str, str] = {}
             writers: dict[tuple[str, str], list[str]] = {}
             for run, events in captured_events(snap.store).items():

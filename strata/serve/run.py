@@ -100,7 +100,7 @@ def serve(store: str | None, host: str, port: int, api_key: str | None, cors_ori
         signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
-        log.info("stopping: folding what the log holds")
+        log.info("stopping" if read_only else "stopping: folding what the log holds")
         service.close()
         sock.close()
         log.info("stopped")

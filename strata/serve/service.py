@@ -198,6 +198,9 @@ class ReadOnlyService(Service):
         if "://" in self.root:
             raise UserError(f"strata ui reads a store in a folder of this machine, not {self.root}",
                             hint="pass --store with a local folder")
+        if not os.path.isdir(self.root):
+            raise UserError(f"no store at {self.root}",
+                            hint="pass --store with a store's folder (strata ingest or strata capture makes one)")
         self.url, self.engine = url, engine
         st = Store.open(self.root, engine=engine)
         self.version = st.version

@@ -1,6 +1,9 @@
-"""The web UI's tests and benchmark (tests/ui, benchmarks/bench_ui.py): a store of OpenLineage
-events at two versions, a `strata ui` child process over a store, and Debian's Chromium driven
-by Playwright (its own browser download is not used)."""
+"""The web UI's tests and benchmark (tests/ui, tests/tracing/test_trace_ui.py,
+benchmarks/bench_ui.py): a store of OpenLineage events at two versions, a `strata ui` child
+process over a store, and the fixtures `browser` (one Debian Chromium a session, driven by
+Playwright for Python, whose own browser download is not used; .ci/run installs it; the tests
+skip, saying why, without it or Playwright) and `page` (a fresh page; a script error fails the
+test). A test module imports both fixtures."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from support.cli import STRATA
 from support.paths import ROOT
@@ -102,3 +106,29 @@ class UiServer:
         if self.proc.poll() is None:
             self.proc.terminate()
         return self.proc.wait(60)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium()
+    if path is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run does): cannot drive the UI")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, request):
+    """A fresh page (1400x850); a script error fails the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 850})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.set_default_timeout(10_000)
+    yield pg
+    context.close()
+    assert not errors, errors

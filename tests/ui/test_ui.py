@@ -2,13 +2,14 @@
 versions (examples/openlineage/orders.jsonl, then a `publish` job and 40 jobs reading `events`);
 every assertion is on what the page shows — the status line, the accessible list of nodes and
 edges, the details panel — never on the canvas. The row level (a captured store, so Spark) is
-tests/ui/test_ui_rows.py."""
+tests/tracing/test_trace_ui.py."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 from support.paths import ROOT
+from support.serve import strata_cli
 from support.ui import FANOUT, UiServer, two_version_store
 
 SCREENSHOT = ROOT / "build" / "ui" / "ui.png"  # the artifact docs/ui.png is taken from
@@ -132,6 +133,10 @@ def test_version_picker_and_diff(page, server):
     e(item(page, "dataset:warehouse:dashboard")).to_contain_text("added")
     e(item(page, "job:warehouse:publish")).to_contain_text("added")
     assert "added" not in item(page, STG).inner_text()
+    # a dataset's own two versions (the runs that wrote it), compared by strata diff
+    item(page, STG).locator("button.node").click()
+    page.get_by_role("button", name="Diff", exact=True).click()
+    e(page.locator("#diff-out")).to_contain_text("stg@1 → @2: 0 only in 1, 0 only in 2, 0 changed; shared: 1 upstream")
 
 
 def test_path_between_two_nodes_is_highlighted(page, server):
@@ -215,3 +220,10 @@ def test_ui_is_read_only_and_takes_no_writer_lock(server):
     from store.writer_lock import served_by
 
     assert served_by(server.root) is None  # a CLI write to the store goes ahead meanwhile
+
+
+def test_ui_command_errors_exit_2_with_a_message(tmp_path):
+    r = strata_cli(str(tmp_path / "nothing-here"), "ui", "--no-browser")
+    assert r.returncode == 2 and f"no store at {tmp_path / 'nothing-here'}" in r.stderr and "Traceback" not in r.stderr
+    r = strata_cli(str(tmp_path), "--as-of", "1", "ui", "--no-browser")
+    assert r.returncode == 2 and "drop --as-of" in r.stderr

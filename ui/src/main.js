@@ -422,6 +422,14 @@ async function showDetails(id) {
       html += `<h4>Schema</h4><table><tbody>${ds.fields.map((f) => `<tr><td>${esc(f.name)}</td><td>${esc(f.type)}</td></tr>`).join("")}</tbody></table>`;
       html += `<h4>Versions (${d.versions.length})</h4><ul>${d.versions.map((v) => `<li>${esc(v.createdAt)} <small>${esc(v.version)}</small></li>`).join("")}</ul>`;
       html += `<h4>Facets</h4><ul>${Object.keys(ds.facets).map((k) => `<li>${esc(k)}</li>`).join("")}</ul>`;
+      if (d.versions.length >= 2) {
+        const opts = (sel) => d.versions.map((_, i) => d.versions.length - i)
+          .map((k) => `<option value="${k}"${k === sel ? " selected" : ""}>${k}</option>`).join("");
+        html += `<h4>Compare two versions (strata diff)</h4><div class="row">` +
+          `<label>from <select id="diff-a">${opts(d.versions.length - 1)}</select></label>` +
+          `<label>to <select id="diff-b">${opts(d.versions.length)}</select></label>` +
+          `<button type="button" data-act="diff">Diff</button></div><div id="diff-out" aria-live="polite"></div>`;
+      }
     } else if (d.kind === "job") {
       html += dl([["namespace", esc(d.job.namespace)], ["runs", fmt(d.runCount)], ["location", esc(d.job.location)]]);
       html += `<h4>Runs</h4><ul>${d.runs.map((r) => `<li>${esc(r.state)} ${esc(r.endedAt ?? r.updatedAt)} <small>${esc(r.id)}</small></li>`).join("")}</ul>`;
@@ -436,7 +444,23 @@ async function showDetails(id) {
     box.querySelector('[data-act="toggle"]').addEventListener("click", () => toggle(id));
     box.querySelector('[data-act="path"]').addEventListener("click", () => pathEnd(id));
     box.querySelector('[data-act="open"]').addEventListener("click", () => { state.selected = id; openView(id); });
+    box.querySelector('[data-act="diff"]')?.addEventListener("click", () => datasetDiff(n.name ?? d.dataset.name));
   } catch (err) { box.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+}
+
+// What changed between two versions of a dataset: `strata diff NAME@A NAME@B`, coloured.
+async function datasetDiff(name) {
+  const out = $("diff-out");
+  const a = $("diff-a").value, b = $("diff-b").value;
+  try {
+    const r = await api(`${API}/diff`, { a: `${name}@${a}`, b: `${name}@${b}` });
+    const line = (x) => esc(typeof x === "string" ? x : JSON.stringify(x));
+    const list = (xs, cls, sign) => xs.map((x) => `<li class="${cls}">${sign} ${line(x)}</li>`).join("");
+    const shared = Object.entries(r.shared || {}).map(([k, v]) => `${v} ${k}`).join(", ");
+    out.innerHTML = `<p>${esc(name)}@${esc(a)} → @${esc(b)}: ${r.only_a.length} only in ${esc(a)}, ${r.only_b.length} only in ${esc(b)}, ` +
+      `${r.changed.length} changed; shared: ${esc(shared)}</p><ul>${list(r.only_a, "removed", "−")}${list(r.only_b, "added", "+")}` +
+      `${list(r.changed, "changed", "~")}</ul>`;
+  } catch (err) { out.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
 }
 
 // ------------------------------------------------------------------ row level

@@ -1,13 +1,14 @@
 """The row level of the web UI (docs/ui.md): a dataset written by a captured run, its output
 items, one of them traced to the input records behind it, each with its source (file:line) and
 its values, as `strata trace` gives them. Capturing needs Spark (this module's fixture); the
-server and the trace do not (`strata ui` runs with JAVA_HOME pointing nowhere)."""
+server and the trace do not (`strata ui` runs with JAVA_HOME pointing nowhere). The rest of the
+UI's tests, which need no JVM, are tests/ui/."""
 
 from __future__ import annotations
 
 import pytest
 from support.paths import ROOT
-from support.ui import UiServer
+from support.ui import UiServer, browser, page  # noqa: F401 - fixtures
 
 TWEETS = str(ROOT / "examples" / "capture" / "tweets.json")
 
@@ -31,7 +32,7 @@ def server(spark, tmp_path_factory):
     srv.stop()
 
 
-def test_a_row_traced_to_its_input_records(page, server):
+def test_a_row_traced_to_its_input_records(page, server):  # noqa: F811 - the imported fixture
     from playwright.sync_api import expect
 
     page.goto(server.url)

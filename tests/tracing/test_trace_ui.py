@@ -44,17 +44,48 @@ def test_a_row_traced_to_its_input_records(page, server):  # noqa: F811 - the im
     page.get_by_role("radio", name="Row").check()
     expect(page.locator("#status")).to_contain_text("row level: 2 output items of captured run tweets_by_user/")
     page.get_by_role("button", name='trace output item user: "lp", texts: ["Hello World","Bonjour"]').click()
-    expect(page.locator("#status")).to_contain_text('to 2 input records')
-    inputs = page.locator('#node-list li[data-kind="item"]')
-    expect(inputs).to_have_count(3)  # the output item and its two input records
-    texts = " ".join(inputs.all_inner_texts())
-    assert "tweets.json:1" in texts and "tweets.json:3" in texts
-    details = page.locator("#details")
-    expect(details).to_contain_text(f"{TWEETS}:1")
-    expect(details.get_by_role("row", name='text influencing "Hello World"')).to_be_visible()
-    expect(details.get_by_role("row", name='user.id_str contributing "lp"')).to_be_visible()
-    assert page.locator('#edge-list li[data-kind="contributing"]').count() == 2
-    expect(page.locator("#view-iql")).to_contain_text("MATCH '/user = ''lp''' LIMIT 1")
+    check_trace(page)
     # back to the dataset level: the selection (the output item) keeps its dataset
     page.keyboard.press("1")
     expect(page.locator("#status")).to_contain_text("by_user: dataset level")
+
+
+def test_the_keyboard_alone_traces_a_row(page, server):  # noqa: F811 - the imported fixture
+    from playwright.sync_api import expect
+
+    page.goto(server.url)
+    kb = page.keyboard
+    expect(page.locator("#status")).to_contain_text("store version")
+    kb.press("/")
+    kb.type("by_user")
+    expect(page.locator("#search-results li").first).to_contain_text("by_user")
+    kb.press("Enter")
+    expect(page.locator("#status")).to_contain_text("dataset level")
+    page.wait_for_function("document.activeElement.closest('#node-list') !== null")  # the focus in the list
+    kb.press("3")
+    expect(page.locator("#status")).to_contain_text("row level: 2 output items")
+    page.wait_for_function("document.activeElement.closest('#rows') !== null")  # the focus on the first item
+    for _ in range(3):
+        if '"lp"' in page.evaluate("document.activeElement.textContent"):
+            break
+        kb.press("ArrowDown")
+    kb.press("Enter")
+    check_trace(page)
+
+
+def check_trace(pg) -> None:
+    """What the page shows of the trace of the output item user = 'lp'."""
+    from playwright.sync_api import expect
+
+    expect(pg.locator("#status")).to_contain_text('traced output item user="lp"')
+    expect(pg.locator("#status")).to_contain_text("to 2 input records")
+    inputs = pg.locator('#node-list li[data-kind="item"]')
+    expect(inputs).to_have_count(3)  # the output item and its two input records
+    texts = " ".join(inputs.all_inner_texts())
+    assert "tweets.json:1" in texts and "tweets.json:3" in texts
+    details = pg.locator("#details")
+    expect(details).to_contain_text(f"{TWEETS}:1")
+    expect(details.get_by_role("row", name='text influencing "Hello World"')).to_be_visible()
+    expect(details.get_by_role("row", name='user.id_str contributing "lp"')).to_be_visible()
+    assert pg.locator('#edge-list li[data-kind="contributing"]').count() == 2
+    expect(pg.locator("#view-iql")).to_contain_text("MATCH '/user = ''lp''' LIMIT 1")

@@ -374,6 +374,15 @@ function renderList() {
   $("edge-count").textContent = `(${fmt(count)})`;
 }
 
+// the output items: ↑/↓ move, Enter (the button's click) traces one
+$("rows").addEventListener("keydown", (ev) => {
+  if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+  ev.preventDefault();
+  const items = [...$("rows").querySelectorAll("button")];
+  const i = items.indexOf(document.activeElement);
+  items[Math.max(0, Math.min(items.length - 1, i + (ev.key === "ArrowDown" ? 1 : -1)))]?.focus();
+});
+
 $("node-list").addEventListener("keydown", async (ev) => {
   const li = ev.target.closest("li");
   if (!li) return;
@@ -504,6 +513,8 @@ async function openRows(nodeId) {
     }
     status(`row level: ${fmt(r.totalCount)} output items of captured run ${run}; choose one to trace it to its input records`);
     draw();
+    const a = document.activeElement;
+    if (!a || a === document.body || a.closest("#node-list")) list.querySelector("button")?.focus();
     if (state.item) {
       const again = r.items.find((i) => i.item === state.item.id);
       if (again) await traceItem({ id: again.item, values: again.values });

@@ -82,10 +82,11 @@ def node_details(request: Request, node: Node, as_of: AsOf = None) -> dict[str, 
 def rows(request: Request, run: Annotated[str, Query(min_length=1, max_length=1000)], as_of: AsOf = None,
          limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
     """A captured run's output items with their values (`strata diff`'s reading of them)."""
-    from capture.storing.runs import output_values  # deferred: it loads numpy
+    from capture.storing.runs import output_values, read_head  # deferred: they load numpy
 
     snap = request.app.state.service.snapshot(as_of)
     with snap.lock:
+        read_head(snap.store, run)  # an unknown run: 400 naming the known ones
         values = output_values(snap.store, run) or {}
     items = [{"item": k, "values": v} for k, v in sorted(values.items())]
     return {"run": run, "totalCount": len(items), "items": items[:limit], "version": snap.version}

@@ -136,7 +136,9 @@ def test_version_picker_and_diff(page, server):
     # a dataset's own two versions (the runs that wrote it), compared by strata diff
     item(page, STG).locator("button.node").click()
     page.get_by_role("button", name="Diff", exact=True).click()
-    e(page.locator("#diff-out")).to_contain_text("stg@1 → @2: 0 only in 1, 0 only in 2, 0 changed; shared: 1 upstream")
+    e(page.locator("#diff-out")).to_contain_text(
+        "1 (2024-01-01T00:05:00Z) → 2 (2024-01-01T00:35:00Z): 0 only in the first, 0 only in the second, 0 changed; "
+        "shared: 1 upstream")
 
 
 def test_path_between_two_nodes_is_highlighted(page, server):

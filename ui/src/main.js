@@ -420,6 +420,11 @@ async function showDetails(id) {
         `<tr><td>${esc(p.path)}</td><td>${esc(p.role)}</td><td><code>${esc(p.value)}</code></td></tr>`).join("")}</tbody></table>`;
     return;
   }
+  if (n.id.startsWith("out:") || n.id.startsWith("in:")) {
+    box.innerHTML = `<h3>${n.id.startsWith("out:") ? "Output of a captured run" : "Input dataset"}</h3>` +
+      dl([["name", esc(n.name)], ["captured run", esc(state.run)]]);
+    return;
+  }
   if (n.kind === "more") { box.innerHTML = `<p>${fmt(n.count)} more ${n.direction === "up" ? "upstream" : "downstream"} neighbours of ${esc(labelFor(n.of))}: Enter or click to draw them.</p>`; return; }
   try {
     const d = await api(`${API}/node`, { node: n.kind === "outitem" ? n.parent : id });
@@ -428,20 +433,23 @@ async function showDetails(id) {
       const ds = d.dataset;
       html += dl([["namespace", esc(ds.namespace)], ["name", esc(ds.name)], ["updated", esc(ds.updatedAt)],
         ["captured by", d.captured.map(esc).join("<br>")]]);
-      html += `<h4>Schema</h4><table><tbody>${ds.fields.map((f) => `<tr><td>${esc(f.name)}</td><td>${esc(f.type)}</td></tr>`).join("")}</tbody></table>`;
+      html += ds.fields.length
+        ? `<h4>Schema</h4><table><tbody>${ds.fields.map((f) => `<tr><td>${esc(f.name)}</td><td>${esc(f.type)}</td></tr>`).join("")}</tbody></table>`
+        : "<h4>Schema</h4><p>(no schema facet)</p>";
       html += `<h4>Versions (${d.versions.length})</h4><ul>${d.versions.map((v) => `<li>${esc(v.createdAt)} <small>${esc(v.version)}</small></li>`).join("")}</ul>`;
       html += `<h4>Facets</h4><ul>${Object.keys(ds.facets).map((k) => `<li>${esc(k)}</li>`).join("")}</ul>`;
       if (d.versions.length >= 2) {
-        const opts = (sel) => d.versions.map((_, i) => d.versions.length - i)
-          .map((k) => `<option value="${k}"${k === sel ? " selected" : ""}>${k}</option>`).join("");
-        html += `<h4>Compare two versions (strata diff)</h4><div class="row">` +
-          `<label>from <select id="diff-a">${opts(d.versions.length - 1)}</select></label>` +
-          `<label>to <select id="diff-b">${opts(d.versions.length)}</select></label>` +
-          `<button type="button" data-act="diff">Diff</button></div><div id="diff-out" aria-live="polite"></div>`;
+        const k = d.versions.length;
+        const options = d.versions.map((v, i) => [`${ds.name}@${k - i}`, `${k - i} (${v.createdAt})`]);
+        html += `<h4>Compare two versions (strata diff)</h4>${diffControls(options, `${ds.name}@${k - 1}`, `${ds.name}@${k}`)}`;
       }
     } else if (d.kind === "job") {
       html += dl([["namespace", esc(d.job.namespace)], ["runs", fmt(d.runCount)], ["location", esc(d.job.location)]]);
       html += `<h4>Runs</h4><ul>${d.runs.map((r) => `<li>${esc(r.state)} ${esc(r.endedAt ?? r.updatedAt)} <small>${esc(r.id)}</small></li>`).join("")}</ul>`;
+      if (d.runs.length >= 2) {
+        const options = d.runs.map((r) => [r.id, `${r.state.toLowerCase()} ${r.endedAt ?? r.updatedAt}`]);
+        html += `<h4>Compare two runs (strata diff)</h4>${diffControls(options, d.runs[1].id, d.runs[0].id)}`;
+      }
     } else if (d.kind === "run") {
       html += dl([["state", esc(d.run.state)], ["started", esc(d.run.startedAt)], ["ended", esc(d.run.endedAt)],
         ["job", esc(d.run.jobVersion.name)], ["captured run", esc(d.captured)], ["facets", esc(Object.keys(d.run.facets).join(", "))]]);
@@ -453,20 +461,28 @@ async function showDetails(id) {
     box.querySelector('[data-act="toggle"]').addEventListener("click", () => toggle(id));
     box.querySelector('[data-act="path"]').addEventListener("click", () => pathEnd(id));
     box.querySelector('[data-act="open"]').addEventListener("click", () => { state.selected = id; openView(id); });
-    box.querySelector('[data-act="diff"]')?.addEventListener("click", () => datasetDiff(n.name ?? d.dataset.name));
+    box.querySelector('[data-act="diff"]')?.addEventListener("click", () => {
+      const a = $("diff-a"), b = $("diff-b");
+      showDiff(a.value, b.value, `${a.selectedOptions[0].textContent} → ${b.selectedOptions[0].textContent}`);
+    });
   } catch (err) { box.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
 }
 
-// What changed between two versions of a dataset: `strata diff NAME@A NAME@B`, coloured.
-async function datasetDiff(name) {
+// What changed between two runs, or two versions of a dataset (`strata diff A B`), coloured.
+function diffControls(options, a, b) {
+  const opts = (sel) => options.map(([value, text]) => `<option value="${esc(value)}"${value === sel ? " selected" : ""}>${esc(text)}</option>`).join("");
+  return `<div class="row"><label>from <select id="diff-a">${opts(a)}</select></label>` +
+    `<label>to <select id="diff-b">${opts(b)}</select></label>` +
+    `<button type="button" data-act="diff">Diff</button></div><div id="diff-out" aria-live="polite"></div>`;
+}
+async function showDiff(a, b, label) {
   const out = $("diff-out");
-  const a = $("diff-a").value, b = $("diff-b").value;
   try {
-    const r = await api(`${API}/diff`, { a: `${name}@${a}`, b: `${name}@${b}` });
+    const r = await api(`${API}/diff`, { a, b });
     const line = (x) => esc(typeof x === "string" ? x : JSON.stringify(x));
     const list = (xs, cls, sign) => xs.map((x) => `<li class="${cls}">${sign} ${line(x)}</li>`).join("");
     const shared = Object.entries(r.shared || {}).map(([k, v]) => `${v} ${k}`).join(", ");
-    out.innerHTML = `<p>${esc(name)}@${esc(a)} → @${esc(b)}: ${r.only_a.length} only in ${esc(a)}, ${r.only_b.length} only in ${esc(b)}, ` +
+    out.innerHTML = `<p>${esc(label)}: ${r.only_a.length} only in the first, ${r.only_b.length} only in the second, ` +
       `${r.changed.length} changed; shared: ${esc(shared)}</p><ul>${list(r.only_a, "removed", "−")}${list(r.only_b, "added", "+")}` +
       `${list(r.changed, "changed", "~")}</ul>`;
   } catch (err) { out.innerHTML = `<p class="error">${esc(err.message)}</p>`; }

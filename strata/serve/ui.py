@@ -64,7 +64,7 @@ def graph(request: Request, node: Node, as_of: AsOf = None,
     snap, ui = _view(request, as_of)
     key = _key(ui, node)
     if level == "column":
-        out = ui.column_graph(key, depth, direction, limit)
+        out = ui.column_graph(key, depth, direction, limit, offset)
     else:
         out = ui.dataset_graph(key, depth, direction, limit, offset)
     return {**out, "version": snap.version}

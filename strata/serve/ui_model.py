@@ -216,7 +216,7 @@ class UiView:
             self._influenced = out
         return self._influenced
 
-    def column_graph(self, start: Key, depth: int, direction: str, limit: int) -> dict[str, Any]:
+    def column_graph(self, start: Key, depth: int, direction: str, limit: int, offset: int = 0) -> dict[str, Any]:
         """The fields of a dataset (or one field) and the fields they derive from (up) or that
         derive from them (down) within `depth` steps, inside their datasets; DIRECT edges field to
         field, INDIRECT ones (influencing) from an input field to the dataset it influences."""
@@ -262,9 +262,11 @@ class UiView:
                     near = [(o, k, s, None) for o in sorted(v.column_users.get(f, ())) for g, k, s in self._inputs(o)
                             if g == f]
                     near += [(("", "", ""), "INDIRECT", s, ds) for ds, s in self.influenced().get(f, ())]
-                if len(near) > limit:
-                    more.append({"node": fid(f), "direction": way, "count": len(near) - limit, "offset": limit})
-                    near = near[:limit]
+                first = offset if level[f] == 0 else 0
+                if len(near) > first + limit:
+                    more.append({"node": fid(f), "direction": way, "count": len(near) - first - limit,
+                                 "offset": first + limit})
+                near = near[first:first + limit]
                 for g, kind, sub, influenced in near:
                     if level[f] >= depth:
                         break

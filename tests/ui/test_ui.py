@@ -229,3 +229,25 @@ def test_ui_command_errors_exit_2_with_a_message(tmp_path):
     assert r.returncode == 2 and f"no store at {tmp_path / 'nothing-here'}" in r.stderr and "Traceback" not in r.stderr
     r = strata_cli(str(tmp_path), "--as-of", "1", "ui", "--no-browser")
     assert r.returncode == 2 and "drop --as-of" in r.stderr
+
+
+def test_graph_api_pages_past_the_limit_and_says_what_is_wrong(server):
+    def get(path, **params):
+        return httpx.get(f"{server.url}/api/strata/v1/{path}", params=params, timeout=30)
+
+    g = get("graph", node="dataset:warehouse:events", direction="down").json()
+    jobs = {n["id"] for n in g["nodes"] if n["kind"] == "job"}
+    assert len(jobs) == 25 and g["more"] == [{"node": "dataset:warehouse:events", "direction": "down",
+                                              "count": FANOUT - 25, "offset": 25}]
+    rest = get("graph", node="dataset:warehouse:events", direction="down", offset=25, limit=100).json()
+    more = {n["id"] for n in rest["nodes"] if n["kind"] == "job"}
+    assert len(more) == FANOUT - 25 and not more & jobs and rest["more"] == []
+    v1 = get("graph", node=MART, as_of=1).json()
+    assert v1["version"] == 1 and "job:warehouse:publish" not in {n["id"] for n in v1["nodes"]}
+    col = get("graph", node="datasetField:warehouse:mart:total", level="column", direction="up").json()
+    assert [(e["source"], e["kind"], e["label"]) for e in col["edges"]] == [
+        ("datasetField:warehouse:stg:amount", "direct", "AGGREGATION")]
+    r = get("graph", node="dataset:warehouse:nothing")
+    assert r.status_code == 404 and r.json()["hint"] == "GET /api/strata/v1/search?q=NAME finds node ids"
+    r = get("rows", run="no-such-run")
+    assert r.status_code == 400 and "no captured run" in r.json()["error"]

@@ -29,9 +29,10 @@ Node = Annotated[str, Query(min_length=1, max_length=4096,
 
 
 def _view(request: Request, as_of: int | None) -> tuple[Snapshot, UiView]:
-    snap = request.app.state.service.snapshot(as_of)
+    service = request.app.state.service
+    snap = service.snapshot(as_of)
     with snap.lock:
-        return snap, UiView.of(snap)
+        return snap, UiView.of(snap, service)
 
 
 def _key(ui: UiView, node: str):

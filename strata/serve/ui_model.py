@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from capture.storing.tables import RUNS
 from capture.storing.to_openlineage import captured_events
 from strata.serve.marquez_model import MarquezView, node_id, parse_node_id
 from strata.serve.service import Snapshot, event_segments, read_events
@@ -32,24 +33,32 @@ class UiView:
     view: MarquezView
     captured: dict[str, str]  # runId -> captured run id
     writers: dict[tuple[str, str], list[str]]  # dataset -> captured run ids that wrote it
+    shared: bool = False  # the view is the service's Marquez view of the version
 
     @classmethod
-    def of(cls, snap: Snapshot) -> UiView:
-        """The view of a snapshot, built on first use and kept with it."""
+    def of(cls, snap: Snapshot, service: Any) -> UiView:
+        """The view of a snapshot, built on first use and kept with it. A store without captured
+        runs uses the service's Marquez view of the version (`Service.marquez`: extended, not
+        rebuilt, as versions follow each other); one with captured runs, a view of its events and
+        the captured runs' events together."""
         ui = getattr(snap, "ui", None)
-        if ui is None:
-            bodies = read_events(snap.store, event_segments(snap.store))
-            captured: dict[str, str] = {}
-            writers: dict[tuple[str, str], list[str]] = {}
-            for run, events in captured_events(snap.store).items():
-                for e in events:
-                    captured[e["run"]["runId"]] = run
-                    for o in e.get("outputs") or ():
-                        if run not in writers.setdefault((o["namespace"], o["name"]), []):
-                            writers[(o["namespace"], o["name"])].append(run)
-                bodies += events
-            bodies.sort(key=lambda b: str(b.get("eventTime", "")))
-            ui = snap.ui = cls(MarquezView.build(bodies), captured, writers)
+        if ui is not None and (not ui.shared or ui.view is snap.marquez):
+            return ui  # (a shared view extended for a later version was taken from this one)
+        if not snap.store.has_table(RUNS):
+            ui = snap.ui = cls(service.marquez(snap), {}, {}, shared=True)
+            return ui
+        bodies = read_events(snap.store, event_segments(snap.store))
+        captured: dict[str, str] = {}
+        writers: dict[tuple[str, str], list[str]] = {}
+        for run, events in captured_events(snap.store).items():
+            for e in events:
+                captured[e["run"]["runId"]] = run
+                for o in e.get("outputs") or ():
+                    if run not in writers.setdefault((o["namespace"], o["name"]), []):
+                        writers[(o["namespace"], o["name"])].append(run)
+            bodies += events
+        bodies.sort(key=lambda b: str(b.get("eventTime", "")))
+        ui = snap.ui = cls(MarquezView.build(bodies), captured, writers)
         return ui
 
     # ------------------------------------------------------------------ ids

@@ -103,6 +103,16 @@ def test_too_many_neighbours_are_summarized_and_expandable(page, server):
     e(page.locator('#node-list li[data-kind="job"]')).to_have_count(FANOUT)
 
 
+def test_a_large_view_is_laid_out_in_columns(page, server):
+    """Past 800 nodes (forced here with ?layout=columns) the page lays the graph out in columns
+    by distance from the start node instead of with dagre: upstream left, downstream right."""
+    page.goto(f"{server.url}/?node=dataset:warehouse:events&direction=down&limit=100&layout=columns")
+    expect()(page.locator("#status")).to_contain_text(f"{3 * FANOUT + 1} nodes")
+    x = page.evaluate("""() => Object.fromEntries(['dataset:warehouse:events', 'job:warehouse:load_00',
+        'dataset:warehouse:table_00'].map((id) => [id, window.strataUi.cy.getElementById(id).position('x')]))""")
+    assert x["dataset:warehouse:events"] < x["job:warehouse:load_00"] < x["dataset:warehouse:table_00"]
+
+
 def test_column_level_keeps_the_selection_and_draws_both_kinds(page, server):
     open_node(page, server, "stg", STG)
     e = expect()

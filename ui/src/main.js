@@ -76,13 +76,62 @@ state.cy = cy;
 cy.on("tap", "node", (e) => activate(e.target.id()));
 cy.on("dbltap", "node", (e) => toggle(e.target.id()));
 
-let layoutTimer = null;
+// dagre up to 800 nodes; past that, columns by distance from the start node (upstream to the
+// left), computed in one pass: dagre takes seconds there, and so does a grid of compound nodes
 function layout() {
   const n = cy.nodes().length;
-  const opts = n > 800
-    ? { name: "grid", avoidOverlap: true, animate: false }
-    : { name: "dagre", rankDir: "LR", nodeSep: 12, rankSep: 70, animate: false, fit: true, padding: 20 };
-  cy.layout(opts).run();
+  if (state.layout === "dagre" || state.layout !== "columns" && n <= 800) {
+    cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 12, rankSep: 70, animate: false, fit: true, padding: 20 }).run();
+    return;
+  }
+  // plain maps over state's nodes and edges (cheaper than collection traversals at this size)
+  const drawnParent = (id) => { const p = state.nodes.get(id)?.parent; return p && state.nodes.has(p) ? p : null; };
+  const topOf = (id) => drawnParent(id) ?? id;
+  const out = new Map(), inc = new Map();
+  for (const e of state.edges.values()) {
+    if (!state.nodes.has(e.source) || !state.nodes.has(e.target)) continue;
+    const a = topOf(e.source), b = topOf(e.target);
+    if (!out.has(a)) out.set(a, []);
+    if (!inc.has(b)) inc.set(b, []);
+    out.get(a).push(b);
+    inc.get(b).push(a);
+  }
+  const children = new Map();
+  const top = [];
+  for (const id of state.nodes.keys()) {
+    const p = drawnParent(id);
+    if (p) { if (!children.has(p)) children.set(p, []); children.get(p).push(id); } else top.push(id);
+  }
+  const first = state.nodes.has(state.start) ? topOf(state.start) : top[0];
+  const rank = new Map([[first, 0]]);
+  const queue = [first];
+  for (let i = 0; i < queue.length; i++) {
+    const u = queue[i], r = rank.get(u);
+    for (const v of out.get(u) ?? []) if (!rank.has(v)) { rank.set(v, r + 1); queue.push(v); }
+    for (const v of inc.get(u) ?? []) if (!rank.has(v)) { rank.set(v, r - 1); queue.push(v); }
+  }
+  const columns = new Map();
+  for (const id of top) {
+    const r = rank.get(id) ?? 0;
+    if (!columns.has(r)) columns.set(r, []);
+    columns.get(r).push(id);
+  }
+  const pos = {};
+  for (const [r, ids] of columns) {
+    let y = 0;
+    for (const id of ids) {
+      const kids = children.get(id) ?? [];
+      if (kids.length) {
+        kids.forEach((k, j) => { pos[k] = { x: r * 260, y: y + 30 + j * 30 }; });
+        y += 50 + kids.length * 30;
+      } else {
+        pos[id] = { x: r * 260, y: y + 17 };
+        y += 44;
+      }
+    }
+  }
+  cy.batch(() => cy.nodes().forEach((x) => { if (!x.isParent()) x.position(pos[x.id()] ?? { x: 0, y: 0 }); }));
+  cy.fit(undefined, 20);
 }
 
 function kindOf(node) { return node.kind; }
@@ -156,11 +205,14 @@ function draw() {
   for (const id of state.removed) cy.getElementById(id).addClass("removed");
   if (state.selected) cy.getElementById(state.selected).addClass("selected");
   cy.endBatch();
+  const t1 = performance.now();
   layout();
+  const t2 = performance.now();
   highlightPath(false);
   renderList();
   renderIql();
   state.lastDrawMs = performance.now() - t0;
+  state.drawParts = { add: t1 - t0, layout: t2 - t1, list: performance.now() - t2 }; // where a redraw's time goes
   document.body.dataset.drawn = String(Date.now());
 }
 
@@ -184,6 +236,7 @@ async function openView(nodeId, keepExpanded = false) {
   try {
     const t0 = performance.now();
     const g = await fetchView();
+    state.lastFetchMs = performance.now() - t0;
     state.start = g.start;
     if (!state.selected || !keepExpanded) state.selected = g.start;
     addGraph(g, "view");
@@ -804,6 +857,7 @@ async function init() {
     status(`store version ${v.version}: search for a dataset, job, run or field to start`);
     // a view can be linked: ?node=ID&level=&depth=&direction=&limit=&as_of=
     const url = new URLSearchParams(location.search);
+    if (url.get("layout")) state.layout = url.get("layout"); // dagre or columns (default: by size)
     if (url.get("limit")) state.limit = Math.max(1, Number(url.get("limit")) || 25);
     if (url.get("depth")) { state.depth = Number(url.get("depth")) || 0; $("depth").value = state.depth; }
     if (url.get("direction")) { state.direction = url.get("direction"); $("direction").value = state.direction; }

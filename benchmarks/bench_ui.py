@@ -102,6 +102,7 @@ def main() -> None:
             load = (time.perf_counter() - t0) * 1000
             nodes = page.evaluate("window.strataUi.cy.nodes().length")
             in_page = page.evaluate("window.strataUi.lastPaintMs")
+            parts = page.evaluate("({fetch: window.strataUi.lastFetchMs, ...window.strataUi.drawParts})")
             # a user's pan and zoom: wheel turns and a drag over the canvas, frame gaps recorded in the page
             page.evaluate("""() => { window.gaps = []; let last = performance.now();
                 const step = (now) => { window.gaps.push(now - last); last = now;
@@ -118,7 +119,8 @@ def main() -> None:
             page.mouse.up()
             page.wait_for_timeout(300)
             frames = page.evaluate("() => { window.stopFrames = true; return window.gaps.slice(1); }")
-            print(f"{nodes:,}-node view: page load to status {load:.0f} ms (in the page {in_page:.0f} ms); "
+            print(f"{nodes:,}-node view: page load to status {load:.0f} ms (in the page {in_page:.0f} ms: "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in parts.items()) + "); "
                   f"pan and zoom ({len(frames)} frames): median {statistics.median(frames):.0f} ms, "
                   f"worst {max(frames):.0f} ms")
             browser.close()

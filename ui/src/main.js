@@ -52,7 +52,8 @@ const cy = cytoscape({
   style: [
     { selector: "node", style: { label: "data(label)", "font-size": 11, "text-valign": "center", "text-halign": "center",
       "text-wrap": "ellipsis", "text-max-width": 150, width: 160, height: 34, shape: "round-rectangle",
-      "background-color": "#dbe6fb", "border-width": 1, "border-color": "#3b6fd6" } },
+      "background-color": "#dbe6fb", "border-width": 1, "border-color": "#3b6fd6",
+      "min-zoomed-font-size": 7 } },  // labels too small to read are not drawn (a large view stays fast)
     { selector: "node[kind = 'job']", style: { "background-color": "#fbe9d3", "border-color": "#e08a1e", shape: "rectangle" } },
     { selector: "node[kind = 'run']", style: { "background-color": "#f4ece0", "border-color": "#9a6b2a", height: 22, width: 150, "font-size": 9 } },
     { selector: "node[kind = 'field']", style: { "background-color": "#dff3e7", "border-color": "#2f9a62", height: 24, width: 130 } },
@@ -84,6 +85,7 @@ function layout() {
     cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 12, rankSep: 70, animate: false, fit: true, padding: 20 }).run();
     return;
   }
+  const l0 = performance.now();
   // plain maps over state's nodes and edges (cheaper than collection traversals at this size)
   const drawnParent = (id) => { const p = state.nodes.get(id)?.parent; return p && state.nodes.has(p) ? p : null; };
   const topOf = (id) => drawnParent(id) ?? id;
@@ -130,8 +132,25 @@ function layout() {
       }
     }
   }
+  const l1 = performance.now();
   cy.batch(() => cy.nodes().forEach((x) => { if (!x.isParent()) x.position(pos[x.id()] ?? { x: 0, y: 0 }); }));
-  cy.fit(undefined, 20);
+  const l2 = performance.now();
+  fit();
+  state.layoutParts = { ranks: l1 - l0, positions: l2 - l1, fit: performance.now() - l2 };
+}
+
+// The whole graph in the pane. A large view is fitted to its nodes' positions: cy.fit() measures
+// every label first (seconds at 2,000 nodes).
+function fit() {
+  if (cy.nodes().length <= 800) { cy.fit(undefined, 20); return; }
+  let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
+  cy.nodes().forEach((n) => {
+    if (n.isParent()) return;
+    const p = n.position();
+    x0 = Math.min(x0, p.x - 100); x1 = Math.max(x1, p.x + 100); y0 = Math.min(y0, p.y - 40); y1 = Math.max(y1, p.y + 40);
+  });
+  const zoom = Math.max(cy.minZoom(), Math.min(cy.maxZoom(), cy.width() / (x1 - x0), cy.height() / (y1 - y0)));
+  cy.viewport({ zoom, pan: { x: (cy.width() - zoom * (x0 + x1)) / 2, y: (cy.height() - zoom * (y0 + y1)) / 2 } });
 }
 
 function kindOf(node) { return node.kind; }
@@ -243,7 +262,6 @@ async function openView(nodeId, keepExpanded = false) {
     for (const id of expanded) if (state.nodes.has(id)) await expand(id, false);
     if (state.compare) await applyDiff();
     draw();
-    cy.fit(undefined, 20);
     state.lastPaintMs = performance.now() - t0;
     status(`${labelFor(state.start)}: ${state.level} level, depth ${state.depth}, ${state.direction}` +
       `${state.asOf ? `, version ${state.asOf}` : ""} — ${fmt(cy.nodes().length)} nodes, ${fmt(cy.edges().length)} edges`);
@@ -829,7 +847,7 @@ $("compare").addEventListener("change", () => {
   state.compare = $("compare").value ? Number($("compare").value) : null;
   if (state.start) openView(state.start, true);
 });
-$("fit").addEventListener("click", () => cy.fit(undefined, 20));
+$("fit").addEventListener("click", fit);
 
 document.addEventListener("keydown", (e) => {
   const t = e.target;

@@ -54,6 +54,7 @@ const cy = cytoscape({
       "text-wrap": "ellipsis", "text-max-width": 150, width: 160, height: 34, shape: "round-rectangle",
       "background-color": "#dbe6fb", "border-width": 1, "border-color": "#3b6fd6",
       "min-zoomed-font-size": 7 } },  // labels too small to read are not drawn (a large view stays fast)
+    { selector: "node.plain", style: { "text-wrap": "none" } }, // a large view: no per-label ellipsis fitting
     { selector: "node[kind = 'job']", style: { "background-color": "#fbe9d3", "border-color": "#e08a1e", shape: "rectangle" } },
     { selector: "node[kind = 'run']", style: { "background-color": "#f4ece0", "border-color": "#9a6b2a", height: 22, width: 150, "font-size": 9 } },
     { selector: "node[kind = 'field']", style: { "background-color": "#dff3e7", "border-color": "#2f9a62", height: 24, width: 130 } },
@@ -153,6 +154,8 @@ function fit() {
   cy.viewport({ zoom, pan: { x: (cy.width() - zoom * (x0 + x1)) / 2, y: (cy.height() - zoom * (y0 + y1)) / 2 } });
 }
 
+function shown(n) { return state.runsShown !== false || n.kind !== "run"; }
+
 function kindOf(node) { return node.kind; }
 function labelOf(n) {
   if (n.kind === "more") return `+${fmt(n.count)} more`;
@@ -213,13 +216,18 @@ function draw() {
   cy.startBatch();
   cy.elements().remove();
   const els = [];
+  // a large view leaves out the runs inside jobs (a job's label counts them): compound nodes are
+  // what costs most to draw, and the runs are in the job's details
+  state.runsShown = state.nodes.size <= 800;
   for (const n of state.nodes.values()) {
+    if (!shown(n)) continue;
     const parent = n.parent && state.nodes.has(n.parent) ? n.parent : undefined;
     els.push({ group: "nodes", data: { ...n, id: n.id, parent, label: labelOf(n) } });
   }
   for (const e of state.edges.values())
     if (state.nodes.has(e.source) && state.nodes.has(e.target)) els.push({ group: "edges", data: { ...e } });
-  cy.add(els);
+  const added = cy.add(els);
+  if (els.length > 1600) added.nodes().addClass("plain");
   for (const id of state.added) cy.getElementById(id).addClass("added");
   for (const id of state.removed) cy.getElementById(id).addClass("removed");
   if (state.selected) cy.getElementById(state.selected).addClass("selected");
@@ -263,6 +271,8 @@ async function openView(nodeId, keepExpanded = false) {
     if (state.compare) await applyDiff();
     draw();
     state.lastPaintMs = performance.now() - t0;
+    state.painted = false; // the first frame drawn after it (two animation frames on): the paint itself
+    requestAnimationFrame(() => requestAnimationFrame(() => { state.lastFrameMs = performance.now() - t0; state.painted = true; }));
     status(`${labelFor(state.start)}: ${state.level} level, depth ${state.depth}, ${state.direction}` +
       `${state.asOf ? `, version ${state.asOf}` : ""} — ${fmt(cy.nodes().length)} nodes, ${fmt(cy.edges().length)} edges`);
     await showDetails(state.selected);
@@ -398,7 +408,7 @@ function renderList() {
   const list = $("node-list");
   const focused = document.activeElement?.closest?.("#node-list li")?.dataset.id;
   list.replaceChildren();
-  const nodes = [...state.nodes.values()].filter((n) => n.kind !== "outitem");
+  const nodes = [...state.nodes.values()].filter((n) => n.kind !== "outitem" && shown(n));
   for (const n of nodes) {
     const li = document.createElement("li");
     li.dataset.id = n.id;

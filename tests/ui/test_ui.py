@@ -124,6 +124,11 @@ def test_column_level_keeps_the_selection_and_draws_both_kinds(page, server):
     e(edges).to_contain_text("field status → dataset stg (indirect FILTER)")
     e(edges).to_contain_text("field amount → field total (direct AGGREGATION)")
     assert page.locator('#edge-list li[data-kind="indirect"]').count() == 1
+    item(page, "datasetField:warehouse:stg:amount").locator("button.node").click()
+    e(page.locator("#details")).to_contain_text("datasetField:warehouse:raw:amount DIRECT IDENTITY")
+    page.evaluate("document.querySelector('aside').scrollTop = 0")
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))  # docs/ui.png
     # a field selected at column level: the dataset level shows its dataset
     item(page, "datasetField:warehouse:mart:total").locator("button.node").click()
     e(page.locator("#details")).to_contain_text("field total")
@@ -165,8 +170,6 @@ def test_path_between_two_nodes_is_highlighted(page, server):
     on_path = page.eval_on_selector_all("#node-list li.on-path", "els => els.map(e => e.dataset.id)")
     assert set(on_path) == {RAW, "job:warehouse:extract", STG, "job:warehouse:report", MART, "job:warehouse:publish",
                             "dataset:warehouse:dashboard"}
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
 
 
 def test_iql_of_the_view_runs_and_draws(page, server):

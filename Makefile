@@ -52,18 +52,25 @@ neo4j: $(STAMP)
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
-# The suite as two pytest processes side by side: the tests that need a JVM (the one
-# SparkSession, its child processes, Neo4j) and the rest (make test-fast's), the latter at a
-# lower CPU priority: the JVM tests take longest, and the others fill the time they wait. The
-# second one's report follows the first's; either failing fails the target.
+# The suite as three pytest processes side by side: the tests that need a JVM (a SparkSession of
+# their own each, their child processes, Neo4j) in two, split by folder (capture/ and tracing/;
+# the rest), and the tests that need none (make test-fast's) at a lower CPU priority. A JVM
+# process spends much of its time waiting on Py4J and its child JVMs, so two of them use the
+# two cores that one leaves half idle. Each report follows the one before; any failing fails the
+# target (exit 5, "no tests", is allowed where PYTEST_ARGS deselect a whole part).
+JVM_A = tests/capture tests/tracing
 test: java-check jvm neo4j ol-jar-or-note bytecode style
-	@rest=$$(mktemp); \
+	@b=$$(mktemp); rest=$$(mktemp); \
 	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
-	    $(PYTEST_ARGS) > $$rest 2>&1 & pid=$$!; \
-	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(PYTEST_ARGS); jvm=$$?; \
-	  wait $$pid; other=$$?; \
-	  echo "== the tests that need no JVM (pytest -m 'not spark and not neo4j') =="; cat $$rest; rm -f $$rest; \
-	  [ $$jvm -eq 0 -o $$jvm -eq 5 ] && [ $$other -eq 0 -o $$other -eq 5 ] && [ $$jvm -eq 0 -o $$other -eq 0 ]
+	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" $(addprefix --ignore=,$(JVM_A)) \
+	    $(PYTEST_ARGS) > $$b 2>&1 & bpid=$$!; \
+	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(JVM_A) $(PYTEST_ARGS); a=$$?; \
+	  wait $$bpid; bb=$$?; wait $$rpid; other=$$?; \
+	  echo "== the other tests that need a JVM (pytest -m 'spark or neo4j', not $(JVM_A)) =="; cat $$b; \
+	  echo "== the tests that need no JVM (pytest -m 'not spark and not neo4j') =="; cat $$rest; rm -f $$b $$rest; \
+	  ok=0; for rc in $$a $$bb $$other; do [ $$rc -eq 0 -o $$rc -eq 5 ] || ok=1; done; \
+	  [ $$ok -eq 0 ] && [ $$a -eq 0 -o $$bb -eq 0 -o $$other -eq 0 ]
 
 # Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`). JAVA_HOME
 # points nowhere, so a test that starts a JVM without a marker fails at once instead of running slowly.

@@ -3,11 +3,14 @@ process over a fresh store, real HTTP clients.
 
 1. one client posting one RunEvent at a time (as the Spark listener does): acknowledgements/s,
    latency p50/p99;
-2. --clients processes posting --each events at once: events/s, fsyncs per event;
-3. --preload events in batches, then `GET /api/v1/lineage?depth=20` --reads times while one
-   client keeps posting: read latency p50/p99, and the acknowledgements meanwhile.
+2. --clients processes posting one event at a time for --seconds, counted once every client is
+   connected and warm (their start excluded): events/s, fsyncs per event; then how long the
+   server takes to fold what they sent into the store (events folded per second);
+3. a store of --runs runs over a chain of 200 datasets, ingested in one commit before the server
+   starts, then `GET /api/v1/lineage?depth=20` --reads times while one client keeps posting:
+   read latency p50/p99, the acknowledgements meanwhile, the server's resident memory.
 
-    python benchmarks/bench_serve.py [--acks 500] [--clients 4] [--each 200] [--preload 2000] [--reads 300]
+    python benchmarks/bench_serve.py [--acks 500] [--clients 8] [--seconds 10] [--runs 100000] [--reads 300]
 """
 
 from __future__ import annotations
@@ -60,33 +63,60 @@ def one_client(work: Path, n: int) -> None:
         srv.stop()
 
 
-def many_clients(work: Path, clients: int, each: int) -> None:
+def many_clients(work: Path, clients: int, seconds: float) -> None:
     srv = Server(str(work / "many")).start()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
     try:
+        procs = [subprocess.Popen([sys.executable, "-m", "support.serve_client", srv.url, "1000000",
+                                   str(work / f"acked-{c}"), str(c), "", str(seconds)], env=env,
+                                  stdout=subprocess.PIPE, text=True) for c in range(clients)]
+        outs = [p.communicate()[0].split() for p in procs]
+        assert [p.returncode for p in procs] == [0] * clients
+        n, took = sum(int(o[0]) for o in outs), max(float(o[1]) for o in outs)
         start = time.perf_counter()
-        procs = [subprocess.Popen([sys.executable, "-m", "support.serve_client", srv.url, str(each),
-                                   str(work / f"acked-{c}"), str(c)], env=env) for c in range(clients)]
-        assert [p.wait() for p in procs] == [0] * clients
-        took = time.perf_counter() - start
-        n = sum(len((work / f"acked-{c}").read_text().split()) for c in range(clients))
-        h = srv.settle(300)
-        print(f"{clients} clients: {n} acks in {took:.2f} s (their start included) = {n / took:.0f} events/s; "
-              f"{h['log']['fsyncs']} fsyncs ({n / max(1, h['log']['fsyncs']):.1f} events each), "
-              f"{h['folder']['commits']} commits")
+        h = srv.settle(600)
+        fold_s = time.perf_counter() - start
+        print(f"{clients} clients, warm: {n} acks in {took:.2f} s = {n / took:.0f} events/s; "
+              f"{h['log']['fsyncs']} fsyncs ({h['log']['appended'] / max(1, h['log']['fsyncs']):.1f} events each); "
+              f"folded {h['folder']['folded']} events in {h['folder']['commits']} commits, "
+              f"the last {fold_s:.1f} s after the clients stopped")
     finally:
         srv.stop()
 
 
-def reads_while_writing(work: Path, preload: int, reads: int) -> None:
-    srv = Server(str(work / "reads")).start()
+def chain_store(root: str, runs: int) -> float:
+    """A store of `runs` completed runs over a chain of 200 datasets (job j<k> reads d<k>, writes
+    d<k+1>), ingested in one commit; seconds it took."""
+    from store import Store
+    from store.interop.ol_commit import ingest_events
+    from store.interop.openlineage import Event
+
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    events = [Event("bench", k, run_event(job=f"j{k % 200}", inputs=(f"d{k % 200}",), outputs=(f"d{k % 200 + 1}",),
+                                          when=(base + dt.timedelta(seconds=k)).isoformat()))
+              for k in range(runs)]
+    start = time.perf_counter()
+    ingest_events(Store.open(root), events, f"bench: {runs} runs")
+    return time.perf_counter() - start
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (the commits' worker), in MB."""
+    out = subprocess.run(["ps", "-o", "rss=", "--pid", str(pid), "--ppid", str(pid)], capture_output=True, text=True)
+    return sum(int(x) for x in out.stdout.split()) / 1024
+
+
+def reads_while_writing(work: Path, runs: int, reads: int) -> None:
+    root = str(work / "reads")
+    took = chain_store(root, runs)
+    print(f"store of {runs} runs over 200 datasets: ingested in one commit in {took:.1f} s")
+    srv = Server(root).start(timeout=600)
     try:
-        with httpx.Client(base_url=srv.url, timeout=120) as c:
-            for b in range(0, preload, 100):  # runs over a chain of 200 datasets
-                batch = [run_event(job=f"j{k % 200}", inputs=(f"d{k % 200}",), outputs=(f"d{k % 200 + 1}",),
-                                   when=now()) for k in range(b, min(preload, b + 100))]
-                assert c.post("/api/v1/lineage", content=dumps(batch), headers=JSON).status_code == 201
-            srv.settle(600)
+        with httpx.Client(base_url=srv.url, timeout=600) as c:
+            start = time.perf_counter()
+            r = c.get("/api/v1/lineage", params={"nodeId": "dataset:tests:d100", "depth": 20})
+            assert r.status_code == 200
+            first = time.perf_counter() - start
             stop, acks = threading.Event(), [0]
 
             def writer() -> None:
@@ -107,8 +137,11 @@ def reads_while_writing(work: Path, preload: int, reads: int) -> None:
             took = time.perf_counter() - start
             stop.set()
             thread.join()
-        print(f"GET /api/v1/lineage?depth=20 on {preload} runs ({len(r.json()['graph'])} nodes) while one client "
-              f"posts: p50 {pct(lat, .5):.1f} ms, p99 {pct(lat, .99):.1f} ms; {acks[0] / took:.0f} acks/s meanwhile")
+            versions = c.get("/api/v1/health").json()["version"]
+        print(f"GET /api/v1/lineage?depth=20 on {runs} runs ({len(r.json()['graph'])} nodes): first {first:.2f} s "
+              f"(the view of the events built); then while one client posts: p50 {pct(lat, .5):.1f} ms, "
+              f"p99 {pct(lat, .99):.1f} ms; {acks[0] / took:.0f} acks/s meanwhile, store at version {versions}; "
+              f"server resident memory {rss_mb(srv.proc.pid):.0f} MB")
     finally:
         srv.stop()
 
@@ -116,16 +149,16 @@ def reads_while_writing(work: Path, preload: int, reads: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--acks", type=int, default=500)
-    ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--each", type=int, default=200)
-    ap.add_argument("--preload", type=int, default=2000)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--reads", type=int, default=300)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         one_client(work, args.acks)
-        many_clients(work, args.clients, args.each)
-        reads_while_writing(work, args.preload, args.reads)
+        many_clients(work, args.clients, args.seconds)
+        reads_while_writing(work, args.runs, args.reads)
 
 
 if __name__ == "__main__":

@@ -188,12 +188,15 @@ class Folder:
 
     commit(events) commits a list of `Logged` events (deduplicated by key) and may raise; the
     segments are deleted only after it returned, so a failed commit is retried on the next
-    round (after `retry_s`) and at the next start."""
+    round (after `retry_s`) and at the next start. `after(idle)`, when given, runs in this thread
+    after each round, told whether no event is waiting (the server's index upkeep),
+    but not once a stop was asked for."""
 
     def __init__(self, log_: EventLog, commit: Callable[[list[Logged]], Any], retry_s: float = 1.0,
-                 gap_s: float = 0.0) -> None:
+                 gap_s: float = 0.0, after: Callable[[bool], Any] | None = None) -> None:
         self.log = log_
         self._commit = commit
+        self._after = after  # after(idle) after each round; catches its own errors
         self._retry_s = retry_s
         self._gap_s = gap_s  # least time from one commit's start to the next's: bigger batches
         self._cond = threading.Condition()
@@ -245,6 +248,10 @@ class Folder:
             try:
                 self.fold_all()
                 self.last_error = None
+                with self._cond:
+                    idle, stopping = not self._pending, self._stopping
+                if self._after is not None and not stopping:  # a stop does not wait for the index
+                    self._after(idle)
             except Exception as e:  # noqa: BLE001 - the thread must live on; the log keeps the events
                 self.last_error = f"{type(e).__name__}: {e}"
                 log.exception("folding the event log into the store failed; retrying")

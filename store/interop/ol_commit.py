@@ -60,6 +60,10 @@ REFS_TABLE = "openlineage_refs"
 META_KEY = "openlineage"
 INDEX_META_KEY = "index"  # store/index/layout.py META_KEY (not imported: index imports Spark)
 EVENTS_PER_SHARD = 8192
+# segments a shard's table may gather (one per commit that adds rows to it) before a commit merges
+# them into one: a commit writes only its new rows and rewrites only the segments it removes rows
+# from, and reads stay a few files per shard
+SEGMENTS_PER_SHARD = 8
 # the column of each core table that names the element (or process) its row derives from
 KEY_OF = {S.ELEMENTS: S.ID, S.PARENTS: S.ID, S.ANCESTORS: S.ID, S.VERTICES: S.ID, S.COMPLEX: S.VERTEX,
           S.EDGES: S.PROCESS}
@@ -281,18 +285,41 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
         return (owner, [el for el in bundle["elements"] if owner[el["id"]] in mine],
                 [e for e in bundle["edges"] if owner[e["process"]] in mine])
 
-    owner, _elements, edges = derived(after)
+    owner, elements, edges = derived(after)
     static = _static(after)  # Job and Dataset elements: added where the store does not hold them
-    bundle = {"format": after["format"], "gsets": after["gsets"],
-              "elements": [el for el in after["elements"] if owner[el["id"]] in mine or el["id"] in static],
-              "edges": edges}
     old_owner, old_elements, old_edges = derived(before)
     old_static = _static(before)
-    replaced = {el["id"] for el in old_elements if el["id"] not in old_static}
-    replaced_edges = {(e["src"], e["process"], e["dst"]) for e in old_edges}
+    # only the difference is written: a row derived again exactly as stored stays where it is
+    was = {el["id"]: el for el in old_elements if el["id"] not in old_static}
+    now = {el["id"]: el for el in elements if el["id"] not in static}
+    # an element's `ancestors` rows follow its parents' parents too: one whose ancestors moved
+    # (a run that learnt its parent job) is written again like one that changed
+    anc_before, anc_after = _ancestry(before), _ancestry(after)
+    replaced = {i for i, el in was.items() if now.get(i) != el or anc_before(i) != anc_after(i)}
+    edge_keys = {(e["src"], e["process"], e["dst"]) for e in edges}
+    old_edge_keys = {(e["src"], e["process"], e["dst"]) for e in old_edges}
+    written = {i for i in now if i in replaced or i not in was}
+    bundle = {"format": after["format"], "gsets": after["gsets"],
+              "elements": [el for el in after["elements"] if el["id"] in static or el["id"] in written],
+              "edges": [e for e in edges if (e["src"], e["process"], e["dst"]) not in old_edge_keys]}
     owner = {**old_owner, **owner}
     touched = {shard_of(o, shards) for o in mine}
-    return _Plan(bundle, owner, static, replaced, replaced_edges, touched, False, new_refs)
+    return _Plan(bundle, owner, static, replaced, old_edge_keys - edge_keys, touched, False, new_refs)
+
+
+def _ancestry(bundle: dict[str, Any]) -> Callable[[str], frozenset[str]]:
+    """id -> the ids above it in the bundle (its parents, theirs, ...), memoized."""
+    parents = {el["id"]: el["parents"] for el in bundle["elements"]}
+    memo: dict[str, frozenset[str]] = {}
+
+    def above(ident: str) -> frozenset[str]:
+        if ident not in memo:
+            memo[ident] = frozenset()  # a cycle (never in to_bundle's output) ends here
+            ps = parents.get(ident, ())
+            memo[ident] = frozenset(ps).union(*(above(p) for p in ps))
+        return memo[ident]
+
+    return above
 
 
 def _moved_readers(candidates: set[str], changed: set[str], writes: set[str],
@@ -371,8 +398,10 @@ class _RefIndex:
 
 # ---------------------------------------------------------------------------- writing
 def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
-    """Rewrite the plan's shards inside `tx`: their kept rows, then the new rows validated as one
-    bundle and staged shard by shard. Returns counts and the new `shard_segments`."""
+    """Write the plan inside `tx`: in each shard it touches, every segment holding a row the plan
+    replaces is rewritten without those rows (the others stay), the new rows are validated as one
+    bundle and staged shard by shard, and a shard's table that has gathered more than
+    SEGMENTS_PER_SHARD segments is merged into one. Returns counts and the new `shard_segments`."""
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
 
     from store.duckdb.bundle import from_dict  # deferred: the DuckDB wing, for a store on this machine
@@ -380,22 +409,19 @@ def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
     from store.duckdb.validate import validate  # deferred: the DuckDB wing
 
     old_shards: dict[str, dict[str, list[str]]] = meta.get("shard_segments") or {}
-    out: dict[str, dict[str, list[str]]] = {s: segs for s, segs in old_shards.items()
-                                             if int(s) not in plan.shards and not plan.rebuild}
-    edges_changed = plan.rebuild or bool(plan.bundle["edges"])
+    out: dict[str, dict[str, list[str]]] = {s: {name: list(rel) for name, rel in segs.items()}
+                                             for s, segs in old_shards.items() if not plan.rebuild}
+    edges_changed = plan.rebuild or bool(plan.replaced_edges)
     if plan.rebuild:
         for name, segs in (meta.get("segments") or {}).items():  # a store written before shards
             tx.drop_segments(name, segs)
-    for s, segs in old_shards.items():
-        if plan.rebuild or int(s) in plan.shards:
+        for segs in old_shards.values():
             for name, rel in segs.items():
                 tx.drop_segments(name, rel)
-                if not plan.rebuild:
-                    kept = _kept(tx, rel, name, plan)
-                    edges_changed |= name == S.EDGES and kept.num_rows < _rows(tx, rel)
-                    if kept.num_rows:
-                        tx.append_arrow(name, kept, stored_schema(name))
-                        out.setdefault(s, {}).setdefault(name, []).append(tx.segments(name)[-1])
+    else:
+        for s in sorted(str(s) for s in plan.shards if str(s) in out):
+            for name, rel in out[s].items():
+                out[s][name] = [seg for old in rel for seg in _without(tx, name, old, plan)]
     # Job and Dataset elements the store already holds (from OpenLineage or elsewhere) stay as they are
     bundle = plan.bundle
     have = existing(tx, [el["id"] for el in bundle["elements"] if el["id"] in plan.static])
@@ -414,6 +440,11 @@ def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
         for s in sorted(set(shard.to_pylist())):
             tx.append_arrow(name, table.filter(pc.equal(shard, s)), stored_schema(name))
             out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
+    for s in sorted(out):
+        for name, rel in out[s].items():
+            if len(rel) > SEGMENTS_PER_SHARD:
+                out[s][name] = _merged(tx, name, rel)
+                edges_changed |= name == S.EDGES
     tx.set_catalog(resolved.catalog)
     return {"elements": rows[S.ELEMENTS].num_rows, "edges": rows[S.EDGES].num_rows,
             "edges_changed": edges_changed, "shard_segments": out}
@@ -423,24 +454,48 @@ def _files(tx, segments: Sequence[str]) -> list[str]:
     return [f for seg in segments for f in parquet_files(tx.store.storage.file_path(seg))]
 
 
-def _rows(tx, segments: Sequence[str]) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in _files(tx, segments))
-
-
-def _kept(tx, segments: Sequence[str], name: str, plan: _Plan) -> pa.Table:
-    """The rows of these segments of table `name` that the plan does not replace: those whose key
-    is not a replaced id (`edges`: that are not a replaced edge)."""
+def _without(tx, name: str, segment: str, plan: _Plan) -> list[str]:
+    """The segments that replace `segment` of table `name` in the plan's commit: itself when it
+    holds no row the plan replaces (only its key columns are read to tell), else a new segment of
+    its other rows (none when every row goes)."""
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
 
-    table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments)])
+    from store.duckdb.ingest import stored_schema  # deferred: the DuckDB wing
+
     if name == S.EDGES:
-        key = pc.binary_join_element_wise(table.column(S.SRC), table.column(S.PROCESS), table.column(S.DST), "\x00")
-        gone = ["\x00".join(e) for e in plan.replaced_edges]
+        columns, gone = [S.SRC, S.PROCESS, S.DST], ["\x00".join(e) for e in plan.replaced_edges]
     else:
-        key, gone = table.column(KEY_OF[name]), list(plan.replaced)
+        columns, gone = [KEY_OF[name]], list(plan.replaced)
     if not gone:
-        return table
-    return table.filter(pc.invert(pc.is_in(key, value_set=pa.array(sorted(gone), pa.string()))))
+        return [segment]
+    value_set = pa.array(sorted(gone), pa.string())
+
+    def key(table: pa.Table):
+        if name == S.EDGES:
+            return pc.binary_join_element_wise(*(table.column(c) for c in columns), "\x00")
+        return table.column(columns[0])
+
+    files = _files(tx, [segment])
+    if not any(pc.any(pc.is_in(key(pq.read_table(f, columns=columns)), value_set=value_set)).as_py()
+               for f in files):
+        return [segment]
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    kept = table.filter(pc.invert(pc.is_in(key(table), value_set=value_set)))
+    tx.drop_segments(name, [segment])
+    if not kept.num_rows:
+        return []
+    tx.append_arrow(name, kept, stored_schema(name))
+    return [tx.segments(name)[-1]]
+
+
+def _merged(tx, name: str, segments: Sequence[str]) -> list[str]:
+    """These segments of table `name` merged into one (in this transaction)."""
+    from store.duckdb.ingest import stored_schema  # deferred: the DuckDB wing
+
+    table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments)])
+    tx.drop_segments(name, segments)
+    tx.append_arrow(name, table, stored_schema(name))
+    return [tx.segments(name)[-1]]
 
 
 # ---------------------------------------------------------------------------- a store elsewhere

@@ -18,16 +18,19 @@ from strata.app import App
               help="Allow browser requests from ORIGIN (repeatable); CORS is off without it.")
 @click.option("--max-body", type=click.IntRange(min=1024), default=None, metavar="BYTES",
               help="Largest request body, after decompression [10 MB].")
+@click.option("--index/--no-index", "keep_index", default=True, show_default=True,
+              help="Keep the component index current (built in the server's worker once no event "
+                   "is waiting, or every 30 s under load).")
 @click.pass_obj
 def serve(app: App, host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...],
-          max_body: int | None) -> None:
+          max_body: int | None, keep_index: bool) -> None:
     """Serve the store as a lineage service: OpenLineage events in (POST /api/v1/lineage),
     Marquez's lineage API and Strata's own out, until SIGTERM or Ctrl-C."""
     from strata.serve.run import serve as run  # deferred: it loads fastapi, uvicorn, pydantic
 
     if app.as_of is not None:
         raise click.UsageError("strata serve writes the store: drop --as-of (reads take ?as_of=)")
-    run(app.store_path, host, port, api_key, cors_origins, app.engine, max_body)
+    run(app.store_path, host, port, api_key, cors_origins, app.engine, max_body, keep_index)
 
 
 @click.command("ui")

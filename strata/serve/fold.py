@@ -1,7 +1,7 @@
 """The server's commits, in a worker process of their own (strata/serve/service.py).
 
-A commit re-derives the OpenLineage part of the store from its events (store/interop/ol_commit.py):
-seconds of Python on a big store. In the server's process it would hold the interpreter's lock
+A commit derives the rows its events change (store/interop/ol_commit.py): up to seconds of Python
+for a big batch. In the server's process it would hold the interpreter's lock
 from the requests being answered, so it runs here, in one worker process started with `spawn`
 (it imports no server code); the server waits for its answer. The worker commits on behalf of
 the server, which holds the store's writer lock.
@@ -49,3 +49,22 @@ def commit(root: str, engine: str | None, bodies: list[dict[str, Any]]) -> tuple
     r = ingest_events(st, [Event("strata serve", i, b) for i, b in enumerate(bodies)],
                       f"strata serve: {len(bodies)} event(s)")
     return r.version, r.new_events
+
+
+def index(root: str, engine: str | None) -> tuple[int, str]:
+    """Bring the component index up to the newest version, built in this process
+    (store/indexing.py; a store too big for that is left to `strata index`): (version, mode)."""
+    from store.engine import Engine  # deferred: the index build's modules
+    from store.indexing import choose_builder, update_index  # deferred: the index build's modules
+
+    st = _STORES.get(root)
+    if st is None:
+        on_behalf(root)
+        st = _STORES[root] = Store.open(root, engine=engine)
+    st.refresh()
+    choice = choose_builder(st)
+    if choice.engine is not Engine.LOCAL:
+        return st.version, f"left to `strata index`: {choice.reason}"
+    meta = update_index(st)
+    st.refresh()
+    return st.version, str(meta.get("mode", "built"))

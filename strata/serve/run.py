@@ -73,14 +73,14 @@ def bind(host: str, port: int) -> tuple[socket.socket, str]:
 
 
 def serve(store: str | None, host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...],
-          engine: str | None = None, max_body: int | None = None, read_only: bool = False,
-          on_ready=None) -> None:
+          engine: str | None = None, max_body: int | None = None, keep_index: bool = True,
+          read_only: bool = False, on_ready=None) -> None:
     """Serve the store until SIGTERM or SIGINT (module docstring); `read_only` (`strata ui`):
     no writer lock, no event log, POST /api/v1/lineage refused; `on_ready(url)` once listening."""
     handler = setup_logging()
     log = logging.getLogger("strata.serve")
     sock, url = bind(host, port)
-    service = (ReadOnlyService if read_only else Service)(store, url, engine)
+    service = ReadOnlyService(store, url, engine) if read_only else Service(store, url, engine, keep_index)
     try:
         if host not in LOOPBACK and not api_key:
             log.warning("listening on %s without an API key: anyone who reaches it can write", host)

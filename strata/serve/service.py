@@ -5,7 +5,9 @@ it, and the committed versions it reads (docs/serve.md).
 1. holds the store's writer lock (store/writer_lock.py), naming `url`;
 2. folds what the event log holds from an earlier run into the store (crash recovery);
 3. starts the log's writer (`GroupCommit`: one fsync per batch of requests) and the folder
-   (`Folder`: the log's events into store commits through `ingest_events`, one commit at a time).
+   (`Folder`: the log's events into store commits through `ingest_events`, one commit at a time),
+   which also keeps the component index current (`keep_index`): once no event is waiting, or
+   INDEX_LAG_S after the index last caught up, it updates the index in the commits' worker.
 
 Reads open a `Store` at one committed version and keep it (with its DuckDB relations and the
 Marquez view of its events) for the next reads of that version: `snapshot(as_of)`.
@@ -19,6 +21,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -40,9 +43,11 @@ from strata.serve.marquez_model import MarquezView
 log = logging.getLogger("strata.serve")
 
 KEEP_SNAPSHOTS = 8  # committed versions kept open for reads
-# least seconds from one fold's start to the next ($STRATA_SERVE_FOLD_GAP): while a fold re-derives
-# every stored event, folding back to back takes the CPU (and the GIL) from acknowledging
+# least seconds from one fold's start to the next ($STRATA_SERVE_FOLD_GAP): folding back to back
+# would take the CPU from acknowledging; a pause lets the next fold take a bigger batch
 FOLD_GAP_S = 0.5
+# most seconds the index may lag the committed events while events keep arriving ($STRATA_SERVE_INDEX_LAG)
+INDEX_LAG_S = 30.0
 
 
 @dataclass
@@ -89,7 +94,7 @@ class Service:
 
     read_only = False
 
-    def __init__(self, root: str, url: str, engine: str | None = None) -> None:
+    def __init__(self, root: str, url: str, engine: str | None = None, keep_index: bool = True) -> None:
         self.root = Store.path_of(root)
         if "://" in self.root:
             raise UserError(f"strata serve serves a store in a folder of this machine, not {self.root}",
@@ -100,7 +105,12 @@ class Service:
         self._pool: ProcessPoolExecutor | None = None  # the commits' worker, started on the first
         self.version = Store.open(self.root, engine=engine).version
         self.log = EventLog(os.path.join(self.root, LOG_DIR))
-        self.folder = Folder(self.log, self._commit, gap_s=float(os.environ.get("STRATA_SERVE_FOLD_GAP", FOLD_GAP_S)))
+        self.keep_index = keep_index
+        self.index = {"version": None, "updates": 0, "seconds": None, "error": None}  # /api/v1/health
+        self._index_lag = float(os.environ.get("STRATA_SERVE_INDEX_LAG", INDEX_LAG_S))
+        self._indexed_at = time.monotonic()
+        self.folder = Folder(self.log, self._commit, gap_s=float(os.environ.get("STRATA_SERVE_FOLD_GAP", FOLD_GAP_S)),
+                             after=self._keep_index)
         self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
         self._snap_lock = threading.Lock()
         self._view_lock = threading.Lock()
@@ -109,14 +119,42 @@ class Service:
         self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
         self.folder.start()
 
-    def _commit(self, events: list[Logged]) -> None:
-        """Commit a batch in the worker process (strata/serve/fold.py); a worker that died is
-        replaced, and the batch stays in the log for the next round."""
+    def _worker(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=fold.init_worker, initargs=(os.getpid(),))
+        return self._pool
+
+    def _keep_index(self, idle: bool) -> None:
+        """Bring the component index up to the newest version in the worker (fold.index), when no
+        event is waiting or the index lags by INDEX_LAG_S; a failure is logged and shown by health."""
+        if not self.keep_index or self.index["version"] == self.version:
+            return
+        if not idle and time.monotonic() - self._indexed_at < self._index_lag:
+            return
+        started = time.monotonic()
         try:
-            version, new = self._pool.submit(fold.commit, self.root, self.engine, [e.body for e in events]).result()
+            version, mode = self._worker().submit(fold.index, self.root, self.engine).result()
+        except BrokenProcessPool:
+            self._pool = None
+            self.index["error"] = "the worker process died"
+            return
+        except Exception as e:  # noqa: BLE001 - the folder lives on; the index waits for the next round
+            self.index["error"] = f"{type(e).__name__}: {e}"
+            log.exception("updating the component index failed")
+            return
+        self._indexed_at = time.monotonic()
+        self.version = max(self.version, version)
+        self.index.update(version=version, updates=self.index["updates"] + 1,
+                          seconds=round(self._indexed_at - started, 3), error=None)
+        log.info("component index at version %d (%s, %.2f s)", version, mode, self._indexed_at - started)
+
+    def _commit(self, events: list[Logged]) -> None:
+        """Commit a batch in the worker process (strata/serve/fold.py); a worker that died is
+        replaced, and the batch stays in the log for the next round."""
+        try:
+            version, new = self._worker().submit(fold.commit, self.root, self.engine,
+                                                 [e.body for e in events]).result()
         except BrokenProcessPool:
             self._pool = None
             raise
@@ -174,7 +212,8 @@ class Service:
                 "log": {"appended": self.log.appended, "fsyncs": self.log.fsyncs,
                         "segments": len(self.log.segments())},
                 "folder": {"folded": self.folder.folded, "commits": self.folder.commits,
-                           "error": self.folder.last_error}}
+                           "error": self.folder.last_error},
+                "index": {"kept": self.keep_index, **self.index}}
 
     def close(self) -> None:
         """Write what is pending to the log, finish the commit in progress and fold the rest,

@@ -106,6 +106,7 @@ def reference_rows(folder: Path, bodies: list[dict]) -> dict[str, Counter]:
 @pytest.fixture
 def tiny_shards(monkeypatch):
     monkeypatch.setattr(ol_commit, "EVENTS_PER_SHARD", 2)
+    monkeypatch.setattr(ol_commit, "SEGMENTS_PER_SHARD", 2)  # shards' segments merged often
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -1,5 +1,6 @@
 """store/eventlog.py without a server: the group commit shares fsyncs, a torn tail is skipped,
-the folder commits each closed segment once and deletes it, a failed commit keeps the log."""
+the folder commits each closed segment once and deletes it, a failed commit keeps the log, the
+folder's `after` hook is told after each round whether events wait."""
 
 from __future__ import annotations
 
@@ -78,3 +79,27 @@ def test_a_failed_commit_keeps_the_log(tmp_path):
         pass
     assert log.segments() == [1]  # still there: folded on the next round or the next start
     assert [e.key for e in EventLog(str(tmp_path)).read(1)] == ["k0", "k1"]
+
+
+def test_the_folder_calls_after_each_round_with_whether_it_is_idle(tmp_path):
+    log = EventLog(str(tmp_path))
+    rounds: list[bool] = []
+    release = threading.Event()
+
+    def commit(_events):
+        release.wait(10)  # events arriving meanwhile are waiting when the round ends
+
+    folder = Folder(log, commit, after=rounds.append)
+    folder.start()
+    log.append(logged(1, "a"))
+    folder.notify(1)
+    time.sleep(0.2)  # the first round is committing
+    log.append(logged(1, "b"))
+    folder.notify(1)
+    release.set()
+    deadline = time.monotonic() + 10
+    while len(rounds) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rounds == [False, True]  # b waited after the first round; nothing after the second
+    folder.stop()
+    assert rounds == [False, True]  # a stop runs no upkeep

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 import uuid
 
 import httpx
@@ -109,6 +110,19 @@ def test_strata_query_and_lineage_over_http_and_in_the_cli(server, pipeline):
     cli = strata_cli(server.root, "lineage", item, "--format", "json")
     assert cli.returncode == 0, cli.stderr
     assert set(json.loads(cli.stdout)["ancestors"]) == set(lin["ancestors"])
+
+
+def test_the_server_keeps_the_component_index_current(server, pipeline):
+    deadline = time.monotonic() + 60
+    while (h := server.health())["index"]["version"] != h["version"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert h["index"]["kept"] and h["index"]["error"] is None
+    assert h["index"]["version"] == h["version"], h
+    item = f"dataset:{NS}:mart@{pipeline['report']}"
+    lin = get(server, "/api/strata/v1/lineage", item=item, method="cs").json()  # refused without a current index
+    assert set(lin["ancestors"]) == {f"dataset:{NS}:stg@{pipeline['extract']}", f"dataset:{NS}:raw@initial"}
+    info = strata_cli(server.root, "info")
+    assert info.returncode == 0 and "index        built" in info.stdout, info.stdout
 
 
 def test_as_of_reads_one_version(server, pipeline):

@@ -7,7 +7,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv jvm neo4j bytecode java-check test test-fast demo bench style clean
+.PHONY: help venv jvm neo4j bytecode java-check test test-fast demo bench style clean ui
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
@@ -16,6 +16,7 @@ help:
 	@echo "make neo4j      fetch the suite's Neo4j server with Maven into build/jvm/neo4j (make test does)"
 	@echo "make bench      list the benchmark commands (slow runs; see benchmarks/RESULTS.md)"
 	@echo "make style      ruff check (also run by make test)"
+	@echo "make ui         rebuild the web UI's assets (ui/ -> strata/serve/static/; needs Node and npm)"
 
 java-check:
 	@command -v java >/dev/null 2>&1 || { \
@@ -76,6 +77,11 @@ test: java-check jvm neo4j ol-jar-or-note bytecode style
 test-fast: $(STAMP) bytecode
 	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark and not neo4j" $(PYTEST_ARGS)
 
+# The web UI's assets (docs/ui.md): ui/src bundled by esbuild, with the versions ui/package-lock.json
+# pins, into strata/serve/static/, which is committed (a pip install needs no Node).
+ui:
+	cd ui && npm ci --no-audit --no-fund && npm run build
+
 demo: java-check jvm bytecode
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
@@ -95,6 +101,7 @@ bench: java-check jvm neo4j
 	@echo "  $(BIN)/python benchmarks/bench_backtrace.py --data benchmarks/out/nested-1m --work benchmarks/out/backtrace-1m --items 100"
 	@echo "  $(BIN)/python benchmarks/bench_neo4j.py --nodes 200000 --batch 1000 --batch 10000 --work benchmarks/out/neo4j"
 	@echo "  $(BIN)/python benchmarks/bench_serve.py --acks 500 --clients 4 --each 200 --preload 2000 --reads 300"
+	@echo "  $(BIN)/python benchmarks/bench_ui.py --chain 2000 --fanout 2000 --repeat 5   (needs chromium)"
 	@echo "  make openlineage-jar && $(BIN)/python benchmarks/bench_ol_listener.py --reps 2 --work benchmarks/out/ol-listener"
 
 style: $(STAMP)

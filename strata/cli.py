@@ -45,6 +45,9 @@ LAZY_COMMANDS = {
     "trace": ("strata.cli_query:trace", "Where the result items matching PATTERN come from: each input item "
                                         "that made or influenced them, where it lives (file:line, file#row, "
                                         "catalog table) and its values."),
+    "ui": ("strata.serve.command:ui", "Browse the store's lineage in a web page: a read-only server on the "
+                                      "store (no writer lock), its URL printed and opened in the browser, "
+                                      "until Ctrl-C (docs/ui.md)."),
     "verify": ("strata.cli_verify:verify", "Recompute the commits' hash chain and report tampering (exit code 3)."),
 }
 

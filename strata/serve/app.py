@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from store.errors import StrataError, UserError
-from strata.serve import ingest, marquez, strata_api
+from strata.serve import ingest, marquez, strata_api, ui
 from strata.serve.http import AccessLog, ApiError, BodyLimit, Settings, error_response, require_key
 from strata.serve.service import Service
 
@@ -71,6 +71,8 @@ def create_app(service: Service, settings: Settings) -> Any:
     app.include_router(ingest.router, dependencies=secured)
     app.include_router(marquez.router, dependencies=secured)
     app.include_router(strata_api.router, dependencies=secured)
+    app.include_router(ui.router, dependencies=secured)
+    ui.mount(app)  # the page and its assets: public, like health (the page asks for the key)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type",

@@ -31,3 +31,22 @@ def serve(app: App, host: str, port: int, api_key: str | None, cors_origins: tup
     if app.as_of is not None:
         raise click.UsageError("strata serve writes the store: drop --as-of (reads take ?as_of=)")
     run(app.store_path, host, port, api_key, cors_origins, app.engine, max_body, keep_index)
+
+
+@click.command("ui")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to listen on (0: any free port; the URL is printed on stderr).")
+@click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.pass_obj
+def ui(app: App, host: str, port: int, no_browser: bool) -> None:
+    """Browse the store's lineage in a web page: a read-only server on the store (no writer lock),
+    its URL printed and opened in the browser, until Ctrl-C (docs/ui.md)."""
+    import webbrowser  # deferred: only strata ui opens a browser
+
+    from strata.serve.run import serve as run  # deferred: it loads fastapi, uvicorn, pydantic
+
+    if app.as_of is not None:
+        raise click.UsageError("strata ui shows every version: drop --as-of (the page has a version picker)")
+    run(app.store_path, host, port, None, (), app.engine, read_only=True,
+        on_ready=None if no_browser else lambda url: webbrowser.open(url))

@@ -67,10 +67,14 @@ def events_of(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
 @router.post("/api/v1/lineage", status_code=201, openapi_extra={
     "requestBody": {"required": True, "content": {"application/json": {"schema": EVENT_SCHEMA}}}},
     responses={400: {"description": "an invalid event (nothing stored)"}, 401: {"description": "no API key"},
+               405: {"description": "a read-only server (strata ui)"},
                413: {"description": "body too large"}})
 async def post_lineage(request: Request) -> JSONResponse:
     """Receive OpenLineage events; 201 once they are durable in the server's event log."""
     settings = request.app.state.settings
+    if request.app.state.service.read_only:
+        raise ApiError(405, "this server is read-only (strata ui): it takes no events",
+                       "run strata serve on the store to receive OpenLineage events")
     body = decode(await request.body(), request.headers.get("content-encoding", ""), settings.max_body)
     events, warnings = events_of(body)
     await request.app.state.service.append(events)

@@ -22,7 +22,7 @@ import uvicorn
 from store.errors import UserError
 from strata.serve.app import create_app
 from strata.serve.http import Settings
-from strata.serve.service import Service
+from strata.serve.service import ReadOnlyService, Service
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -73,12 +73,14 @@ def bind(host: str, port: int) -> tuple[socket.socket, str]:
 
 
 def serve(store: str | None, host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...],
-          engine: str | None = None, max_body: int | None = None, keep_index: bool = True) -> None:
-    """Serve the store until SIGTERM or SIGINT (module docstring)."""
+          engine: str | None = None, max_body: int | None = None, keep_index: bool = True,
+          read_only: bool = False, on_ready=None) -> None:
+    """Serve the store until SIGTERM or SIGINT (module docstring); `read_only` (`strata ui`):
+    no writer lock, no event log, POST /api/v1/lineage refused; `on_ready(url)` once listening."""
     handler = setup_logging()
     log = logging.getLogger("strata.serve")
     sock, url = bind(host, port)
-    service = Service(store, url, engine, keep_index)
+    service = ReadOnlyService(store, url, engine) if read_only else Service(store, url, engine, keep_index)
     try:
         if host not in LOOPBACK and not api_key:
             log.warning("listening on %s without an API key: anyone who reaches it can write", host)
@@ -89,13 +91,16 @@ def serve(store: str | None, host: str, port: int, api_key: str | None, cors_ori
                                 timeout_graceful_shutdown=30, server_header=False)
         log.info("serving %s (version %d, %d event(s) recovered from the log) on %s",
                  service.root, service.version, service.recovered, url)
-        print(f"strata serve: {url} (store {service.root})", file=sys.stderr, flush=True)
+        name = "strata ui" if read_only else "strata serve"
+        print(f"{name}: {url} (store {service.root})", file=sys.stderr, flush=True)
+        if on_ready is not None:
+            on_ready(url)
         # uvicorn stops on SIGTERM, then raises it again under the handler it found: a quiet one,
         # so that the service closes below (the default handler would end the process first)
         signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
-        log.info("stopping: folding what the log holds")
+        log.info("stopping" if read_only else "stopping: folding what the log holds")
         service.close()
         sock.close()
         log.info("stopped")

@@ -58,6 +58,7 @@ class Snapshot:
     store: Store
     lock: threading.Lock = field(default_factory=threading.Lock)
     marquez: MarquezView | None = None
+    ui: Any = None  # the web UI's view of it (strata/serve/ui_model.py), on first use
 
     @property
     def version(self) -> int:
@@ -90,6 +91,8 @@ def read_events(st: Store, segments: tuple[str, ...]) -> list[dict[str, Any]]:
 
 class Service:
     """The store, its log and its snapshots (module docstring)."""
+
+    read_only = False
 
     def __init__(self, root: str, url: str, engine: str | None = None, keep_index: bool = True) -> None:
         self.root = Store.path_of(root)
@@ -221,3 +224,37 @@ class Service:
             self._pool.shutdown(wait=True)
         self.log.close()
         self.lock.release()
+
+
+class ReadOnlyService(Service):
+    """A store served for reading only (`strata ui`): no writer lock, no event log, no folder;
+    the newest version is the one committed when it opened (docs/ui.md)."""
+
+    read_only = True
+
+    def __init__(self, root: str, url: str, engine: str | None = None) -> None:  # noqa: D107
+        self.root = Store.path_of(root)
+        if "://" in self.root:
+            raise UserError(f"strata ui reads a store in a folder of this machine, not {self.root}",
+                            hint="pass --store with a local folder")
+        if not os.path.isdir(self.root):
+            raise UserError(f"no store at {self.root}",
+                            hint="pass --store with a store's folder (strata ingest or strata capture makes one)")
+        self.url, self.engine = url, engine
+        st = Store.open(self.root, engine=engine)
+        self.version = st.version
+        self._snapshots = OrderedDict()
+        self._snap_lock = threading.Lock()
+        self._view_lock = threading.Lock()
+        self._newest = None
+        self.recovered = 0
+
+    async def append(self, bodies: list[dict[str, Any]]) -> None:
+        raise UserError("this server is read-only (strata ui): it takes no events",
+                        hint="run strata serve on the store to receive OpenLineage events")
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "store": self.root, "version": self.version, "readOnly": True}
+
+    def close(self) -> None:
+        self._snapshots.clear()

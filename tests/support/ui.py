@@ -1,9 +1,11 @@
 """The web UI's tests and benchmark (tests/ui, tests/tracing/test_trace_ui.py,
 benchmarks/bench_ui.py): a store of OpenLineage events at two versions, a `strata ui` child
-process over a store, and the fixtures `browser` (one Debian Chromium a session, driven by
+process over a store, and the fixtures `browser` (one Debian Chromium a test module, driven by
 Playwright for Python, whose own browser download is not used; .ci/run installs it; the tests
 skip, saying why, without it or Playwright) and `page` (a fresh page; a script error fails the
-test). A test module imports both fixtures."""
+test). A test module imports both fixtures. The browser lives for one module, not the session:
+Playwright's sync API keeps an event loop running in the thread while it is open, and a later
+module's `asyncio.run` would fail beside it."""
 
 from __future__ import annotations
 
@@ -108,7 +110,7 @@ class UiServer:
         return self.proc.wait(60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     path = chromium()
     if path is None:

@@ -1,4 +1,4 @@
-"""The web UI's tests share one Chromium a session (tests/support/ui.py)."""
+"""The web UI's tests share one Chromium (tests/support/ui.py)."""
 
 from support.ui import browser, page  # noqa: F401 - fixtures
 

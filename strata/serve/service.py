@@ -10,7 +10,8 @@ it, and the committed versions it reads (docs/serve.md).
    INDEX_LAG_S after the index last caught up, it updates the index in the commits' worker.
 
 Reads open a `Store` at one committed version and keep it (with its DuckDB relations and the
-Marquez view of its events) for the next reads of that version: `snapshot(as_of)`.
+Marquez view of its events) for the next reads of that version: `snapshot(as_of)`. The newest
+version's Marquez view is built in the background as the server starts (`_warm`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,20 @@ class Service:
         self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
         self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
         self.folder.start()
+        self._warm()
+
+    def _warm(self) -> None:
+        """Build the Marquez view of the newest version in the background, so that the first
+        lineage read after a start does not pay for reading every event (a request for it waits
+        for this build instead of starting its own)."""
+        def build() -> None:
+            try:
+                if self.version:
+                    self.marquez(self.snapshot())
+            except Exception:  # noqa: BLE001 - a read builds it again and reports what fails
+                log.exception("building the Marquez view of version %d failed", self.version)
+
+        threading.Thread(target=build, name="strata-warm", daemon=True).start()
 
     def _worker(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -248,6 +263,7 @@ class ReadOnlyService(Service):
         self._view_lock = threading.Lock()
         self._newest = None
         self.recovered = 0
+        self._warm()
 
     async def append(self, bodies: list[dict[str, Any]]) -> None:
         raise UserError("this server is read-only (strata ui): it takes no events",

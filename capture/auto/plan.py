@@ -215,8 +215,8 @@ class _Walk:
 
     def _join_for_uncorrelated(self, node):
         """A Filter, Project or Aggregate with uncorrelated scalar subqueries, each subquery's
-        plan (at most one row: Spark's ``maxRows``) left-outer-joined to the node's child with no
-        condition, its one column under a new attribute that replaces the subquery in the node's
+        plan left-outer-joined to the node's child with no condition (a plan that may return
+        more than one row made one by :meth:`_one_row`), its one column under a new attribute that replaces the subquery in the node's
         expressions (an Aggregate groups by it too: one value for every row). No rows: the left
         join gives null, as the subquery does. Spark has no rule for this (it runs such a
         subquery apart and plants its value); the plan is the one RewriteCorrelatedScalarSubquery
@@ -230,14 +230,15 @@ class _Walk:
         subs: dict = {}  # the subquery's exprId -> the attribute replacing it
         for e in seq(node.expressions()):
             for sub in _uncorrelated_scalars(e):
-                rows = sub.plan().maxRows()
-                if not rows.isDefined() or rows.get() > 1:
-                    raise refuse(node, "an uncorrelated scalar subquery that may return more than one row (an "
-                                       "aggregate without GROUP BY, or a LIMIT 1, returns one): write it as a join")
                 if sub.exprId().id() in subs:
                     continue
-                value = self.alias(seq(sub.plan().output())[0], "scalarsubquery", new_id())
-                right = logical.Project(self.seq_of([value]), sub.plan())
+                plan, rows = sub.plan(), sub.plan().maxRows()
+                if rows.isDefined() and rows.get() <= 1:
+                    value = self.alias(seq(plan.output())[0], "scalarsubquery", new_id())
+                    right = logical.Project(self.seq_of([value]), plan)
+                else:
+                    right = self._one_row(plan)
+                    value = seq(right.output())[0]
                 child = logical.Join(child, right, getattr(getattr(plans, "LeftOuter$"), "MODULE$"), none,
                                      getattr(getattr(logical, "JoinHint$"), "MODULE$").NONE())
                 subs[sub.exprId().id()] = value.toAttribute()
@@ -261,6 +262,16 @@ class _Walk:
         return logical.Aggregate(self.seq_of(keys + list(subs.values())),
                                  self.seq_of([swap(e) for e in seq(node.aggregateExpressions())]), child,
                                  node.hint())
+
+    def _one_row(self, plan):
+        """A scalar subquery's ``plan`` (of more rows than one, as far as Spark knows) as an
+        aggregation of its rows into the one value: its only row's, null for none, Spark's own
+        error for several (SCALAR_SUBQUERY_TOO_MANY_ROWS) — what the subquery gives."""
+        col = column_of(self.spark, seq(plan.output())[0])
+        many = F.raise_error(F.lit("[SCALAR_SUBQUERY_TOO_MANY_ROWS] More than one row returned by a subquery "
+                                   "used as an expression."))
+        return analyzed(self.frame(plan).agg(
+            F.when(F.count(F.lit(1)) > 1, many).otherwise(F.first(col)).alias("scalarsubquery")))
 
     def _optimized(self, node, *rules: str):
         """``node`` after Spark's optimizer rules ``rules`` (objects of catalyst.optimizer), in order."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -249,6 +251,52 @@ def test_window_frames(spark, inputs, store, tmp_path, source_ids):
         own = {(x, "id"), (x, "k")} if column in ("rk", "rn") else {(x, "id")}  # the matched id; a rank's keys
         assert contributing == own | {(m, arg) for m in _frame(x, column)}, (x, column)
         assert {ids[r[1]] for r in got} == {r["id"] for r in ROWS if r["k"] == x % 3}, (x, column)
+
+
+def _latest_reference(orders: list[tuple[int, int]]) -> dict[int, tuple[set, set]]:
+    """The rule worked by hand for "latest order per customer" (below): per output row (order
+    ``oid``, the latest of its customer's), the traced order items of the question ``/oid = X and
+    /amount``: contributing (item, path) pairs — the row's own ``oid`` and ``amount``, copied into
+    the output — and the influencing items: every order of the partition (its keys ranked the
+    row), the row itself among them (its ``cust`` and ``ts``)."""
+    out = {}
+    for c in {cust for cust, _ in orders}:
+        part = [i for i, (cust, _) in enumerate(orders) if cust == c]
+        latest = max(part, key=lambda i: orders[i][1])
+        out[latest] = ({(latest, "oid"), (latest, "amount")}, set(part))
+    return out
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(orders=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40)), min_size=1, max_size=7,
+                       unique_by=lambda o: o[1]))
+def test_latest_per_partition_contributes_its_own_row(spark, tmp_path_factory, orders):
+    """``ROW_NUMBER() OVER (PARTITION BY cust ORDER BY ts DESC)`` in a CTE, ``WHERE rn = 1``,
+    joined to customers, written as JSON: each output row's own order contributes the values
+    copied into it and only influences through its keys; the partition's other orders only
+    influence; the customer's row influences (the join's condition). Checked against
+    ``_latest_reference`` over generated orders (ts distinct: one latest order per customer)."""
+    root = tmp_path_factory.mktemp("latest")
+    (root / "orders.json").write_text("".join(
+        json.dumps({"oid": i, "cust": c, "ts": t, "amount": 10.0 * i}) + "\n" for i, (c, t) in enumerate(orders)))
+    (root / "cust.json").write_text("".join(json.dumps({"cust": c, "name": f"c{c}"}) + "\n" for c in range(3)))
+    read = spark.read.schema("oid long, cust long, ts long, amount double")
+    read.json(str(root / "orders.json")).createOrReplaceTempView("latest_orders")
+    spark.read.schema("cust long, name string").json(str(root / "cust.json")).createOrReplaceTempView("latest_cust")
+    store = Store.open(str(root / "store"), spark=lambda: spark)
+    q = ("WITH ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY cust ORDER BY ts DESC) AS rn FROM latest_orders) "
+         "SELECT c.name, r.oid, r.amount FROM ranked r JOIN latest_cust c ON r.cust = c.cust WHERE rn = 1")
+    with capturing(spark, store, pipeline="latest", model=False) as cap:
+        spark.sql(q).write.json(str(root / "out"))
+    ids = _source_ids(spark, read.json(str(root / "orders.json")), "oid")
+    expected = _latest_reference(orders)
+    assert sorted(r["oid"] for r in spark.read.json(str(root / "out")).collect()) == sorted(expected)
+    for oid, (contributing, influencing) in expected.items():
+        got = trace(store, cap.runs[0].run, parse_pattern(f"/oid = {oid} and /amount"), limit=10).rows()
+        mine = [r for r in got if r[1] in ids]
+        assert {(ids[r[1]], r[2]) for r in mine if r[3] == "contributing"} == contributing
+        assert {ids[r[1]] for r in mine if r[3] == "influencing"} == influencing
+        assert {(r[2], r[3]) for r in got if r[1] not in ids} == {("cust", "influencing"), ("name", "influencing")}
 
 
 REFUSED = {

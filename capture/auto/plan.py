@@ -143,9 +143,10 @@ class _Walk:
 
     def run(self, node) -> TrackedDataFrame:
         """``node`` translated (its subtree first), its visible output rebound to ``node``'s own
-        attribute ids. A subquery in the node's expressions is refused first (its rows would not
-        be tracked), but for a Filter's IN / EXISTS; a tracked operator's refusal is said in terms
-        of the plan node."""
+        attribute ids. A subquery in the node's expressions is rewritten as a join first (a
+        Filter's IN / EXISTS; a scalar subquery, correlated or not, in a Filter, Project or
+        Aggregate), else refused (its rows would not be tracked); a tracked operator's refusal is
+        said in terms of the plan node."""
         if cls(node) == "Filter" and self._predicate_subqueries(node):
             # IN / EXISTS in a WHERE clause: the plan rewritten as semi/anti joins, then visited
             return self.rebind(self.run(self._joins_for_subqueries(node)), node)
@@ -214,13 +215,14 @@ class _Walk:
             any(_uncorrelated_scalars(e) for e in seq(node.expressions()))
 
     def _join_for_uncorrelated(self, node):
-        """A Filter, Project or Aggregate with uncorrelated scalar subqueries, each subquery's
-        plan left-outer-joined to the node's child with no condition (a plan that may return
-        more than one row made one by :meth:`_one_row`), its one column under a new attribute that replaces the subquery in the node's
-        expressions (an Aggregate groups by it too: one value for every row). No rows: the left
-        join gives null, as the subquery does. Spark has no rule for this (it runs such a
-        subquery apart and plants its value); the plan is the one RewriteCorrelatedScalarSubquery
-        builds for a correlated subquery with no correlated predicates."""
+        """A Filter, Project or Aggregate with uncorrelated scalar subqueries: each subquery's
+        plan (one Spark does not know to be at most one row made one by :meth:`_one_row`)
+        left-outer-joined to the node's child with no condition, its one column under a new
+        attribute that replaces the subquery in the node's expressions (an Aggregate groups by
+        it too: one value for every row). No rows: the left join gives null, as the subquery
+        does. Spark has no rule for this (it runs such a subquery apart and plants its value);
+        the plan is the one RewriteCorrelatedScalarSubquery builds for a correlated subquery
+        with no correlated predicates."""
         logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
         plans = self.jvm.org.apache.spark.sql.catalyst.plans
         none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")

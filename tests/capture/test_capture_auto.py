@@ -512,8 +512,8 @@ def test_an_output_is_named_as_its_readers_name_it(spark, inputs, store, tmp_pat
 
 
 def test_uncorrelated_scalar_subqueries(spark, inputs, store, tmp_path, source_ids):
-    """Uncorrelated scalar subqueries in a WHERE clause, a SELECT list and a HAVING clause (the
-    shapes of TPC-H Q11, Q15, Q22; one whose row count Spark does not know, as TPC-DS's
+    """Uncorrelated scalar subqueries in a WHERE clause, a SELECT list and an aggregation's
+    SELECT list (the shapes of TPC-H Q11, Q15, Q22; one whose row count Spark does not know, as TPC-DS's
     ``d_month_seq = (SELECT DISTINCT …)``): the same rows as the plain program; an output row is
     built from the rows of a subquery whose value it outputs (contributing) and influenced by the
     rows of one its filter compared against. Worked by hand over ROWS (v = id, k = id % 3): the
@@ -537,10 +537,13 @@ def test_uncorrelated_scalar_subqueries(spark, inputs, store, tmp_path, source_i
     assert {i for i, _ in m["influencing"] if isinstance(i, int)} == {2, 5, 8, 6, 1, 4, 7}
     assert {p for i, p in m["influencing"] if i in (2, 5, 8)} == {"k", "v"}
     assert {p for i, p in m["influencing"] if not isinstance(i, int)} == {"k", "label"}
-    having = "SELECT k, sum(v) AS s FROM auto_rows GROUP BY k HAVING sum(v) > (SELECT sum(v) * 0.3 FROM auto_rows)"
+    # in an aggregation's SELECT list (grouped by the value too): a group's share of the total is
+    # built from its rows' and from every row's v
+    share = "SELECT k, sum(v) / (SELECT sum(v) FROM auto_rows) AS share FROM auto_rows GROUP BY k"
     with capturing(spark, store, pipeline="scalar", model=False) as cap:
-        spark.sql(having).write.parquet(str(tmp_path / "having"))
-    assert _rows(spark.read.parquet(str(tmp_path / "having"))) == _rows(spark.sql(having)) == [(1, 12.0), (2, 15.0)]
-    got = trace(store, cap.runs[0].run, parse_pattern("/k = 1"), limit=10).rows()
-    assert {ids[r[1]] for r in got if r[3] == "contributing"} == {1, 4, 7}  # its group
-    assert {ids[r[1]] for r in got} == set(range(9))  # every row made the compared total
+        spark.sql(share).write.parquet(str(tmp_path / "share"))
+    assert _rows(spark.read.parquet(str(tmp_path / "share"))) == _rows(spark.sql(share)) == \
+        [(0, 0.25), (1, 12 / 36), (2, 15 / 36)]
+    got = trace(store, cap.runs[0].run, parse_pattern("/k = 1 and /share"), limit=10).rows()
+    assert {ids[r[1]] for r in got if r[3] == "contributing" and r[2] == "v"} == set(range(9))
+    assert {ids[r[1]] for r in got if r[3] == "contributing" and r[2] == "k"} == {1, 4, 7}  # its group

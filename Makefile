@@ -91,7 +91,7 @@ bench: java-check jvm neo4j
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --work benchmarks/out/lineage"
 	@echo "  $(BIN)/python benchmarks/bench_lineage.py --scale 1.0 --rq-limit 2 --reuse --work benchmarks/out/lineage"
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --tables 1000 --rows 100 --cols 9 --out benchmarks/out/iql"
-	@echo "  $(BIN)/python benchmarks/tpc/run.py --suite tpch --sf 0.01   (TPC-H plain and under strata capture)"
+	@echo "  $(BIN)/python benchmarks/tpc/run.py --suite tpch|tpcds --sf 0.01 --batch 10   (TPC-H / TPC-DS plain and under strata capture)"
 	@echo "  $(BIN)/python -c \"from strata.spark import get_session; from store import Store; from store.index import build_index; \\"
 	@echo "    build_index(Store.open('benchmarks/out/iql/store', spark=get_session('local[2]')))\""
 	@echo "  $(BIN)/python benchmarks/bench_iql.py --skip-ingest --repeat 3 --compare-spark"

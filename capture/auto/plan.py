@@ -143,9 +143,10 @@ class _Walk:
 
     def run(self, node) -> TrackedDataFrame:
         """``node`` translated (its subtree first), its visible output rebound to ``node``'s own
-        attribute ids. A subquery in the node's expressions is refused first (its rows would not
-        be tracked), but for a Filter's IN / EXISTS; a tracked operator's refusal is said in terms
-        of the plan node."""
+        attribute ids. A subquery in the node's expressions is rewritten as a join first (a
+        Filter's IN / EXISTS; a scalar subquery, correlated or not, in a Filter, Project or
+        Aggregate), else refused (its rows would not be tracked); a tracked operator's refusal is
+        said in terms of the plan node."""
         if cls(node) == "Filter" and self._predicate_subqueries(node):
             # IN / EXISTS in a WHERE clause: the plan rewritten as semi/anti joins, then visited
             return self.rebind(self.run(self._joins_for_subqueries(node)), node)
@@ -153,6 +154,9 @@ class _Walk:
             # a correlated scalar subquery: the plan rewritten as a left outer join with the
             # subquery's aggregate, then visited
             return self.rebind(self.run(self._joins_for_scalars(node)), node)
+        if self._uncorrelated_scalar(node):
+            # an uncorrelated scalar subquery: its one-row result left-outer-joined to every row
+            return self.rebind(self.run(self._join_for_uncorrelated(node)), node)
         self._no_subqueries(node)
         try:
             out = self.visit(node)
@@ -206,6 +210,71 @@ class _Walk:
         read from the joined column."""
         return self._optimized(node, "PullupCorrelatedPredicates$", "RewriteCorrelatedScalarSubquery$")
 
+    def _uncorrelated_scalar(self, node) -> bool:
+        return cls(node) in ("Filter", "Project", "Aggregate") and \
+            any(_uncorrelated_scalars(e) for e in seq(node.expressions()))
+
+    def _join_for_uncorrelated(self, node):
+        """A Filter, Project or Aggregate with uncorrelated scalar subqueries: each subquery's
+        plan (one Spark does not know to be at most one row made one by :meth:`_one_row`)
+        left-outer-joined to the node's child with no condition, its one column under a new
+        attribute that replaces the subquery in the node's expressions (an Aggregate groups by
+        it too: one value for every row). No rows: the left join gives null, as the subquery
+        does. Spark has no rule for this (it runs such a subquery apart and plants its value);
+        the plan is the one RewriteCorrelatedScalarSubquery builds for a correlated subquery
+        with no correlated predicates."""
+        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        plans = self.jvm.org.apache.spark.sql.catalyst.plans
+        none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
+        new_id = getattr(getattr(self.jvm.org.apache.spark.sql.catalyst.expressions, "NamedExpression$"),
+                         "MODULE$").newExprId
+        child = seq(node.children())[0]
+        subs: dict = {}  # the subquery's exprId -> the attribute replacing it
+        for e in seq(node.expressions()):
+            for sub in _uncorrelated_scalars(e):
+                if sub.exprId().id() in subs:
+                    continue
+                plan, rows = sub.plan(), sub.plan().maxRows()
+                if rows.isDefined() and rows.get() <= 1:
+                    value = self.alias(seq(plan.output())[0], "scalarsubquery", new_id())
+                    right = logical.Project(self.seq_of([value]), plan)
+                else:
+                    right = self._one_row(plan)
+                    value = seq(right.output())[0]
+                child = logical.Join(child, right, getattr(getattr(plans, "LeftOuter$"), "MODULE$"), none,
+                                     getattr(getattr(logical, "JoinHint$"), "MODULE$").NONE())
+                subs[sub.exprId().id()] = value.toAttribute()
+
+        def swap(e):
+            if cls(e) == "ScalarSubquery" and e.exprId().id() in subs:
+                return subs[e.exprId().id()]
+            kids = seq(e.children())
+            new = [swap(c) for c in kids]
+            return e if all(a is b for a, b in zip(kids, new, strict=True)) else e.withNewChildren(self.seq_of(new))
+
+        kind = cls(node)
+        if kind == "Filter":
+            return logical.Project(node.output(), logical.Filter(swap(node.condition()), child))
+        if kind == "Project":
+            return logical.Project(self.seq_of([swap(e) for e in seq(node.projectList())]), child)
+        keys = [swap(k) for k in seq(node.groupingExpressions())]
+        if not keys:
+            raise refuse(node, "an uncorrelated scalar subquery in an aggregation without GROUP BY: write it "
+                               "as a join")
+        return logical.Aggregate(self.seq_of(keys + list(subs.values())),
+                                 self.seq_of([swap(e) for e in seq(node.aggregateExpressions())]), child,
+                                 node.hint())
+
+    def _one_row(self, plan):
+        """A scalar subquery's ``plan`` (of more rows than one, as far as Spark knows) as an
+        aggregation of its rows into the one value: its only row's, null for none, Spark's own
+        error for several (SCALAR_SUBQUERY_TOO_MANY_ROWS) — what the subquery gives."""
+        col = column_of(self.spark, seq(plan.output())[0])
+        many = F.raise_error(F.lit("[SCALAR_SUBQUERY_TOO_MANY_ROWS] More than one row returned by a subquery "
+                                   "used as an expression."))
+        return analyzed(self.frame(plan).agg(
+            F.when(F.count(F.lit(1)) > 1, many).otherwise(F.first(col)).alias("scalarsubquery")))
+
     def _optimized(self, node, *rules: str):
         """``node`` after Spark's optimizer rules ``rules`` (objects of catalyst.optimizer), in order."""
         opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
@@ -218,8 +287,8 @@ class _Walk:
             found = _find_class(e, _SUBQUERY)
             if found:
                 raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked "
-                                   "(IN and EXISTS in a WHERE clause are captured as semi/anti joins, a correlated "
-                                   "scalar subquery as a join with its aggregate; an uncorrelated one is not): "
+                                   "(IN and EXISTS in a WHERE clause are captured as semi/anti joins, a scalar "
+                                   "subquery in a Filter, Project or Aggregate as a join with its result): "
                                    "write it as a join")
 
     def child(self, node) -> TrackedDataFrame:
@@ -472,6 +541,9 @@ class _Walk:
 
     # ---- joins, unions, set operations ----------------------------------------------------------
     def visit_Join(self, node) -> TrackedDataFrame:
+        if cls(node.joinType()) == "ExistenceJoin":  # EXISTS / IN under an OR: a semi join that keeps every row
+            left, right = self.run(node.left()), self.run(node.right())
+            return binary.existence(left, right, lambda lt, rt: self.replant(node, lt, rt))
         how = _JOINS.get(str(node.joinType().sql()))
         if how is None:
             raise refuse(node, f"join type {node.joinType().sql()}")
@@ -641,6 +713,13 @@ def _correlated_scalar(expr) -> bool:
     if cls(expr) == "ScalarSubquery" and not expr.outerAttrs().isEmpty():
         return True
     return any(_correlated_scalar(c) for c in seq(expr.children()))
+
+
+def _uncorrelated_scalars(expr) -> list:
+    """The scalar subqueries of an expression that do not read the outer query's columns."""
+    if cls(expr) == "ScalarSubquery" and expr.outerAttrs().isEmpty():
+        return [expr]
+    return [s for c in seq(expr.children()) for s in _uncorrelated_scalars(c)]
 
 
 def _find_class(expr, names: frozenset[str]) -> str | None:

@@ -62,21 +62,9 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         if len(kids) != 1:
             raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
         jnode = kids[0]
-    attrs = attr_map([jnode.left(), jnode.right()])
-    cond = [jnode.condition().get()] if jnode.condition().isDefined() else []
-    udf = any(has_udf(c) for c in cond)
-    acc = accesses(cond, attrs)
-    inputs = tuple(
-        OpInput(t.oid, None if udf else tuple(a.path for a in acc if a.input == i))
-        for i, t in enumerate((left, right))
-    )
     items = [i for i in (seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output()))
              if not is_hidden(i.name())]
-    # a right column named as a left one is output path `name~2` (column_paths): two columns
-    manipulated = tuple(
-        m for item, dst in zip(items, output_paths(items), strict=True) for m in out_pairs(item, dst, attrs, {})
-    )
-    op = OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
+    op = _join_op(oid, left, right, jnode, items)
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
         return left._next(new, op, slots=slots)
@@ -92,6 +80,40 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     )
     derived = (*left._derived, *(d.renamed(rename) for d in right._derived), Derived(idk, JOIN, oid, (left._cur, rcur)))
     return left._next(new, op, cur=idk, slots=slots, derived=tuple(dict.fromkeys(derived)))
+
+
+def _join_op(oid: int, left: TrackedDataFrame, right: TrackedDataFrame, jnode, items: list) -> OperatorProv:
+    """A join's operator: A per side = the condition's paths; M = each output column ``items``
+    from its side's columns."""
+    attrs = attr_map([jnode.left(), jnode.right()])
+    cond = [jnode.condition().get()] if jnode.condition().isDefined() else []
+    udf = any(has_udf(c) for c in cond)
+    acc = accesses(cond, attrs)
+    inputs = tuple(
+        OpInput(t.oid, None if udf else tuple(a.path for a in acc if a.input == i))
+        for i, t in enumerate((left, right))
+    )
+    # a right column named as a left one is output path `name~2` (column_paths): two columns
+    manipulated = tuple(
+        m for item, dst in zip(items, output_paths(items), strict=True) for m in out_pairs(item, dst, attrs, {})
+    )
+    return OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
+
+
+def existence(left: TrackedDataFrame, right: TrackedDataFrame, build) -> TrackedDataFrame:
+    """Spark's existence join (``EXISTS`` under an ``OR``, as RewritePredicateSubquery plans it):
+    every left row once, plus a boolean column saying whether a right row matched the condition.
+    ``build(left annotated, right annotated)`` is the join over the two (Spark's own node). As a
+    left semi join: the left id is kept, the left columns copied, the right side's condition
+    paths accessed (the matching right items influence through the condition); the boolean
+    column is built from no input path (nothing is copied into it)."""
+    right = _tracked(right, "join", left)
+    oid = left.tracker._new_oid()
+    new = build(left.annotated, right.annotated)
+    jnode = analyzed(new)
+    items = [i for i in seq(jnode.left().output()) if not is_hidden(i.name())]
+    op = _join_op(oid, left, right, jnode, items)
+    return left._next(new, op, slots=(*left._slots, Slot(oid, left._cur, InRef(left._cur))))
 
 
 def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missing: bool = False) -> TrackedDataFrame:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -76,6 +78,10 @@ CASES = {
     "IN / NOT EXISTS subqueries (semi / anti joins)": (
         lambda s, i: s.sql("SELECT id FROM auto_rows r WHERE k IN (SELECT k FROM auto_labels) AND NOT EXISTS "
                            "(SELECT 1 FROM auto_labels l WHERE l.k = r.k + 5)"), "join", ("/id = 4", {4})),
+    # EXISTS under an OR: Spark's existence join keeps every row, adds whether one matched (labels: k 0, 1, 5)
+    "EXISTS under OR (existence join)": (
+        lambda s, i: s.sql("SELECT id FROM auto_rows r WHERE EXISTS (SELECT 1 FROM auto_labels l WHERE l.k = r.k) "
+                           "OR id > 7"), "join", ("/id = 3", {3})),
     # a row above its group's mean: its group's rows (the subquery's aggregate) influence it
     "correlated scalar subquery in WHERE (left outer join with its aggregate)": (
         lambda s, i: s.sql("SELECT id, v FROM auto_rows r WHERE v > (SELECT avg(v) FROM auto_rows r2 "
@@ -247,11 +253,57 @@ def test_window_frames(spark, inputs, store, tmp_path, source_ids):
         assert {ids[r[1]] for r in got} == {r["id"] for r in ROWS if r["k"] == x % 3}, (x, column)
 
 
+def _latest_reference(orders: list[tuple[int, int]]) -> dict[int, tuple[set, set]]:
+    """The rule worked by hand for "latest order per customer" (below): per output row (order
+    ``oid``, the latest of its customer's), the traced order items of the question ``/oid = X and
+    /amount``: contributing (item, path) pairs — the row's own ``oid`` and ``amount``, copied into
+    the output — and the influencing items: every order of the partition (its keys ranked the
+    row), the row itself among them (its ``cust`` and ``ts``)."""
+    out = {}
+    for c in {cust for cust, _ in orders}:
+        part = [i for i, (cust, _) in enumerate(orders) if cust == c]
+        latest = max(part, key=lambda i: orders[i][1])
+        out[latest] = ({(latest, "oid"), (latest, "amount")}, set(part))
+    return out
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(orders=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40)), min_size=1, max_size=7,
+                       unique_by=lambda o: o[1]))
+def test_latest_per_partition_contributes_its_own_row(spark, tmp_path_factory, orders):
+    """``ROW_NUMBER() OVER (PARTITION BY cust ORDER BY ts DESC)`` in a CTE, ``WHERE rn = 1``,
+    joined to customers, written as JSON: each output row's own order contributes the values
+    copied into it and only influences through its keys; the partition's other orders only
+    influence; the customer's row influences (the join's condition). Checked against
+    ``_latest_reference`` over generated orders (ts distinct: one latest order per customer)."""
+    root = tmp_path_factory.mktemp("latest")
+    (root / "orders.json").write_text("".join(
+        json.dumps({"oid": i, "cust": c, "ts": t, "amount": 10.0 * i}) + "\n" for i, (c, t) in enumerate(orders)))
+    (root / "cust.json").write_text("".join(json.dumps({"cust": c, "name": f"c{c}"}) + "\n" for c in range(3)))
+    read = spark.read.schema("oid long, cust long, ts long, amount double")
+    read.json(str(root / "orders.json")).createOrReplaceTempView("latest_orders")
+    spark.read.schema("cust long, name string").json(str(root / "cust.json")).createOrReplaceTempView("latest_cust")
+    store = Store.open(str(root / "store"), spark=lambda: spark)
+    q = ("WITH ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY cust ORDER BY ts DESC) AS rn FROM latest_orders) "
+         "SELECT c.name, r.oid, r.amount FROM ranked r JOIN latest_cust c ON r.cust = c.cust WHERE rn = 1")
+    with capturing(spark, store, pipeline="latest", model=False) as cap:
+        spark.sql(q).write.json(str(root / "out"))
+    ids = _source_ids(spark, read.json(str(root / "orders.json")), "oid")
+    expected = _latest_reference(orders)
+    assert sorted(r["oid"] for r in spark.read.json(str(root / "out")).collect()) == sorted(expected)
+    for oid, (contributing, influencing) in expected.items():
+        got = trace(store, cap.runs[0].run, parse_pattern(f"/oid = {oid} and /amount"), limit=10).rows()
+        mine = [r for r in got if r[1] in ids]
+        assert {(ids[r[1]], r[2]) for r in mine if r[3] == "contributing"} == contributing
+        assert {ids[r[1]] for r in mine if r[3] == "influencing"} == influencing
+        assert {(r[2], r[3]) for r in got if r[1] not in ids} == {("cust", "influencing"), ("name", "influencing")}
+
+
 REFUSED = {
     "a column renamed twice": (
         lambda s, i: _json(s, i).select("id", "k", "v").dropDuplicates(["k"]).dropDuplicates(["v"]), "Deduplicate"),
-    "scalar subquery": (lambda s, i: s.sql("SELECT id, (SELECT max(k) FROM auto_labels) AS m FROM auto_rows"),
-                        "Project"),
+    "scalar subquery in an aggregation without GROUP BY": (
+        lambda s, i: s.sql("SELECT sum(v) / (SELECT max(k) FROM auto_labels) AS r FROM auto_rows"), "Aggregate"),
     "cogrouped applyInPandas": (
         lambda s, i: s.table("auto_rows").groupBy("k").cogroup(s.table("auto_labels").groupBy("k"))
         .applyInPandas(lambda a, b: a[["k"]], "k long"), "FlatMapCoGroupsInPandas"),
@@ -457,3 +509,41 @@ def test_an_output_is_named_as_its_readers_name_it(spark, inputs, store, tmp_pat
         ops = load_run(store, cap.runs[reader].run).operators
         assert names[writer] in {o.dataset for o in ops if o.dataset}
     assert (tmp_path / "out").is_dir() and spark.table("auto_names.named").count() == len(ROWS)
+
+
+def test_uncorrelated_scalar_subqueries(spark, inputs, store, tmp_path, source_ids):
+    """Uncorrelated scalar subqueries in a WHERE clause, a SELECT list and an aggregation's
+    SELECT list (the shapes of TPC-H Q11, Q15, Q22; one whose row count Spark does not know, as TPC-DS's
+    ``d_month_seq = (SELECT DISTINCT …)``): the same rows as the plain program; an output row is
+    built from the rows of a subquery whose value it outputs (contributing) and influenced by the
+    rows of one its filter compared against. Worked by hand over ROWS (v = id, k = id % 3): the
+    k = 2 rows (2, 5, 8) average 5.0, the label of k = 1 is 1, so only id 6 is kept; m is the max
+    of the k = 1 rows (1, 4, 7)."""
+    def program(s):
+        return s.sql("SELECT id, (SELECT max(v) FROM auto_rows WHERE k = 1) AS m FROM auto_rows "
+                     "WHERE v > (SELECT avg(v) FROM auto_rows WHERE k = 2) AND k < (SELECT k FROM auto_labels "
+                     "WHERE label = 'one')")
+
+    out = str(tmp_path / "out")
+    with capturing(spark, store, pipeline="scalar", model=False) as cap:
+        program(spark).write.parquet(out)
+    assert _rows(spark.read.parquet(out)) == _rows(program(spark)) == [(6, 7.0)]
+    ids = source_ids["json"]
+
+    got = trace(store, cap.runs[0].run, parse_pattern("/id = 6 and /m"), limit=10).rows()
+    m = {role: {(ids.get(r[1], r[0]), r[2]) for r in got if r[3] == role} for role in ("contributing", "influencing")}
+    assert m["contributing"] == {(6, "id"), (1, "v"), (4, "v"), (7, "v")}
+    # the compared rows (2, 5, 8), the filters' rows (6; 1, 4, 7: k = 1) and the label row (k = 1)
+    assert {i for i, _ in m["influencing"] if isinstance(i, int)} == {2, 5, 8, 6, 1, 4, 7}
+    assert {p for i, p in m["influencing"] if i in (2, 5, 8)} == {"k", "v"}
+    assert {p for i, p in m["influencing"] if not isinstance(i, int)} == {"k", "label"}
+    # in an aggregation's SELECT list (grouped by the value too): a group's share of the total is
+    # built from its rows' and from every row's v
+    share = "SELECT k, sum(v) / (SELECT sum(v) FROM auto_rows) AS share FROM auto_rows GROUP BY k"
+    with capturing(spark, store, pipeline="scalar", model=False) as cap:
+        spark.sql(share).write.parquet(str(tmp_path / "share"))
+    assert _rows(spark.read.parquet(str(tmp_path / "share"))) == _rows(spark.sql(share)) == \
+        [(0, 0.25), (1, 12 / 36), (2, 15 / 36)]
+    got = trace(store, cap.runs[0].run, parse_pattern("/k = 1 and /share"), limit=10).rows()
+    assert {ids[r[1]] for r in got if r[3] == "contributing" and r[2] == "v"} == set(range(9))
+    assert {ids[r[1]] for r in got if r[3] == "contributing" and r[2] == "k"} == {1, 4, 7}  # its group

@@ -10,6 +10,7 @@ breadth-first walk.
 
 from __future__ import annotations
 
+import bisect
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -153,11 +154,11 @@ class MarquezView:
 
     def _link(self, job: tuple[str, str], side: dict[tuple[str, str], list[tuple[str, str, str]]],
               dataset: tuple[str, str]) -> None:
-        nodes = side.setdefault(dataset, [])
+        nodes = side.setdefault(dataset, [])  # kept sorted: a binary search, not a scan and a sort
         node = ("job", *job)
-        if node not in nodes:
-            nodes.append(node)
-            nodes.sort()
+        at = bisect.bisect_left(nodes, node)
+        if at == len(nodes) or nodes[at] != node:
+            nodes.insert(at, node)
 
     def _namespace(self, ns: str, when: str) -> None:
         entry = self.namespaces.setdefault(ns, {"name": ns, "createdAt": when, "updatedAt": when})

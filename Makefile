@@ -77,8 +77,9 @@ test: java-check jvm neo4j ol-jar-or-note bytecode style
 test-fast: $(STAMP) bytecode
 	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark and not neo4j" $(PYTEST_ARGS)
 
-# The web UI's assets (docs/ui.md): ui/src bundled by esbuild, with the versions ui/package-lock.json
-# pins, into strata/serve/static/, which is committed (a pip install needs no Node).
+# The web UI's script (docs/ui.md): ui/src/main.js bundled by esbuild, with the versions
+# ui/package-lock.json pins, into strata/serve/static/app.js, which is committed beside the page
+# and stylesheet (a pip install needs no Node).
 ui:
 	cd ui && npm ci --no-audit --no-fund && npm run build
 

@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pyarrow.parquet as pq
@@ -36,8 +37,10 @@ def child_env(**extra: str) -> dict[str, str]:
 
 @dataclass
 class Server:
-    """A `strata serve` child process over the store at `root`."""
+    """A `strata serve` child process over the store at `root` (`command`: the subcommand, whose
+    first line names its URL)."""
 
+    command: ClassVar[str] = "serve"
     root: str
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
@@ -47,21 +50,21 @@ class Server:
 
     def start(self, timeout: float = 30.0) -> Server:
         command = [str(STRATA)] if STRATA.exists() else [sys.executable, "-m", "strata.cli"]
-        self.log_path = f"{self.root}.serve-{time.monotonic_ns()}.log"
+        self.log_path = f"{self.root}.{self.command}-{time.monotonic_ns()}.log"
         log = open(self.log_path, "w")  # noqa: SIM115 - the child writes it until it ends
-        self.proc = subprocess.Popen([*command, "--store", self.root, "serve", "--port", "0", *self.args],
+        self.proc = subprocess.Popen([*command, "--store", self.root, self.command, "--port", "0", *self.args],
                                      env=child_env(**self.env), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            m = re.search(r"strata serve: (http://\S+)", Path(self.log_path).read_text())
+            m = re.search(rf"strata {self.command}: (http://\S+)", Path(self.log_path).read_text())
             if m:
                 self.url = m.group(1)
                 break
             if self.proc.poll() is not None:
-                raise AssertionError(f"strata serve ended with {self.proc.returncode}:\n{self.log()}")
+                raise AssertionError(f"strata {self.command} ended with {self.proc.returncode}:\n{self.log()}")
             time.sleep(0.05)
         else:
-            raise AssertionError(f"strata serve did not start:\n{self.log()}")
+            raise AssertionError(f"strata {self.command} did not start:\n{self.log()}")
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200:
@@ -69,7 +72,7 @@ class Server:
             except httpx.TransportError:
                 pass
             time.sleep(0.05)
-        raise AssertionError(f"strata serve is not healthy:\n{self.log()}")
+        raise AssertionError(f"strata {self.command} is not healthy:\n{self.log()}")
 
     def log(self) -> str:
         return Path(self.log_path).read_text() if self.log_path else ""

@@ -10,20 +10,18 @@ module's `asyncio.run` would fail beside it."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-import httpx
 import pytest
 
 from support.cli import STRATA
 from support.paths import ROOT
-from support.serve import PRODUCER, SCHEMA_URL, child_env
+from support.serve import PRODUCER, SCHEMA_URL, Server, child_env
 
 ORDERS = ROOT / "examples" / "openlineage" / "orders.jsonl"
 FANOUT = 40  # jobs that read `events` at version 2: more than the page draws at once (25)
@@ -71,43 +69,14 @@ def two_version_store(root: str, work: Path) -> str:
 
 
 @dataclass
-class UiServer:
+class UiServer(Server):
     """`strata ui --no-browser --port 0` over `root`, in a child process."""
 
-    root: str
-    proc: subprocess.Popen | None = None
-    url: str = ""
-    log_path: str = ""
+    command: ClassVar[str] = "ui"
+    args: tuple[str, ...] = ("--no-browser",)
 
     def start(self, timeout: float = 60.0) -> UiServer:
-        command = [str(STRATA)] if STRATA.exists() else [sys.executable, "-m", "strata.cli"]
-        self.log_path = f"{self.root}.ui-{time.monotonic_ns()}.log"
-        log = open(self.log_path, "w")  # noqa: SIM115 - the child writes it until it ends
-        self.proc = subprocess.Popen([*command, "--store", self.root, "ui", "--port", "0", "--no-browser"],
-                                     env=child_env(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(r"strata ui: (http://\S+)", Path(self.log_path).read_text())
-            if m:
-                self.url = m.group(1)
-                try:
-                    if httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200:
-                        return self
-                except httpx.TransportError:
-                    pass
-            if self.proc.poll() is not None:
-                raise AssertionError(f"strata ui ended with {self.proc.returncode}:\n{self.log()}")
-            time.sleep(0.05)
-        raise AssertionError(f"strata ui did not start:\n{self.log()}")
-
-    def log(self) -> str:
-        return Path(self.log_path).read_text() if self.log_path else ""
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        return self.proc.wait(60)
+        return super().start(timeout)
 
 
 @pytest.fixture(scope="module")

@@ -39,13 +39,19 @@ def init_worker(server: int) -> None:
     threading.Thread(target=watch, name="strata-fold-watch", daemon=True).start()
 
 
-def commit(root: str, engine: str | None, bodies: list[dict[str, Any]]) -> tuple[int, int]:
-    """Commit these validated events (the new ones among them): (version, new events)."""
+def _store(root: str, engine: str | None) -> Store:
+    """The store this worker commits to on behalf of the server, kept open, at its newest version."""
     st = _STORES.get(root)
     if st is None:
         on_behalf(root)
         st = _STORES[root] = Store.open(root, engine=engine)
     st.refresh()
+    return st
+
+
+def commit(root: str, engine: str | None, bodies: list[dict[str, Any]]) -> tuple[int, int]:
+    """Commit these validated events (the new ones among them): (version, new events)."""
+    st = _store(root, engine)
     r = ingest_events(st, [Event("strata serve", i, b) for i, b in enumerate(bodies)],
                       f"strata serve: {len(bodies)} event(s)")
     return r.version, r.new_events
@@ -57,11 +63,7 @@ def index(root: str, engine: str | None) -> tuple[int, str]:
     from store.engine import Engine  # deferred: the index build's modules
     from store.indexing import choose_builder, update_index  # deferred: the index build's modules
 
-    st = _STORES.get(root)
-    if st is None:
-        on_behalf(root)
-        st = _STORES[root] = Store.open(root, engine=engine)
-    st.refresh()
+    st = _store(root, engine)
     choice = choose_builder(st)
     if choice.engine is not Engine.LOCAL:
         return st.version, f"left to `strata index`: {choice.reason}"

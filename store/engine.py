@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import enum
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,14 +148,41 @@ def choose(setting: Engine, *, on_this_machine: bool, cluster: str | None, reads
     return Choice(Engine.LOCAL, f"{size}within the local limit of {local_rows:,} rows")
 
 
+_DATABASE: Any = None  # the process's in-memory DuckDB database (see duckdb_connect)
+_DATABASE_PID = 0
+_DATABASE_LOCK = threading.Lock()
+
+
 def duckdb_connect():
-    """A DuckDB connection for the local engine: in memory, every core, and no progress bar of
-    DuckDB's own (it would draw over the CLI's progress and output on a terminal)."""
+    """A DuckDB connection for the local engine, with no progress bar of DuckDB's own (it would
+    draw over the CLI's progress and output on a terminal).
+
+    Every connection is a cursor of one in-memory database per process, using every core:
+    opening a database costs about 20 ms, a cursor well under 1 ms. Cursors are independent
+    connections (safe across threads); what a caller keeps in it must be connection-local —
+    temporary tables (`temp_table`) and registered relations — and goes when the cursor does.
+    A forked child opens a database of its own."""
+    global _DATABASE, _DATABASE_PID
     import duckdb  # deferred: only this path needs duckdb
 
-    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    with _DATABASE_LOCK:
+        if _DATABASE is None or _DATABASE_PID != os.getpid():
+            _DATABASE = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+            _DATABASE_PID = os.getpid()
+        con = _DATABASE.cursor()
     con.execute("SET enable_progress_bar = false")
     return con
+
+
+def temp_table(con, name: str, rel) -> None:
+    """Materialize DuckDB relation `rel` as temporary table `name` of connection `con` (seen by
+    that connection only, dropped with it: the database is shared, see `duckdb_connect`)."""
+    source = f"__source_{name}"
+    con.register(source, rel)
+    try:
+        con.execute(f'CREATE TEMP TABLE "{name}" AS FROM "{source}"')
+    finally:
+        con.unregister(source)
 
 
 class StoreEngine(abc.ABC):

@@ -25,7 +25,7 @@ from iql.physical import ExpressionCompiler, aggregate_calls, marks_needed, top
 from iql.plan import cname, out_name
 from store import schema as S
 from store.duckdb import semantics as LS
-from store.engine import Engine
+from store.engine import Engine, temp_table
 
 _TYPES = {
     A.ValueType.STRING: "VARCHAR",
@@ -144,7 +144,7 @@ class DuckDBExecutor(ExpressionCompiler):
                 table = self.tables.scans[key] = df.to_arrow_table()
             else:
                 table = self.tables.scans[key] = f"__scan{next(_TABLES)}"
-                df.create(table)
+                temp_table(self.con, table, df)
             return self._known(table)
         return df
 
@@ -226,7 +226,7 @@ class DuckDBExecutor(ExpressionCompiler):
             rows = df.to_arrow_table()
             return Held(self._known(rows), rows)
         table = f"__held{next(_TABLES)}"
-        df.create(table)
+        temp_table(self.con, table, df)
         self._temp.append(table)
         return Held(self._known(table))
 

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from store import schema as S
-from store.engine import duckdb_connect
+from store.engine import duckdb_connect, temp_table
 from store.errors import StoreError
 from store.segments import parquet_files
 
@@ -129,7 +129,7 @@ class LocalTables:
                 held = None
                 if self.rows(name) <= MEMORY_ROWS:
                     held = f"held_{len(self._memory)}"
-                    self._parquet(name).create(held)
+                    temp_table(self.con, held, self._parquet(name))
                 self._memory[name] = held
         held = self._memory[name]
         return self.con.table(held) if held is not None else self._parquet(name)

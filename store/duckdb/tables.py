@@ -67,7 +67,7 @@ MEMORY_ROWS = 100_000
 class LocalTables:
     """The committed tables of one version of a local store, as DuckDB relations.
 
-    One in-memory DuckDB connection per instance; small tables are held in memory after their
+    One DuckDB connection per instance (`duckdb_connect`); small tables are held in memory after their
     first read, larger ones are read from their files by each query (see `relation`).
     """
 

@@ -59,6 +59,7 @@ class Capture:
     tracker: Tracker
     runs: list = field(default_factory=list)
     program: dict | None = None  # the script captured (script, args, cwd): recorded with each run
+    writes: int = 0  # writes the program made so far, captured or refused (a replay counts them alike)
 
     def write(self, df, target: str, fmt: str, mode: str, options: dict[str, str],
               table: tuple[str, str] | None = None, sink=None, source=None):
@@ -67,9 +68,10 @@ class Capture:
         ``sink(result)``, when given: the program's own write of the result). ``source(tracker)``,
         when given, is the tracked DataFrame itself (a write whose rows are one input's)."""
         t = self.tracker
+        self.writes += 1
         tracker = Tracker(df.sparkSession, t.store, pipeline=t.pipeline, model=t.model)
         if self.program is not None:
-            tracker.program = {**self.program, "write": len(self.runs) + 1}
+            tracker.program = {**self.program, "write": self.writes}
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
             try:
                 tdf = translate(tracker, df) if source is None else source(tracker)

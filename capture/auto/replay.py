@@ -93,13 +93,12 @@ class _Replay(Capture):
 
     target: int = 0
     on_write: Callable | None = None
-    seen: int = 0
     result: object = None
     error: BaseException | None = None
 
     def write(self, df, target, fmt, mode, options, table=None, sink=None, source=None):
-        self.seen += 1
-        if self.seen != self.target:
+        self.writes += 1
+        if self.writes != self.target:
             return None  # an earlier write of the program: not made
         spark = df.sparkSession
 
@@ -152,8 +151,8 @@ def run_write(program: Mapping, on_write: Callable) -> object:
         SparkSession.stop = stop
     if rep.error is not None:
         raise rep.error
-    if rep.seen < rep.target:
-        raise ReplayFailed(f"{script} made {rep.seen} writes on replay: the run was made by its write {rep.target}",
+    if rep.writes < rep.target:
+        raise ReplayFailed(f"{script} made {rep.writes} writes on replay: the run was made by its write {rep.target}",
                            hint="the script or its inputs changed since the run")
     return rep.result
 

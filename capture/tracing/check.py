@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -39,8 +40,7 @@ FAILED = (DIFFERS, MISSING)
 _MARK = "\x00op"  # a source operator's dataset while tracing for a replay: the operator, not the dataset
 
 # values computed anew every run: a replay cannot give them again
-_RANDOM = ("rand(", "randn(", "random(", "uuid(", "shuffle(", "monotonically_increasing_id(",
-           "spark_partition_id(", "try_random")
+_RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(")
 
 Keep = dict[int, set[int]]  # source operator id -> item ids
 
@@ -134,7 +134,7 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> tuple[str
         if op.method == "sample":
             return (f"operator {oid} is a sample: which rows it keeps is drawn per partition, so on other "
                     "rows it keeps others"), ()
-        drawn = [f.rstrip("(") for f in _RANDOM if f in text]
+        drawn = sorted(set(_RANDOM.findall(text)))
         if drawn and op.type is not OpType.SOURCE:
             return (f"operator {oid} ({op.method}) computes values with {', '.join(drawn)}(): drawn anew every "
                     "run"), ()

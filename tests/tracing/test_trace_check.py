@@ -19,8 +19,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from capture import capturing
+from capture import OperatorProv, OpInput, OpType, capturing
 from capture.tracing import check, parse_pattern
+from capture.tracing.check import exactness
 from store import Store
 from store.errors import UserError
 from strata.cli import main
@@ -154,3 +155,21 @@ def test_a_run_without_a_recorded_program_is_refused(spark, tmp_path):
         spark.createDataFrame([(1, "a")], "k long, v string").write.parquet(str(tmp_path / "out"))
     with pytest.raises(UserError, match="records no program to replay"):
         check(store, None, parse_pattern("/k"))
+
+
+def test_samples_and_random_values_are_not_checkable_a_limit_is_weaker():
+    src = OperatorProv(1, OpType.SOURCE, "read.json", (), (), detail="json x", dataset="x")
+
+    def on(op: OperatorProv):
+        return exactness((src, op), 2)
+
+    def one(type_, method, detail=""):
+        return OperatorProv(2, type_, method, (OpInput(1, None),), None, detail=detail)
+
+    why, weaker = on(one(OpType.FILTER, "sample", "Sample 0.0, 0.5, false, 7"))
+    assert why.startswith("operator 2 is a sample") and weaker == ()
+    why, _ = on(one(OpType.SELECT, "select", "Project [a#1, rand(7) AS r#2]"))
+    assert why.startswith("operator 2 (select) computes values with rand()")
+    assert on(one(OpType.SELECT, "select", "Project [p_brand(a#1) AS b#2, operand#3]")) == (None, ())
+    why, weaker = on(one(OpType.LIMIT, "limit", "GlobalLimit 3"))
+    assert why is None and len(weaker) == 1 and weaker[0].startswith("operator 2 (limit) keeps the first rows only")

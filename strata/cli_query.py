@@ -11,7 +11,7 @@ import click
 
 import iql
 from iql.result import format_csv, format_json, format_table, trace_tree
-from strata.app import store_of
+from strata.app import App, store_of
 
 
 def render(result: iql.Result, fmt: str) -> str:
@@ -98,7 +98,6 @@ def _check(ctx: click.Context, pattern, run: str | None, limit: int | None) -> N
     replayed script starts its own session as under `strata capture` (`strata.spark.job_spark`)."""
     from capture.tracing import check  # deferred: it loads lark, numpy, pyarrow
     from store.spark.session import parse_conf  # deferred: only a check needs it
-    from strata.app import App
     from strata.spark import job_spark  # deferred: only a check starts the job's Spark
 
     app = ctx.find_object(App) or ctx.ensure_object(App)

@@ -1,5 +1,5 @@
 """Replaying a captured run's program on chosen input items (the Spark side of
-capture/tracing/check.py, which decides what to replay and judges what comes out).
+capture/tracing/checking.py, which decides what to replay and judges what comes out).
 
 A run captured from a script records the script, its arguments, its working folder and which of
 its writes made the run (table ``capture_programs``). :func:`replay` runs that script again in

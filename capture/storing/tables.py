@@ -19,7 +19,7 @@
   tables by it (capture/storing/ol_names.py). Stores written before it have none;
 * ``capture_programs`` (:data:`PROGRAMS`, :data:`PROGRAMS_SCHEMA`): one row per run captured from
   a script (``strata capture``): the script, its arguments, the working folder and which of its
-  writes made the run, so the run can be replayed (capture/tracing/check.py). Runs captured
+  writes made the run, so the run can be replayed (capture/tracing/checking.py). Runs captured
   otherwise, or before it, have none;
 * ``capture_runs`` (:data:`RUNS`, :data:`RUNS_SCHEMA`): one row per run (pipeline, output,
   times, result items, the slots saying where each operator's associations sit in the annotated

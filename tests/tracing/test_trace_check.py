@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from capture import OperatorProv, OpInput, OpType, capturing
 from capture.tracing import check, parse_pattern
-from capture.tracing.check import exactness
+from capture.tracing.checking import exactness
 from store import Store
 from store.errors import UserError
 from strata.cli import main

@@ -30,7 +30,7 @@ from capture.ids import item_hex
 from capture.operators import OperatorProv, OpType
 from capture.storing.runs import RunHead, read_head, read_program
 from capture.tracing.backtrace import backtrace_rows
-from capture.tracing.entry import _wing
+from capture.tracing.entry import wing
 from capture.tracing.pattern import Pattern
 from store.engine import Engine
 from store.errors import UserError
@@ -227,7 +227,7 @@ def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
         raise UserError(f"run {head.run!r} records no program to replay: only runs captured from a script with "
                         "`strata capture` can be checked (runs captured before programs were recorded cannot)",
                         hint="capture the script again with strata capture -- SCRIPT.py [ARGS...]")
-    rows = _wing(store, head, engine).matched_rows(store, head, pattern, limit, True)
+    rows = wing(store, head, engine).matched_rows(store, head, pattern, limit, True)
     if not rows:
         return Check(head.run, program, (), 0, seconds=time.perf_counter() - t0)
     why_not, weaker = exactness(head.operators, head.result_oid)

@@ -21,13 +21,15 @@ import runpy
 import sys
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from capture.auto.hooks import Capture, hooked
 from capture.auto.plan import translate
+from capture.ids import REPLAY_ID
 from capture.storing.commit import output_name
 from capture.storing.runs import RunHead
 from capture.storing.stored import opened
@@ -35,11 +37,11 @@ from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.tracker import Tracker
 from store.errors import StrataError, UserError
 
-CHECK_ID = "__strata_check_id"  # the replayed rows' item ids
 _MAX_ROWS = 10_000  # replayed rows brought back per request
 _ISIN = 500  # at most this many ids are kept by an IN list; more by a broadcast semi join
 
-Keep = Mapping[int, Collection[int]]  # source operator id -> the item ids it keeps
+Keep = Mapping[int, Collection[int] | None]  # source operator id -> the item ids it keeps (None: all)
+T = TypeVar("T")
 
 
 class ReplayFailed(StrataError):
@@ -52,8 +54,8 @@ class _Stop(BaseException):
 
 
 class ReplayTracker(Tracker):
-    """A tracker whose sources keep only the item ids of ``keep`` (source operator id -> ids;
-    a source not named keeps nothing). Operator ids are given as the capture gave them (a fresh
+    """A tracker whose sources keep only the item ids of ``keep`` (source operator id -> ids,
+    None for all; a source not named keeps nothing). Operator ids are given as the capture gave them (a fresh
     tracker per write, in plan order), so ``keep`` names the run's own source operators."""
 
     def __init__(self, spark, keep: Keep):
@@ -63,7 +65,9 @@ class ReplayTracker(Tracker):
     def _source(self, df: DataFrame, dataset: str, method: str, detail: str, ids, internal: tuple[str, ...] = (),
                 locator=None) -> TrackedDataFrame:
         tdf = super()._source(df, dataset, method, detail, ids, internal, locator)
-        kept = sorted(self.keep.get(tdf.oid, ()))
+        if tdf.oid in self.keep and self.keep[tdf.oid] is None:
+            return tdf  # read whole
+        kept = sorted(self.keep.get(tdf.oid) or ())
         ann = tdf.annotated
         col = F.col(f"`{tdf.id_column}`")
         if len(kept) <= _ISIN:
@@ -74,17 +78,34 @@ class ReplayTracker(Tracker):
         return TrackedDataFrame(self, ann, tdf.oid, tdf.id_column, ())
 
 
-@dataclass
-class Replayed:
-    """What a replay gave: the write's target, the run's stored rows of the requested items and,
-    per request, the rows that came out (each with its item id under :data:`CHECK_ID`)."""
+class Replayer:
+    """The run's write, reached on replay: :meth:`run` replays it on chosen input items."""
 
-    target: str  # the dataset the program's write goes to now (the run's own naming)
-    visible: list[str]
-    expected: dict[int, dict]  # result item id -> its stored visible values
-    got: list[list[dict]] = field(default_factory=list)  # per request
-    seconds: list[float] = field(default_factory=list)  # per request
-    operators: list[tuple] = field(default_factory=list)  # the replayed plan's (oid, type, method, dataset)
+    def __init__(self, build: Callable[[Keep], TrackedDataFrame], target: str, store, head: RunHead):
+        self._build = build
+        self.target = target  # the dataset the program's write goes to now (the run's own naming)
+        self._stored = opened(store, head)
+        self.visible: list[str] = self._stored.visible  # the result's visible columns
+        self.operators: list[tuple] | None = None  # the replayed plan's (oid, type, method, dataset)
+
+    def expected(self, ids: Collection[int]) -> dict[int, dict]:
+        """The run's stored visible values of result items ``ids`` (one Spark job)."""
+        st = self._stored
+        if not ids:
+            return {}
+        rows = st.result.filter(F.col(f"`{st.id_col}`").isin(sorted(ids))).select(st.id_col, *self.visible).collect()
+        return {r[0]: dict(zip(self.visible, (_py(v) for v in tuple(r)[1:]), strict=True)) for r in rows}
+
+    def run(self, keep: Keep) -> tuple[list[dict], float]:
+        """The written DataFrame's plan with each source keeping ``keep``'s ids (None: all its
+        rows; a source not named: none): the rows that come out (at most 10,000; each with its
+        item id under :data:`REPLAY_ID`) and the seconds it took."""
+        t0 = time.perf_counter()
+        tdf = self._build(keep)
+        if self.operators is None:
+            self.operators = [(o.oid, o.type.value, o.method, o.dataset) for o in tdf.tracker.operators(tdf)]
+        rows = tdf.with_item_ids(REPLAY_ID).limit(_MAX_ROWS).collect()
+        return [_plain(r, self.visible) for r in rows], time.perf_counter() - t0
 
 
 @dataclass
@@ -157,31 +178,12 @@ def run_write(program: Mapping, on_write: Callable) -> object:
     return rep.result
 
 
-def replay(program: Mapping, store, head: RunHead,
-           requests: Callable[[list[str]], list[tuple[int, Keep]]]) -> Replayed:
-    """Replay run ``head``'s write of ``program`` once per request. ``requests(visible)`` (called
-    once the result's visible columns are known) gives, per request, the result item it is for and
-    what the replay's sources keep. Returns the run's stored values of those items and what each
-    replay gave."""
+def replay(program: Mapping, store, head: RunHead, session: Callable[[Replayer], T]) -> T:
+    """Run ``program``'s script up to run ``head``'s write and there return ``session(replayer)``:
+    the caller replays the write as often as it likes (:class:`Replayer`)."""
 
-    def on_write(build, spark, target: str) -> Replayed:
-        stored = opened(store, head)
-        visible = stored.visible
-        asked = requests(visible)
-        ids = sorted({item for item, _ in asked})
-        rows = stored.result.filter(F.col(f"`{stored.id_col}`").isin(ids)).select(
-            stored.id_col, *visible).collect() if ids else []
-        out = Replayed(target, visible, {r[0]: dict(zip(visible, (_py(v) for v in r[1:]), strict=True))
-                                         for r in (tuple(x) for x in rows)})
-        for _, keep in asked:
-            t0 = time.perf_counter()
-            tdf = build(keep)
-            if not out.operators:
-                out.operators = [(o.oid, o.type.value, o.method, o.dataset) for o in tdf.tracker.operators(tdf)]
-            df = tdf.with_item_ids(CHECK_ID)
-            out.got.append([_plain(r, visible) for r in df.limit(_MAX_ROWS).collect()])
-            out.seconds.append(time.perf_counter() - t0)
-        return out
+    def on_write(build, spark, target: str):
+        return session(Replayer(build, target, store, head))
 
     return run_write(program, on_write)
 
@@ -190,7 +192,7 @@ def _plain(row, visible: list[str]) -> dict:
     """A replayed row as a dict: the visible values by position (a name may repeat) and its id."""
     values = tuple(row)
     d = dict(zip(visible, (_py(v) for v in values[:-1]), strict=True))
-    d[CHECK_ID] = values[-1]
+    d[REPLAY_ID] = values[-1]
     return d
 
 

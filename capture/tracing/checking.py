@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from capture.ids import item_hex
+from capture.ids import REPLAY_ID, item_hex
 from capture.operators import OperatorProv, OpType
 from capture.storing.runs import RunHead, read_head, read_program
 from capture.tracing.backtrace import backtrace_rows
@@ -42,7 +42,9 @@ _MARK = "\x00op"  # a source operator's dataset while tracing for a replay: the 
 # values computed anew every run: a replay cannot give them again
 _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(")
 
-Keep = dict[int, set[int]]  # source operator id -> item ids
+Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
+_SEMI = re.compile(r"Join (LeftSemi|LeftAnti|ExistenceJoin)")
+_JOINS = {"LeftSemi": "a left semi join", "LeftAnti": "a left anti join"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class ItemCheck:
     verdict: str  # OK, WEAKER, DIFFERS, MISSING or NOT_CHECKABLE
     expected: dict | None  # its stored values
     got: dict | None  # the replayed row with its id (None: none came out)
-    inputs: dict[str, int]  # dataset -> input items given to the replay
+    inputs: dict[str, int]  # dataset -> input items given to the replay (-1: read whole)
     notes: tuple[str, ...] = ()  # the differing columns, what came out instead, the reason
     seconds: float = 0.0
 
@@ -62,12 +64,12 @@ class ItemCheck:
         return self.verdict in FAILED
 
     def line(self) -> str:
-        given = ", ".join(f"{_short(d)}: {n}" for d, n in sorted(self.inputs.items()))
+        given = ", ".join(f"{_short(d)}: {'all' if n < 0 else n}" for d, n in sorted(self.inputs.items()))
         head = f"{self.verdict:<13} item {item_hex(self.item_id)}"
         if self.expected is not None:
             head += f" {_cut(_show(self.expected), 70)}"
         if self.verdict != NOT_CHECKABLE:
-            head += f"  <- {sum(self.inputs.values())} input items ({given or 'none'})"
+            head += f"  <- {sum(n for n in self.inputs.values() if n > 0)} input items ({given or 'none'})"
         return "\n".join([head, *("    " + n for n in self.notes)])
 
 
@@ -114,35 +116,62 @@ class Check:
 
 
 # ---- what a replay can promise -------------------------------------------------------------
-def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> tuple[str | None, tuple[str, ...]]:
-    """``(why not checkable or None, why not exact...)`` for the plan below ``result_oid``: a
-    sample or a value drawn at random cannot be replayed on other rows (not checkable); after a
-    LIMIT the item comes out of its own inputs, but that it is among the first n is not checked
-    (the rows before it are not in its trace): the weaker statement, its row with the same
-    values, is checked."""
-    ops = {o.oid: o for o in operators}
-    seen, todo = set(), [result_oid]
+@dataclass(frozen=True)
+class Exactness:
+    """What a replay of the plan can promise: ``not_checkable`` (why, or None), ``weaker`` (why
+    the replay is not exact, each with what is checked instead) and ``whole``: the source
+    operators the replay reads whole (the right side of semi and anti joins)."""
+
+    not_checkable: str | None = None
+    weaker: tuple[str, ...] = ()
+    whole: frozenset[int] = frozenset()
+
+
+def _below(ops: dict[int, OperatorProv], start: int) -> set[int]:
+    seen, todo = set(), [start]
     while todo:
         oid = todo.pop()
         if oid in ops and oid not in seen:
             seen.add(oid)
             todo.extend(i.pred for i in ops[oid].inputs)
+    return seen
+
+
+def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness:
+    """What a replay of the plan below ``result_oid`` can promise. A sample or a value drawn at
+    random cannot be replayed on other rows (not checkable). After a LIMIT the item comes out of
+    its own inputs, but that it is among the first n is not checked (the rows before it are not in
+    its trace): the weaker statement, its row with the same values, is. A left semi or anti join
+    (EXISTS, IN, NOT EXISTS, NOT IN, INTERSECT, EXCEPT) keeps a left row by whether right rows
+    match, and capture records the left item only: its right side's sources are read whole."""
+    ops = {o.oid: o for o in operators}
     weaker: list[str] = []
-    for oid in sorted(seen):
+    whole: set[int] = set()
+    for oid in sorted(_below(ops, result_oid)):
         op = ops[oid]
         text = (op.detail or "").lower()
         if op.method == "sample":
-            return (f"operator {oid} is a sample: which rows it keeps is drawn per partition, so on other "
-                    "rows it keeps others"), ()
+            return Exactness(f"operator {oid} is a sample: which rows it keeps is drawn per partition, so on "
+                             "other rows it keeps others")
         drawn = sorted(set(_RANDOM.findall(text)))
         if drawn and op.type is not OpType.SOURCE:
-            return (f"operator {oid} ({op.method}) computes values with {', '.join(drawn)}(): drawn anew every "
-                    "run"), ()
+            return Exactness(f"operator {oid} ({op.method}) computes values with {', '.join(drawn)}(): drawn "
+                             "anew every run")
         if op.type is OpType.LIMIT:
             weaker.append(f"operator {oid} ({op.method}) keeps the first rows only: the rows ranked before an "
                           "item (or tied with it) are not in its trace, so that it is among them is not checked; "
                           "checked: its row comes out of its own inputs with the same values")
-    return None, tuple(weaker)
+        kind = _SEMI.match(op.detail or "")
+        if op.type is OpType.JOIN and kind and len(op.inputs) == 2:
+            right = sorted(o for o in _below(ops, op.inputs[1].pred) if ops[o].type is OpType.SOURCE)
+            whole.update(right)
+            names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
+            what = _JOINS.get(kind.group(1), "an existence join")
+            weaker.append(f"operator {oid} is {what} (EXISTS, IN, NOT EXISTS, NOT IN): "
+                          "it keeps a row by whether right rows match, and the trace does not name those rows "
+                          f"(capture records the left item only); checked: the item comes out of its traced "
+                          f"inputs with its right side read whole: {names or 'no source'}")
+    return Exactness(None, tuple(weaker), frozenset(whole))
 
 
 # ---- the inputs of one item ------------------------------------------------------------------
@@ -185,10 +214,10 @@ def same(a, b, unordered: bool = False) -> bool:
 
 
 def _verdict(item_id: int, expected: dict | None, rows: list[dict], inputs: dict[str, int], visible: list[str],
-             weaker: bool, id_col: str, seconds: float) -> ItemCheck:
+             weaker: bool, seconds: float) -> ItemCheck:
     if expected is None:
         return ItemCheck(item_id, NOT_CHECKABLE, None, None, inputs, ("its stored row was not found",), seconds)
-    mine = [r for r in rows if r.get(id_col) == item_id]
+    mine = [r for r in rows if r.get(REPLAY_ID) == item_id]
     if not mine:
         alike = [r for r in rows if all(same(expected[c], r.get(c)) for c in visible)]
         if alike:
@@ -230,40 +259,70 @@ def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     rows = wing(store, head, engine).matched_rows(store, head, pattern, limit, True)
     if not rows:
         return Check(head.run, program, (), 0, seconds=time.perf_counter() - t0)
-    why_not, weaker = exactness(head.operators, head.result_oid)
-    if why_not is not None:
-        items = tuple(ItemCheck(r["id"], NOT_CHECKABLE, None, None, {}, (why_not,)) for r in rows)
-        return Check(head.run, program, items, len(rows), seconds=time.perf_counter() - t0)
-    names = {o.oid: o.dataset or f"op{o.oid}" for o in head.operators if o.type is OpType.SOURCE}
-    keeps: list[Keep] = []
+    plan = exactness(head.operators, head.result_oid)
 
-    def requests(visible: list[str]) -> list[tuple[int, Keep]]:
-        for r in rows:
-            keep = item_inputs(r, head, visible)
-            keeps.append(tamper(r["id"], keep) if tamper is not None else keep)
-        return [(r["id"], k) for r, k in zip(rows, keeps, strict=True)]
-
-    from capture.auto.replay import CHECK_ID, replay  # deferred: the replay runs Spark
-
-    done = replay(program, store, head, requests)
-    if done.target != head.output[0]:
-        why = (f"the program's write {program['write']} goes to {done.target} now, the run wrote {head.output[0]}: "
-               "the script or its arguments changed")
+    def none(why: str, weaker: tuple[str, ...] = ()) -> Check:
         items = tuple(ItemCheck(r["id"], NOT_CHECKABLE, None, None, {}, (why,)) for r in rows)
         return Check(head.run, program, items, len(rows), weaker, time.perf_counter() - t0)
+
+    if plan.not_checkable is not None:
+        return none(plan.not_checkable)
+    from capture.auto.replay import replay  # deferred: the replay runs Spark
+
+    items = replay(program, store, head, lambda replayer: _session(replayer, head, rows, plan, tamper))
+    if isinstance(items, str):
+        return none(items, plan.weaker)
+    return Check(head.run, program, items, len(rows), plan.weaker, time.perf_counter() - t0)
+
+
+def _session(replayer, head: RunHead, rows: list[dict], plan: Exactness,
+             tamper: Callable[[int, Keep], Keep] | None) -> tuple[ItemCheck, ...] | str:
+    """At the run's write: each item replayed on its traced inputs and judged; a failed one
+    replayed again with each source read whole in turn, to say whose items its trace misses.
+    A string: why nothing can be checked (the script changed)."""
+    if replayer.target != head.output[0]:
+        return (f"the program's write goes to {replayer.target} now, the run wrote {head.output[0]}: the script "
+                "or its arguments changed")
+    sources = {o.oid: o.dataset or f"op{o.oid}" for o in head.operators if o.type is OpType.SOURCE}
+    expected = replayer.expected([r["id"] for r in rows])
     stored = [(o.oid, o.type.value, o.method, o.dataset) for o in sorted(head.operators, key=lambda o: o.oid)]
-    if done.operators and done.operators != stored:
-        why = "the program's plan is not the run's any more (other operators): the script or its inputs changed"
-        items = tuple(ItemCheck(r["id"], NOT_CHECKABLE, None, None, {}, (why,)) for r in rows)
-        return Check(head.run, program, items, len(rows), weaker, time.perf_counter() - t0)
-    items = []
-    for r, keep, got, took in zip(rows, keeps, done.got, done.seconds, strict=True):
+    out = []
+    for r in rows:
+        keep: Keep = item_inputs(r, head, replayer.visible)
+        keep.update(dict.fromkeys(plan.whole))
+        if tamper is not None:
+            keep = tamper(r["id"], keep)
+        got, took = replayer.run(keep)
+        if replayer.operators != stored:
+            return "the program's plan is not the run's any more (other operators): the script or its inputs changed"
         inputs: dict[str, int] = {}
         for oid, ids in keep.items():
-            inputs[names.get(oid, f"op{oid}")] = inputs.get(names.get(oid, f"op{oid}"), 0) + len(ids)
-        items.append(_verdict(r["id"], done.expected.get(r["id"]), got, inputs, done.visible, bool(weaker),
-                              CHECK_ID, took))
-    return Check(head.run, program, tuple(items), len(rows), weaker, time.perf_counter() - t0)
+            name = sources.get(oid, f"op{oid}")
+            inputs[name] = -1 if ids is None or inputs.get(name) == -1 else inputs.get(name, 0) + len(ids)
+        one = _verdict(r["id"], expected.get(r["id"]), got, inputs, replayer.visible, bool(plan.weaker), took)
+        if one.failed:
+            one = replace(one, notes=one.notes + (_needed(replayer, one, keep, sources),))
+        out.append(one)
+    return tuple(out)
+
+
+def _needed(replayer, item: ItemCheck, keep: Keep, sources: dict[int, str]) -> str:
+    """Which inputs the item needs beyond its trace: the sources that, read whole (the others as
+    traced), give the item back; else whether all inputs read whole do."""
+    fixes = []
+    for oid in sorted(sources):
+        if keep.get(oid, ()) is None:
+            continue
+        got, _ = replayer.run({**keep, oid: None})
+        if _verdict(item.item_id, item.expected, got, {}, replayer.visible, False, 0).verdict in (OK, WEAKER):
+            fixes.append(f"{_short(sources[oid])} (operator {oid})")
+    if fixes:
+        return ("it comes out right when the whole input of " + " or of ".join(fixes)
+                + " is given: its trace misses items of it")
+    got, _ = replayer.run(dict.fromkeys(sources))
+    if _verdict(item.item_id, item.expected, got, {}, replayer.visible, False, 0).verdict in (OK, WEAKER):
+        return "it comes out right only when more than one input is given whole: its trace misses items of several"
+    return "it does not come out right even from the whole input: the program or its inputs changed since the run"
 
 
 # ---- rendering -------------------------------------------------------------------------------

@@ -51,6 +51,9 @@ scores = spark.read.json(sys.argv[1])
 scores.orderBy(F.desc("score")).limit(3).write.mode("overwrite").parquet(sys.argv[2] + "/top")
 ranked = scores.withColumn("rk", F.rank().over(Window.partitionBy("g").orderBy(F.desc("score"))))
 ranked.filter("rk <= 2").write.mode("overwrite").parquet(sys.argv[2] + "/ranked")
+scores.createOrReplaceTempView("scores")
+spark.sql("SELECT name, g FROM scores s WHERE EXISTS (SELECT 1 FROM scores t WHERE t.g = s.g AND t.score > s.score)"
+          ).write.mode("overwrite").parquet(sys.argv[2] + "/beaten")
 '''
 
 ORDERS = [{"cust": c, "amount": a, "item": i} for c, a, i in
@@ -114,6 +117,7 @@ def test_an_input_left_out_fails_and_says_where(runs):
     assert item.verdict == "differs" and not done.passed, done.render()
     assert any(n.startswith("column total: expected 29.5, got") for n in item.notes), item.notes
     assert any(n.startswith("column n: expected 3, got 2") for n in item.notes), item.notes
+    assert item.notes[-1].startswith("it comes out right when the whole input of orders.json (operator"), item.notes
 
     gone = check(store, by_country, parse_pattern("/country = 'de'"), tamper=lambda i, keep: {})
     [item] = gone.items
@@ -123,7 +127,7 @@ def test_an_input_left_out_fails_and_says_where(runs):
 
 
 def test_order_by_limit_with_ties_is_a_weaker_check(runs):
-    store, _, (top, ranked), _ = runs
+    store, _, (top, ranked, _), _ = runs
     done = check(store, top, parse_pattern("/name"))
     assert len(done.items) == 3 and done.passed, done.render()
     assert {i.verdict for i in done.items} == {"weaker"}
@@ -166,10 +170,22 @@ def test_samples_and_random_values_are_not_checkable_a_limit_is_weaker():
     def one(type_, method, detail=""):
         return OperatorProv(2, type_, method, (OpInput(1, None),), None, detail=detail)
 
-    why, weaker = on(one(OpType.FILTER, "sample", "Sample 0.0, 0.5, false, 7"))
-    assert why.startswith("operator 2 is a sample") and weaker == ()
-    why, _ = on(one(OpType.SELECT, "select", "Project [a#1, rand(7) AS r#2]"))
-    assert why.startswith("operator 2 (select) computes values with rand()")
-    assert on(one(OpType.SELECT, "select", "Project [p_brand(a#1) AS b#2, operand#3]")) == (None, ())
-    why, weaker = on(one(OpType.LIMIT, "limit", "GlobalLimit 3"))
-    assert why is None and len(weaker) == 1 and weaker[0].startswith("operator 2 (limit) keeps the first rows only")
+    plan = on(one(OpType.FILTER, "sample", "Sample 0.0, 0.5, false, 7"))
+    assert plan.not_checkable.startswith("operator 2 is a sample") and plan.weaker == ()
+    plan = on(one(OpType.SELECT, "select", "Project [a#1, rand(7) AS r#2]"))
+    assert plan.not_checkable.startswith("operator 2 (select) computes values with rand()")
+    plan = on(one(OpType.SELECT, "select", "Project [p_brand(a#1) AS b#2, operand#3]"))
+    assert plan.not_checkable is None and plan.weaker == ()
+    plan = on(one(OpType.LIMIT, "limit", "GlobalLimit 3"))
+    assert plan.not_checkable is None and len(plan.weaker) == 1
+    assert plan.weaker[0].startswith("operator 2 (limit) keeps the first rows only")
+
+
+def test_exists_reads_its_subquery_whole_and_says_so(runs):
+    store, _, (_, _, beaten), _ = runs
+    done = check(store, beaten, parse_pattern("/name"))
+    # b, c (beaten by a) and e, f, g (by d): each traced to its own row only
+    assert sorted(i.expected["name"] for i in done.items) == ["b", "c", "e", "f", "g"]
+    assert {i.verdict for i in done.items} == {"weaker"}, done.render()
+    assert len(done.weaker) == 1 and "left semi join" in done.weaker[0] and "scores.json (operator" in done.weaker[0]
+    assert all(-1 in i.inputs.values() for i in done.items)  # the subquery's input: read whole

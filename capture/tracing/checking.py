@@ -7,7 +7,9 @@ contributing and influencing, per source operator -- are what the replay's sourc
 run's program is run again on them (capture/auto/replay.py: the script up to the run's write,
 translated as at the capture). The replayed row with the item's id is compared with the stored
 one, column by column. Where the program's meaning makes the replay not exact (a LIMIT, a sample,
-a value drawn at random: :func:`exactness`), the check says so and what it checks instead.
+a value drawn at random, a semi or anti join: :func:`exactness`), the check says so and what it
+checks instead. A failed item is replayed again with each source read whole in turn, to say
+whose items its trace misses.
 
 Verdicts: ``ok``; ``weaker`` (passed the weaker statement the plan allows); ``differs`` (the item
 came out with other values: which columns, expected and got); ``missing`` (no row with its id:

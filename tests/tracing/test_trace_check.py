@@ -5,9 +5,11 @@ come out with the same values.
 Two scripts, captured as `strata capture` captures them (in this process, the suite's session):
 a join + aggregation over JSON Lines and CSV (after a first write of the same script, so the
 replay finds the run's write by its number), whose items all pass; and an ORDER BY ... LIMIT
-with ties plus a window rank, where the LIMIT makes the replay a weaker check and says so. A trace
-tampered with (an input left out of the replay) fails, with the column and the values; a run
-captured without a script cannot be checked and says why.
+with ties, a window rank and an EXISTS subquery, where the LIMIT and the semi join make the
+replay a weaker check and say so. A trace tampered with (an input left out of the replay) fails,
+with the column, the values and the input it needed; so does an input rewritten since the run
+(`strata trace --check` exits with 1); a run captured without a script cannot be checked and
+says why.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import runpy
 import sys
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -189,3 +193,20 @@ def test_exists_reads_its_subquery_whole_and_says_so(runs):
     assert {i.verdict for i in done.items} == {"weaker"}, done.render()
     assert len(done.weaker) == 1 and "left semi join" in done.weaker[0] and "scores.json (operator" in done.weaker[0]
     assert all(-1 in i.inputs.values() for i in done.items)  # the subquery's input: read whole
+
+
+def test_cli_exit_code_1_when_an_item_comes_out_otherwise(spark, tmp_path):
+    # Parquet ids are file and row index: a file rewritten in place keeps them, not its values
+    pq.write_table(pa.table({"k": ["a", "a", "b"], "v": [1, 2, 3]}), tmp_path / "t.parquet")
+    (tmp_path / "sums.py").write_text(
+        "import sys\nfrom pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "spark.read.parquet(sys.argv[1]).groupBy('k').sum('v').write.parquet(sys.argv[2])\n")
+    store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
+    _capture(spark, store, tmp_path / "sums.py", [tmp_path / "t.parquet", tmp_path / "out"], tmp_path)
+    pq.write_table(pa.table({"k": ["a", "a", "b"], "v": [1, 5, 3]}), tmp_path / "t.parquet")
+    out = CliRunner().invoke(main, ["--store", store.root, "trace", "--check", "/k"])
+    assert out.exit_code == 1, out.output
+    assert "differs" in out.output and "column sum(v): expected 3, got 6" in out.output
+    assert "does not come out right even from the whole input" in out.output
+    assert out.output.splitlines()[-1].startswith("2 checked: 1 ok, 0 weaker check, 1 failed")

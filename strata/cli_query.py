@@ -86,6 +86,8 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
     from capture.tracing import trace as backtrace  # deferred: it loads lark, numpy, pyarrow
 
     if check:
+        if fmt != "tree" or no_values:
+            raise click.UsageError("--check prints its own lines: --format and --no-values do not apply to it")
         _check(ctx, parse_pattern(pattern), run, limit)
         return
     st = store_of(ctx)

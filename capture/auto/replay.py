@@ -5,12 +5,13 @@ A run captured from a script records the script, its arguments, its working fold
 its writes made the run (table ``capture_programs``). :func:`replay` runs that script again in
 this process, as ``strata capture`` ran it (``runpy``, ``sys.argv``, ``__name__ == "__main__"``),
 with the capture hooks installed (capture/auto/hooks.py) but nothing written: every write before
-the run's is skipped, and at the run's write the written DataFrame's analyzed plan is translated
-once per request by a :class:`ReplayTracker`, whose sources keep only the requested item ids --
-the ids are attached where every source gets them (``Tracker._source``), so an item is kept by
-the same id the capture gave it. The script stops there (the rest of it does not run);
-``spark.stop()`` is a no-op meanwhile, so the session stays up. What came out is returned as plain
-Python rows (``Row.asDict(recursive=True)``) for the caller to compare.
+the run's is skipped, and at the run's write the caller replays it as often as it asks
+(:class:`Replayer`): each time the written DataFrame's analyzed plan is translated by a
+:class:`ReplayTracker`, whose sources keep only the given item ids -- the ids are attached where
+every source gets them (``Tracker._source``), so an item is kept by the same id the capture gave
+it. The script stops there (the rest of it does not run); ``spark.stop()`` is a no-op meanwhile,
+so the session stays up. What came out is returned as plain Python rows (dicts) for the caller to
+compare.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ class _Stop(BaseException):
 
 class ReplayTracker(Tracker):
     """A tracker whose sources keep only the item ids of ``keep`` (source operator id -> ids,
-    None for all; a source not named keeps nothing). Operator ids are given as the capture gave them (a fresh
-    tracker per write, in plan order), so ``keep`` names the run's own source operators."""
+    None for all; a source not named keeps nothing). Operator ids are given as the capture gave
+    them (a fresh tracker per write, in plan order), so ``keep`` names the run's own sources."""
 
     def __init__(self, spark, keep: Keep):
         super().__init__(spark, None)

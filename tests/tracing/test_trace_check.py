@@ -155,6 +155,8 @@ def test_cli_check_lines_summary_and_errors(runs):
     assert lines[-1].startswith("2 checked: 2 ok, 0 weaker check, 0 failed, 0 not checkable")
     bad = runner.invoke(main, ["--store", store.root, "trace", "--check", "--run", "nope/run-1", "/country"])
     assert bad.exit_code == 2 and "no captured run 'nope/run-1'" in bad.output
+    bad = runner.invoke(main, ["--store", store.root, "trace", "--check", "--format", "json", "/country"])
+    assert bad.exit_code == 2 and "--format and --no-values do not apply" in bad.output
 
 
 def test_a_run_without_a_recorded_program_is_refused(spark, tmp_path):

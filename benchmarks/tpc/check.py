@@ -1,12 +1,14 @@
 """Check the traces of captured TPC runs by replay (`capture.tracing.check`), in one process.
 
-    python check.py [--limit N] [--master local[2]] STORE [STORE ...]
+    python check.py [--limit N] [--master local[2]] [--tamper] STORE [STORE ...]
 
 For every run of every store (benchmarks/tpc/run.py captures job.py into them): the first N
 result items (pattern ``/*``: any item with a non-null column) are traced and the query replayed
 on each item's traced input items. One line per run: the query (its output folder ``qN``), the
 items checked, how many passed (ok), passed the weaker check, failed or were not checkable, and
-the seconds; then the totals, and every failed or not checkable item's lines.
+the seconds; then the totals, and every failed or not checkable item's lines. With
+``--tamper`` each item's replay leaves one of its traced input items out (a damaged trace): the
+failed items are then the damage the check caught.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ def main() -> None:
     parser.add_argument("stores", nargs="+")
     parser.add_argument("--limit", type=int, default=3, help="result items checked per run [default: 3]")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--tamper", action="store_true",
+                        help="leave one traced input item out of each item's replay (the first of its largest "
+                             "source's): how many of these damaged traces the check catches")
     args = parser.parse_args()
+    tamper = _drop_one if args.tamper else None
     pattern = parse_pattern("/*")
     totals = {"runs": 0, "items": 0, "ok": 0, "weaker": 0, "failed": 0, "not checkable": 0}
     trouble: list[str] = []
@@ -40,7 +46,7 @@ def main() -> None:
             for run, output in sorted(runs, key=lambda r: _query_key(r[1])):
                 t0 = time.perf_counter()
                 try:
-                    done = check(store, run, pattern, args.limit)
+                    done = check(store, run, pattern, args.limit, tamper=tamper)
                 except Exception as e:  # noqa: BLE001 - a benchmark reports and goes on
                     print(f"{os.path.basename(output):>5}  error: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
                           flush=True)
@@ -64,6 +70,15 @@ def main() -> None:
           f"({time.perf_counter() - t_all:.0f} s)")
     for line in trouble:
         print(line)
+
+
+def _drop_one(item_id: int, keep: dict) -> dict:
+    """``keep`` with the first id of its largest traced source left out (sources read whole stay)."""
+    traced = [o for o, ids in keep.items() if ids]
+    if not traced:
+        return keep
+    oid = max(traced, key=lambda o: (len(keep[o]), -o))
+    return {**keep, oid: set(sorted(keep[oid])[1:])}
 
 
 def _query_key(output: str) -> tuple:

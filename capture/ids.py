@@ -34,6 +34,9 @@ from dataclasses import dataclass, replace
 HIDDEN_PREFIX = "__strata_"
 
 
+REPLAY_ID = "__strata_check_id"  # a replayed row's item id (capture/auto/replay.py, capture/tracing/checking.py)
+
+
 def is_hidden(name: str) -> bool:
     """Whether column ``name`` is one of the hidden provenance columns."""
     return name.startswith(HIDDEN_PREFIX)

@@ -45,11 +45,12 @@ def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) 
     app.job = True
     store = app.writer()
     name = pipeline or os.path.splitext(os.path.basename(script))[0]
+    program = {"script": os.path.abspath(script), "args": list(args), "cwd": os.getcwd()}
     argv, path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
-        with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name) as cap:
+        with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name, program=program) as cap:
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as e:

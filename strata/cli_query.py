@@ -11,7 +11,7 @@ import click
 
 import iql
 from iql.result import format_csv, format_json, format_table, trace_tree
-from strata.app import store_of
+from strata.app import App, store_of
 
 
 def render(result: iql.Result, fmt: str) -> str:
@@ -67,16 +67,46 @@ def query(ctx: click.Context, text: str, fmt: str, show_ast: bool, show_plan: bo
 @click.option("--format", "fmt", type=click.Choice(["tree", "table", "json", "csv"]), default="tree",
               show_default=True, help="output format (tree: one indented tree per input item)")
 @click.option("--no-values", is_flag=True, help="do not read the input items' values back (sources only)")
+@click.option("--check", is_flag=True,
+              help="replay the run's program on each traced item's inputs and check that the item comes out "
+                   "again (exit code 1 when one does not)")
 @click.pass_context
-def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, fmt: str, no_values: bool) -> None:
+def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, fmt: str, no_values: bool,
+          check: bool) -> None:
     """Where the result items matching PATTERN come from: each input item that made or
     influenced them, where it lives (file:line, file#row, catalog table) and its values.
 
     The same rows as `strata query "TRACE ['RUN'] MATCH 'PATTERN' [LIMIT N]"`, e.g.
-    strata trace "/tweets/text = 'Hello @lp'"."""
+    strata trace "/tweets/text = 'Hello @lp'".
+
+    With --check, each matched item is checked instead: the run's program (a script captured with
+    `strata capture`) runs again on exactly the input items the item's trace names, and the item
+    must come out with the same values (docs/tracing.md, "Checking a trace by replay")."""
     from capture.tracing import parse_pattern, trace_rows  # deferred: it loads lark, numpy, pyarrow
     from capture.tracing import trace as backtrace  # deferred: it loads lark, numpy, pyarrow
 
+    if check:
+        if fmt != "tree" or no_values:
+            raise click.UsageError("--check prints its own lines: --format and --no-values do not apply to it")
+        _check(ctx, parse_pattern(pattern), run, limit)
+        return
     st = store_of(ctx)
     rows = trace_rows(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)
     click.echo(render_rows(tuple(name for name, _ in iql.TRACE_COLUMNS), rows, fmt))
+
+
+def _check(ctx: click.Context, pattern, run: str | None, limit: int | None) -> None:
+    """`strata trace --check`: a line per item, a summary; exit code 1 when an item failed. The
+    replayed script starts its own session as under `strata capture` (`strata.spark.job_spark`)."""
+    from capture.tracing import check  # deferred: it loads lark, numpy, pyarrow
+    from store.spark.session import parse_conf  # deferred: only a check needs it
+    from strata.spark import job_spark  # deferred: only a check starts the job's Spark
+
+    app = ctx.find_object(App) or ctx.ensure_object(App)
+    app.job = True  # the store works in the replayed script's session
+    st = store_of(ctx)
+    with job_spark(app.master, parse_conf(app.conf)):
+        done = check(st, run, pattern, limit)
+    click.echo(done.render())
+    if not done.passed:
+        ctx.exit(1)

@@ -1,7 +1,7 @@
 """TPC-H / TPC-DS queries run as ordinary PySpark jobs, plainly and under `strata capture`.
 
     python benchmarks/tpc/run.py --suite tpch|tpcds --sf 0.01 [--queries 1,2,3] [--batch 10]
-                                 [--work benchmarks/out/tpc]
+                                 [--work benchmarks/out/tpc] [--check N]
 
 1. Data, query texts and answers come from DuckDB's TPC extensions (benchmarks/tpc/gen.py), run
    in their own environment ``build/tpc-venv`` (made here with pip: ``duckdb==1.5.5`` and the
@@ -20,6 +20,10 @@
    seconds of the query in its plain and its captured process (as job.py measures it: no JVM
    start); then the processes' total times and the refusals grouped by reason (names and
    numbers blanked).
+5. With ``--check N``: each captured query's first N result items checked by replay
+   (benchmarks/tpc/check.py: ``capture.tracing.check``, docs/tracing.md "Checking a trace by
+   replay"), one process for all stores: per query the items ok, passing the weaker check,
+   failed and not checkable, and the seconds.
 """
 
 from __future__ import annotations
@@ -122,6 +126,8 @@ def main() -> None:
     parser.add_argument("--queries", help="comma-separated query numbers [default: all]")
     parser.add_argument("--batch", type=int, default=1, help="queries per captured process [default: 1]")
     parser.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "out" / "tpc")
+    parser.add_argument("--check", type=int, metavar="N",
+                        help="then check N traced result items per captured query by replay (check.py)")
     args = parser.parse_args()
     out = generate(args.work.resolve(), args.suite, args.sf)
     queries = spark_queries(out, args.suite)
@@ -164,6 +170,11 @@ def main() -> None:
           f"{plain_took:.0f} s, captured processes {capt_took:.0f} s")
     for reason, k in refused.most_common():
         print(f"{k:>4} × {reason}")
+    if args.check:
+        stores = sorted(str(p) for p in (out / "stores").iterdir() if p.is_dir())
+        sys.stdout.flush()
+        subprocess.run([sys.executable, str(HERE / "check.py"), "--limit", str(args.check), *stores],
+                       env=_env(), cwd=out, check=False)
 
 
 if __name__ == "__main__":

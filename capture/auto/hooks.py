@@ -58,6 +58,8 @@ class Capture:
 
     tracker: Tracker
     runs: list = field(default_factory=list)
+    program: dict | None = None  # the script captured (script, args, cwd): recorded with each run
+    writes: int = 0  # writes the program made so far, captured or refused (a replay counts them alike)
 
     def write(self, df, target: str, fmt: str, mode: str, options: dict[str, str],
               table: tuple[str, str] | None = None, sink=None, source=None):
@@ -66,7 +68,10 @@ class Capture:
         ``sink(result)``, when given: the program's own write of the result). ``source(tracker)``,
         when given, is the tracked DataFrame itself (a write whose rows are one input's)."""
         t = self.tracker
+        self.writes += 1
         tracker = Tracker(df.sparkSession, t.store, pipeline=t.pipeline, model=t.model)
+        if self.program is not None:
+            tracker.program = {**self.program, "write": self.writes}
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
             try:
                 tdf = translate(tracker, df) if source is None else source(tracker)
@@ -335,13 +340,24 @@ def _list(jseq) -> list:
 
 
 @contextmanager
-def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> Iterator[Capture]:
+def capturing(spark, store, pipeline: str = "pipeline", model: bool = True,
+              program: dict | None = None) -> Iterator[Capture]:
     """Capture every write made inside the block into ``store`` (one run per write, each
     committed with its write). Yields a :class:`Capture` (``.runs``: what each write committed).
     Every session of the process is covered (``spark.newSession()``, a second builder); a write
     is translated in its DataFrame's session. ``spark`` may be None when the block starts the
-    session itself (`strata capture`)."""
-    capture = Capture(Tracker(spark, store, pipeline=pipeline, model=model))
+    session itself (`strata capture`). ``program`` (``{"script": absolute path, "args": [...],
+    "cwd": folder}``), when the block runs a script, is recorded with each run with the write's
+    number (table ``capture_programs``), so that the run can be replayed."""
+    capture = Capture(Tracker(spark, store, pipeline=pipeline, model=model), program=program)
+    with hooked(capture):
+        yield capture
+
+
+@contextmanager
+def hooked(capture: Capture) -> Iterator[None]:
+    """Inside the block, each write DataFrames and ``spark.sql`` make goes to ``capture.write``
+    (a refused write raises before anything runs); everything else passes through."""
     init, sql = DataFrameWriter.__init__, SparkSession.sql
 
     def writer_init(self, df):
@@ -393,7 +409,7 @@ def capturing(spark, store, pipeline: str = "pipeline", model: bool = True) -> I
     for name in _RDD_WRITES:
         setattr(RDD, name, rdd_refused(name))
     try:
-        yield capture
+        yield
     finally:
         DataFrameWriter.__init__ = init
         SparkSession.sql = sql

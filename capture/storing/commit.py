@@ -8,6 +8,7 @@ multi-granularity bundle into the core tables (capture/storing/to_model.py).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -35,6 +36,8 @@ from capture.storing.runs import require_current_format, slots_json
 from capture.storing.tables import (
     OPERATORS,
     OPERATORS_SCHEMA,
+    PROGRAMS,
+    PROGRAMS_SCHEMA,
     RUNS,
     RUNS_SCHEMA,
     SOURCES,
@@ -388,12 +391,16 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             finished = _now()
             run_row = (run, tracker.pipeline, cap.result_oid, name, fmt, started, finished, len(ops), n_items,
                        cap.id_col, slots_json(cap.slots, cap.derived))
+            program = tracker.program
+            programs = [] if program is None else [
+                (run, program["script"], json.dumps(list(program["args"])), program["cwd"], int(program["write"]))]
             located = [(run, o.oid, tracker._locators[o.oid].to_json()) for o in ops if o.oid in tracker._locators]
             tables = _tables(spark, run, [tracker._locators[o.oid] for o in ops if o.oid in tracker._locators],
                              name, catalog, visible, executed)
             phases["runs"] = _timed(lambda: (tx.append_rows(OPERATORS, operator_rows(run, ops), OPERATORS_SCHEMA),
                                              located and tx.append_rows(SOURCES, located, SOURCES_SCHEMA),
                                              tables and tx.append_rows(TABLES, tables, TABLES_SCHEMA),
+                                             programs and tx.append_rows(PROGRAMS, programs, PROGRAMS_SCHEMA),
                                              tx.append_rows(RUNS, [run_row], RUNS_SCHEMA)))
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}

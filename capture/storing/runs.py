@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from capture import ids as drv
 from capture.ids import is_hidden, item_hex, operator_id
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
-from capture.storing.tables import OPERATORS, RUNS, output_table, part_of, result_table
+from capture.storing.tables import OPERATORS, PROGRAMS, RUNS, output_table, part_of, result_table
 from store.errors import UserError
 from store.segments import parquet_files
 
@@ -273,3 +273,20 @@ def source_paths(head: RunHead, path: str) -> list[str]:
             for q in (inside + covers) or [p]:
                 stack.append((inp.pred, q))
     return sorted(out)
+
+
+def read_program(store, run: str) -> dict | None:
+    """The script run ``run`` was captured from (table ``capture_programs``): ``script``, ``args``
+    (a list), ``cwd`` and ``write`` (which of its writes made the run); None for a run captured
+    otherwise (the ``Tracker`` API, a ``capturing`` block without a script) or before the table
+    existed. Read with pyarrow on a local store, else in one Spark job."""
+    rows = local_rows(store, PROGRAMS, run)
+    if rows is None:
+        if not store.has_table(PROGRAMS):
+            return None
+        table = store.table(PROGRAMS)
+        rows = [r.asDict() for r in table.filter(table["run"] == run).collect()]
+    if not rows:
+        return None
+    row = rows[0]
+    return {"script": row["script"], "args": json.loads(row["args"]), "cwd": row["cwd"], "write": int(row["write"])}

@@ -17,6 +17,10 @@
   location, database, name and schema, the session's warehouse and Hive metastore, and for the
   table written which result column went into which table column; the OpenLineage export names
   tables by it (capture/storing/ol_names.py). Stores written before it have none;
+* ``capture_programs`` (:data:`PROGRAMS`, :data:`PROGRAMS_SCHEMA`): one row per run captured from
+  a script (``strata capture``): the script, its arguments, the working folder and which of its
+  writes made the run, so the run can be replayed (capture/tracing/checking.py). Runs captured
+  otherwise, or before it, have none;
 * ``capture_runs`` (:data:`RUNS`, :data:`RUNS_SCHEMA`): one row per run (pipeline, output,
   times, result items, the slots saying where each operator's associations sit in the annotated
   result, and how to compute the derived ids).
@@ -31,6 +35,7 @@ import re
 import pyarrow as pa
 
 RUNS, OPERATORS, SOURCES, TABLES = "capture_runs", "capture_operators", "capture_sources", "capture_tables"
+PROGRAMS = "capture_programs"
 RESULT_PREFIX, OUTPUT_PREFIX = "capture_result/", "capture_output/"
 RUN = "run"  # the run id column of capture_runs and capture_operators
 
@@ -104,6 +109,14 @@ TABLES_SCHEMA = pa.schema([
     _f("metastore", _S, True),  # the Hive metastore URI of a session with Hive support, if one is set
     _f("schema", _S),  # the table's schema (Spark JSON)
     _f("columns", _S, True),  # JSON [[result column, table column], ...] for the table written, else null
+])
+
+PROGRAMS_SCHEMA = pa.schema([
+    _f(RUN, _S),
+    _f("script", _S),  # the script's absolute path
+    _f("args", _S),  # JSON list: its arguments
+    _f("cwd", _S),  # the working folder it ran in
+    _f("write", _I),  # which of the script's writes made the run (1, 2, ...)
 ])
 
 RUNS_SCHEMA = pa.schema([

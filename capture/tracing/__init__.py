@@ -17,13 +17,16 @@ The only module other packages import (never the modules below it)::
   of traced inputs -- each behind the same few functions, independent of each other;
 * ``locate.py`` (with ``places.py``): where traced input items live and their values read back
   (:func:`trace_rows`: TRACE's rows with ``source`` and ``value``), through either wing;
-* ``reports.py``: the data-usage heatmap and the audit report over backtraces.
+* ``reports.py``: the data-usage heatmap and the audit report over backtraces;
+* ``checking.py``: :func:`check`, a trace checked by replaying the run's program on each traced
+  item's inputs (the replay itself, Spark, is capture/auto/replay.py, imported when it runs).
 
 Item ids are named as in the store (:func:`item_element_id`, :func:`parse_item_element_id`).
 """
 
 from capture.ids import dataset_element_id, item_element_id, item_hex, parse_item_element_id
 from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode
+from capture.tracing.checking import Check, ItemCheck, check
 from capture.tracing.entry import choose, describe, trace, trace_reads
 from capture.tracing.locate import trace_rows
 from capture.tracing.pattern import Embedded, Pattern, PatternError, parse_pattern
@@ -31,14 +34,17 @@ from capture.tracing.reports import HeatCell, Heatmap, audit, heatmap, heatmap_h
 
 __all__ = [
     "Backtrace",
+    "Check",
     "Embedded",
     "HeatCell",
+    "ItemCheck",
     "Heatmap",
     "Pattern",
     "PatternError",
     "TracedItem",
     "TracedNode",
     "audit",
+    "check",
     "choose",
     "dataset_element_id",
     "describe",

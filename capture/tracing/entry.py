@@ -50,7 +50,7 @@ def trace_reads(store, run: str | None) -> int | None:
     return head.items if duckdb.unreadable(store, head) is None else None
 
 
-def _wing(store, head: RunHead, engine: Engine | None):
+def wing(store, head: RunHead, engine: Engine | None):
     """The wing of the engine given (auto counts as not given), else of :func:`choose`'s."""
     given = None if engine is None else Engine.parse(engine)
     chosen = choose(store, head).engine if given in (None, Engine.AUTO) else given
@@ -75,10 +75,10 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
     head = read_head(store, run)
-    wing = _wing(store, head, engine)
+    found = wing(store, head, engine)
     t["run"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    rows = wing.matched_rows(store, head, pattern, limit, compiled)
+    rows = found.matched_rows(store, head, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t1
     out = backtrace_rows(rows, head.slots, head.operators, head.result_oid, t)
     t["total"] = time.perf_counter() - t0
@@ -92,9 +92,9 @@ def describe(store, run: str | None, pattern: Pattern, limit: int | None = None,
     associations it reads. Reads the run's operators (no job on a local store; no JVM either on
     the local engine); matches nothing."""
     head = read_head(store, run)
-    wing = _wing(store, head, engine)
+    found = wing(store, head, engine)
     lines = [f"Trace run {head.run!r}" + (f", the first {limit} matching result items" if limit else "")]
-    lines += ["  " + line for line in wing.plan_lines(store, head, pattern)]
+    lines += ["  " + line for line in found.plan_lines(store, head, pattern)]
     lines.append("  backtrace (Pebble Algorithms 1-4), from the result operator back to the sources:")
     for op, how in walk(head.operators, head.result_oid):
         preds = ",".join(str(i.pred) for i in op.inputs)

@@ -134,6 +134,8 @@ class Tracker:
         self._ops: dict[int, OperatorProv] = {}
         self._locators: dict[int, Locator] = {}  # source operator id -> where its items live
         self._oid = 0
+        # the script a run is captured from (capture_programs): script, args, cwd, write number
+        self.program: dict | None = None
 
     @property
     def read(self) -> _Reader:

@@ -1,0 +1,90 @@
+"""Check the traces of captured TPC runs by replay (`capture.tracing.check`), in one process.
+
+    python check.py [--limit N] [--master local[2]] [--tamper] STORE [STORE ...]
+
+For every run of every store (benchmarks/tpc/run.py captures job.py into them): the first N
+result items (pattern ``/*``: any item with a non-null column) are traced and the query replayed
+on each item's traced input items. One line per run: the query (its output folder ``qN``), the
+items checked, how many passed (ok), passed the weaker check, failed or were not checkable, and
+the seconds; then the totals, and every failed or not checkable item's lines. With
+``--tamper`` each item's replay leaves one of its traced input items out (a damaged trace): the
+failed items are then the damage the check caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from capture.tracing import check, parse_pattern
+from store import Store
+from strata.spark import job_session, job_spark
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stores", nargs="+")
+    parser.add_argument("--limit", type=int, default=3, help="result items checked per run [default: 3]")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--tamper", action="store_true",
+                        help="leave one traced input item out of each item's replay (the first of its largest "
+                             "source's): how many of these damaged traces the check catches")
+    args = parser.parse_args()
+    tamper = _drop_one if args.tamper else None
+    pattern = parse_pattern("/*")
+    totals = {"runs": 0, "items": 0, "ok": 0, "weaker": 0, "failed": 0, "not checkable": 0}
+    trouble: list[str] = []
+    t_all = time.perf_counter()
+    print(f"{'query':>5}  {'items':>5}  {'ok':>3}  {'weaker':>6}  {'failed':>6}  {'n/c':>3}  {'s':>6}  note")
+    with job_spark(args.master, {}):
+        for path in args.stores:
+            store = Store.open(path, spark=job_session)
+            if not store.has_table("capture_runs"):
+                continue
+            runs = store.table("capture_runs").select("run", "output_path").collect()
+            for run, output in sorted(runs, key=lambda r: _query_key(r[1])):
+                t0 = time.perf_counter()
+                try:
+                    done = check(store, run, pattern, args.limit, tamper=tamper)
+                except Exception as e:  # noqa: BLE001 - a benchmark reports and goes on
+                    print(f"{os.path.basename(output):>5}  error: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
+                          flush=True)
+                    totals["runs"] += 1
+                    trouble.append(f"{os.path.basename(output)}: {type(e).__name__}: {e}")
+                    continue
+                took = time.perf_counter() - t0
+                counts = {v: done.count(v) for v in ("ok", "weaker", "not checkable")}
+                totals["runs"] += 1
+                totals["items"] += len(done.items)
+                totals["failed"] += done.failed
+                for v, k in counts.items():
+                    totals[v] += k
+                note = "; ".join(done.weaker)[:60] or next((i.notes[0][:60] for i in done.items if i.notes), "")
+                print(f"{os.path.basename(output):>5}  {len(done.items):>5}  {counts['ok']:>3}  {counts['weaker']:>6}  "
+                      f"{done.failed:>6}  {counts['not checkable']:>3}  {took:6.1f}  {note}", flush=True)
+                trouble += [f"{os.path.basename(output)}: {i.line()}" for i in done.items
+                            if i.failed or i.verdict == "not checkable"]
+    print(f"{totals['runs']} runs, {totals['items']} items checked: {totals['ok']} ok, {totals['weaker']} weaker "
+          f"check, {totals['failed']} failed, {totals['not checkable']} not checkable "
+          f"({time.perf_counter() - t_all:.0f} s)")
+    for line in trouble:
+        print(line)
+
+
+def _drop_one(item_id: int, keep: dict) -> dict:
+    """``keep`` with the first id of its largest traced source left out (sources read whole stay)."""
+    traced = [o for o, ids in keep.items() if ids]
+    if not traced:
+        return keep
+    oid = max(traced, key=lambda o: (len(keep[o]), -o))
+    return {**keep, oid: set(sorted(keep[oid])[1:])}
+
+
+def _query_key(output: str) -> tuple:
+    name = os.path.basename(output)
+    return (0, int(name[1:])) if name[1:].isdigit() else (1, name)
+
+
+if __name__ == "__main__":
+    main()

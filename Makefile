@@ -53,28 +53,25 @@ neo4j: $(STAMP)
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
-# The suite as four pytest processes side by side: the tests that need a JVM (a SparkSession of
-# their own each, their child processes, Neo4j) in three, split by folder (capture/; store/,
-# tracing/ and iql/; the rest), and the tests that need none (make test-fast's) at a lower CPU
-# priority. A JVM process spends much of its time waiting on Py4J and its child JVMs, so several
-# of them use the two cores that one leaves half idle. Each report follows the one before; any
-# failing fails the target (exit 5, "no tests", is allowed where PYTEST_ARGS deselect a part).
-JVM_A = tests/capture
-JVM_B = tests/store tests/tracing tests/iql
+# The suite as three pytest processes side by side: the tests that need a JVM (a SparkSession of
+# their own each, their child processes, Neo4j) in two, split by folder (capture/, tracing/ and
+# iql/; the rest), and the tests that need none (make test-fast's) at a lower CPU priority. A JVM
+# process spends much of its time waiting on Py4J and its child JVMs, so two of them use the
+# two cores that one leaves half idle. Each report follows the one before; any failing fails the
+# target (exit 5, "no tests", is allowed where PYTEST_ARGS deselect a whole part).
+JVM_A = tests/capture tests/tracing tests/iql
 test: java-check jvm neo4j ol-jar-or-note bytecode style
-	@b=$$(mktemp); c=$$(mktemp); rest=$$(mktemp); \
+	@b=$$(mktemp); rest=$$(mktemp); \
 	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" $(JVM_B) $(PYTEST_ARGS) > $$b 2>&1 & bpid=$$!; \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" $(addprefix --ignore=,$(JVM_A) $(JVM_B)) \
-	    $(PYTEST_ARGS) > $$c 2>&1 & cpid=$$!; \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" $(addprefix --ignore=,$(JVM_A)) \
+	    $(PYTEST_ARGS) > $$b 2>&1 & bpid=$$!; \
 	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(JVM_A) $(PYTEST_ARGS); a=$$?; \
-	  wait $$bpid; bb=$$?; wait $$cpid; cc=$$?; wait $$rpid; other=$$?; \
-	  echo "== the tests that need a JVM in $(JVM_B) (pytest -m 'spark or neo4j') =="; cat $$b; \
-	  echo "== the other tests that need a JVM (not in $(JVM_A) $(JVM_B)) =="; cat $$c; \
-	  echo "== the tests that need no JVM (pytest -m 'not spark and not neo4j') =="; cat $$rest; rm -f $$b $$c $$rest; \
-	  ok=0; for rc in $$a $$bb $$cc $$other; do [ $$rc -eq 0 -o $$rc -eq 5 ] || ok=1; done; \
-	  [ $$ok -eq 0 ] && [ $$a -eq 0 -o $$bb -eq 0 -o $$cc -eq 0 -o $$other -eq 0 ]
+	  wait $$bpid; bb=$$?; wait $$rpid; other=$$?; \
+	  echo "== the other tests that need a JVM (pytest -m 'spark or neo4j', not $(JVM_A)) =="; cat $$b; \
+	  echo "== the tests that need no JVM (pytest -m 'not spark and not neo4j') =="; cat $$rest; rm -f $$b $$rest; \
+	  ok=0; for rc in $$a $$bb $$other; do [ $$rc -eq 0 -o $$rc -eq 5 ] || ok=1; done; \
+	  [ $$ok -eq 0 ] && [ $$a -eq 0 -o $$bb -eq 0 -o $$other -eq 0 ]
 
 # Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`). JAVA_HOME
 # points nowhere, so a test that starts a JVM without a marker fails at once instead of running slowly.

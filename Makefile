@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
 	@echo "make test       create .venv, install dev dependencies, run the whole suite"
-	@echo "make test-fast  the tests that need no JVM (pytest -m 'not spark and not neo4j')"
+	@echo "make test-fast  the tests that need no JVM (pytest -m 'not spark and not neo4j', over every core)"
 	@echo "make neo4j      fetch the suite's Neo4j server with Maven into build/jvm/neo4j (make test does)"
 	@echo "make bench      list the benchmark commands (slow runs; see benchmarks/RESULTS.md)"
 	@echo "make style      ruff check (also run by make test)"
@@ -73,10 +73,11 @@ test: java-check jvm neo4j ol-jar-or-note bytecode style
 	  ok=0; for rc in $$a $$bb $$other; do [ $$rc -eq 0 -o $$rc -eq 5 ] || ok=1; done; \
 	  [ $$ok -eq 0 ] && [ $$a -eq 0 -o $$bb -eq 0 -o $$other -eq 0 ]
 
-# Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`). JAVA_HOME
-# points nowhere, so a test that starts a JVM without a marker fails at once instead of running slowly.
+# Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`), spread over
+# the machine's cores (pytest-xdist; at most 4 processes). JAVA_HOME points nowhere, so a test
+# that starts a JVM without a marker fails at once instead of running slowly.
 test-fast: $(STAMP) bytecode
-	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -m "not spark and not neo4j" $(PYTEST_ARGS)
+	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -n auto --maxprocesses 4 -m "not spark and not neo4j" $(PYTEST_ARGS)
 
 # The web UI's script (docs/ui.md): ui/src/main.js bundled by esbuild, with the versions
 # ui/package-lock.json pins, into strata/serve/static/app.js, which is committed beside the page

@@ -312,16 +312,22 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
     return Backtrace(items, len(matched))
 
 
-def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[OperatorProv, str]]:
-    """The operators a backtrace from ``result_oid`` steps through (in that order), each with how:
-    which ones read associations and which keep ids (their association rows are never read)."""
-    ops = {o.oid: o for o in operators}
-    seen, todo = set(), [result_oid]
+def below(ops: dict[int, OperatorProv], start: int) -> set[int]:
+    """The ids of operator ``start`` and of every operator it reads from, directly or not."""
+    seen, todo = set(), [start]
     while todo:
         oid = todo.pop()
         if oid in ops and oid not in seen:
             seen.add(oid)
             todo.extend(i.pred for i in ops[oid].inputs)
+    return seen
+
+
+def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[OperatorProv, str]]:
+    """The operators a backtrace from ``result_oid`` steps through (in that order), each with how:
+    which ones read associations and which keep ids (their association rows are never read)."""
+    ops = {o.oid: o for o in operators}
+    seen = below(ops, result_oid)
     out = []
     for oid in sorted(seen, reverse=True):
         op = ops[oid]

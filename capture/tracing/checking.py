@@ -31,7 +31,7 @@ from decimal import Decimal
 from capture.ids import REPLAY_ID, item_hex
 from capture.operators import OperatorProv, OpType
 from capture.storing.runs import RunHead, read_head, read_program
-from capture.tracing.backtrace import backtrace_rows
+from capture.tracing.backtrace import backtrace_rows, below
 from capture.tracing.entry import wing
 from capture.tracing.pattern import Pattern
 from store.engine import Engine
@@ -129,16 +129,6 @@ class Exactness:
     whole: frozenset[int] = frozenset()
 
 
-def _below(ops: dict[int, OperatorProv], start: int) -> set[int]:
-    seen, todo = set(), [start]
-    while todo:
-        oid = todo.pop()
-        if oid in ops and oid not in seen:
-            seen.add(oid)
-            todo.extend(i.pred for i in ops[oid].inputs)
-    return seen
-
-
 def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness:
     """What a replay of the plan below ``result_oid`` can promise. A sample or a value drawn at
     random cannot be replayed on other rows (not checkable). After a LIMIT the item comes out of
@@ -149,7 +139,7 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
     ops = {o.oid: o for o in operators}
     weaker: list[str] = []
     whole: set[int] = set()
-    for oid in sorted(_below(ops, result_oid)):
+    for oid in sorted(below(ops, result_oid)):
         op = ops[oid]
         text = (op.detail or "").lower()
         if op.method == "sample":
@@ -165,7 +155,7 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
                           "checked: its row comes out of its own inputs with the same values")
         kind = _SEMI.match(op.detail or "")
         if op.type is OpType.JOIN and kind and len(op.inputs) == 2:
-            right = sorted(o for o in _below(ops, op.inputs[1].pred) if ops[o].type is OpType.SOURCE)
+            right = sorted(o for o in below(ops, op.inputs[1].pred) if ops[o].type is OpType.SOURCE)
             whole.update(right)
             names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
             what = _JOINS.get(kind.group(1), "an existence join")

@@ -7,6 +7,8 @@ error: exit code 2 and the positioned message).
 
 from __future__ import annotations
 
+import json
+
 import click
 
 import iql
@@ -86,16 +88,17 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
     from capture.tracing import trace as backtrace  # deferred: it loads lark, numpy, pyarrow
 
     if check:
-        if fmt != "tree" or no_values:
-            raise click.UsageError("--check prints its own lines: --format and --no-values do not apply to it")
-        _check(ctx, parse_pattern(pattern), run, limit)
+        if fmt not in ("tree", "json") or no_values:
+            raise click.UsageError("--check prints its own lines (or JSON with --format json): "
+                                   "--format table/csv and --no-values do not apply to it")
+        _check(ctx, parse_pattern(pattern), run, limit, fmt)
         return
     st = store_of(ctx)
     rows = trace_rows(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)
     click.echo(render_rows(tuple(name for name, _ in iql.TRACE_COLUMNS), rows, fmt))
 
 
-def _check(ctx: click.Context, pattern, run: str | None, limit: int | None) -> None:
+def _check(ctx: click.Context, pattern, run: str | None, limit: int | None, fmt: str) -> None:
     """`strata trace --check`: a line per item, a summary; exit code 1 when an item failed. The
     replayed script starts its own session as under `strata capture` (`strata.spark.job_spark`)."""
     from capture.tracing import check  # deferred: it loads lark, numpy, pyarrow
@@ -107,6 +110,6 @@ def _check(ctx: click.Context, pattern, run: str | None, limit: int | None) -> N
     st = store_of(ctx)
     with job_spark(app.master, parse_conf(app.conf)):
         done = check(st, run, pattern, limit)
-    click.echo(done.render())
+    click.echo(json.dumps(done.as_json(), indent=2, ensure_ascii=False) if fmt == "json" else done.render())
     if not done.passed:
         ctx.exit(1)

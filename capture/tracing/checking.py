@@ -116,6 +116,21 @@ class Check:
     def render(self) -> str:
         return "\n".join(self.lines())
 
+    def as_json(self) -> dict:
+        """The check as JSON-ready values (`strata trace --check --format json`; docs/tracing.md).
+        Values JSON has no type for (dates, decimals, bytes) are given as their text."""
+        def plain(value):
+            if isinstance(value, dict):  # a row: the replay's own id column left out
+                value = {k: v for k, v in value.items() if k != REPLAY_ID}
+            return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+        return {"run": self.run, "program": self.program, "matched": self.matched, "notExact": list(self.weaker),
+                "seconds": round(self.seconds, 3), "passed": self.passed,
+                "counts": {"ok": self.count(OK), "weaker": self.count(WEAKER), "failed": self.failed,
+                           "notCheckable": self.count(NOT_CHECKABLE)},
+                "items": [{"item": item_hex(i.item_id), "verdict": i.verdict, "expected": plain(i.expected),
+                           "got": plain(i.got), "inputs": i.inputs, "notes": list(i.notes)} for i in self.items]}
+
 
 # ---- what a replay can promise -------------------------------------------------------------
 @dataclass(frozen=True)

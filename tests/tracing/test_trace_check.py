@@ -155,8 +155,15 @@ def test_cli_check_lines_summary_and_errors(runs):
     assert lines[-1].startswith("2 checked: 2 ok, 0 weaker check, 0 failed, 0 not checkable")
     bad = runner.invoke(main, ["--store", store.root, "trace", "--check", "--run", "nope/run-1", "/country"])
     assert bad.exit_code == 2 and "no captured run 'nope/run-1'" in bad.output
-    bad = runner.invoke(main, ["--store", store.root, "trace", "--check", "--format", "json", "/country"])
-    assert bad.exit_code == 2 and "--format and --no-values do not apply" in bad.output
+    js = runner.invoke(main, ["--store", store.root, "trace", "--check", "--run", by_country, "--limit", "2",
+                              "--format", "json", "/country"])
+    assert js.exit_code == 0, js.output
+    doc = json.loads(js.output)
+    assert doc["passed"] and doc["counts"] == {"ok": 2, "weaker": 0, "failed": 0, "notCheckable": 0}
+    assert [i["verdict"] for i in doc["items"]] == ["ok", "ok"] and all(i["inputs"] for i in doc["items"])
+    assert doc["items"][0]["expected"] == doc["items"][0]["got"]
+    bad = runner.invoke(main, ["--store", store.root, "trace", "--check", "--format", "csv", "/country"])
+    assert bad.exit_code == 2 and "--no-values do not apply" in bad.output
 
 
 def test_a_run_without_a_recorded_program_is_refused(spark, tmp_path):

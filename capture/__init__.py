@@ -40,7 +40,7 @@ from capture.operators import Access, Manipulation, OperatorProv, OpInput, OpTyp
 def __getattr__(name: str):
     """Tracking's and zero-change capture's names, imported when first used: deferred, because
     their modules import pyspark and a trace on the DuckDB engine (capture.tracing) must not."""
-    if name in ("Capture", "capturing"):
+    if name in ("Capture", "capturing", "run_script"):
         from capture.auto import hooks as module  # deferred: it loads numpy, py4j, pyarrow, pyspark
     elif name == "TrackedDataFrame":
         from capture.tracking import frame as module  # deferred: it loads numpy, py4j, pyarrow, pyspark
@@ -64,4 +64,5 @@ __all__ = [
     "Tracker",
     "UnsupportedOperation",
     "capturing",
+    "run_script",
 ]

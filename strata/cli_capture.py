@@ -14,12 +14,11 @@ goes to stderr, so the script's stdout stays its own; on a terminal, a progress 
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 import click
 
-from capture import capturing
+from capture import capturing, run_script
 from store.errors import StrataError, UserError
 from store.spark.session import parse_conf
 from strata import progress
@@ -51,16 +50,7 @@ def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) 
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
         with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name, program=program) as cap:
-            try:
-                runpy.run_path(script, run_name="__main__")
-            except SystemExit as e:
-                if e.code not in (None, 0):
-                    raise ScriptFailed(f"{script} exited with status {e.code}") from e
-            except StrataError:
-                raise
-            except Exception as e:  # noqa: BLE001 - the script's own error, reported as such
-                raise ScriptFailed(f"{script} failed: {type(e).__name__}: {e}",
-                                   hint="run with --debug for the traceback") from e
+            run_script(script, ScriptFailed)
     finally:
         sys.argv = argv
         if path0 is not None and sys.path and sys.path[0] != path0:

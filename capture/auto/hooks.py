@@ -14,6 +14,7 @@ passes through. A write that cannot be captured raises before any job runs.
 
 from __future__ import annotations
 
+import runpy
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -337,6 +338,23 @@ def _replay(spark, statement):
 
 def _list(jseq) -> list:
     return [jseq.apply(i) for i in range(jseq.size())]
+
+
+def run_script(script: str, error: type[StrataError], context: str = "") -> None:
+    """Run ``script`` as ``__main__`` (``runpy``, as ``spark-submit`` runs a script; the caller
+    sets ``sys.argv`` and ``sys.path``). Its own failure -- a non-zero ``sys.exit`` or an
+    exception -- is raised as ``error`` naming the script, with ``context`` after the verb
+    (e.g. ``" on replay"``); Strata's own errors pass unchanged."""
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            raise error(f"{script} exited with status {e.code}{context}") from e
+    except StrataError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the script's own error, reported as such
+        raise error(f"{script} failed{context}: {type(e).__name__}: {e}",
+                    hint="run with --debug for the traceback") from e
 
 
 @contextmanager

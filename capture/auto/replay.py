@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import runpy
 import sys
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -28,7 +27,7 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from capture.auto.hooks import Capture, hooked
+from capture.auto.hooks import Capture, hooked, run_script
 from capture.auto.plan import translate
 from capture.ids import REPLAY_ID
 from capture.storing.commit import output_name
@@ -155,18 +154,9 @@ def run_write(program: Mapping, on_write: Callable) -> object:
     try:
         with hooked(rep), contextlib.redirect_stdout(sys.stderr):
             try:
-                runpy.run_path(script, run_name="__main__")
+                run_script(script, ReplayFailed, f" on replay, before its write {rep.target}")
             except _Stop:
                 pass
-            except SystemExit as e:
-                if e.code not in (None, 0):
-                    raise ReplayFailed(f"{script} exited with status {e.code} on replay, before its write "
-                                       f"{rep.target}") from e
-            except StrataError:
-                raise
-            except Exception as e:  # noqa: BLE001 - the script's own error, reported as such
-                raise ReplayFailed(f"{script} failed on replay: {type(e).__name__}: {e}",
-                                   hint="run with --debug for the traceback") from e
     finally:
         sys.argv, sys.path[:] = argv, path
         os.chdir(here)

@@ -32,3 +32,19 @@ def test_the_master_from_the_environment(monkeypatch):
     monkeypatch.delenv("STRATA_SPARK_CONF", raising=False)
     monkeypatch.delenv("STRATA_DRIVER_MEMORY", raising=False)
     assert shlex.split(job_submit_args(None, {}, (), None))[:2] == ["--master", "local[3]"]
+
+
+def test_a_failing_script_is_reported_as_its_own_failure(tmp_path):
+    """`strata capture` of a script that exits non-zero or raises: exit code 1 and a message that
+    blames the script (capture.run_script), with no JVM started (the script fails before Spark)."""
+    from support.cli import strata
+
+    (tmp_path / "ex.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "boom.py").write_text("raise ValueError('bad row')\n")
+    root = str(tmp_path / "store")
+    ex = strata(root, "capture", str(tmp_path / "ex.py"))
+    assert ex.returncode == 1 and f"{tmp_path / 'ex.py'} exited with status 3" in ex.stderr, ex.stderr
+    boom = strata(root, "capture", str(tmp_path / "boom.py"))
+    assert boom.returncode == 1, boom.stderr
+    assert f"{tmp_path / 'boom.py'} failed: ValueError: bad row" in boom.stderr and "--debug" in boom.stderr
+    assert "Traceback" not in boom.stderr

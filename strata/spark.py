@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 from capture.jvm import ensure_jar
 from store.spark import session
+from strata import classdata
 
 
 def capture_jars() -> tuple[str, ...]:
@@ -28,8 +29,9 @@ def capture_jars() -> tuple[str, ...]:
 
 def get_session(master: str | None = None, conf: Mapping[str, str] | None = None,
                 quiet: bool = False):
-    """`store.spark.session.get_session` with capture's jar on the classpath of a session it starts."""
-    return session.get_session(master, conf, quiet=quiet, jars=capture_jars())
+    """`store.spark.session.get_session` with capture's jar on the classpath of a session it starts
+    and the class-data archive of Spark's classes, when built, under its driver (strata/classdata.py)."""
+    return session.get_session(master, conf, quiet=quiet, jars=capture_jars(), class_archive=classdata.archive())
 
 
 def job_submit_args(master: str | None, conf: Mapping[str, str], jars: tuple[str, ...],

@@ -70,8 +70,13 @@ def user_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def session_conf(master: str | None = None, conf: Mapping[str, str] | None = None,
-                 jars: Sequence[str] = ()) -> dict[str, str]:
-    """The full configuration Strata would start Spark with (pure; used by tests and `--debug`)."""
+                 jars: Sequence[str] = (), class_archive: str | None = None) -> dict[str, str]:
+    """The full configuration Strata would start Spark with (pure; used by tests and `--debug`).
+
+    class_archive: a class-data archive of Spark's classes (strata/classdata.py) the driver JVM
+    maps instead of loading those classes from the jars; an archive it cannot use (another JDK,
+    other jars) is ignored in silence. Not used when the user's driver options deal with class
+    data sharing themselves (`-Xshare`, `SharedArchiveFile`, `ArchiveClassesAtExit`)."""
     resolved = user_master(master) or DEFAULT_MASTER
     out = dict(_DEFAULTS)
     out["spark.master"] = resolved
@@ -84,6 +89,10 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         if "-Dlog4j2.configurationFile=" not in out[key]:  # JVM options given: Strata's logging stays
             out[key] = f"{_JAVA_OPTS} {out[key]}"
+    given = out["spark.driver.extraJavaOptions"]
+    if class_archive and not any(f in given for f in ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")):
+        out["spark.driver.extraJavaOptions"] = (f"-XX:SharedArchiveFile={class_archive} -Xlog:cds=off "
+                                                f"-Xlog:cds+dynamic=off {given}")
     if jars:
         given = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
         out["spark.jars"] = ",".join(given + [j for j in jars if j not in given])
@@ -91,10 +100,11 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 
 def get_session(master: str | None = None, conf: Mapping[str, str] | None = None,
-                quiet: bool = False, jars: Sequence[str] = ()):
+                quiet: bool = False, jars: Sequence[str] = (), class_archive: str | None = None):
     """Return the active SparkSession, or start one with Strata's defaults.
 
-    jars: extra jars for `spark.jars` of a session this starts. quiet=True (the CLI and REPL)
+    jars: extra jars for `spark.jars` of a session this starts; class_archive: the class-data
+    archive its driver maps (`session_conf`). quiet=True (the CLI and REPL)
     sends the JVM's own start-up chatter to /dev/null; errors still reach Python as exceptions.
     """
     from pyspark.sql import SparkSession  # deferred: only this path needs pyspark
@@ -107,7 +117,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not conf:
         return active
-    settings = session_conf(master, conf, jars)
+    settings = session_conf(master, conf, jars, class_archive)
     if settings["spark.master"].startswith(("local", "local-cluster")):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName("strata")

@@ -26,3 +26,18 @@ def test_a_users_own_logging_configuration_is_left_alone():
     mine = "-Dlog4j2.configurationFile=file:/etc/mine.properties"
     conf = session_conf("local[1]", {"spark.driver.extraJavaOptions": mine})
     assert conf["spark.driver.extraJavaOptions"] == mine
+
+
+def test_a_class_archive_goes_to_the_driver_only_and_quietly():
+    conf = session_conf("local[1]", {"spark.driver.extraJavaOptions": "-Xss4m"}, class_archive="/c/spark.jsa")
+    driver = conf["spark.driver.extraJavaOptions"]
+    assert driver.startswith("-XX:SharedArchiveFile=/c/spark.jsa -Xlog:cds=off -Xlog:cds+dynamic=off ")
+    assert LOGGING in driver and driver.endswith(" -Xss4m")
+    assert "SharedArchiveFile" not in conf["spark.executor.extraJavaOptions"]  # other JVMs, other classpaths
+    assert "SharedArchiveFile" not in session_conf("local[1]")["spark.driver.extraJavaOptions"]
+
+
+def test_a_user_who_sets_class_data_sharing_keeps_theirs():
+    for mine in ("-Xshare:off", "-XX:SharedArchiveFile=/mine.jsa", "-XX:ArchiveClassesAtExit=/new.jsa"):
+        conf = session_conf("local[1]", {"spark.driver.extraJavaOptions": mine}, class_archive="/c/spark.jsa")
+        assert "/c/spark.jsa" not in conf["spark.driver.extraJavaOptions"], mine

@@ -264,3 +264,23 @@ def test_graph_api_pages_past_the_limit_and_says_what_is_wrong(server):
     assert r.status_code == 404 and r.json()["hint"] == "GET /api/strata/v1/search?q=NAME finds node ids"
     r = get("rows", run="no-such-run")
     assert r.status_code == 400 and "no captured run" in r.json()["error"]
+
+
+def test_sigterm_stops_the_ui_at_once_while_a_browser_holds_it_open(page, server):
+    """Ctrl-C or SIGTERM ends `strata ui` within seconds, not after uvicorn's 30-second grace,
+    although the page still holds its keep-alive connections."""
+    import time
+
+    other = UiServer(server.root).start()
+    try:
+        page.goto(other.url)
+        expect()(page.locator("#status")).to_contain_text("store version 2")
+        page.fill("#search", "amount")
+        expect()(page.locator("#search-results li")).to_have_count(2)
+    finally:
+        began = time.monotonic()
+        code = other.stop(timeout=60)
+        took = time.monotonic() - began
+    assert code == 0, other.log()
+    assert took < 5, f"strata ui took {took:.1f} s to stop"
+    assert '"stopped"' in other.log()

@@ -284,3 +284,34 @@ def test_sigterm_stops_the_ui_at_once_while_a_browser_holds_it_open(page, server
     assert code == 0, other.log()
     assert took < 5, f"strata ui took {took:.1f} s to stop"
     assert '"stopped"' in other.log()
+
+
+def test_served_with_an_api_key_the_page_asks_for_it_once_per_tab(page, server, tmp_path):
+    """`strata serve --api-key`: the page loads without the key, asks for it at its first API call
+    (again after a wrong one), and keeps it for the tab: a reload asks nothing."""
+    import shutil
+
+    from support.serve import Server
+
+    store = tmp_path / "served"
+    shutil.copytree(server.root, store)
+    served = Server(str(store), env={"STRATA_API_KEY": "s3cret"}).start()
+    asked: list[str] = []
+
+    def answer(dialog):
+        asked.append(dialog.message)
+        dialog.accept("wrong" if len(asked) == 1 else "s3cret")
+
+    page.on("dialog", answer)
+    try:
+        page.goto(served.url)
+        expect()(page.locator("#status")).to_contain_text("store version 2")
+        assert asked == ["This server needs its API key:"] * 2
+        page.fill("#search", "amount")
+        expect()(page.locator("#search-results li")).to_have_count(2)
+        page.reload()
+        expect()(page.locator("#status")).to_contain_text("store version 2")
+        assert len(asked) == 2
+        assert httpx.get(f"{served.url}/api/v1/namespaces", timeout=10).status_code == 401
+    finally:
+        assert served.stop() == 0, served.log()

@@ -2,7 +2,8 @@
 
 The CLI, the REPL and the benchmarks start Spark here, so the session they start has capture's
 jar (capture/jvm, built on first use) on `spark.jars`: JSON item ids that keep filter pushdown, and the
-one-pass writer of a captured result's hidden columns (docs/capture.md).
+one-pass writer of a captured result's hidden columns (docs/capture.md); and, once `make classdata`
+built it, a driver that maps the class-data archive of Spark's classes (strata/classdata.py).
 
 A job run by `strata capture` is not tuned: `job_spark` lets the job start its own session as it
 would without Strata, with capture's jar added, and `job_session` hands that session to the store.

@@ -640,6 +640,17 @@ function patternOf(values) {
   return leaf(values, "") ?? "//*";
 }
 
+// "dir/tweets.json:12" before "dir/tweets.json:101": the file, then the number after its last : or #
+function bySource(a, b) {
+  const split = (it) => {
+    const m = /^(.*)[:#](\d+)$/.exec(it.source || "");
+    return m ? [it.dataset, m[1], Number(m[2])] : [it.dataset, it.source || "", -1];
+  };
+  const [x, y] = [split(a), split(b)];
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+  return a.item < b.item ? -1 : a.item > b.item ? 1 : 0;
+}
+
 async function traceItem(item) {
   state.item = item;
   const pattern = patternOf(item.values);
@@ -653,11 +664,13 @@ async function traceItem(item) {
     const label = Object.entries(item.values).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
     state.nodes.set(itemId, { id: itemId, kind: "item", label: `output ${label}`, name: item.id, parent: outId,
       dataset: state.run, source: "(output)", paths: Object.entries(item.values).map(([k, v]) => ({ path: k, role: "output", value: JSON.stringify(v) })) });
-    const byItem = new Map();
+    const found = new Map();
     for (const row of t.rows) {
-      if (!byItem.has(row.item)) byItem.set(row.item, { ...row, paths: [] });
-      byItem.get(row.item).paths.push({ path: row.path, role: row.role, value: row.value });
+      if (!found.has(row.item)) found.set(row.item, { ...row, paths: [] });
+      found.get(row.item).paths.push({ path: row.path, role: row.role, value: row.value });
     }
+    // input records in the order of their sources (file, then line or row number), not of their ids
+    const byItem = new Map([...found].sort(([, a], [, b]) => bySource(a, b)));
     for (const [iid, it] of byItem) {
       const dsId = `in:${it.dataset}`;
       if (!state.nodes.has(dsId)) state.nodes.set(dsId, { id: dsId, kind: "dataset", label: it.dataset.split("/").pop(), name: it.dataset });

@@ -144,12 +144,13 @@ class Slot:
     """Where the id associations of operator ``oid`` sit in a tracked DataFrame.
 
     Rows are reached by exploding the hidden array columns in ``nest`` in order (one per
-    aggregation downstream of the operator); a condition ``(depth, column, value)`` in
-    ``when`` keeps the rows of nesting level ``depth`` (0 = top) where the column has that
-    value (the side of a union). Each row gives ``(out_id, input, in_id, pos)``. With
-    ``array`` set the input ids are the ``in_ref.id_col`` fields of that hidden array of
-    structs and ``pos`` is the 1-based array position (aggregation); otherwise ``pos`` is
-    column ``pos_col`` plus one (flatten) or null. ``distinct`` is set once a downstream
+    aggregation, or semi join's matches, downstream of the operator); a condition ``(depth,
+    column, value)`` in ``when`` keeps the rows of nesting level ``depth`` (0 = top) where the
+    column has that value (the side of a union). Each row gives ``(out_id, input, in_id, pos)``.
+    With ``array`` set the input ids are the ``in_ref.id_col`` fields of that hidden array of
+    structs and ``pos`` is the 1-based array position (an aggregation's members, a semi join's
+    matching right items); otherwise ``pos`` is column ``pos_col`` plus one (flatten) or null.
+    ``distinct`` is set once a downstream
     operator may repeat rows. When only downstream flattens repeated them (no join, and no
     filter/limit/semi join after the repeating flatten), ``first`` names those flattens'
     position columns as ``(depth, column)``: the first copy of a row is the one where each is

@@ -541,14 +541,15 @@ class _Walk:
 
     # ---- joins, unions, set operations ----------------------------------------------------------
     def visit_Join(self, node) -> TrackedDataFrame:
+        cond = node.condition()
         if cls(node.joinType()) == "ExistenceJoin":  # EXISTS / IN under an OR: a semi join that keeps every row
             left, right = self.run(node.left()), self.run(node.right())
-            return binary.existence(left, right, lambda lt, rt: self.replant(node, lt, rt))
+            on = column_of(self.spark, cond.get()) if cond.isDefined() else None
+            return binary.existence(left, right, lambda lt, rt: self.replant(node, lt, rt), on)
         how = _JOINS.get(str(node.joinType().sql()))
         if how is None:
             raise refuse(node, f"join type {node.joinType().sql()}")
         left, right = self.run(node.left()), self.run(node.right())
-        cond = node.condition()
         on = column_of(self.spark, cond.get()) if cond.isDefined() else None
         if on is None and how == "inner":
             how = "cross"

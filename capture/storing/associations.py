@@ -3,7 +3,8 @@
 plain Python (no pyspark: the DuckDB engine's trace backtraces through these).
 
 One association: ``(oid, out_id, input, in_id, pos)`` -- ``pos`` the 1-based position for
-flatten (in the flattened array) and aggregation (in the group's collected list), else None.
+flatten (in the flattened array), aggregation (in the group's collected list) and a semi join's
+right items (among the row's collected matches, in no particular order), else None.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 One row per (output item, input item) pair of an operator:
 ``oid int, out_id long, input int, in_id long, pos int`` -- ``pos`` is the 1-based position
-for flatten (in the flattened array) and aggregation (in the group's collected list), else null.
+for flatten (in the flattened array), aggregation (in the group's collected list) and a semi
+join's right items (among the row's collected matches, in no particular order), else null.
 Slots at the same nesting level are read in one pass over the annotated result.
 
 Operators that keep item identity (filter, select, map, sort, limit) have no slot: their

@@ -7,8 +7,8 @@ contributing and influencing, per source operator -- are what the replay's sourc
 run's program is run again on them (capture/auto/replay.py: the script up to the run's write,
 translated as at the capture). The replayed row with the item's id is compared with the stored
 one, column by column. Where the program's meaning makes the replay not exact (a LIMIT, a sample,
-a value drawn at random, a semi or anti join: :func:`exactness`), the check says so and what it
-checks instead. A failed item is replayed again with each source read whole in turn, to say
+a value drawn at random, an anti join: :func:`exactness`), the check says so and what it checks
+instead. A failed item is replayed again with each source read whole in turn, to say
 whose items its trace misses.
 
 Verdicts: ``ok``; ``weaker`` (passed the weaker statement the plan allows); ``differs`` (the item
@@ -45,8 +45,7 @@ _MARK = "\x00op"  # a source operator's dataset while tracing for a replay: the 
 _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(")
 
 Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
-_SEMI = re.compile(r"Join (LeftSemi|LeftAnti|ExistenceJoin)")
-_JOINS = {"LeftSemi": "a left semi join", "LeftAnti": "a left anti join"}
+_ANTI = re.compile(r"Join LeftAnti\b")
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ class Check:
 class Exactness:
     """What a replay of the plan can promise: ``not_checkable`` (why, or None), ``weaker`` (why
     the replay is not exact, each with what is checked instead) and ``whole``: the source
-    operators the replay reads whole (the right side of semi and anti joins)."""
+    operators the replay reads whole (the right side of anti joins)."""
 
     not_checkable: str | None = None
     weaker: tuple[str, ...] = ()
@@ -148,9 +147,11 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
     """What a replay of the plan below ``result_oid`` can promise. A sample or a value drawn at
     random cannot be replayed on other rows (not checkable). After a LIMIT the item comes out of
     its own inputs, but that it is among the first n is not checked (the rows before it are not in
-    its trace): the weaker statement, its row with the same values, is. A left semi or anti join
-    (EXISTS, IN, NOT EXISTS, NOT IN, INTERSECT, EXCEPT) keeps a left row by whether right rows
-    match, and capture records the left item only: its right side's sources are read whole."""
+    its trace): the weaker statement, its row with the same values, is. A left anti join (NOT
+    EXISTS, NOT IN, EXCEPT) keeps a left row because no right row matches, and capture records
+    the left item only: its right side's sources are read whole. A left semi join and an
+    existence join (EXISTS, IN, INTERSECT) record the right items that match a row, so their
+    replay is exact on the trace alone."""
     ops = {o.oid: o for o in operators}
     weaker: list[str] = []
     whole: set[int] = set()
@@ -168,16 +169,14 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
             weaker.append(f"operator {oid} ({op.method}) keeps the first rows only: the rows ranked before an "
                           "item (or tied with it) are not in its trace, so that it is among them is not checked; "
                           "checked: its row comes out of its own inputs with the same values")
-        kind = _SEMI.match(op.detail or "")
-        if op.type is OpType.JOIN and kind and len(op.inputs) == 2:
+        if op.type is OpType.JOIN and _ANTI.match(op.detail or "") and len(op.inputs) == 2:
             right = sorted(o for o in below(ops, op.inputs[1].pred) if ops[o].type is OpType.SOURCE)
             whole.update(right)
             names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
-            what = _JOINS.get(kind.group(1), "an existence join")
-            weaker.append(f"operator {oid} is {what} (EXISTS, IN, NOT EXISTS, NOT IN): "
-                          "it keeps a row by whether right rows match, and the trace does not name those rows "
-                          f"(capture records the left item only); checked: the item comes out of its traced "
-                          f"inputs with its right side read whole: {names or 'no source'}")
+            weaker.append(f"operator {oid} is a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row "
+                          "because no right row matches, and the trace names no right row (capture records the "
+                          f"left item only); checked: the item comes out of its traced inputs with its right side "
+                          f"read whole: {names or 'no source'}")
     return Exactness(None, tuple(weaker), frozenset(whole))
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from capture.errors import UnsupportedOperation
 from capture.id_columns import named
-from capture.ids import JOIN, UNION, Derived, is_hidden
+from capture.ids import JOIN, UNION, Derived, is_hidden, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     accesses,
@@ -67,7 +67,10 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     op = _join_op(oid, left, right, jnode, items)
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
-        return left._next(new, op, slots=slots)
+        if kind == "anti":  # kept because no right row matches: no right item is recorded (docs/capture.md)
+            return left._next(new, op, slots=slots)
+        new, more, derived = _with_matches(left, right, new, on, oid)
+        return left._next(new, op, slots=(*slots, *more), derived=derived)
     idk = f"__strata_id_{oid}"
     new = new.withColumn(
         idk, F.xxhash64(F.lit(oid), F.coalesce(F.col(left._cur), F.lit(-1)), F.coalesce(F.col(rcur), F.lit(-1)))
@@ -100,20 +103,44 @@ def _join_op(oid: int, left: TrackedDataFrame, right: TrackedDataFrame, jnode, i
     return OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
 
 
-def existence(left: TrackedDataFrame, right: TrackedDataFrame, build) -> TrackedDataFrame:
+def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column | None) -> TrackedDataFrame:
     """Spark's existence join (``EXISTS`` under an ``OR``, as RewritePredicateSubquery plans it):
-    every left row once, plus a boolean column saying whether a right row matched the condition.
-    ``build(left annotated, right annotated)`` is the join over the two (Spark's own node). As a
-    left semi join: the left id is kept, the left columns copied, the right side's condition
-    paths accessed (the matching right items influence through the condition); the boolean
-    column is built from no input path (nothing is copied into it)."""
+    every left row once, plus a boolean column saying whether a right row matched the condition
+    ``on``. ``build(left annotated, right annotated)`` is the join over the two (Spark's own
+    node). As a left semi join: the left id is kept, the left columns copied, the right side's
+    condition paths accessed, and the right items that match a row recorded as its input 1
+    (:func:`_with_matches`; none for a row no right row matches); the boolean column is built
+    from no input path (nothing is copied into it)."""
     right = _tracked(right, "join", left)
     oid = left.tracker._new_oid()
     new = build(left.annotated, right.annotated)
     jnode = analyzed(new)
     items = [i for i in seq(jnode.left().output()) if not is_hidden(i.name())]
     op = _join_op(oid, left, right, jnode, items)
-    return left._next(new, op, slots=(*left._slots, Slot(oid, left._cur, InRef(left._cur))))
+    new, more, derived = _with_matches(left, right, new, on, oid)
+    return left._next(new, op, slots=(*left._slots, Slot(oid, left._cur, InRef(left._cur)), *more), derived=derived)
+
+
+def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, on, oid: int
+                  ) -> tuple[DataFrame, tuple[Slot, ...], tuple[Derived, ...]]:
+    """A left semi (or existence) join's output ``new`` -- Spark's own join, one row per kept left
+    row -- with the right items that match each row: a hidden array ``__strata_match_<oid>`` of
+    the stored hidden columns of every right row that meets the condition ``on`` with it (an
+    inner join of the two annotated sides on the same condition, grouped by the left id, joined
+    back to ``new`` on it: the rows of ``new`` stay as they are; null where none matches). Returns
+    that DataFrame, the slots to add (the join's input 1, and the right side's own slots seen
+    inside the array, de-duplicated: a right row may match several left rows) and every derived id."""
+    arr, key = f"__strata_match_{oid}", f"__strata_key_{oid}"
+    rename = {h: f"{h}_j{oid}" for h in set(left.hidden()) & set(right.hidden())}
+    rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
+    stored = [h for h in right.hidden() if h not in top(right._derived)]  # derived ids: computed on read
+    pairs = left.annotated.join(rdf, on, "inner") if on is not None else left.annotated.crossJoin(rdf)
+    matches = pairs.groupBy(named(left._cur).alias(key)).agg(
+        F.collect_list(F.struct(*(named(rename.get(h, h)).alias(h) for h in stored))).alias(arr))
+    out = new.join(matches, named(left._cur) == named(key), "left").drop(key)
+    slots = (*(s.repeated().nested_in(arr) for s in right._slots),
+             Slot(oid, left._cur, InRef(right._cur, 1), array=arr))
+    return out, slots, (*left._derived, *(d.nested_in(arr) for d in right._derived))
 
 
 def union(left: TrackedDataFrame, other, method: str, by_name: bool, allow_missing: bool = False) -> TrackedDataFrame:

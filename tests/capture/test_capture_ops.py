@@ -190,12 +190,18 @@ def test_outer_joins_leave_the_missing_side_out(tracker, tweets, users, how, n_o
 
 
 @pytest.mark.parametrize("how,texts", [("left_semi", {T1, "Hello World", T22, T29}), ("anti", set())])
-def test_semi_and_anti_joins_filter_the_left_input(tracker, tweets, users, how, texts):
+def test_semi_and_anti_joins_filter_the_left_input(tracker, tweets, users, src_ids, how, texts):
     out = tweets.join(users, tweets["user.id_str"] == users["id"], how)
     op = tracker.capture(out).operator(out.oid)
-    assert op.inputs[1].accessed == ("id",)
+    assert op.inputs[1].accessed == ("id",) and all(m.input == 0 for m in op.manipulated)  # nothing copied from users
     assert {r.text for r in out.collect()} == texts
-    assert all(o == i and inp == 0 for o, inp, i, _ in assoc(tracker, out, out.oid))
+    rows = assoc(tracker, out, out.oid)
+    kept = {r._pid for r in out.with_item_ids("_pid").collect()}
+    assert {(o, i) for o, inp, i, _ in rows if inp == 0} == {(p, p) for p in kept}
+    # a semi join's kept tweet: the user that matches it, as input 1 (an anti join's: none)
+    text, uid = {p: t for t, p in src_ids}, ids_by(users, "id")
+    author = {T1: "lp", "Hello World": "lp", T22: "jm", T29: "jm"} if how == "left_semi" else {}
+    assert {(text[o], i) for o, inp, i, _ in rows if inp == 1} == {(t, uid[a]) for t, a in author.items()}
 
 
 def test_join_on_column_names_and_self_join(tracker, spark):

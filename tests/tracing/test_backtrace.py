@@ -126,11 +126,14 @@ def test_distinct_traces_every_duplicate():
     assert all(n["a"] == ("contributing", (2,), (2,)) for n in nodes(t, "d").values())
 
 
-def test_semi_join_traces_only_the_left_items():
+def test_semi_join_traces_its_matching_right_items_as_influencing():
+    # a semi join's rows: the kept left item (input 0) and each right item that matched it (input 1,
+    # its position in the collected matches); no right path is manipulated into the output
     ops = [src(1, "l"), src(2, "r"),
            OperatorProv(3, OpType.JOIN, "join", (OpInput(1, ("k",)), OpInput(2, ("id",))), (M(0, "k", "k"),))]
-    t = backtrace(ops, 3, {5: ["k"]}, fetch_from({3: [(5, 0, 5, None)]}))
-    assert t.datasets() == ["l"] and nodes(t, "l") == {5: {"k": ("contributing", (3,), (3,))}}
+    t = backtrace(ops, 3, {5: ["k"]}, fetch_from({3: [(5, 0, 5, None), (5, 1, 7, 1), (5, 1, 8, 2), (6, 1, 9, 1)]}))
+    assert t.datasets() == ["l", "r"] and nodes(t, "l") == {5: {"k": ("contributing", (3,), (3,))}}
+    assert nodes(t, "r") == {7: {"id": ("influencing", (3,), ())}, 8: {"id": ("influencing", (3,), ())}}
 
 
 # ---- the running example in Spark --------------------------------------------------------

@@ -5,8 +5,9 @@ come out with the same values.
 Two scripts, captured as `strata capture` captures them (in this process, the suite's session):
 a join + aggregation over JSON Lines and CSV (after a first write of the same script, so the
 replay finds the run's write by its number), whose items all pass; and an ORDER BY ... LIMIT
-with ties, a window rank and an EXISTS subquery, where the LIMIT and the semi join make the
-replay a weaker check and say so. A trace tampered with (an input left out of the replay) fails,
+with ties, a window rank, an EXISTS and a NOT EXISTS subquery, where the LIMIT and the anti join
+make the replay a weaker check and say so (the EXISTS replays exactly on its trace alone: the
+rows that made it true are traced). A trace tampered with (an input left out of the replay) fails,
 with the column, the values and the input it needed; so does an input rewritten since the run
 (`strata trace --check` exits with 1); a run captured without a script cannot be checked and
 says why.
@@ -58,6 +59,8 @@ ranked.filter("rk <= 2").write.mode("overwrite").parquet(sys.argv[2] + "/ranked"
 scores.createOrReplaceTempView("scores")
 spark.sql("SELECT name, g FROM scores s WHERE EXISTS (SELECT 1 FROM scores t WHERE t.g = s.g AND t.score > s.score)"
           ).write.mode("overwrite").parquet(sys.argv[2] + "/beaten")
+spark.sql("SELECT name, g FROM scores s WHERE NOT EXISTS (SELECT 1 FROM scores t WHERE t.g = s.g AND t.score > s.score)"
+          ).write.mode("overwrite").parquet(sys.argv[2] + "/unbeaten")
 '''
 
 ORDERS = [{"cust": c, "amount": a, "item": i} for c, a, i in
@@ -131,7 +134,7 @@ def test_an_input_left_out_fails_and_says_where(runs):
 
 
 def test_order_by_limit_with_ties_is_a_weaker_check(runs):
-    store, _, (top, ranked, _), _ = runs
+    store, _, (top, ranked, _, _), _ = runs
     done = check(store, top, parse_pattern("/name"))
     assert len(done.items) == 3 and done.passed, done.render()
     assert {i.verdict for i in done.items} == {"weaker"}
@@ -192,16 +195,40 @@ def test_samples_and_random_values_are_not_checkable_a_limit_is_weaker():
     plan = on(one(OpType.LIMIT, "limit", "GlobalLimit 3"))
     assert plan.not_checkable is None and len(plan.weaker) == 1
     assert plan.weaker[0].startswith("operator 2 (limit) keeps the first rows only")
+    # a semi or existence join's matching right items are traced: exact; an anti join's right side is read whole
+    for detail, whole in [("Join LeftSemi, (a#1 = b#2)", set()), ("Join ExistenceJoin(exists#3), (a#1 = b#2)", set()),
+                          ("Join LeftAnti, (a#1 = b#2)", {1})]:
+        plan = on(OperatorProv(2, OpType.JOIN, "join", (OpInput(1, ("a",)), OpInput(1, ("b",))), (), detail=detail))
+        assert plan.whole == whole and len(plan.weaker) == len(whole), detail
+    assert plan.weaker[0].startswith("operator 2 is a left anti join (NOT EXISTS, NOT IN, EXCEPT)")
 
 
-def test_exists_reads_its_subquery_whole_and_says_so(runs):
-    store, _, (_, _, beaten), _ = runs
+def test_exists_replays_on_its_trace_alone(runs):
+    store, _, (_, _, beaten, _), _ = runs
     done = check(store, beaten, parse_pattern("/name"))
-    # b, c (beaten by a) and e, f, g (by d): each traced to its own row only
-    assert sorted(i.expected["name"] for i in done.items) == ["b", "c", "e", "f", "g"]
+    # b, c (beaten by a), e, f (by d) and g (by d, e and f): each traced to its own row and the
+    # rows that beat it (the semi join's matching right items), nothing read whole
+    given = {i.expected["name"]: sum(i.inputs.values()) for i in done.items}
+    assert given == {"b": 2, "c": 2, "e": 2, "f": 2, "g": 4}, done.render()
+    assert {i.verdict for i in done.items} == {"ok"} and not done.weaker, done.render()
+
+    def outer_only(item_id, keep):  # the subquery's rows left out (its scan is the later source)
+        return {oid: ids for oid, ids in keep.items() if oid == min(keep)}
+
+    gone = check(store, beaten, parse_pattern("/name = 'g'"), tamper=outer_only)
+    [item] = gone.items
+    assert item.verdict == "missing" and not gone.passed, gone.render()
+    assert item.notes[-1].startswith("it comes out right when the whole input of scores.json (operator"), item.notes
+
+
+def test_not_exists_reads_its_subquery_whole_and_says_so(runs):
+    store, _, (_, _, _, unbeaten), _ = runs
+    done = check(store, unbeaten, parse_pattern("/name"))
+    # a and d: no row of their g scores higher; the anti join traces them to their own rows only
+    assert sorted(i.expected["name"] for i in done.items) == ["a", "d"]
     assert {i.verdict for i in done.items} == {"weaker"}, done.render()
-    assert len(done.weaker) == 1 and "left semi join" in done.weaker[0] and "scores.json (operator" in done.weaker[0]
-    assert all(-1 in i.inputs.values() for i in done.items)  # the subquery's input: read whole
+    assert len(done.weaker) == 1 and "left anti join" in done.weaker[0] and "scores.json (operator" in done.weaker[0]
+    assert all(list(i.inputs.values()) == [-1] for i in done.items), done.render()  # the subquery's input: whole
 
 
 def test_cli_exit_code_1_when_an_item_comes_out_otherwise(spark, tmp_path):

@@ -45,7 +45,9 @@ _MARK = "\x00op"  # a source operator's dataset while tracing for a replay: the 
 _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(")
 
 Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
-_ANTI = re.compile(r"Join LeftAnti\b")
+# joins whose right rows the trace does not name: anti joins, and semi/existence joins without a
+# condition (capture records no right item for them: docs/capture.md, "Semi and anti joins")
+_WHOLE_RIGHT = re.compile(r"Join (LeftAnti\b|LeftSemi$|ExistenceJoin\([^)]*\)$)")
 
 
 @dataclass(frozen=True)
@@ -169,12 +171,15 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
             weaker.append(f"operator {oid} ({op.method}) keeps the first rows only: the rows ranked before an "
                           "item (or tied with it) are not in its trace, so that it is among them is not checked; "
                           "checked: its row comes out of its own inputs with the same values")
-        if op.type is OpType.JOIN and _ANTI.match(op.detail or "") and len(op.inputs) == 2:
+        kind = _WHOLE_RIGHT.match((op.detail or "").strip())
+        if op.type is OpType.JOIN and kind and len(op.inputs) == 2:
             right = sorted(o for o in below(ops, op.inputs[1].pred) if ops[o].type is OpType.SOURCE)
             whole.update(right)
             names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
-            weaker.append(f"operator {oid} is a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row "
-                          "because no right row matches, and the trace names no right row (capture records the "
+            what = ("a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row because no right row matches"
+                    if kind.group(1).startswith("LeftAnti") else
+                    "a semi join without a condition: it keeps a row if the right side has any row")
+            weaker.append(f"operator {oid} is {what}, and the trace names no right row (capture records the "
                           f"left item only); checked: the item comes out of its traced inputs with its right side "
                           f"read whole: {names or 'no source'}")
     return Exactness(None, tuple(weaker), frozenset(whole))

@@ -67,7 +67,10 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     op = _join_op(oid, left, right, jnode, items)
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
-        if kind == "anti":  # kept because no right row matches: no right item is recorded (docs/capture.md)
+        # an anti join keeps a row because no right row matches, and a semi join without a
+        # condition keeps every left row for every right row (n × m pairs): neither records right
+        # items (docs/capture.md, "Semi and anti joins")
+        if kind == "anti" or on is None:
             return left._next(new, op, slots=slots)
         new, more, derived = _with_matches(left, right, new, on, oid)
         return left._next(new, op, slots=(*slots, *more), derived=derived)
@@ -109,7 +112,8 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     ``on``. ``build(left annotated, right annotated)`` is the join over the two (Spark's own
     node). As a left semi join: the left id is kept, the left columns copied, the right side's
     condition paths accessed, and the right items that match a row recorded as its input 1
-    (:func:`_with_matches`; none for a row no right row matches); the boolean column is built
+    (:func:`_with_matches`; none for a row no right row matches, none at all without a
+    condition); the boolean column is built
     from no input path (nothing is copied into it)."""
     right = _tracked(right, "join", left)
     oid = left.tracker._new_oid()
@@ -117,8 +121,11 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     jnode = analyzed(new)
     items = [i for i in seq(jnode.left().output()) if not is_hidden(i.name())]
     op = _join_op(oid, left, right, jnode, items)
+    slots = (*left._slots, Slot(oid, left._cur, InRef(left._cur)))
+    if on is None:  # no condition: each row against every right row; none recorded, as for a semi join
+        return left._next(new, op, slots=slots)
     new, more, derived = _with_matches(left, right, new, on, oid)
-    return left._next(new, op, slots=(*left._slots, Slot(oid, left._cur, InRef(left._cur)), *more), derived=derived)
+    return left._next(new, op, slots=(*slots, *more), derived=derived)
 
 
 def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, on, oid: int
@@ -127,7 +134,8 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     row -- with the right items that match each row: a hidden array ``__strata_match_<oid>`` of
     the stored hidden columns of every right row that meets the condition ``on`` with it (an
     inner join of the two annotated sides on the same condition, grouped by the left id, joined
-    back to ``new`` on it: the rows of ``new`` stay as they are; null where none matches). Returns
+    back to ``new`` on it: the rows of ``new`` stay as they are; null where none matches; ``on``
+    is a condition, never None: without one every pair matches and nothing is recorded). Returns
     that DataFrame, the slots to add (the join's input 1, and the right side's own slots seen
     inside the array, de-duplicated: a right row may match several left rows) and every derived id."""
     arr, key = f"__strata_match_{oid}", f"__strata_key_{oid}"

@@ -87,3 +87,25 @@ def test_a_kept_row_traces_to_the_right_rows_that_match_it(spark, tmp_path_facto
             from_orders = {order_of[r[1]] for r in got if r[1] in order_of and r[3] == "contributing"}
             assert from_orders == mine, (name, k)
             assert all(r[1] in line_of or r[1] in order_of for r in got), (name, k)
+
+
+def test_a_semi_join_without_a_condition_records_no_right_item(spark, tmp_path):
+    """`orders.join(lines, how="left_semi")` with no condition keeps every order if there is any
+    line: every line would match every order (n × m pairs), so none is recorded; the order rows
+    still contribute, and the written rows are the plain program's."""
+    (tmp_path / "orders.json").write_text("".join(json.dumps({"ok": k, "v": k * 10}) + "\n" for k in (1, 2, 3)))
+    (tmp_path / "lines.json").write_text("".join(json.dumps({"lk": i, "ok": 9, "c": 0, "r": 1}) + "\n"
+                                                 for i in range(4)))
+    store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
+
+    def program():
+        orders = spark.read.schema(ORDERS).json(str(tmp_path / "orders.json"))
+        return orders.join(spark.read.schema(LINES).json(str(tmp_path / "lines.json")), how="left_semi")
+
+    with capturing(spark, store, pipeline="semi0", model=False) as cap:
+        program().write.parquet(str(tmp_path / "out"))
+    assert sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == \
+        sorted(tuple(r) for r in program().collect()) == [(1, 10), (2, 20), (3, 30)]
+    got = trace(store, cap.runs[0].run, parse_pattern("/ok = 2"), limit=10).rows()
+    assert got and {r[0] for r in got} == {str(tmp_path / "orders.json")}, got  # no line is named
+    assert ("ok", "contributing") in {(r[2], r[3]) for r in got}, got

@@ -72,9 +72,13 @@ def query(ctx: click.Context, text: str, fmt: str, show_ast: bool, show_plan: bo
 @click.option("--check", is_flag=True,
               help="replay the run's program on each traced item's inputs and check that the item comes out "
                    "again (exit code 1 when one does not)")
+@click.option("--sample", type=click.IntRange(min=1), metavar="N",
+              help="with --check: check N items drawn from all the matched ones instead of the first")
+@click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+              help="with --sample: which items are drawn (the same seed draws the same items)")
 @click.pass_context
 def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, fmt: str, no_values: bool,
-          check: bool) -> None:
+          check: bool, sample: int | None, seed: int) -> None:
     """Where the result items matching PATTERN come from: each input item that made or
     influenced them, where it lives (file:line, file#row, catalog table) and its values.
 
@@ -83,22 +87,29 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
 
     With --check, each matched item is checked instead: the run's program (a script captured with
     `strata capture`) runs again on exactly the input items the item's trace names, and the item
-    must come out with the same values (docs/tracing.md, "Checking a trace by replay")."""
+    must come out with the same values (docs/tracing.md, "Checking a trace by replay"); with
+    --sample N, N items drawn from all the matched ones (--seed S picks which)."""
     from capture.tracing import parse_pattern, trace_rows  # deferred: it loads lark, numpy, pyarrow
     from capture.tracing import trace as backtrace  # deferred: it loads lark, numpy, pyarrow
 
+    if sample is not None and not check:
+        raise click.UsageError("--sample draws the items of a check: use it with --check "
+                               "(--limit N traces the first N)")
     if check:
         if fmt not in ("tree", "json") or no_values:
             raise click.UsageError("--check prints its own lines (or JSON with --format json): "
                                    "--format table/csv and --no-values do not apply to it")
-        _check(ctx, parse_pattern(pattern), run, limit, fmt)
+        if sample is not None and limit is not None:
+            raise click.UsageError("--limit N checks the first N items, --sample N a sample of them: give one")
+        _check(ctx, parse_pattern(pattern), run, limit, fmt, sample, seed)
         return
     st = store_of(ctx)
     rows = trace_rows(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)
     click.echo(render_rows(tuple(name for name, _ in iql.TRACE_COLUMNS), rows, fmt))
 
 
-def _check(ctx: click.Context, pattern, run: str | None, limit: int | None, fmt: str) -> None:
+def _check(ctx: click.Context, pattern, run: str | None, limit: int | None, fmt: str, sample: int | None,
+           seed: int) -> None:
     """`strata trace --check`: a line per item, a summary; exit code 1 when an item failed. The
     replayed script starts its own session as under `strata capture` (`strata.spark.job_spark`)."""
     from capture.tracing import check  # deferred: it loads lark, numpy, pyarrow
@@ -109,7 +120,7 @@ def _check(ctx: click.Context, pattern, run: str | None, limit: int | None, fmt:
     app.job = True  # the store works in the replayed script's session
     st = store_of(ctx)
     with job_spark(app.master, parse_conf(app.conf)):
-        done = check(st, run, pattern, limit)
+        done = check(st, run, pattern, limit, sample=sample, seed=seed)
     click.echo(json.dumps(done.as_json(), indent=2, ensure_ascii=False) if fmt == "json" else done.render())
     if not done.passed:
         ctx.exit(1)

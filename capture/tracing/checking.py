@@ -19,6 +19,7 @@ itself: the replay does (imported when a check runs).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -86,6 +87,7 @@ class Check:
     matched: int
     weaker: tuple[str, ...] = ()  # why the replay is not exact, and what is checked instead
     seconds: float = 0.0
+    seed: int | None = None  # the items are a sample drawn with this seed (None: the first matched)
 
     def count(self, verdict: str) -> int:
         return sum(i.verdict == verdict for i in self.items)
@@ -104,7 +106,8 @@ class Check:
                 f"{self.failed} failed, {self.count(NOT_CHECKABLE)} not checkable ({self.seconds:.1f} s)")
 
     def lines(self) -> list[str]:
-        out = [f"check run {self.run!r}: {self.matched} result items matched"]
+        drawn = "" if self.seed is None else f", a sample of {len(self.items)} checked (seed {self.seed})"
+        out = [f"check run {self.run!r}: {self.matched} result items matched{drawn}"]
         if self.program is not None:
             args = " ".join(self.program["args"])
             out.append(f"  replaying write {self.program['write']} of {self.program['script']}"
@@ -125,7 +128,8 @@ class Check:
                 value = {k: v for k, v in value.items() if k != REPLAY_ID}
             return json.loads(json.dumps(value, default=str, ensure_ascii=False))
 
-        return {"run": self.run, "program": self.program, "matched": self.matched, "notExact": list(self.weaker),
+        return {"run": self.run, "program": self.program, "matched": self.matched, "seed": self.seed,
+                "notExact": list(self.weaker),
                 "seconds": round(self.seconds, 3), "passed": self.passed,
                 "counts": {"ok": self.count(OK), "weaker": self.count(WEAKER), "failed": self.failed,
                            "notCheckable": self.count(NOT_CHECKABLE)},
@@ -253,13 +257,18 @@ def _verdict(item_id: int, expected: dict | None, rows: list[dict], inputs: dict
 
 
 # ---- the entry point -------------------------------------------------------------------------
-def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *, engine: Engine | None = None,
-          tamper: Callable[[int, Keep], Keep] | None = None) -> Check:
+def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *, sample: int | None = None,
+          seed: int = 0, engine: Engine | None = None, tamper: Callable[[int, Keep], Keep] | None = None) -> Check:
     """Check the trace of the (first ``limit``) result items of run ``run`` (None: the store's
     last) that ``pattern`` matches by replaying the run's program on each item's traced inputs
-    (module docstring). The run must have been captured from a script (``strata capture``):
+    (module docstring). ``sample``: instead of the first, ``sample`` items drawn from all the
+    matched ones (:func:`drawn`: the same for a seed on either engine; every matched row is read
+    to draw them). The run must have been captured from a script (``strata capture``):
     otherwise, a UserError says so. ``tamper(item_id, keep)`` (tests only) changes what an item's
     replay keeps, to see the check fail. Runs Spark (the script's session) for the replay."""
+    if sample is not None and limit is not None:
+        raise UserError("a check takes the first LIMIT items or a sample of them, not both",
+                        hint="drop --limit or --sample")
     t0 = time.perf_counter()
     head = read_head(store, run)
     program = read_program(store, head.run)
@@ -267,14 +276,18 @@ def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
         raise UserError(f"run {head.run!r} records no program to replay: only runs captured from a script with "
                         "`strata capture` can be checked (runs captured before programs were recorded cannot)",
                         hint="capture the script again with strata capture -- SCRIPT.py [ARGS...]")
-    rows = wing(store, head, engine).matched_rows(store, head, pattern, limit, True)
+    rows = wing(store, head, engine).matched_rows(store, head, pattern, None if sample else limit, True)
+    matched = len(rows)
+    if sample is not None:
+        rows = drawn(rows, sample, seed)
     if not rows:
         return Check(head.run, program, (), 0, seconds=time.perf_counter() - t0)
     plan = exactness(head.operators, head.result_oid)
+    used = None if sample is None else seed
 
     def none(why: str, weaker: tuple[str, ...] = ()) -> Check:
         items = tuple(ItemCheck(r["id"], NOT_CHECKABLE, None, None, {}, (why,)) for r in rows)
-        return Check(head.run, program, items, len(rows), weaker, time.perf_counter() - t0)
+        return Check(head.run, program, items, matched, weaker, time.perf_counter() - t0, used)
 
     if plan.not_checkable is not None:
         return none(plan.not_checkable)
@@ -283,7 +296,17 @@ def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     items = replay(program, store, head, lambda replayer: _session(replayer, head, rows, plan, tamper))
     if isinstance(items, str):
         return none(items, plan.weaker)
-    return Check(head.run, program, items, len(rows), plan.weaker, time.perf_counter() - t0)
+    return Check(head.run, program, items, matched, plan.weaker, time.perf_counter() - t0, used)
+
+
+def drawn(rows: list[dict], size: int, seed: int) -> list[dict]:
+    """``size`` of the matched ``rows``, drawn by ``seed``: those whose item id hashes lowest with
+    it (BLAKE2b of "seed:id"), in that order. Depends on the ids only, not on the order the
+    engine read the rows in."""
+    def key(row: dict) -> bytes:
+        return hashlib.blake2b(f"{seed}:{row['id']}".encode(), digest_size=8).digest()
+
+    return sorted(rows, key=key)[:size]
 
 
 def _session(replayer, head: RunHead, rows: list[dict], plan: Exactness,

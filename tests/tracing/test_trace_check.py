@@ -25,9 +25,12 @@ import pytest
 from click.testing import CliRunner
 
 from capture import OperatorProv, OpInput, OpType, capturing
+from capture.storing.runs import read_head
 from capture.tracing import check, parse_pattern
-from capture.tracing.checking import exactness
+from capture.tracing.checking import drawn, exactness
+from capture.tracing.entry import wing
 from store import Store
+from store.engine import Engine
 from store.errors import UserError
 from strata.cli import main
 
@@ -249,3 +252,26 @@ def test_cli_exit_code_1_when_an_item_comes_out_otherwise(spark, tmp_path):
     assert "differs" in out.output and "column sum(v): expected 3, got 6" in out.output
     assert "does not come out right even from the whole input" in out.output
     assert out.output.splitlines()[-1].startswith("2 checked: 1 ok, 0 weaker check, 1 failed")
+
+
+def test_a_sample_is_drawn_from_every_matched_item_alike_on_both_engines(runs):
+    store, _, (_, ranked, _, _), _ = runs
+    head = read_head(store, ranked)
+    pattern = parse_pattern("/rk")
+    matched = {e: wing(store, head, e).matched_rows(store, head, pattern, None, True)
+               for e in (Engine.LOCAL, Engine.SPARK)}
+    assert {len(rows) for rows in matched.values()} == {6}
+    draws = {e: [r["id"] for r in drawn(rows, 3, 7)] for e, rows in matched.items()}
+    assert draws[Engine.LOCAL] == draws[Engine.SPARK] and len(set(draws[Engine.LOCAL])) == 3
+    assert len({tuple(sorted(r["id"] for r in drawn(matched[Engine.LOCAL], 3, s))) for s in range(8)}) > 1
+    done = check(store, ranked, pattern, sample=2, seed=7)
+    assert done.matched == 6 and [i.item_id for i in done.items] == draws[Engine.LOCAL][:2], done.render()
+    assert done.render().splitlines()[0].endswith("6 result items matched, a sample of 2 checked (seed 7)")
+    assert done.passed and done.as_json()["seed"] == 7
+    with pytest.raises(UserError, match="not both"):
+        check(store, ranked, pattern, 2, sample=2)
+    runner = CliRunner()
+    for args, says in [(["--sample", "2"], "use it with --check"),
+                       (["--check", "--sample", "2", "--limit", "2"], "give one")]:
+        out = runner.invoke(main, ["--store", store.root, "trace", "--run", ranked, *args, "/rk"])
+        assert out.exit_code == 2 and says in out.output, out.output

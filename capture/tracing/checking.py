@@ -46,9 +46,9 @@ _MARK = "\x00op"  # a source operator's dataset while tracing for a replay: the 
 _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(")
 
 Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
-# joins whose right rows the trace does not name: anti joins, and semi/existence joins without a
-# condition (capture records no right item for them: docs/capture.md, "Semi and anti joins")
-_WHOLE_RIGHT = re.compile(r"Join (LeftAnti\b|LeftSemi$|ExistenceJoin\([^)]*\)$)")
+# joins whose right rows the trace does not name: anti joins, and semi/existence joins that record
+# no right item (capture/tracking/binary.py `unrecorded`; docs/capture.md, "Semi and anti joins")
+_WHOLE_RIGHT = re.compile(r"Join (LeftAnti\b|(LeftSemi|ExistenceJoin)\b.*\[right items not recorded\]$)")
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,8 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
             names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
             what = ("a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row because no right row matches"
                     if kind.group(1).startswith("LeftAnti") else
-                    "a semi join without a condition: it keeps a row if the right side has any row")
+                    "a semi join that records no right item (no condition, or right rows that carry "
+                    "their own inputs' arrays)")
             weaker.append(f"operator {oid} is {what}, and the trace names no right row (capture records the "
                           f"left item only); checked: the item comes out of its traced inputs with its right side "
                           f"read whole: {names or 'no source'}")

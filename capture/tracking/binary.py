@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.errors import AnalysisException
@@ -67,11 +68,10 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     op = _join_op(oid, left, right, jnode, items)
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
-        # an anti join keeps a row because no right row matches, and a semi join without a
-        # condition keeps every left row for every right row (n × m pairs): neither records right
-        # items (docs/capture.md, "Semi and anti joins")
-        if kind == "anti" or on is None:
+        if kind == "anti":  # kept because no right row matches: no right item is recorded (docs/capture.md)
             return left._next(new, op, slots=slots)
+        if not _matches_recordable(right, on):
+            return left._next(new, unrecorded(op), slots=slots)
         new, more, derived = _with_matches(left, right, new, on, oid)
         return left._next(new, op, slots=(*slots, *more), derived=derived)
     idk = f"__strata_id_{oid}"
@@ -112,8 +112,8 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     ``on``. ``build(left annotated, right annotated)`` is the join over the two (Spark's own
     node). As a left semi join: the left id is kept, the left columns copied, the right side's
     condition paths accessed, and the right items that match a row recorded as its input 1
-    (:func:`_with_matches`; none for a row no right row matches, none at all without a
-    condition); the boolean column is built
+    (:func:`_with_matches`; none for a row no right row matches; none at all where
+    :func:`_matches_recordable` says no); the boolean column is built
     from no input path (nothing is copied into it)."""
     right = _tracked(right, "join", left)
     oid = left.tracker._new_oid()
@@ -122,10 +122,31 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     items = [i for i in seq(jnode.left().output()) if not is_hidden(i.name())]
     op = _join_op(oid, left, right, jnode, items)
     slots = (*left._slots, Slot(oid, left._cur, InRef(left._cur)))
-    if on is None:  # no condition: each row against every right row; none recorded, as for a semi join
-        return left._next(new, op, slots=slots)
+    if not _matches_recordable(right, on):
+        return left._next(new, unrecorded(op), slots=slots)
     new, more, derived = _with_matches(left, right, new, on, oid)
     return left._next(new, op, slots=(*slots, *more), derived=derived)
+
+
+# what a semi or existence join's detail ends with when it records no right item
+UNRECORDED = " [right items not recorded]"
+
+
+def _matches_recordable(right: TrackedDataFrame, on) -> bool:
+    """Whether a semi (or existence) join records the right items matching each row. Not without
+    a condition (every right row matches every left row: n × m ids), nor when the right side's
+    rows carry arrays of their own inputs (an aggregation's members, earlier matches): each left
+    row would hold a copy of every matching right row's arrays, e.g. all the sales behind the
+    per-state totals an `IN (SELECT state … GROUP BY state …)` compares with (TPC-DS Q70). Then the
+    right side influences through the condition's paths only (docs/capture.md, "Semi and anti
+    joins")."""
+    return on is not None and not any(s.array or s.nest for s in right._slots)
+
+
+def unrecorded(op: OperatorProv) -> OperatorProv:
+    """The join's operator, its detail saying that no right item is recorded (the replay check
+    reads such a join's right side whole: capture/tracing/checking.py)."""
+    return replace(op, detail=op.detail + UNRECORDED)
 
 
 def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, on, oid: int

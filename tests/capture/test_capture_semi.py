@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from capture import capturing
 from capture.auto.plan import translate
+from capture.storing.runs import read_head
 from capture.tracing import parse_pattern, trace
+from capture.tracing.checking import exactness
 from capture.tracking.tracker import Tracker
 from store import Store
 
@@ -109,3 +111,28 @@ def test_a_semi_join_without_a_condition_records_no_right_item(spark, tmp_path):
     got = trace(store, cap.runs[0].run, parse_pattern("/ok = 2"), limit=10).rows()
     assert got and {r[0] for r in got} == {str(tmp_path / "orders.json")}, got  # no line is named
     assert ("ok", "contributing") in {(r[2], r[3]) for r in got}, got
+
+
+def test_in_over_an_aggregate_records_no_right_item(spark, tmp_path):
+    """`ok IN (SELECT ok … GROUP BY ok …)`: each right row is a group carrying its members, so
+    recording the matches would copy every member into every kept row (TPC-DS Q70: all sales
+    into every sale); no right item is recorded and the join's detail says so, which the replay
+    check reads as "its right side whole"."""
+    (tmp_path / "orders.json").write_text("".join(json.dumps({"ok": k, "v": k}) + "\n" for k in (1, 2, 3)))
+    (tmp_path / "lines.json").write_text("".join(json.dumps({"lk": i, "ok": k, "c": 0, "r": 1}) + "\n"
+                                                 for i, k in enumerate((1, 1, 2, 3, 3, 3))))
+    spark.read.schema(ORDERS).json(str(tmp_path / "orders.json")).createOrReplaceTempView("agg_o")
+    spark.read.schema(LINES).json(str(tmp_path / "lines.json")).createOrReplaceTempView("agg_l")
+    q = "SELECT ok, v FROM agg_o WHERE ok IN (SELECT ok FROM agg_l GROUP BY ok HAVING count(*) > 1)"
+    store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
+    with capturing(spark, store, pipeline="semi_agg", model=False) as cap:
+        spark.sql(q).write.parquet(str(tmp_path / "out"))
+    assert sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == [(1, 1), (3, 3)]
+    run = cap.runs[0].run
+    got = trace(store, run, parse_pattern("/ok = 3"), limit=10).rows()
+    assert got and {r[0] for r in got} == {str(tmp_path / "orders.json")}, got
+    head = read_head(store, run)
+    [semi] = [o for o in head.operators if "LeftSemi" in (o.detail or "")]
+    assert semi.detail.endswith("[right items not recorded]"), semi.detail
+    plan = exactness(head.operators, head.result_oid)
+    assert plan.whole and "records no right item" in " ".join(plan.weaker)

@@ -47,7 +47,7 @@ _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_i
 
 Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
 # joins whose right rows the trace does not name: anti joins, and semi/existence joins that record
-# no right item (capture/tracking/binary.py `unrecorded`; docs/capture.md, "Semi and anti joins")
+# no right item (capture/tracking/binary.py `_unrecorded`; docs/capture.md, "Semi and anti joins")
 _WHOLE_RIGHT = re.compile(r"Join (LeftAnti\b|(LeftSemi|ExistenceJoin)\b.*\[right items not recorded\]$)")
 
 

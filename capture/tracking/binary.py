@@ -71,7 +71,7 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         if kind == "anti":  # kept because no right row matches: no right item is recorded (docs/capture.md)
             return left._next(new, op, slots=slots)
         if not _matches_recordable(right, on):
-            return left._next(new, unrecorded(op), slots=slots)
+            return left._next(new, _unrecorded(op), slots=slots)
         new, more, derived = _with_matches(left, right, new, on, oid)
         return left._next(new, op, slots=(*slots, *more), derived=derived)
     idk = f"__strata_id_{oid}"
@@ -123,7 +123,7 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     op = _join_op(oid, left, right, jnode, items)
     slots = (*left._slots, Slot(oid, left._cur, InRef(left._cur)))
     if not _matches_recordable(right, on):
-        return left._next(new, unrecorded(op), slots=slots)
+        return left._next(new, _unrecorded(op), slots=slots)
     new, more, derived = _with_matches(left, right, new, on, oid)
     return left._next(new, op, slots=(*slots, *more), derived=derived)
 
@@ -143,7 +143,7 @@ def _matches_recordable(right: TrackedDataFrame, on) -> bool:
     return on is not None and not any(s.array or s.nest for s in right._slots)
 
 
-def unrecorded(op: OperatorProv) -> OperatorProv:
+def _unrecorded(op: OperatorProv) -> OperatorProv:
     """The join's operator, its detail saying that no right item is recorded (the replay check
     reads such a join's right side whole: capture/tracing/checking.py)."""
     return replace(op, detail=op.detail + UNRECORDED)
@@ -163,7 +163,7 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     rename = {h: f"{h}_j{oid}" for h in set(left.hidden()) & set(right.hidden())}
     rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
     stored = [h for h in right.hidden() if h not in top(right._derived)]  # derived ids: computed on read
-    pairs = left.annotated.join(rdf, on, "inner") if on is not None else left.annotated.crossJoin(rdf)
+    pairs = left.annotated.join(rdf, on, "inner")
     matches = pairs.groupBy(named(left._cur).alias(key)).agg(
         F.collect_list(F.struct(*(named(rename.get(h, h)).alias(h) for h in stored))).alias(arr))
     out = new.join(matches, named(left._cur) == named(key), "left").drop(key)

@@ -108,6 +108,11 @@ class OpInput:
     accessed: tuple[str, ...] | None  # None = undefined (⊥)
 
 
+# what a semi or existence join's detail ends with when capture records none of its right items
+# (capture/tracking/binary.py; the replay check reads such a join's right side whole)
+UNRECORDED_RIGHT = " [right items not recorded]"
+
+
 @dataclass(frozen=True, slots=True)
 class OperatorProv:
     """Schema-level operator provenance; the id associations are materialized at write time."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from capture.ids import REPLAY_ID, item_hex
-from capture.operators import OperatorProv, OpType
+from capture.operators import UNRECORDED_RIGHT, OperatorProv, OpType
 from capture.storing.runs import RunHead, read_head, read_program
 from capture.tracing.backtrace import backtrace_rows, below
 from capture.tracing.entry import wing
@@ -47,8 +47,8 @@ _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_i
 
 Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
 # joins whose right rows the trace does not name: anti joins, and semi/existence joins that record
-# no right item (capture/tracking/binary.py `_unrecorded`; docs/capture.md, "Semi and anti joins")
-_WHOLE_RIGHT = re.compile(r"Join (LeftAnti\b|(LeftSemi|ExistenceJoin)\b.*\[right items not recorded\]$)")
+# no right item (their detail ends with UNRECORDED_RIGHT; docs/capture.md, "Semi and anti joins")
+_WHOLE_RIGHT = re.compile(rf"Join (LeftAnti\b|(LeftSemi|ExistenceJoin)\b.*{re.escape(UNRECORDED_RIGHT.strip())}$)")
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ def check(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
         raise UserError(f"run {head.run!r} records no program to replay: only runs captured from a script with "
                         "`strata capture` can be checked (runs captured before programs were recorded cannot)",
                         hint="capture the script again with strata capture -- SCRIPT.py [ARGS...]")
-    rows = wing(store, head, engine).matched_rows(store, head, pattern, None if sample else limit, True)
+    rows = wing(store, head, engine).matched_rows(store, head, pattern, limit, True)  # None with a sample
     matched = len(rows)
     if sample is not None:
         rows = drawn(rows, sample, seed)

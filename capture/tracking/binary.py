@@ -12,7 +12,16 @@ from pyspark.sql import functions as F
 from capture.errors import UnsupportedOperation
 from capture.id_columns import named
 from capture.ids import JOIN, UNION, Derived, is_hidden, top
-from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
+from capture.operators import (
+    UNRECORDED_RIGHT,
+    InRef,
+    Manipulation,
+    OperatorProv,
+    OpInput,
+    OpType,
+    Slot,
+    column_paths,
+)
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -70,10 +79,7 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
         if kind == "anti":  # kept because no right row matches: no right item is recorded (docs/capture.md)
             return left._next(new, op, slots=slots)
-        if not _matches_recordable(right, on):
-            return left._next(new, _unrecorded(op), slots=slots)
-        new, more, derived = _with_matches(left, right, new, on, oid)
-        return left._next(new, op, slots=(*slots, *more), derived=derived)
+        return _semi_next(left, right, new, op, on, slots)
     idk = f"__strata_id_{oid}"
     new = new.withColumn(
         idk, F.xxhash64(F.lit(oid), F.coalesce(F.col(left._cur), F.lit(-1)), F.coalesce(F.col(rcur), F.lit(-1)))
@@ -121,15 +127,7 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     jnode = analyzed(new)
     items = [i for i in seq(jnode.left().output()) if not is_hidden(i.name())]
     op = _join_op(oid, left, right, jnode, items)
-    slots = (*left._slots, Slot(oid, left._cur, InRef(left._cur)))
-    if not _matches_recordable(right, on):
-        return left._next(new, _unrecorded(op), slots=slots)
-    new, more, derived = _with_matches(left, right, new, on, oid)
-    return left._next(new, op, slots=(*slots, *more), derived=derived)
-
-
-# what a semi or existence join's detail ends with when it records no right item
-UNRECORDED = " [right items not recorded]"
+    return _semi_next(left, right, new, op, on, (*left._slots, Slot(oid, left._cur, InRef(left._cur))))
 
 
 def _matches_recordable(right: TrackedDataFrame, on) -> bool:
@@ -143,10 +141,15 @@ def _matches_recordable(right: TrackedDataFrame, on) -> bool:
     return on is not None and not any(s.array or s.nest for s in right._slots)
 
 
-def _unrecorded(op: OperatorProv) -> OperatorProv:
-    """The join's operator, its detail saying that no right item is recorded (the replay check
-    reads such a join's right side whole: capture/tracing/checking.py)."""
-    return replace(op, detail=op.detail + UNRECORDED)
+def _semi_next(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, op: OperatorProv, on,
+               slots: tuple[Slot, ...]) -> TrackedDataFrame:
+    """The output of semi (or existence) join ``op``: with the right items that match each row
+    (:func:`_with_matches`) where :func:`_matches_recordable`, else with none and the operator's
+    detail saying so (the replay check reads such a join's right side whole)."""
+    if not _matches_recordable(right, on):
+        return left._next(new, replace(op, detail=op.detail + UNRECORDED_RIGHT), slots=slots)
+    new, more, derived = _with_matches(left, right, new, on, op.oid)
+    return left._next(new, op, slots=(*slots, *more), derived=derived)
 
 
 def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, on, oid: int

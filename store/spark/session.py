@@ -89,10 +89,10 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         if "-Dlog4j2.configurationFile=" not in out[key]:  # JVM options given: Strata's logging stays
             out[key] = f"{_JAVA_OPTS} {out[key]}"
-    given = out["spark.driver.extraJavaOptions"]
-    if class_archive and not any(f in given for f in ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")):
+    driver = out["spark.driver.extraJavaOptions"]
+    if class_archive and not any(f in driver for f in ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")):
         out["spark.driver.extraJavaOptions"] = (f"-XX:SharedArchiveFile={class_archive} -Xlog:cds=off "
-                                                f"-Xlog:cds+dynamic=off {given}")
+                                                f"-Xlog:cds+dynamic=off {driver}")
     if jars:
         given = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
         out["spark.jars"] = ",".join(given + [j for j in jars if j not in given])

@@ -6,10 +6,13 @@ tests/tracing/test_trace_ui.py."""
 
 from __future__ import annotations
 
+import shutil
+import time
+
 import httpx
 import pytest
 from support.paths import ROOT
-from support.serve import strata_cli
+from support.serve import Server, strata_cli
 from support.ui import FANOUT, UiServer, two_version_store
 
 SCREENSHOT = ROOT / "build" / "ui" / "ui.png"  # the artifact docs/ui.png is taken from
@@ -269,8 +272,6 @@ def test_graph_api_pages_past_the_limit_and_says_what_is_wrong(server):
 def test_sigterm_stops_the_ui_at_once_while_a_browser_holds_it_open(page, server):
     """Ctrl-C or SIGTERM ends `strata ui` within seconds, not after uvicorn's 30-second grace,
     although the page still holds its keep-alive connections."""
-    import time
-
     other = UiServer(server.root).start()
     try:
         page.goto(other.url)
@@ -289,10 +290,6 @@ def test_sigterm_stops_the_ui_at_once_while_a_browser_holds_it_open(page, server
 def test_served_with_an_api_key_the_page_asks_for_it_once_per_tab(page, server, tmp_path):
     """`strata serve --api-key`: the page loads without the key, asks for it at its first API call
     (again after a wrong one), and keeps it for the tab: a reload asks nothing."""
-    import shutil
-
-    from support.serve import Server
-
     store = tmp_path / "served"
     shutil.copytree(server.root, store)
     served = Server(str(store), env={"STRATA_API_KEY": "s3cret"}).start()

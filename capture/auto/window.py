@@ -37,7 +37,7 @@ from capture.ids import JOIN, Derived, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.frame import TrackedDataFrame
 from capture.tracking.grouping import key_hash
-from capture.tracking.paths import accesses, analyzed, attr_map, cls, has_udf, out_pairs, seq
+from capture.tracking.paths import accesses, aggregate_pairs, analyzed, attr_map, cls, has_udf, out_pairs, seq
 from capture.tracking.project import column_of
 
 # the value is the row's place in its ordered partition: built from the row's own keys
@@ -87,7 +87,7 @@ def translate(walk, node, refuse) -> TrackedDataFrame:
     left, row = child.id_column, (child.oid, column_paths(child.visible()))
     for n, g in enumerate(groups):
         g.oid = tracker._new_oid()
-        ops.append(_group_op(g, child.oid, keys, order, exprs, attrs, place))
+        ops.append(_group_op(g, child.oid, keys, order, exprs, attrs, place, child.visible()))
         joid = tracker._new_oid()
         joins.append((joid, f"__strata_id_{joid}", left, g.idk))
         ops.append(_join_op(joid, n, row, g, keys, attrs, wcols))
@@ -153,7 +153,7 @@ def _function(expr):
     return (expr.child() if cls(expr) == "Alias" else expr).windowFunction()
 
 
-def _group_op(g: _Group, pred: int, keys, order, exprs, attrs, place) -> OperatorProv:
+def _group_op(g: _Group, pred: int, keys, order, exprs, attrs, place, cols: list[str]) -> OperatorProv:
     fns = [_function(exprs[j]) for j in g.values]
     method = "window.partition" if g.whole else "window.frame"
     detail = str(g.spec.sql())
@@ -164,7 +164,7 @@ def _group_op(g: _Group, pred: int, keys, order, exprs, attrs, place) -> Operato
         pairs += [m for i, e in enumerate(keys + order) for m in out_pairs(e, f"_strata_w{i}", attrs, {})]
     for j, fn in zip(g.values, fns, strict=True):
         # lag/lead: the other row's input (its default is the row's own: the select maps it)
-        pairs += out_pairs(fn.input() if cls(fn) in _OFFSET else fn, f"_strata_f{j}", attrs, {})
+        pairs += aggregate_pairs(fn.input() if cls(fn) in _OFFSET else fn, f"_strata_f{j}", attrs, cols)
     return OperatorProv(g.oid, OpType.AGGREGATION, method, (OpInput(pred, place),), tuple(dict.fromkeys(pairs)),
                         detail=detail)
 

@@ -26,12 +26,12 @@ from capture.ids import FLATTEN, Derived, is_hidden, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     accesses,
+    aggregate_pairs,
     analyzed,
     attr_map,
     cls,
     has_udf,
     nodes_above,
-    out_pairs,
     output_paths,
     seq,
 )
@@ -176,7 +176,8 @@ def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Colum
         return _finish(tdf, new, op, agg, idk)
     accessed = tuple(a.path for a in accesses(grouping + outputs, attrs))
     dsts = output_paths(outputs) if paths is None else paths([e.name() for e in outputs])
-    pairs = (m for e, dst in zip(outputs, dsts, strict=True) for m in out_pairs(e, dst, attrs, {}))
+    cols = tdf.visible()
+    pairs = (m for e, dst in zip(outputs, dsts, strict=True) for m in aggregate_pairs(e, dst, attrs, cols))
     manipulated = None if opaque else tuple(dict.fromkeys(pairs))
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(anode.simpleString(25)))

@@ -146,6 +146,23 @@ def out_pairs(expr, dst: str, attrs: AttrMap, gen: dict[int, list[tuple[int, str
     return [Manipulation(i, src, dst) for i, src in maximal_paths(expr, attrs)]
 
 
+def has_aggregate(expr) -> bool:
+    if cls(expr) == "AggregateExpression":
+        return True
+    return any(has_aggregate(c) for c in seq(expr.children()))
+
+
+def aggregate_pairs(expr, dst: str, attrs: AttrMap, cols: list[str]) -> list[Manipulation]:
+    """:func:`out_pairs` of an aggregation's output ``expr``; an aggregate that reads no input
+    path (``count(*)``, ``count(1)``, ``sum(1)``) counts the member rows themselves, so each
+    member contributes to it as a whole: every one of its top-level columns (``cols``) -> ``dst``
+    (docs/capture.md, "Aggregates over no column")."""
+    pairs = out_pairs(expr, dst, attrs, {})
+    if pairs or not has_aggregate(expr):
+        return pairs
+    return [Manipulation(0, c, dst) for c in column_paths(cols)]
+
+
 def nodes_above(top, inputs: list) -> list:
     """The plan nodes from ``top`` down to (not including) any of the ``inputs`` plans."""
     out, stack = [], [top]

@@ -264,8 +264,10 @@ def test_group_by_aggregation_positions_match_the_nested_list(tracker, tweets, s
     op = tracker.capture(out).operator(out.oid)
     assert op.type is OpType.AGGREGATION
     assert op.inputs[0].accessed == ("user.id_str", "text", "retweet_cnt")
+    counted = {Manipulation(0, c, "n") for c in tweets.visible()}  # count(1) counts the rows: each as a whole
+    assert len(counted) > 3
     assert set(op.manipulated) == {Manipulation(0, "user.id_str", "uid"), Manipulation(0, "text", "texts.[pos]"),
-                                   Manipulation(0, "retweet_cnt", "mx")}
+                                   Manipulation(0, "retweet_cnt", "mx"), *counted}
     texts = {r._pid: r.texts for r in out.with_item_ids("_pid").collect()}
     src = {p: t for t, p in src_ids}
     rows = assoc(tracker, out, out.oid)

@@ -254,6 +254,33 @@ def test_cli_exit_code_1_when_an_item_comes_out_otherwise(spark, tmp_path):
     assert out.output.splitlines()[-1].startswith("2 checked: 1 ok, 0 weaker check, 1 failed")
 
 
+def test_a_count_of_rows_traces_to_the_rows_it_counts(spark, tmp_path):
+    """count(*) reads no column: the rows it counts contribute to it as a whole (docs/capture.md,
+    "Aggregates over no column"), so its trace names them and the replay gives the count back,
+    also over an EXCEPT (TPC-DS Q87's shape), where the subtracted side is read whole."""
+    pq.write_table(pa.table({"g": ["x", "x", "y", "y", "z"], "s": [9, 7, 5, 5, 1]}), tmp_path / "t.parquet")
+    pq.write_table(pa.table({"g": ["x", "q"]}), tmp_path / "u.parquet")
+    (tmp_path / "counts.py").write_text(
+        "import sys\nfrom pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "spark.read.parquet(sys.argv[1]).createOrReplaceTempView('t')\n"
+        "spark.read.parquet(sys.argv[2]).createOrReplaceTempView('u')\n"
+        "spark.sql('SELECT count(*) AS n FROM t').write.parquet(sys.argv[3] + '/all')\n"
+        "spark.sql('SELECT count(*) AS n FROM (SELECT g FROM t EXCEPT SELECT g FROM u)')"
+        ".write.parquet(sys.argv[3] + '/n')\n")
+    store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
+    every, kept = _capture(spark, store, tmp_path / "counts.py",
+                           [tmp_path / "t.parquet", tmp_path / "u.parquet", tmp_path / "out"], tmp_path)
+    done = check(store, every, parse_pattern("/n"))
+    [item] = done.items
+    assert item.verdict == "ok" and item.expected == {"n": 5}, done.render()
+    assert item.inputs == {str(tmp_path / "t.parquet"): 5}, done.render()
+    done = check(store, kept, parse_pattern("/n"))
+    [item] = done.items  # y, y and z are counted; u, which takes x away, is read whole
+    assert item.verdict == "weaker" and item.expected == {"n": 2}, done.render()
+    assert item.inputs == {str(tmp_path / "t.parquet"): 3, str(tmp_path / "u.parquet"): -1}, done.render()
+
+
 def test_a_sample_is_drawn_from_every_matched_item_alike_on_both_engines(runs):
     store, _, (_, ranked, _, _), _ = runs
     head = read_head(store, ranked)

@@ -7,12 +7,13 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv jvm classdata neo4j bytecode java-check test test-fast demo bench style clean ui
+.PHONY: help venv jvm classdata neo4j bytecode java-check test test-fast test-tpc tpc-data demo bench style clean ui
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
 	@echo "make test       create .venv, install dev dependencies, run the whole suite"
 	@echo "make test-fast  the tests that need no JVM (pytest -m 'not spark and not neo4j', over every core)"
+	@echo "make test-tpc   all 22 TPC-H and 99 TPC-DS queries at sf 0.01 under capture, each checked by replay"
 	@echo "make neo4j      fetch the suite's Neo4j server with Maven into build/jvm/neo4j (make test does)"
 	@echo "make classdata  a class-data archive of Spark's classes: Spark starts in about half the time"
 	@echo "make bench      list the benchmark commands (slow runs; see benchmarks/RESULTS.md)"
@@ -54,6 +55,20 @@ classdata: $(STAMP)
 neo4j: $(STAMP)
 	@$(BIN)/python tests/support/neo4j_server.py
 
+# TPC-H and TPC-DS data at scale factor 0.01 and the queries in Spark SQL, into build/tpc/
+# (benchmarks/tpc/run.py --prepare: DuckDB's TPC extensions in build/tpc-venv, made with pip on
+# first use), for tests/capture/test_tpc.py and make test-tpc.
+tpc-data: $(STAMP)
+	@$(BIN)/python benchmarks/tpc/run.py --suite tpch --prepare --work build/tpc
+	@$(BIN)/python benchmarks/tpc/run.py --suite tpcds --prepare --work build/tpc
+
+# Every TPC-H and TPC-DS query at sf 0.01, plainly and under strata capture (processes of 11
+# queries), results compared, 3 result items of each checked by replay; fails unless all are
+# captured with the plain run's result and no check fails (benchmarks/RESULTS.md has the last run).
+test-tpc: java-check jvm tpc-data
+	$(BIN)/python benchmarks/tpc/run.py --suite tpch --batch 11 --check 3 --work build/tpc
+	$(BIN)/python benchmarks/tpc/run.py --suite tpcds --batch 11 --check 3 --work build/tpc
+
 # Strata's modules compiled to bytecode, as pip compiles an installed wheel: a checkout run with
 # PYTHONDONTWRITEBYTECODE set (some CI images set it) would otherwise compile them at every start.
 bytecode: $(STAMP)
@@ -64,7 +79,7 @@ bytecode: $(STAMP)
 # iql/; the rest), and the tests that need none (make test-fast's) at a lower CPU priority. A JVM
 # process spends much of its time waiting on Py4J and its child JVMs, so two of them use the
 # two cores that one leaves half idle. The tests that need no JVM start first, while the JVM
-# parts are built and fetched (javac, Maven: mostly waiting on the network from a fresh clone).
+# parts are built and fetched (javac, Maven, the TPC data: mostly waiting on the network from a fresh clone).
 # Each report follows the one before; any failing fails the target (exit 5, "no tests", is
 # allowed where PYTEST_ARGS deselect a whole part).
 JVM_A = tests/capture tests/tracing tests/iql
@@ -72,7 +87,7 @@ test: java-check $(STAMP) bytecode style
 	@b=$$(mktemp); rest=$$(mktemp); \
 	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
-	  $(MAKE) -s jvm neo4j ol-jar-or-note || { wait $$rpid; cat $$rest; rm -f $$b $$rest; exit 2; }; \
+	  $(MAKE) -s jvm neo4j ol-jar-or-note tpc-data || { wait $$rpid; cat $$rest; rm -f $$b $$rest; exit 2; }; \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" $(addprefix --ignore=,$(JVM_A)) \
 	    $(PYTEST_ARGS) > $$b 2>&1 & bpid=$$!; \
 	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(JVM_A) $(PYTEST_ARGS); a=$$?; \

@@ -1,12 +1,14 @@
 """Check the traces of captured TPC runs by replay (`capture.tracing.check`), in one process.
 
-    python check.py [--limit N] [--master local[2]] [--tamper] STORE [STORE ...]
+    python check.py [--limit N | --sample N [--seed S]] [--master local[2]] [--tamper] STORE [STORE ...]
 
 For every run of every store (benchmarks/tpc/run.py captures job.py into them): the first N
-result items (pattern ``/*``: any item with a non-null column) are traced and the query replayed
-on each item's traced input items. One line per run: the query (its output folder ``qN``), the
+result items (pattern ``/*``: any item with a non-null column), or N drawn from all of them by a
+seed (``--sample``, as `strata trace --check --sample`), are traced and the query replayed on
+each item's traced input items. One line per run: the query (its output folder ``qN``), the
 items checked, how many passed (ok), passed the weaker check, failed or were not checkable, and
-the seconds; then the totals, and every failed or not checkable item's lines. With
+the seconds; then the totals, and every failed or not checkable item's lines (then the exit
+code is 1, unless ``--tamper``). With
 ``--tamper`` each item's replay leaves one of its traced input items out (a damaged trace): the
 failed items are then the damage the check caught.
 """
@@ -25,12 +27,16 @@ from strata.spark import job_session, job_spark
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stores", nargs="+")
-    parser.add_argument("--limit", type=int, default=3, help="result items checked per run [default: 3]")
+    parser.add_argument("--limit", type=int, help="the first N result items checked per run [default: 3]")
+    parser.add_argument("--sample", type=int, metavar="N", help="N result items per run drawn by --seed instead")
+    parser.add_argument("--seed", type=int, default=0, help="the draw's seed [default: 0]")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--tamper", action="store_true",
                         help="leave one traced input item out of each item's replay (the first of its largest "
                              "source's): how many of these damaged traces the check catches")
     args = parser.parse_args()
+    if args.limit is None and args.sample is None:
+        args.limit = 3
     tamper = _drop_one if args.tamper else None
     pattern = parse_pattern("/*")
     totals = {"runs": 0, "items": 0, "ok": 0, "weaker": 0, "failed": 0, "not checkable": 0}
@@ -46,7 +52,7 @@ def main() -> None:
             for run, output in sorted(runs, key=lambda r: _query_key(r[1])):
                 t0 = time.perf_counter()
                 try:
-                    done = check(store, run, pattern, args.limit, tamper=tamper)
+                    done = check(store, run, pattern, args.limit, sample=args.sample, seed=args.seed, tamper=tamper)
                 except Exception as e:  # noqa: BLE001 - a benchmark reports and goes on
                     print(f"{os.path.basename(output):>5}  error: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
                           flush=True)
@@ -70,6 +76,8 @@ def main() -> None:
           f"({time.perf_counter() - t_all:.0f} s)")
     for line in trouble:
         print(line)
+    if trouble and tamper is None:
+        raise SystemExit(1)
 
 
 def _drop_one(item_id: int, keep: dict) -> dict:

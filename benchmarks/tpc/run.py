@@ -1,10 +1,10 @@
 """TPC-H / TPC-DS queries run as ordinary PySpark jobs, plainly and under `strata capture`.
 
     python benchmarks/tpc/run.py --suite tpch|tpcds --sf 0.01 [--queries 1,2,3] [--batch 10]
-                                 [--work benchmarks/out/tpc] [--check N]
+                                 [--work benchmarks/out/tpc] [--check N] [--prepare]
 
 1. Data, query texts and answers come from DuckDB's TPC extensions (benchmarks/tpc/gen.py), run
-   in their own environment ``build/tpc-venv`` (made here with pip: ``duckdb==1.5.5`` and the
+   in their own environment ``build/tpc-venv`` (made here with uv or pip: ``duckdb==1.5.5`` and the
    matching ``duckdb-extension-tpch``/``-tpcds``, the DuckDB those extensions are built for).
    Nothing of TPC is copied into the repository: the texts are taken from the extension. The
    tpcds extension ships no answers this way (gen.py), so TPC-DS has no answer column.
@@ -20,10 +20,15 @@
    seconds of the query in its plain and its captured process (as job.py measures it: no JVM
    start); then the processes' total times and the refusals grouped by reason (names and
    numbers blanked).
-5. With ``--check N``: each captured query's first N result items checked by replay
-   (benchmarks/tpc/check.py: ``capture.tracing.check``, docs/tracing.md "Checking a trace by
-   replay"), one process for all stores: per query the items ok, passing the weaker check,
-   failed and not checkable, and the seconds.
+5. With ``--check N``: N result items of each captured query, drawn by seed 0, checked by replay
+   (benchmarks/tpc/check.py ``--sample``: ``capture.tracing.check``, docs/tracing.md "Checking a
+   trace by replay"), one process for all stores: per query the items ok, passing the weaker
+   check, failed and not checkable, and the seconds.
+
+The exit code is 0 only when every query was captured with the plain run's result (and the
+answer's row count, where the extension ships one) and no checked item failed. With
+``--prepare`` only step 1 and the Spark SQL texts are made (``WORK/<suite>-sf<sf>/``: ``data/``,
+``spark_queries.json``, ``answers.json``), for tests/capture/test_tpc.py.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -53,7 +59,10 @@ def tpc_python() -> Path:
     if not python.exists():
         print(f"making {VENV} ({', '.join(PINNED)})", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *PINNED], check=True)
+        # uv (make venv installs it) downloads in parallel; pip where it is missing or fails
+        uv = [sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(python), *PINNED]
+        if subprocess.run(uv, stderr=subprocess.DEVNULL, check=False).returncode != 0:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", *PINNED], check=True)
     return python
 
 
@@ -128,9 +137,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "out" / "tpc")
     parser.add_argument("--check", type=int, metavar="N",
                         help="then check N traced result items per captured query by replay (check.py)")
+    parser.add_argument("--prepare", action="store_true", help="only make the data and the Spark SQL texts")
     args = parser.parse_args()
     out = generate(args.work.resolve(), args.suite, args.sf)
     queries = spark_queries(out, args.suite)
+    if args.prepare:
+        return
     texts = json.loads(queries.read_text())
     numbers = args.queries.split(",") if args.queries else sorted(texts, key=int)
     answers = json.loads((out / "answers.json").read_text())
@@ -139,7 +151,9 @@ def main() -> None:
     captured, capt_took = {}, 0.0
     for i in range(0, len(numbers), args.batch):
         batch = numbers[i:i + args.batch]
-        done, took = _job(out, out / "captured", queries, batch, capture=out / "stores" / f"q{batch[0]}")
+        store = out / "stores" / f"q{batch[0]}"
+        shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
+        done, took = _job(out, out / "captured", queries, batch, capture=store)
         captured.update(_outcomes(done, batch))
         capt_took += took
         print(f"captured q{batch[0]}..q{batch[-1]}: {sum(captured[n][0] for n in batch)} of {len(batch)} "
@@ -170,11 +184,15 @@ def main() -> None:
           f"{plain_took:.0f} s, captured processes {capt_took:.0f} s")
     for reason, k in refused.most_common():
         print(f"{k:>4} × {reason}")
+    whole = counts["captured"] == counts["same"] == len(numbers) and counts["answer"] == sum(
+        n in answers for n in numbers)
+    checked = True
     if args.check:
         stores = sorted(str(p) for p in (out / "stores").iterdir() if p.is_dir())
         sys.stdout.flush()
-        subprocess.run([sys.executable, str(HERE / "check.py"), "--limit", str(args.check), *stores],
-                       env=_env(), cwd=out, check=False)
+        checked = subprocess.run([sys.executable, str(HERE / "check.py"), "--sample", str(args.check), *stores],
+                                 env=_env(), cwd=out, check=False).returncode == 0
+    sys.exit(0 if whole and checked else 1)
 
 
 if __name__ == "__main__":

@@ -108,8 +108,9 @@ class OpInput:
     accessed: tuple[str, ...] | None  # None = undefined (⊥)
 
 
-# what a semi or existence join's detail ends with when capture records none of its right items
-# (capture/tracking/binary.py; the replay check reads such a join's right side whole)
+# what a join's detail ends with when capture records none of its right items: a semi or
+# existence join's, the join of a filter's uncorrelated scalar subquery (capture/tracking/binary.py;
+# the replay check reads such a join's right side whole)
 UNRECORDED_RIGHT = " [right items not recorded]"
 
 

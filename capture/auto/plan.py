@@ -80,6 +80,9 @@ class _Walk:
     tracker: object
     spark: object
     ctes: dict[int, object] = field(default_factory=dict)
+    # the attribute ids of the values of a Filter's uncorrelated scalar subqueries, each joined
+    # by a join that records no right item (binary.compared_scalar)
+    compared: set[int] = field(default_factory=set)
 
     # ---- JVM plumbing -------------------------------------------------------------------------
     @property
@@ -222,7 +225,8 @@ class _Walk:
         it too: one value for every row). No rows: the left join gives null, as the subquery
         does. Spark has no rule for this (it runs such a subquery apart and plants its value);
         the plan is the one RewriteCorrelatedScalarSubquery builds for a correlated subquery
-        with no correlated predicates."""
+        with no correlated predicates. A Filter's subquery only decides which rows pass: its join
+        records no right item (:meth:`visit_Join`, binary.compared_scalar)."""
         logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
         plans = self.jvm.org.apache.spark.sql.catalyst.plans
         none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
@@ -244,6 +248,8 @@ class _Walk:
                 child = logical.Join(child, right, getattr(getattr(plans, "LeftOuter$"), "MODULE$"), none,
                                      getattr(getattr(logical, "JoinHint$"), "MODULE$").NONE())
                 subs[sub.exprId().id()] = value.toAttribute()
+                if cls(node) == "Filter":
+                    self.compared.add(value.exprId().id())
 
         def swap(e):
             if cls(e) == "ScalarSubquery" and e.exprId().id() in subs:
@@ -550,6 +556,9 @@ class _Walk:
         if how is None:
             raise refuse(node, f"join type {node.joinType().sql()}")
         left, right = self.run(node.left()), self.run(node.right())
+        value = seq(node.right().output())
+        if how == "left" and not cond.isDefined() and len(value) == 1 and value[0].exprId().id() in self.compared:
+            return binary.compared_scalar(left, right)  # a Filter's uncorrelated scalar subquery
         on = column_of(self.spark, cond.get()) if cond.isDefined() else None
         if on is None and how == "inner":
             how = "cross"

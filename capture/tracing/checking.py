@@ -46,9 +46,11 @@ _MARK = "\x00op"  # a source operator's dataset while tracing for a replay: the 
 _RANDOM = re.compile(r"(?<![\w.])(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(")
 
 Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all its rows)
-# joins whose right rows the trace does not name: anti joins, and semi/existence joins that record
-# no right item (their detail ends with UNRECORDED_RIGHT; docs/capture.md, "Semi and anti joins")
-_WHOLE_RIGHT = re.compile(rf"Join (LeftAnti\b|(LeftSemi|ExistenceJoin)\b.*{re.escape(UNRECORDED_RIGHT.strip())}$)")
+# joins whose right rows the trace does not name: anti joins, and semi/existence joins and the
+# left outer joins of a filter's uncorrelated scalar subqueries that record no right item (their
+# detail ends with UNRECORDED_RIGHT; docs/capture.md, "Semi and anti joins")
+_WHOLE_RIGHT = re.compile(
+    rf"Join (LeftAnti\b|(LeftSemi|ExistenceJoin|LeftOuter)\b.*{re.escape(UNRECORDED_RIGHT.strip())}$)")
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,9 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
     EXISTS, NOT IN, EXCEPT) keeps a left row because no right row matches, and capture records
     the left item only: its right side's sources are read whole. A left semi join and an
     existence join (EXISTS, IN, INTERSECT) record the right items that match a row, so their
-    replay is exact on the trace alone."""
+    replay is exact on the trace alone, except where their detail says they record none; so
+    does the join of a filter's uncorrelated scalar subquery, always: there too the right side's
+    sources are read whole."""
     ops = {o.oid: o for o in operators}
     weaker: list[str] = []
     whole: set[int] = set()
@@ -182,6 +186,8 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
             names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
             what = ("a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row because no right row matches"
                     if kind.group(1).startswith("LeftAnti") else
+                    "the join of a filter's uncorrelated scalar subquery (WHERE/HAVING x > (SELECT …)), "
+                    "which records no right item" if kind.group(2) == "LeftOuter" else
                     "a semi join that records no right item (no condition, or right rows that carry "
                     "their own inputs' arrays)")
             weaker.append(f"operator {oid} is {what}, and the trace names no right row (capture records the "

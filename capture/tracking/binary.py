@@ -65,16 +65,7 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     rslots = tuple(s.renamed(rename) for s in right._slots)
     rcur = rename.get(right._cur, right._cur)
     new = left.annotated.join(rdf, on, how) if how is not None else left.annotated.join(rdf, on)
-    plan = analyzed(new)
-    jnode = plan
-    while cls(jnode) != "Join":
-        kids = seq(jnode.children())
-        if len(kids) != 1:
-            raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
-        jnode = kids[0]
-    items = [i for i in (seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output()))
-             if not is_hidden(i.name())]
-    op = _join_op(oid, left, right, jnode, items)
+    op = _join_op(oid, left, right, *_join_node(new))
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
         if kind == "anti":  # kept because no right row matches: no right item is recorded (docs/capture.md)
@@ -92,6 +83,41 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     )
     derived = (*left._derived, *(d.renamed(rename) for d in right._derived), Derived(idk, JOIN, oid, (left._cur, rcur)))
     return left._next(new, op, cur=idk, slots=slots, derived=tuple(dict.fromkeys(derived)))
+
+
+def compared_scalar(left: TrackedDataFrame, other) -> TrackedDataFrame:
+    """The join that brings a ``Filter``'s uncorrelated scalar subquery (``WHERE x > (SELECT
+    avg(x) FROM …)``, a ``HAVING``'s) to every row of the filter's input ``left``: a left outer
+    join with no condition to ``other``, the subquery's plan (at most one row: capture/auto/plan.py
+    makes it so). Its row is compared with every left row and carries the ids of every row it was
+    computed from (an aggregation's members), so recording it would copy all of them into every
+    row, n × m ids: no right item is recorded, as for a semi join without a condition
+    (:func:`_matches_recordable`). The right side's visible columns alone are joined; the left id
+    is kept (the join's input 0), the operator's detail ends with ``UNRECORDED_RIGHT`` (the replay
+    check reads the right side whole) and the right side influences through the filter's
+    condition over the joined column (docs/capture.md, "Semi and anti joins")."""
+    right = _tracked(other, "join", left)
+    oid = left.tracker._new_oid()
+    new = left.annotated.join(right.untracked(), None, "left")
+    op = _join_op(oid, left, right, *_join_node(new))
+    # at most one right row: the left rows are neither repeated nor dropped
+    slots = (*left._slots, Slot(oid, left._cur, InRef(left._cur)))
+    return left._next(new, replace(op, detail=op.detail + UNRECORDED_RIGHT), slots=slots)
+
+
+def _join_node(new: DataFrame) -> tuple:
+    """The Join node of ``new`` (a DataFrame join: the node, or a Project over it) and its visible
+    output items."""
+    plan = analyzed(new)
+    jnode = plan
+    while cls(jnode) != "Join":
+        kids = seq(jnode.children())
+        if len(kids) != 1:
+            raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
+        jnode = kids[0]
+    items = [i for i in (seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output()))
+             if not is_hidden(i.name())]
+    return jnode, items
 
 
 def _join_op(oid: int, left: TrackedDataFrame, right: TrackedDataFrame, jnode, items: list) -> OperatorProv:

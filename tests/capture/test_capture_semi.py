@@ -12,6 +12,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 from capture import capturing
 from capture.auto.plan import translate
@@ -136,3 +137,36 @@ def test_in_over_an_aggregate_records_no_right_item(spark, tmp_path):
     assert semi.detail.endswith("[right items not recorded]"), semi.detail
     plan = exactness(head.operators, head.result_oid)
     assert plan.whole and "records no right item" in " ".join(plan.weaker)
+
+
+def test_a_filters_scalar_subquery_records_no_right_item(spark, tmp_path):
+    """`HAVING sum(v) > (SELECT avg(c) …)` (TPC-DS Q14's shape): the subquery's one row is an
+    aggregation over every line, compared with every group; recording it would copy all the
+    lines' ids into every group (n × m). The join records no right item and says so: the result's
+    hidden columns hold each group's own orders and nothing of the lines, a trace names orders
+    only, and the replay check reads the lines whole. The rows are the plain program's."""
+    (tmp_path / "orders.json").write_text("".join(json.dumps({"ok": k, "v": v}) + "\n"
+                                                  for k, v in ((1, 1), (1, 2), (2, 9), (3, 4), (3, 5))))
+    (tmp_path / "lines.json").write_text("".join(json.dumps({"lk": i, "ok": 0, "c": c, "r": 0}) + "\n"
+                                                 for i, c in enumerate((2, 4, 6, 8))))
+    spark.read.schema(ORDERS).json(str(tmp_path / "orders.json")).createOrReplaceTempView("sc_o")
+    spark.read.schema(LINES).json(str(tmp_path / "lines.json")).createOrReplaceTempView("sc_l")
+    q = "SELECT ok, sum(v) AS s FROM sc_o GROUP BY ok HAVING sum(v) > (SELECT avg(c) FROM sc_l)"
+    ann = translate(Tracker(spark), spark.sql(q)).annotated
+    arrays = [f.name for f in ann.schema.fields if f.name.startswith("__strata") and f.dataType.typeName() == "array"]
+    assert len(arrays) == 1, ann.schema  # the groups' members; no copy of the subquery's
+    assert sorted((r["ok"], r["n"]) for r in ann.select("ok", F.size(arrays[0]).alias("n")).collect()) == \
+        [(2, 1), (3, 2)]
+    store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
+    with capturing(spark, store, pipeline="scalar_filter", model=False) as cap:
+        spark.sql(q).write.parquet(str(tmp_path / "out"))
+    assert sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == \
+        sorted(tuple(r) for r in spark.sql(q).collect()) == [(2, 9), (3, 9)]
+    run = cap.runs[0].run
+    got = trace(store, run, parse_pattern("/ok = 3"), limit=10).rows()
+    assert got and {r[0] for r in got} == {str(tmp_path / "orders.json")}, got
+    head = read_head(store, run)
+    [scalar] = [o for o in head.operators if "LeftOuter" in (o.detail or "")]
+    assert scalar.detail.endswith("[right items not recorded]"), scalar.detail
+    plan = exactness(head.operators, head.result_oid)
+    assert plan.whole and "scalar subquery" in " ".join(plan.weaker)

@@ -572,6 +572,12 @@ class _Walk:
         return out
 
     def _set_op(self, node, how: str) -> TrackedDataFrame:
+        """INTERSECT / EXCEPT (DISTINCT): a left semi / anti join on null-safe equality of every
+        column and a distinct. EXCEPT as Spark rewrites it (the distinct over the join); INTERSECT
+        with the distinct first, which keeps the same rows: each left value then records the
+        right copies that match it once, n_left + n_right ids per value, where a distinct over the
+        join would record them for every left copy, n_left × n_right (docs/capture.md, "Logical
+        operators")."""
         if node.isAll():
             return self._set_op_all(node, how)
         left, right = self.run(node.left()), self.run(node.right())
@@ -580,6 +586,9 @@ class _Walk:
         for a, b in zip(ls, rs, strict=True):
             eq = column_of(self.spark, a).eqNullSafe(column_of(self.spark, b))
             cond = eq if cond is None else cond & eq
+        if how == "semi":
+            return binary.join(self.rebind(grouping.deduplicate(left, "distinct", None), node.left()), right, cond,
+                               how)
         joined = binary.join(left, right, cond, how)
         return grouping.deduplicate(joined, "distinct", None)
 

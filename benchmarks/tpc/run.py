@@ -20,10 +20,10 @@
    seconds of the query in its plain and its captured process (as job.py measures it: no JVM
    start); then the processes' total times and the refusals grouped by reason (names and
    numbers blanked).
-5. With ``--check N``: N result items of each captured query, drawn by seed 0, checked by replay
-   (benchmarks/tpc/check.py ``--sample``: ``capture.tracing.check``, docs/tracing.md "Checking a
-   trace by replay"), one process for all stores: per query the items ok, passing the weaker
-   check, failed and not checkable, and the seconds.
+5. With ``--check N``: N result items of each query this run captured, drawn by seed 0, checked
+   by replay (benchmarks/tpc/check.py ``--sample``: ``capture.tracing.check``, docs/tracing.md
+   "Checking a trace by replay"), one process for all its stores: per query the items ok, passing
+   the weaker check, failed and not checkable, and the seconds.
 
 The exit code is 0 only when every query was captured with the plain run's result (and the
 answer's row count, where the extension ships one) and no checked item failed. With
@@ -148,10 +148,11 @@ def main() -> None:
     answers = json.loads((out / "answers.json").read_text())
     done, plain_took = _job(out, out / "plain", queries, numbers)
     plain = _outcomes(done, numbers)
-    captured, capt_took = {}, 0.0
+    captured, capt_took, stores = {}, 0.0, []
     for i in range(0, len(numbers), args.batch):
         batch = numbers[i:i + args.batch]
         store = out / "stores" / f"q{batch[0]}"
+        stores.append(str(store))
         shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
         done, took = _job(out, out / "captured", queries, batch, capture=store)
         captured.update(_outcomes(done, batch))
@@ -188,7 +189,6 @@ def main() -> None:
         n in answers for n in numbers)
     checked = True
     if args.check:
-        stores = sorted(str(p) for p in (out / "stores").iterdir() if p.is_dir())
         sys.stdout.flush()
         checked = subprocess.run([sys.executable, str(HERE / "check.py"), "--sample", str(args.check), *stores],
                                  env=_env(), cwd=out, check=False).returncode == 0

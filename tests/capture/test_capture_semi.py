@@ -129,14 +129,19 @@ def test_in_over_an_aggregate_records_no_right_item(spark, tmp_path):
     with capturing(spark, store, pipeline="semi_agg", model=False) as cap:
         spark.sql(q).write.parquet(str(tmp_path / "out"))
     assert sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == [(1, 1), (3, 3)]
-    run = cap.runs[0].run
+    _right_not_recorded(store, cap.runs[0].run, tmp_path, "LeftSemi", "records no right item")
+
+
+def _right_not_recorded(store, run: str, tmp_path, join: str, why: str) -> None:
+    """Run ``run``'s trace of ``/ok = 3`` names the orders only; its ``join`` says it records no
+    right item, and the replay check reads that side whole, saying ``why``."""
     got = trace(store, run, parse_pattern("/ok = 3"), limit=10).rows()
     assert got and {r[0] for r in got} == {str(tmp_path / "orders.json")}, got
     head = read_head(store, run)
-    [semi] = [o for o in head.operators if "LeftSemi" in (o.detail or "")]
-    assert semi.detail.endswith("[right items not recorded]"), semi.detail
+    [op] = [o for o in head.operators if join in (o.detail or "")]
+    assert op.detail.endswith("[right items not recorded]"), op.detail
     plan = exactness(head.operators, head.result_oid)
-    assert plan.whole and "records no right item" in " ".join(plan.weaker)
+    assert plan.whole and why in " ".join(plan.weaker)
 
 
 def test_a_filters_scalar_subquery_records_no_right_item(spark, tmp_path):
@@ -162,14 +167,7 @@ def test_a_filters_scalar_subquery_records_no_right_item(spark, tmp_path):
         spark.sql(q).write.parquet(str(tmp_path / "out"))
     assert sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == \
         sorted(tuple(r) for r in spark.sql(q).collect()) == [(2, 9), (3, 9)]
-    run = cap.runs[0].run
-    got = trace(store, run, parse_pattern("/ok = 3"), limit=10).rows()
-    assert got and {r[0] for r in got} == {str(tmp_path / "orders.json")}, got
-    head = read_head(store, run)
-    [scalar] = [o for o in head.operators if "LeftOuter" in (o.detail or "")]
-    assert scalar.detail.endswith("[right items not recorded]"), scalar.detail
-    plan = exactness(head.operators, head.result_oid)
-    assert plan.whole and "scalar subquery" in " ".join(plan.weaker)
+    _right_not_recorded(store, cap.runs[0].run, tmp_path, "LeftOuter", "scalar subquery")
 
 
 def test_intersect_records_each_values_right_copies_once(spark, tmp_path):

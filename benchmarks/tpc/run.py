@@ -13,8 +13,9 @@
 3. benchmarks/tpc/job.py runs all queries plainly in one process (``local[2]``), then under
    ``strata capture`` in processes of ``--batch`` queries each (default 1: a process per query).
    The job goes on past a failed query (``--keep-going``) and says each query's outcome on
-   stderr, so a refused query costs only itself; when a process dies (its JVM out of memory),
-   the queries it did not reach run again, each in a process of its own, and the report says so.
+   stderr, so a refused query costs only itself; a query that failed in a batch runs again in a
+   process of its own (a batch's JVM out of memory fails the later queries too), and the report
+   says so.
 4. Per query: plain ok?, captured ok? (else the first line of Strata's message), the captured
    result equal to the plain one (rows, in order where the query orders them, else sorted), the
    row count equal to the answer the extension ships (values are not compared with it), and the
@@ -102,20 +103,14 @@ def _job(out: Path, target: Path, queries: Path, numbers: list[str], capture: Pa
     return done, time.perf_counter() - t0
 
 
-def _said(done) -> dict[str, tuple[bool, str]]:
-    """Per query of one job that got to say how it went: (ok, its seconds or why it failed),
-    from the job's lines on stderr."""
+def _outcomes(done, numbers: list[str]) -> dict[str, tuple[bool, str]]:
+    """Per query of one job: (ok, its seconds or why it failed), from the job's lines on stderr;
+    a query with no line (the process died first): the process's last words."""
     got = {}
     for line in done.stderr.splitlines():
         m = re.match(r"job\.py: q(\S+) (?:ok (\S+)|failed: (?:\w+: )?(.*))$", line)
         if m:
             got[m[1]] = (m[2] is not None, m[2] if m[2] is not None else m[3].removeprefix("capture: "))
-    return got
-
-
-def _outcomes(done, numbers: list[str]) -> dict[str, tuple[bool, str]]:
-    """:func:`_said`, and for a query with no line (the process died first): the process's last words."""
-    got = _said(done)
     return {n: got.get(n, (False, _why(done.stderr))) for n in numbers}
 
 
@@ -155,34 +150,29 @@ def main() -> None:
     answers = json.loads((out / "answers.json").read_text())
     done, plain_took = _job(out, out / "plain", queries, numbers)
     plain = _outcomes(done, numbers)
-    captured, capt_took, stores, died = {}, 0.0, [], []
+    captured, capt_took, stores, again = {}, 0.0, [], []
     for i in range(0, len(numbers), args.batch):
         batch = numbers[i:i + args.batch]
         store = out / "stores" / f"q{batch[0]}"
         stores.append(str(store))
         shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
         done, took = _job(out, out / "captured", queries, batch, capture=store)
-        said = _said(done)
         captured.update(_outcomes(done, batch))
         capt_took += took
         print(f"captured q{batch[0]}..q{batch[-1]}: {sum(captured[n][0] for n in batch)} of {len(batch)} "
               f"({took:.0f} s)", file=sys.stderr, flush=True)
-        # a process that died (e.g. its JVM out of memory) takes the batch's later queries with it:
-        # those again, each in a process of its own (and the query it died in), and said so
-        unsaid = [n for n in batch if n not in said]
-        if unsaid and done.returncode != 0:
-            first = batch.index(unsaid[0])
-            rest = ([batch[first - 1]] if first > 0 and not said[batch[first - 1]][0] else []) + unsaid
-            died.append((rest, _why(done.stderr)))
-            for n in rest:
-                store = out / "stores" / f"q{n}"
-                stores.append(str(store))
-                shutil.rmtree(store, ignore_errors=True)
-                done, took = _job(out, out / "captured", queries, [n], capture=store)
-                captured.update(_outcomes(done, [n]))
-                capt_took += took
-                print(f"captured q{n} alone: {'ok' if captured[n][0] else 'no'} ({took:.0f} s)", file=sys.stderr,
-                      flush=True)
+        # a query that failed in a batch runs again alone: a batch's process also fails for another
+        # query's sake (its JVM out of memory takes the later queries with it)
+        for n in [n for n in batch if not captured[n][0]] if len(batch) > 1 else []:
+            store = out / "stores" / f"q{n}-alone"
+            stores.append(str(store))
+            shutil.rmtree(store, ignore_errors=True)
+            done, took = _job(out, out / "captured", queries, [n], capture=store)
+            again.append((n, captured[n][1]))
+            captured.update(_outcomes(done, [n]))
+            capt_took += took
+            print(f"captured q{n} alone: {'ok' if captured[n][0] else 'no'} ({took:.0f} s)", file=sys.stderr,
+                  flush=True)
     print(f"{'query':>5}  {'plain':>6}  {'captured':>8}  {'same':>4}  {'answer':>6}  {'s plain':>7}  "
           f"{'s capt':>6}  why")
     counts = {"captured": 0, "same": 0, "answer": 0}
@@ -209,8 +199,8 @@ def main() -> None:
           f"{plain_took:.0f} s, captured processes {capt_took:.0f} s")
     for reason, k in refused.most_common():
         print(f"{k:>4} × {reason}")
-    for rest, why in died:
-        print(f"a process died in q{rest[0]} ({why[:100]}): q{', q'.join(rest)} ran again, one process each")
+    for n, why in again:
+        print(f"q{n} failed in its batch ({why[:100]}), then ran alone: {'captured' if captured[n][0] else 'failed'}")
     whole = counts["captured"] == counts["same"] == len(numbers) and counts["answer"] == sum(
         n in answers for n in numbers)
     checked = True

@@ -56,15 +56,16 @@ neo4j: $(STAMP)
 	@$(BIN)/python tests/support/neo4j_server.py
 
 # TPC-H and TPC-DS data at scale factor 0.01 and the queries in Spark SQL, into build/tpc/
-# (benchmarks/tpc/run.py --prepare: DuckDB's TPC extensions in build/tpc-venv, made with pip on
-# first use), for tests/capture/test_tpc.py and make test-tpc.
+# (benchmarks/tpc/run.py --prepare: DuckDB's TPC extensions in build/tpc-venv, made with uv or pip
+# on first use), for tests/capture/test_tpc.py and make test-tpc.
 tpc-data: $(STAMP)
 	@$(BIN)/python benchmarks/tpc/run.py --suite tpch --prepare --work build/tpc
 	@$(BIN)/python benchmarks/tpc/run.py --suite tpcds --prepare --work build/tpc
 
 # Every TPC-H and TPC-DS query at sf 0.01, plainly and under strata capture (processes of 11
-# queries), results compared, 3 result items of each checked by replay; fails unless all are
-# captured with the plain run's result and no check fails (benchmarks/RESULTS.md has the last run).
+# queries; one that fails there runs again alone), results compared, 3 result items of each
+# checked by replay; fails unless all are captured with the plain run's result and no check fails
+# (benchmarks/RESULTS.md has the last run).
 test-tpc: java-check jvm tpc-data
 	$(BIN)/python benchmarks/tpc/run.py --suite tpch --batch 11 --check 3 --work build/tpc
 	$(BIN)/python benchmarks/tpc/run.py --suite tpcds --batch 11 --check 3 --work build/tpc
@@ -79,7 +80,8 @@ bytecode: $(STAMP)
 # iql/; the rest), and the tests that need none (make test-fast's) at a lower CPU priority. A JVM
 # process spends much of its time waiting on Py4J and its child JVMs, so two of them use the
 # two cores that one leaves half idle. The tests that need no JVM start first, while the JVM
-# parts are built and fetched (javac, Maven, the TPC data: mostly waiting on the network from a fresh clone).
+# parts and the TPC data are built and fetched (javac, Maven, pip: mostly waiting on the network
+# from a fresh clone).
 # Each report follows the one before; any failing fails the target (exit 5, "no tests", is
 # allowed where PYTEST_ARGS deselect a whole part).
 JVM_A = tests/capture tests/tracing tests/iql

@@ -556,8 +556,7 @@ class _Walk:
         if how is None:
             raise refuse(node, f"join type {node.joinType().sql()}")
         left, right = self.run(node.left()), self.run(node.right())
-        value = seq(node.right().output())
-        if how == "left" and not cond.isDefined() and len(value) == 1 and value[0].exprId().id() in self.compared:
+        if how == "left" and not cond.isDefined() and self._compared(node.right()):
             return binary.compared_scalar(left, right)  # a Filter's uncorrelated scalar subquery
         on = column_of(self.spark, cond.get()) if cond.isDefined() else None
         if on is None and how == "inner":
@@ -570,6 +569,12 @@ class _Walk:
         for k in kids[1:]:
             out = binary.union(self.rebind(out, node), k, "union", by_name=False)
         return out
+
+    def _compared(self, plan) -> bool:
+        """Whether ``plan`` is a Filter's uncorrelated scalar subquery (its one value, noted in
+        :attr:`compared` when the subquery was joined)."""
+        value = seq(plan.output())
+        return len(value) == 1 and value[0].exprId().id() in self.compared
 
     def _set_op(self, node, how: str) -> TrackedDataFrame:
         """INTERSECT / EXCEPT (DISTINCT): a left semi / anti join on null-safe equality of every

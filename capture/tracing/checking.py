@@ -52,6 +52,16 @@ Keep = dict[int, set[int] | None]  # source operator id -> item ids (None: all i
 _WHOLE_RIGHT = re.compile(
     rf"Join (LeftAnti\b|(LeftSemi|ExistenceJoin|LeftOuter)\b.*{re.escape(UNRECORDED_RIGHT.strip())}$)")
 
+# what each of those joins is, by its kind (the regex's second group; None: an anti join)
+_SEMI_WHY = "a semi join that records no right item (no condition, or right rows that carry their own inputs' arrays)"
+_WHY_WHOLE = {
+    "LeftAnti": "a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row because no right row matches",
+    "LeftSemi": _SEMI_WHY,
+    "ExistenceJoin": _SEMI_WHY,
+    "LeftOuter": "the join of a filter's uncorrelated scalar subquery (WHERE/HAVING x > (SELECT …)), which records "
+                 "no right item",
+}
+
 
 @dataclass(frozen=True)
 class ItemCheck:
@@ -184,12 +194,7 @@ def exactness(operators: tuple[OperatorProv, ...], result_oid: int) -> Exactness
             right = sorted(o for o in below(ops, op.inputs[1].pred) if ops[o].type is OpType.SOURCE)
             whole.update(right)
             names = ", ".join(f"{_short(ops[o].dataset or f'op{o}')} (operator {o})" for o in right)
-            what = ("a left anti join (NOT EXISTS, NOT IN, EXCEPT): it keeps a row because no right row matches"
-                    if kind.group(1).startswith("LeftAnti") else
-                    "the join of a filter's uncorrelated scalar subquery (WHERE/HAVING x > (SELECT …)), "
-                    "which records no right item" if kind.group(2) == "LeftOuter" else
-                    "a semi join that records no right item (no condition, or right rows that carry "
-                    "their own inputs' arrays)")
+            what = _WHY_WHOLE[kind.group(2) or "LeftAnti"]
             weaker.append(f"operator {oid} is {what}, and the trace names no right row (capture records the "
                           f"left item only); checked: the item comes out of its traced inputs with its right side "
                           f"read whole: {names or 'no source'}")

@@ -21,7 +21,6 @@ item back; an anti join or a LIMIT make it the weaker check, which must hold too
 from __future__ import annotations
 
 import json
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -30,10 +29,11 @@ import pyarrow.parquet as pq
 import pytest
 from support.paths import ROOT
 
-from capture import capturing
+from capture import capturing, run_script
 from capture.storing.runs import read_head
 from capture.tracing import check, parse_pattern
 from store import Store
+from store.errors import UserError
 
 pytestmark = pytest.mark.spark
 
@@ -69,12 +69,11 @@ def _job(out: Path, target: Path, n: str) -> dict:
 
 
 def _run(program: dict) -> None:
+    """``program`` run as `strata capture` runs a script (``sys.argv`` set, capture.run_script)."""
     argv = sys.argv
     sys.argv = [program["script"], *program["args"]]
     try:
-        runpy.run_path(program["script"], run_name="__main__")
-    except SystemExit as e:  # job.py ends with sys.exit(0) when every query ran
-        assert e.code == 0, f"job.py {program['args']} exited {e.code}"
+        run_script(program["script"], UserError)
     finally:
         sys.argv = argv
 
@@ -84,21 +83,18 @@ def _rows(folder: Path, ordered: bool) -> list[str]:
     return rows if ordered else sorted(rows)
 
 
-@pytest.mark.parametrize(("suite", "n"), sorted(USES, key=lambda k: (k[0], int(k[1]))),
-                         ids=[f"{s}-q{n}" for s, n in sorted(USES, key=lambda k: (k[0], int(k[1])))])
+CASES = sorted(USES, key=lambda k: (k[0], int(k[1])))
+
+
+@pytest.mark.parametrize(("suite", "n"), CASES, ids=[f"{s}-q{n}" for s, n in CASES])
 def test_query_is_captured_with_its_result_and_a_trace_that_replays(spark, tmp_path, suite, n):
     out = _prepared(suite)
     text = json.loads((out / "spark_queries.json").read_text())[n]
     _run(_job(out, tmp_path / "plain", n))
     store = Store.open(str(tmp_path / "store"), spark=lambda: spark)
     program = _job(out, tmp_path / "captured", n)
-    argv = sys.argv
-    sys.argv = [program["script"], *program["args"]]
-    try:
-        with capturing(spark, store, pipeline=f"{suite}-q{n}", model=False, program=program) as cap:
-            _run(program)
-    finally:
-        sys.argv = argv
+    with capturing(spark, store, pipeline=f"{suite}-q{n}", model=False, program=program) as cap:
+        _run(program)
     [info] = cap.runs
     ordered = "ORDER BY" in text.upper()
     got = _rows(tmp_path / "captured" / f"q{n}", ordered)

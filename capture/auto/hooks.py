@@ -288,15 +288,15 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
                                    hint="load into an unpartitioned table, or INSERT … SELECT from the file")
     jvm = spark._jvm
     conf = spark._jsparkSession.sessionState().newHadoopConf()
-    path = jvm.org.apache.hadoop.fs.Path(str(plan.path()))
-    fs = jvm.org.apache.hadoop.fs.FileSystem.getLocal(conf) if plan.isLocal() else path.getFileSystem(conf)
+    path = getattr(jvm, "org.apache.hadoop.fs.Path")(str(plan.path()))
+    fs = getattr(jvm, "org.apache.hadoop.fs.FileSystem").getLocal(conf) if plan.isLocal() else path.getFileSystem(conf)
     where = str(fs.makeQualified(path).toString())
     meta = relation.tableMeta()
     st = meta.storage()
-    uri = jvm.scala.Some(jvm.java.net.URI(where))
+    uri = getattr(jvm, "scala.Some")(getattr(jvm, "java.net.URI")(where))
     loaded = meta.withNewStorage(uri, st.inputFormat(), st.outputFormat(), st.compressed(), st.serde(),
                                  st.properties(), getattr(meta, "withNewStorage$default$7")())
-    scan = jvm.org.apache.spark.sql.catalyst.catalog.HiveTableRelation(
+    scan = getattr(jvm, "org.apache.spark.sql.catalyst.catalog.HiveTableRelation")(
         loaded, relation.dataCols(), relation.partitionCols(), relation.tableStats(), relation.prunedPartitions())
     df = _frame(spark, scan)
     dataset = where.removeprefix("file:")
@@ -315,7 +315,8 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
 
 def _frame(spark, plan):
 
-    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+    dataset = getattr(spark._jvm, "org.apache.spark.sql.classic.Dataset")
+    return DataFrame(dataset.ofRows(spark._jsparkSession, plan), spark)
 
 
 def _replay(spark, statement):
@@ -328,10 +329,11 @@ def _replay(spark, statement):
 
         kids = _list(statement.children())
         swapped = [analyzed(df) if k.equals(query) else k for k in kids]
-        jl = spark._jvm.java.util.ArrayList()
+        jl = getattr(spark._jvm, "java.util.ArrayList")()
         for k in swapped:
             jl.add(k)
-        return _frame(spark, statement.withNewChildren(spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)))
+        utils = getattr(spark._jvm, "org.apache.spark.api.python.PythonUtils")
+        return _frame(spark, statement.withNewChildren(utils.toSeq(jl)))
 
     return sink
 

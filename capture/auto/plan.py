@@ -87,17 +87,19 @@ class _Walk:
     # ---- JVM plumbing -------------------------------------------------------------------------
     @property
     def jvm(self):
+        """The JVM view; classes are looked up by their full name (``getattr(jvm, "a.b.C")``: one
+        round trip, where ``jvm.a.b.C`` asks the JVM about every package on the way)."""
         return self.spark._jvm
 
     def seq_of(self, items: list):
-        jl = self.jvm.java.util.ArrayList()
+        jl = getattr(self.jvm, "java.util.ArrayList")()
         for i in items:
             jl.add(i)
-        return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jl)
+        return getattr(self.jvm, "org.apache.spark.api.python.PythonUtils").toSeq(jl)
 
     def frame(self, plan) -> DataFrame:
         """The DataFrame of an (analyzed) logical plan."""
-        ds = self.jvm.org.apache.spark.sql.classic.Dataset
+        ds = getattr(self.jvm, "org.apache.spark.sql.classic.Dataset")
         return DataFrame(ds.ofRows(self.spark._jsparkSession, plan), self.spark)
 
     def replant(self, node, *children: DataFrame) -> DataFrame:
@@ -106,8 +108,9 @@ class _Walk:
 
     def alias(self, child, name: str, expr_id):
         empty = self.seq_of([])
-        none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
-        return self.jvm.org.apache.spark.sql.catalyst.expressions.Alias(child, name, expr_id, empty, none, empty)
+        none = getattr(getattr(self.jvm, "scala.None$"), "MODULE$")
+        alias = getattr(self.jvm, "org.apache.spark.sql.catalyst.expressions.Alias")
+        return alias(child, name, expr_id, empty, none, empty)
 
     # ---- the walk ----------------------------------------------------------------------------
     def rebind(self, tdf: TrackedDataFrame, node) -> TrackedDataFrame:
@@ -123,7 +126,7 @@ class _Walk:
             return tdf
         it = iter(want)
         items = [a if is_hidden(a.name()) else self._as(a, next(it)) for a in have]
-        project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
+        project = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(self.seq_of(items), plan)
         df = self.frame(project)
         got = visible_attrs(analyzed(df))
         if not all(g.exprId().equals(w.exprId()) for g, w in zip(got, want, strict=True)):
@@ -227,10 +230,10 @@ class _Walk:
         the plan is the one RewriteCorrelatedScalarSubquery builds for a correlated subquery
         with no correlated predicates. A Filter's subquery only decides which rows pass: its join
         records no right item (:meth:`visit_Join`, binary.compared_scalar)."""
-        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
-        plans = self.jvm.org.apache.spark.sql.catalyst.plans
-        none = getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
-        new_id = getattr(getattr(self.jvm.org.apache.spark.sql.catalyst.expressions, "NamedExpression$"),
+        logical = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical")
+        plans = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans")
+        none = getattr(getattr(self.jvm, "scala.None$"), "MODULE$")
+        new_id = getattr(getattr(self.jvm, "org.apache.spark.sql.catalyst.expressions.NamedExpression$"),
                          "MODULE$").newExprId
         child = seq(node.children())[0]
         subs: dict = {}  # the subquery's exprId -> the attribute replacing it
@@ -283,7 +286,7 @@ class _Walk:
 
     def _optimized(self, node, *rules: str):
         """``node`` after Spark's optimizer rules ``rules`` (objects of catalyst.optimizer), in order."""
-        opt = self.jvm.org.apache.spark.sql.catalyst.optimizer
+        opt = getattr(self.jvm, "org.apache.spark.sql.catalyst.optimizer")
         for rule in rules:
             node = getattr(getattr(opt, rule), "MODULE$").apply(node)
         return node
@@ -345,7 +348,8 @@ class _Walk:
 
     def _options(self, rel) -> dict[str, str]:
         """A file relation's reader options (its paths aside: they are the relation's root paths)."""
-        return {k: v for k, v in dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(rel.options())).items()
+        converters = getattr(self.jvm, "scala.jdk.javaapi.CollectionConverters")
+        return {k: v for k, v in dict(converters.asJava(rel.options())).items()
                 if k.lower() not in ("path", "paths")}
 
     def _json_lines(self, node, rel, dataset: str, table) -> TrackedDataFrame | None:
@@ -370,7 +374,7 @@ class _Walk:
         # re-produced them would make Spark renew later aliases of the same ids)
         leaf = analyzed(df)
         out = seq(node.output()) + [a for a in seq(leaf.output()) if a.name() == jvm.OFFSET]
-        df = self.frame(self.jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
+        df = self.frame(getattr(self.jvm, "org.apache.spark.sql.execution.datasources.LogicalRelation")(
             leaf.relation(), self.seq_of(out), leaf.catalogTable(), leaf.isStreaming(), leaf.stream()))
         where = locator(df, "offset", "json", options, relation=rel, table=dataset if table.isDefined() else None)
         return self.tracker._source(df, dataset, "read.json", f"json {dataset}", file_line_ids(df, dataset),
@@ -452,7 +456,7 @@ class _Walk:
         return project_apply(child, "select", lambda d, extra: d.select(*cols, *extra), explicit=True)
 
     def visit_Generate(self, node) -> TrackedDataFrame:
-        project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(node.output(), node)
+        project = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(node.output(), node)
         return self._generate(project, node)
 
     def _stack(self, project, gen) -> TrackedDataFrame:
@@ -475,7 +479,7 @@ class _Walk:
         keep = [column_of(self.spark, a) for a in seq(seq(gen.children())[0].output())]
         flat = project_apply(child, "stack",
                              lambda d, extra: d.select(*keep, F.inline(F.array(*structs)), *extra))
-        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        logical = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical")
         shape = logical.Project(self.seq_of(seq(seq(gen.children())[0].output()) + outs), gen)
         flat = self.rebind(flat, shape)
         cols = [column_of(self.spark, i) for i in seq(project.projectList())]
@@ -486,7 +490,7 @@ class _Walk:
         null or invalid document), so a select, not a flatten: Spark's own Generate over the
         annotated rows, each field column built from the document's paths (A: those paths)."""
         child = self.run(seq(gen.children())[0])
-        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        logical = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical")
         plan = analyzed(child.annotated)
         new_gen = logical.Generate(gen.generator(), self.seq_of([]), gen.outer(), gen.qualifier(),
                                    gen.generatorOutput(), plan)
@@ -513,7 +517,7 @@ class _Walk:
             raise refuse(gen, f"generator {kind}: explode, posexplode and inline (and their _outer forms) "
                               "are tracked")
         child = self.run(seq(gen.children())[0])
-        logical = self.jvm.org.apache.spark.sql.catalyst.plans.logical
+        logical = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical")
 
         def build(d: DataFrame, extra: list[str]) -> DataFrame:
             plan = analyzed(d)
@@ -660,7 +664,7 @@ class _Walk:
             if None in order:
                 raise refuse(node, "an output column capture cannot place")
             items = [visible[i] for i in order] + [a for a in attrs if is_hidden(a.name())]
-            project = self.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(self.seq_of(items), plan)
+            project = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(self.seq_of(items), plan)
             out = self.same(out, self.frame(project))
         return out
 

@@ -140,7 +140,7 @@ def _groups(walk, node, exprs, refuse) -> list[_Group]:
 def _whole_spec(walk, node):
     """The node's partition and order with the frame ROWS BETWEEN UNBOUNDED PRECEDING AND
     UNBOUNDED FOLLOWING (the same partition and order: Spark collapses it into the node)."""
-    ex = walk.jvm.org.apache.spark.sql.catalyst.expressions
+    ex = getattr(walk.jvm, "org.apache.spark.sql.catalyst.expressions")
 
     def obj(name: str):
         return getattr(getattr(ex, name), "MODULE$")
@@ -208,7 +208,7 @@ def _compute(walk, node, child, groups: list[_Group], joins, keys):
     member = F.struct(*[named(h) for h in stored])
     probe = child.annotated.agg(*[F.collect_list(member).alias(f"_{i}") for i in range(len(groups))])
     aggs = [a.child() for a in seq(analyzed(probe).aggregateExpressions())]
-    ex = walk.jvm.org.apache.spark.sql.catalyst.expressions
+    ex = getattr(walk.jvm, "org.apache.spark.sql.catalyst.expressions")
     new_id = getattr(getattr(ex, "NamedExpression$"), "MODULE$").newExprId
     extras = [walk.alias(ex.WindowExpression(a, g.spec), g.agg, new_id()) for a, g in zip(aggs, groups, strict=True)]
     windowed = analyzed(walk.replant(node, child.annotated))

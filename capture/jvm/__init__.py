@@ -120,8 +120,8 @@ def available(spark, name: str = CLASS) -> bool:
         from py4j.protocol import Py4JError  # deferred: only this path needs py4j
 
         try:
-            loader = sc._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
-            sc._jvm.java.lang.Class.forName(name, False, loader)
+            loader = getattr(sc._jvm, "org.apache.spark.util.Utils").getContextOrSparkClassLoader()
+            getattr(sc._jvm, "java.lang.Class").forName(name, False, loader)
             known = True
         except Py4JError:
             known = False

@@ -60,8 +60,9 @@ def _metadata(spark, name: str):
             parts = parts[1:]
         if not 1 <= len(parts) <= 2:
             return None
-        db = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
-        return state.catalog().getTableMetadata(jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], db))
+        db = getattr(jvm, "scala.Option").apply(parts[0] if len(parts) == 2 else None)
+        identifier = getattr(jvm, "org.apache.spark.sql.catalyst.TableIdentifier")
+        return state.catalog().getTableMetadata(identifier(parts[-1], db))
     except (Py4JError, CapturedException):
         return None
 

@@ -159,7 +159,7 @@ def output_name(spark, path: str, catalog: tuple[str, str] | None) -> str:
             ident = session.sqlParser().parseTableIdentifier(catalog[1])
             return str(session.catalog().qualifyIdentifier(ident).unquotedString())
         jvm = spark._jvm
-        p = jvm.org.apache.hadoop.fs.Path(path)
+        p = getattr(jvm, "org.apache.hadoop.fs.Path")(path)
         qualified = str(p.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(p).toString())
         return qualified.removeprefix("file:")
     except Exception:  # noqa: BLE001 - a name Spark cannot qualify (a v2 catalog's, say) stays as written
@@ -179,7 +179,7 @@ def split_output(spark, path: str, fmt: str, mode: str, options: dict[str, Any])
     if conf.get("spark.sql.files.maxRecordsPerFile", "0") != "0" or conf.get("spark.speculation", "false") == "true":
         return None
     jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(str(path))
+    hpath = getattr(jvm, "org.apache.hadoop.fs.Path")(str(path))
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if fs.getScheme() != "file":
         return None

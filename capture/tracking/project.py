@@ -59,7 +59,8 @@ def visible_columns(df) -> list[Column]:
 def _column_classes(jvm):
     """The JVM classes :func:`column_of` uses, looked up once per JVM (each lookup of a name in a
     py4j package is a round trip; a tracked select wraps dozens of expressions)."""
-    return jvm.org.apache.spark.sql.classic.ExpressionColumnNode, jvm.org.apache.spark.sql.Column
+    return (getattr(jvm, "org.apache.spark.sql.classic.ExpressionColumnNode"),
+            getattr(jvm, "org.apache.spark.sql.Column"))
 
 
 def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = False) -> TrackedDataFrame:

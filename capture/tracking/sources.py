@@ -192,8 +192,8 @@ def hive_locator(spark, node, table: str | None) -> Locator:
     locations = [p for p in locations if p != "None"]
     fmt = "hive-text" if (_option(storage.inputFormat()) == _TEXT_INPUT
                           and _option(storage.serde()) == _LAZY_SIMPLE) else "hive"
-    props = dict(spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(storage.properties()))
-    table_props = dict(spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(meta.properties()))
+    props = dict(getattr(spark._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(storage.properties()))
+    table_props = dict(getattr(spark._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(meta.properties()))
     if "skip.header.line.count" in table_props:
         props["skip.header.line.count"] = table_props["skip.header.line.count"]
     files: tuple = ()
@@ -206,7 +206,7 @@ def hive_locator(spark, node, table: str | None) -> Locator:
 
 
 def _none(spark):
-    return getattr(getattr(spark._jvm.scala, "None$"), "MODULE$")
+    return getattr(getattr(spark._jvm, "scala.None$"), "MODULE$")
 
 
 def _text_splits(spark, locations: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -218,9 +218,9 @@ def _text_splits(spark, locations: list[str]) -> tuple[tuple[str, tuple[int, ...
     minimum = 0 if sc.isLocal() else max(conf.getInt("mapreduce.job.maps", 1), sc.defaultMinPartitions())
     starts: dict[str, list[int]] = {}
     for loc in locations:
-        job = jvm.org.apache.hadoop.mapred.JobConf(conf)
-        jvm.org.apache.hadoop.mapred.FileInputFormat.setInputPaths(job, loc)
-        fmt = jvm.org.apache.hadoop.mapred.TextInputFormat()
+        job = getattr(jvm, "org.apache.hadoop.mapred.JobConf")(conf)
+        getattr(jvm, "org.apache.hadoop.mapred.FileInputFormat").setInputPaths(job, loc)
+        fmt = getattr(jvm, "org.apache.hadoop.mapred.TextInputFormat")()
         fmt.configure(job)
         try:
             found = fmt.getSplits(job, minimum)

@@ -79,9 +79,12 @@ bytecode: $(STAMP)
 # their own each, their child processes, Neo4j) in two, split by folder (capture/, tracing/ and
 # iql/; the rest), and the tests that need none (make test-fast's) at a lower CPU priority. A JVM
 # process spends much of its time waiting on Py4J and its child JVMs, so two of them use the
-# two cores that one leaves half idle. The tests that need no JVM start first, while the JVM
-# parts and the TPC data are built and fetched (javac, Maven, pip: mostly waiting on the network
-# from a fresh clone).
+# two cores that one leaves half idle. The tests that need no JVM start first, with the
+# class-data archive of Spark's classes (make classdata) built beside them: the Spark JVMs the
+# tests start from then on (some 25 `strata capture` and `strata` children) start in about
+# two thirds of the CPU. The first JVM process starts once capture's jar and the TPC data are
+# made, the second once the Neo4j server and the OpenLineage jar are fetched (Maven: mostly
+# waiting on the network from a fresh clone).
 # Each report follows the one before; any failing fails the target (exit 5, "no tests", is
 # allowed where PYTEST_ARGS deselect a whole part).
 JVM_A = tests/capture tests/tracing tests/iql
@@ -89,11 +92,12 @@ test: java-check $(STAMP) bytecode style
 	@b=$$(mktemp); rest=$$(mktemp); \
 	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
-	  $(MAKE) -s jvm neo4j ol-jar-or-note tpc-data || { wait $$rpid; cat $$rest; rm -f $$b $$rest; exit 2; }; \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" $(addprefix --ignore=,$(JVM_A)) \
-	    $(PYTEST_ARGS) > $$b 2>&1 & bpid=$$!; \
+	  $(BIN)/python -m strata.classdata > /dev/null 2>&1 & cpid=$$!; \
+	  $(MAKE) -s jvm tpc-data || { wait $$rpid $$cpid; cat $$rest; rm -f $$b $$rest; exit 2; }; \
+	  { $(MAKE) -s neo4j ol-jar-or-note && $(BIN)/python -m pytest -q -p no:cacheprovider -m "spark or neo4j" \
+	    $(addprefix --ignore=,$(JVM_A)) $(PYTEST_ARGS); } > $$b 2>&1 & bpid=$$!; \
 	  $(BIN)/python -m pytest -q -m "spark or neo4j" $(JVM_A) $(PYTEST_ARGS); a=$$?; \
-	  wait $$bpid; bb=$$?; wait $$rpid; other=$$?; \
+	  wait $$bpid; bb=$$?; wait $$rpid; other=$$?; wait $$cpid; \
 	  echo "== the other tests that need a JVM (pytest -m 'spark or neo4j', not $(JVM_A)) =="; cat $$b; \
 	  echo "== the tests that need no JVM (pytest -m 'not spark and not neo4j') =="; cat $$rest; rm -f $$b $$rest; \
 	  ok=0; for rc in $$a $$bb $$other; do [ $$rc -eq 0 -o $$rc -eq 5 ] || ok=1; done; \

@@ -7,16 +7,16 @@ loaded into a file that later JVMs map instead: measured here, the first query o
 session went from 9–10 to about 5 CPU seconds, and ``strata --engine spark query`` from 10.3 s to
 5.9 s (benchmarks/RESULTS.md, "Interactive answers").
 
-``python -m strata.classdata`` (``make classdata``; not part of ``make test`` or ``make demo``,
-whose runs would not win back its ~40 s) starts Spark once with
+``python -m strata.classdata`` (``make classdata``; ``make test`` builds it beside its tests that
+need no JVM, ``make demo`` does not: its one Spark would not win back the ~30 s) starts Spark once with
 ``-XX:ArchiveClassesAtExit``, runs a small workload that touches what Strata's commands use
 (DataFrames and SQL, joins, aggregates, windows, Parquet, JSON and CSV), and keeps the archive in
 capture/jvm's build folder (``build/jvm`` of a checkout, else the user's cache) under a name
 that holds the PySpark version and the JDK it was made with. :func:`archive` finds it;
 :func:`strata.spark.get_session` gives it to the driver of every session it starts
-(``store.spark.session.session_conf``). An archive the JVM cannot use (other jars, another JDK
-build) is ignored in silence and costs nothing; without one Spark starts as usual. A job run by
-``strata capture`` starts its own JVM as it would without Strata, so without the archive.
+(``store.spark.session.session_conf``), and to the driver of a job run by ``strata capture``
+(:func:`strata.spark.job_submit_args`). An archive the JVM cannot use (other jars, another JDK
+build) is ignored in silence and costs nothing; without one Spark starts as usual.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ would without Strata, with capture's jar added, and `job_session` hands that ses
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from collections.abc import Iterator, Mapping
@@ -36,21 +37,55 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
 
 
 def job_submit_args(master: str | None, conf: Mapping[str, str], jars: tuple[str, ...],
-                    given: str | None) -> str:
+                    given: str | None, class_archive: str | None = None) -> str:
     """`$PYSPARK_SUBMIT_ARGS` for a job `strata capture` runs: what `spark-submit` would pass for
     the options the user gave Strata (`--master`, `--conf`, `$STRATA_SPARK_MASTER`,
     `$STRATA_SPARK_CONF`, `$STRATA_DRIVER_MEMORY`) and capture's jar, in front of the arguments
-    already in `given` (which end with `pyspark-shell`); none of Strata's own tuning."""
+    already in `given` (which end with `pyspark-shell`); none of Strata's own tuning. With
+    ``class_archive`` (strata/classdata.py) the driver maps it: its option goes in front of the
+    driver options the user gave Strata, else of those in spark-defaults.conf; driver options
+    in `given` or set by the job's own builder replace it (the job starts as it would without
+    Strata, only its classes load faster)."""
     args: list[str] = []
     master = session.user_master(master)
     if master:
         args += ["--master", master]
-    for key, value in session.user_conf(conf).items():
+    user = session.user_conf(conf)
+    if class_archive:
+        key = "spark.driver.extraJavaOptions"
+        driver = user.get(key, _spark_defaults().get(key, ""))
+        user[key] = session.with_class_archive(driver, class_archive)
+        if not user[key]:
+            del user[key]
+    for key, value in user.items():
         args += ["--conf", f"{key}={value}"]
     if jars:
         args += ["--jars", ",".join(jars)]
     rest = (given or "").strip() or "pyspark-shell"
     return " ".join(shlex.quote(a) for a in args) + (" " if args else "") + rest
+
+
+def _spark_defaults() -> dict[str, str]:
+    """The settings of the spark-defaults.conf that spark-submit reads (`$SPARK_CONF_DIR`, else
+    the conf folder of `$SPARK_HOME` or of the installed PySpark); none when there is none."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if not conf_dir:
+        home = os.environ.get("SPARK_HOME")
+        if not home:
+            from pyspark.find_spark_home import _find_spark_home  # deferred: only a captured job needs it
+
+            home = _find_spark_home()
+        conf_dir = os.path.join(home, "conf")
+    out: dict[str, str] = {}
+    try:
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+            for line in f:  # java.util.Properties lines: `key value`, `key=value` or `key: value`
+                m = re.match(r"\s*([^\s#!=:][^\s=:]*)\s*[=:\s]?\s*(.*?)\s*$", line)
+                if m:
+                    out[m[1]] = m[2]
+    except OSError:
+        pass
+    return out
 
 
 @contextmanager
@@ -68,7 +103,7 @@ def job_spark(master: str | None, conf: Mapping[str, str]) -> Iterator[None]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     given = os.environ.get("PYSPARK_SUBMIT_ARGS")
-    os.environ["PYSPARK_SUBMIT_ARGS"] = job_submit_args(master, conf, jars, given)
+    os.environ["PYSPARK_SUBMIT_ARGS"] = job_submit_args(master, conf, jars, given, classdata.archive())
     builder_class = type(SparkSession.builder)
     get_or_create = builder_class.getOrCreate
 

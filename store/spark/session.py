@@ -89,14 +89,21 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         if "-Dlog4j2.configurationFile=" not in out[key]:  # JVM options given: Strata's logging stays
             out[key] = f"{_JAVA_OPTS} {out[key]}"
-    driver = out["spark.driver.extraJavaOptions"]
-    if class_archive and not any(f in driver for f in ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")):
-        out["spark.driver.extraJavaOptions"] = (f"-XX:SharedArchiveFile={class_archive} -Xlog:cds=off "
-                                                f"-Xlog:cds+dynamic=off {driver}")
+    out["spark.driver.extraJavaOptions"] = with_class_archive(out["spark.driver.extraJavaOptions"], class_archive)
     if jars:
         given = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
         out["spark.jars"] = ",".join(given + [j for j in jars if j not in given])
     return out
+
+
+def with_class_archive(driver_options: str, class_archive: str | None) -> str:
+    """Driver JVM options that map ``class_archive`` (strata/classdata.py) in front of
+    ``driver_options``; unchanged without an archive or when the options deal with class data
+    sharing themselves (`-Xshare`, `SharedArchiveFile`, `ArchiveClassesAtExit`). The archive's
+    own log lines stay off: an archive the JVM cannot use is ignored in silence."""
+    if not class_archive or any(f in driver_options for f in ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")):
+        return driver_options
+    return f"-XX:SharedArchiveFile={class_archive} -Xlog:cds=off -Xlog:cds+dynamic=off {driver_options}".strip()
 
 
 def get_session(master: str | None = None, conf: Mapping[str, str] | None = None,

@@ -34,6 +34,31 @@ def test_the_master_from_the_environment(monkeypatch):
     assert shlex.split(job_submit_args(None, {}, (), None))[:2] == ["--master", "local[3]"]
 
 
+def test_the_class_archive_goes_in_front_of_the_drivers_own_options(monkeypatch, tmp_path):
+    """With a class-data archive (strata/classdata.py) the job's driver maps it, in front of the
+    driver options the user gave Strata, else of spark-defaults.conf's; options that set class
+    data sharing themselves win, and without an archive nothing is added."""
+    for var in ("STRATA_SPARK_MASTER", "STRATA_DRIVER_MEMORY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    cds = "-XX:SharedArchiveFile=/j/s.jsa -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+    def driver(archive="/j/s.jsa"):
+        args = shlex.split(job_submit_args(None, {}, (), None, archive))
+        opts = [a for a in args if a.startswith("spark.driver.extraJavaOptions=")]
+        return opts[0].split("=", 1)[1] if opts else None
+
+    monkeypatch.setenv("STRATA_SPARK_CONF", "spark.driver.extraJavaOptions=-Xss4m")
+    assert driver() == f"{cds} -Xss4m"
+    monkeypatch.delenv("STRATA_SPARK_CONF")
+    assert driver() == cds
+    (tmp_path / "spark-defaults.conf").write_text("# site settings\nspark.driver.extraJavaOptions  -Dsite=1 -Xss8m\n")
+    assert driver() == f"{cds} -Dsite=1 -Xss8m"
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions=-Xshare:off\n")
+    assert driver() == "-Xshare:off"
+    assert driver(None) is None
+
+
 def test_a_failing_script_is_reported_as_its_own_failure(tmp_path):
     """`strata capture` of a script that exits non-zero or raises: exit code 1 and a message that
     blames the script (capture.run_script), with no JVM started (the script fails before Spark)."""

@@ -55,8 +55,6 @@ def job_submit_args(master: str | None, conf: Mapping[str, str], jars: tuple[str
         key = "spark.driver.extraJavaOptions"
         driver = user.get(key, _spark_defaults().get(key, ""))
         user[key] = session.with_class_archive(driver, class_archive)
-        if not user[key]:
-            del user[key]
     for key, value in user.items():
         args += ["--conf", f"{key}={value}"]
     if jars:

@@ -1,6 +1,7 @@
 """Check the traces of captured TPC runs by replay (`capture.tracing.check`), in one process.
 
-    python check.py [--limit N | --sample N [--seed S]] [--master local[2]] [--tamper] STORE [STORE ...]
+    python check.py [--limit N | --sample N [--seed S]] [--master local[2]] [--tamper] [--trace-time]
+                    STORE [STORE ...]
 
 For every run of every store (benchmarks/tpc/run.py captures job.py into them): the first N
 result items (pattern ``/*``: any item with a non-null column), or N drawn from all of them by a
@@ -8,7 +9,9 @@ seed (``--sample``, as `strata trace --check --sample`), are traced and the quer
 each item's traced input items. One line per run: the query (its output folder ``qN``), the
 items checked, how many passed (ok), passed the weaker check, failed or were not checkable, and
 the seconds; then the totals, and every failed or not checkable item's lines (then the exit
-code is 1, unless ``--tamper``). With
+code is 1, unless ``--tamper``). With ``--trace-time`` each run's first result item is also traced
+to its input records with their sources and values (``strata trace --limit 1``'s rows), twice:
+the first and the warm seconds (the second, the store's tables cached). With
 ``--tamper`` each item's replay leaves one of its traced input items out (a damaged trace): the
 failed items are then the damage the check caught.
 """
@@ -19,7 +22,7 @@ import argparse
 import os
 import time
 
-from capture.tracing import check, parse_pattern
+from capture.tracing import check, parse_pattern, trace, trace_rows
 from store import Store
 from strata.spark import job_session, job_spark
 
@@ -31,6 +34,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, metavar="N", help="N result items per run drawn by --seed instead")
     parser.add_argument("--seed", type=int, default=0, help="the draw's seed [default: 0]")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--trace-time", action="store_true",
+                        help="also time the trace of each run's first item with sources and values (first, warm)")
     parser.add_argument("--tamper", action="store_true",
                         help="leave one traced input item out of each item's replay (the first of its largest "
                              "source's): how many of these damaged traces the check catches")
@@ -41,8 +46,10 @@ def main() -> None:
     pattern = parse_pattern("/*")
     totals = {"runs": 0, "items": 0, "ok": 0, "weaker": 0, "failed": 0, "not checkable": 0}
     trouble: list[str] = []
+    warm: list[float] = []
     t_all = time.perf_counter()
-    print(f"{'query':>5}  {'items':>5}  {'ok':>3}  {'weaker':>6}  {'failed':>6}  {'n/c':>3}  {'s':>6}  note")
+    print(f"{'query':>5}  {'items':>5}  {'ok':>3}  {'weaker':>6}  {'failed':>6}  {'n/c':>3}  {'s':>6}  "
+          f"{'trace s' if args.trace_time else ''}  note")
     with job_spark(args.master, {}):
         for path in args.stores:
             store = Store.open(path, spark=job_session)
@@ -50,6 +57,12 @@ def main() -> None:
                 continue
             runs = store.table("capture_runs").select("run", "output_path").collect()
             for run, output in sorted(runs, key=lambda r: _query_key(r[1])):
+                timed = ""
+                if args.trace_time:
+                    times = [_trace_one(store, run, pattern) for _ in range(2)]
+                    if times[1] is not None:
+                        warm.append(times[1])
+                        timed = f"{times[0]:.2f}/{times[1]:.2f}"
                 t0 = time.perf_counter()
                 try:
                     done = check(store, run, pattern, args.limit, sample=args.sample, seed=args.seed, tamper=tamper)
@@ -68,16 +81,31 @@ def main() -> None:
                     totals[v] += k
                 note = "; ".join(done.weaker)[:60] or next((i.notes[0][:60] for i in done.items if i.notes), "")
                 print(f"{os.path.basename(output):>5}  {len(done.items):>5}  {counts['ok']:>3}  {counts['weaker']:>6}  "
-                      f"{done.failed:>6}  {counts['not checkable']:>3}  {took:6.1f}  {note}", flush=True)
+                      f"{done.failed:>6}  {counts['not checkable']:>3}  {took:6.1f}  {timed}  {note}", flush=True)
                 trouble += [f"{os.path.basename(output)}: {i.line()}" for i in done.items
                             if i.failed or i.verdict == "not checkable"]
     print(f"{totals['runs']} runs, {totals['items']} items checked: {totals['ok']} ok, {totals['weaker']} weaker "
           f"check, {totals['failed']} failed, {totals['not checkable']} not checkable "
           f"({time.perf_counter() - t_all:.0f} s)")
+    if warm:
+        warm.sort()
+        print(f"trace of one item with sources and values, warm: median {warm[len(warm) // 2]:.2f} s, "
+              f"max {warm[-1]:.2f} s over {len(warm)} runs")
     for line in trouble:
         print(line)
     if trouble and tamper is None:
         raise SystemExit(1)
+
+
+def _trace_one(store, run: str, pattern) -> float | None:
+    """Seconds to trace the run's first matched item to its input records with sources and values
+    (None: nothing matched)."""
+    t0 = time.perf_counter()
+    bt = trace(store, run, pattern, 1)
+    if not bt.items:
+        return None
+    trace_rows(store, bt, where=True, values=True)
+    return time.perf_counter() - t0
 
 
 def _drop_one(item_id: int, keep: dict) -> dict:

@@ -1,7 +1,7 @@
 """TPC-H / TPC-DS queries run as ordinary PySpark jobs, plainly and under `strata capture`.
 
     python benchmarks/tpc/run.py --suite tpch|tpcds --sf 0.01 [--queries 1,2,3] [--batch 10]
-                                 [--work benchmarks/out/tpc] [--check N] [--prepare]
+                                 [--work benchmarks/out/tpc] [--check N] [--prepare] [--driver-memory 2g]
 
 1. Data, query texts and answers come from DuckDB's TPC extensions (benchmarks/tpc/gen.py), run
    in their own environment ``build/tpc-venv`` (made here with uv or pip: ``duckdb==1.5.5`` and the
@@ -20,12 +20,16 @@
    result equal to the plain one (rows, in order where the query orders them, else sorted), the
    row count equal to the answer the extension ships (values are not compared with it), and the
    seconds of the query in its plain and its captured process (as job.py measures it: no JVM
-   start); then the processes' total times and the refusals grouped by reason (names and
-   numbers blanked).
+   start); then the processes' total times, the overhead (per query, its captured seconds over
+   its plain seconds: median, max, min), the provenance stored (the capture stores' bytes on disk
+   over the input Parquet's) and the refusals grouped by reason (names and numbers blanked).
+   Every Spark process runs ``local[2]`` with a ``--driver-memory`` driver (2 GB by default).
 5. With ``--check N``: N result items of each query this run captured, drawn by seed 0, checked
    by replay (benchmarks/tpc/check.py ``--sample``: ``capture.tracing.check``, docs/tracing.md
    "Checking a trace by replay"), one process for all its stores: per query the items ok, passing
-   the weaker check, failed and not checkable, and the seconds.
+   the weaker check, failed and not checkable, and the seconds; and each run's first result
+   item traced to its input records with sources and values, the first and the warm seconds
+   (``check.py --trace-time``).
 
 The exit code is 0 only when every query was captured with the plain run's result (and the
 answer's row count, where the extension ships one) and no checked item failed. With
@@ -87,19 +91,19 @@ def spark_queries(out: Path, suite: str) -> Path:
     return path
 
 
-def _env() -> dict[str, str]:
+def _env(memory: str) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    env["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in ("--master", "local[2]", "--driver-memory", "2g",
-                                                                   "pyspark-shell"))
+    env["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in ("--master", "local[2]", "--driver-memory",
+                                                                   memory, "pyspark-shell"))
     return env
 
 
-def _job(out: Path, target: Path, queries: Path, numbers: list[str], capture: Path | None = None):
+def _job(out: Path, target: Path, queries: Path, numbers: list[str], memory: str, capture: Path | None = None):
     args = [str(HERE / "job.py"), str(out / "data"), str(target), str(queries), "--keep-going", *numbers]
     if capture is not None:
         args = ["-m", "strata.cli", "--store", str(capture), "--master", "local[2]", "capture", "--", *args]
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=_env(), cwd=out)
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=_env(memory), cwd=out)
     return done, time.perf_counter() - t0
 
 
@@ -118,6 +122,10 @@ def _rows(folder: Path, ordered: bool) -> list:
     rows = [json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(folder).to_pylist()] \
         if folder.exists() else []
     return rows if ordered else sorted(rows)
+
+
+def _bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
 def _why(stderr: str) -> str:
@@ -140,6 +148,7 @@ def main() -> None:
     parser.add_argument("--check", type=int, metavar="N",
                         help="then check N traced result items per captured query by replay (check.py)")
     parser.add_argument("--prepare", action="store_true", help="only make the data and the Spark SQL texts")
+    parser.add_argument("--driver-memory", default="2g", help="of every Spark process [default: 2g]")
     args = parser.parse_args()
     out = generate(args.work.resolve(), args.suite, args.sf)
     queries = spark_queries(out, args.suite)
@@ -148,7 +157,7 @@ def main() -> None:
     texts = json.loads(queries.read_text())
     numbers = args.queries.split(",") if args.queries else sorted(texts, key=int)
     answers = json.loads((out / "answers.json").read_text())
-    done, plain_took = _job(out, out / "plain", queries, numbers)
+    done, plain_took = _job(out, out / "plain", queries, numbers, args.driver_memory)
     plain = _outcomes(done, numbers)
     captured, capt_took, stores, again = {}, 0.0, [], []
     for i in range(0, len(numbers), args.batch):
@@ -156,7 +165,7 @@ def main() -> None:
         store = out / "stores" / f"q{batch[0]}"
         stores.append(str(store))
         shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
-        done, took = _job(out, out / "captured", queries, batch, capture=store)
+        done, took = _job(out, out / "captured", queries, batch, args.driver_memory, capture=store)
         captured.update(_outcomes(done, batch))
         capt_took += took
         print(f"captured q{batch[0]}..q{batch[-1]}: {sum(captured[n][0] for n in batch)} of {len(batch)} "
@@ -167,7 +176,7 @@ def main() -> None:
             store = out / "stores" / f"q{n}-alone"
             stores.append(str(store))
             shutil.rmtree(store, ignore_errors=True)
-            done, took = _job(out, out / "captured", queries, [n], capture=store)
+            done, took = _job(out, out / "captured", queries, [n], args.driver_memory, capture=store)
             again.append((n, captured[n][1]))
             captured.update(_outcomes(done, [n]))
             capt_took += took
@@ -197,6 +206,16 @@ def main() -> None:
     print(f"{args.suite} sf {args.sf:g}: {counts['captured']} of {len(numbers)} captured, {counts['same']} "
           f"equal to the plain run, {counts['answer']} with the answer's row count; plain process "
           f"{plain_took:.0f} s, captured processes {capt_took:.0f} s")
+    ratios = sorted((float(captured[n][1]) / max(float(plain[n][1]), 0.01), n) for n in numbers
+                    if captured[n][0] and plain[n][0])
+    if ratios:
+        median = ratios[len(ratios) // 2][0] if len(ratios) % 2 else \
+            (ratios[len(ratios) // 2 - 1][0] + ratios[len(ratios) // 2][0]) / 2
+        print(f"overhead (a query's captured seconds / its plain seconds): median {median:.2f}×, "
+              f"max {ratios[-1][0]:.2f}× (q{ratios[-1][1]}), min {ratios[0][0]:.2f}× (q{ratios[0][1]})")
+    data_bytes, prov_bytes = _bytes(out / "data"), sum(_bytes(Path(s)) for s in stores)
+    print(f"provenance stored: {prov_bytes / 1e6:.1f} MB in {len(stores)} store(s) for {data_bytes / 1e6:.1f} MB "
+          f"of input Parquet ({prov_bytes / max(data_bytes, 1):.2f} bytes per input byte)")
     for reason, k in refused.most_common():
         print(f"{k:>4} × {reason}")
     for n, why in again:
@@ -206,8 +225,9 @@ def main() -> None:
     checked = True
     if args.check:
         sys.stdout.flush()
-        checked = subprocess.run([sys.executable, str(HERE / "check.py"), "--sample", str(args.check), *stores],
-                                 env=_env(), cwd=out, check=False).returncode == 0
+        checked = subprocess.run([sys.executable, str(HERE / "check.py"), "--sample", str(args.check),
+                                  "--trace-time", *stores],
+                                 env=_env(args.driver_memory), cwd=out, check=False).returncode == 0
     sys.exit(0 if whole and checked else 1)
 
 

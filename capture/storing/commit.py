@@ -265,6 +265,34 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
     return cached, int(counted.get["n"])
 
 
+# The most associations the driver maps into the model itself (``_driver_model``: Python rows,
+# about 2 KB each on the way); a run with more is modelled with Spark (``_spark_model``).
+DRIVER_MODEL_IDS = 200_000
+
+
+def _stored_ids(folder: str) -> int:
+    """About how many ids the store copy in ``folder`` holds: per file and hidden column, the most
+    values any of its Parquet leaf columns has (an id array's ids; a plain id column's rows), read
+    from the files' footers alone."""
+    total = 0
+    for d, _, names in os.walk(folder):
+        for name in names:
+            if not name.endswith(".parquet"):
+                continue
+            meta = pq.ParquetFile(os.path.join(d, name)).metadata
+            per_column: dict[str, int] = {}
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                for c in range(group.num_columns):
+                    chunk = group.column(c)
+                    top = chunk.path_in_schema.split(".")[0]
+                    if is_hidden(top):
+                        per_column[top] = max(per_column.get(top, 0), chunk.num_values)
+                total += sum(per_column.values())
+                per_column.clear()
+    return total
+
+
 def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipeline: str,
                   run_attrs: dict[str, Any], info_out: dict[str, Any]) -> dict[str, Any]:
     """The run's bundle computed on the driver, no Spark job: the hidden columns of the store copy
@@ -289,17 +317,32 @@ def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipel
 
 
 def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, pipeline: str,
-                 run_attrs: dict[str, Any], info_out: dict[str, Any], cleanup: list[DataFrame]) -> None:
-    """Ingest the run's bundle with Spark (``to_model.sections``): any size, any store."""
+                 run_attrs: dict[str, Any], info_out: dict[str, Any], cleanup: list[DataFrame],
+                 checkpoints: list[DataFrame]) -> None:
+    """Ingest the run's bundle with Spark (``to_model.sections``): any size, any store. The frames
+    it caches go into ``cleanup``, those it checkpoints into ``checkpoints``, for the caller to
+    release once the commit is done."""
     hydrated = hydrate(result, cap.derived)  # the derived ids the store copy left out
     stored = assoc_frame(hydrated, cap.slots).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     cleanup.append(stored)
     full = stored.unionByName(  # computed once: the bundle reads it in every section
         identity_frame(stored, ops, cap.result_oid, hydrated.select(cap.id_col))
     ).localCheckpoint(eager=True)
+    checkpoints.append(full)
     existing = tx.table("vertices").select("id")
-    sections = to_model.sections(result.sparkSession, run, pipeline, ops, full, existing, run_attrs, info_out)
-    tx.ingest(to_model.materialized(sections))
+    sections = to_model.materialized(
+        to_model.sections(result.sparkSession, run, pipeline, ops, full, existing, run_attrs, info_out))
+    checkpoints += [sections[k] for k in to_model.CHECKPOINTED]
+    tx.ingest(sections)
+
+
+def _drop_checkpoint(df: DataFrame) -> None:
+    """Drop the blocks of a ``localCheckpoint``-ed DataFrame from Spark's block manager. Spark
+    keeps them until the JVM collects the checkpointed RDD, which Python references to the run's
+    frames can put off for the rest of a process that captures write after write."""
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.nodeName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
 
 
 def _tables(spark, run: str, locators: list, name: str, catalog: tuple[str, str] | None, visible: list[str],
@@ -372,6 +415,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
 
     phases: dict[str, float] = {}
     cleanup: list[DataFrame] = []
+    checkpoints: list[DataFrame] = []
     t0 = time.perf_counter()
     try:
         with store.transaction(message or f"capture {run}") as tx:
@@ -405,16 +449,19 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}
                 info_out = {"path": name, "format": fmt}
-                if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL:
+                if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
+                        and _stored_ids(folder) <= DRIVER_MODEL_IDS:
                     phases["model"] = _timed(lambda: tx.ingest(_driver_model(
                         tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out)))
                 else:
                     phases["model"] = _timed(lambda: _spark_model(
-                        tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup))
+                        tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup, checkpoints))
             tx.set_meta("capture.last_run", {"run": run, "pipeline": tracker.pipeline, "output": name})
         t2 = time.perf_counter()
-    finally:
+    finally:  # the commit is done (or failed): the blocks its frames hold go
         for df in cleanup:
             df.unpersist()
+        for df in checkpoints:
+            _drop_checkpoint(df)
     return RunInfo(run, store.version, name, len(ops), n_items, phases["result"], t2 - t0 - phases["result"],
                    phases, folder is not None or split is not None, split is not None)

@@ -163,9 +163,12 @@ def driver_bundle(run: str, pipeline: str, ops: list[OperatorProv], assoc: Itera
     }
 
 
+CHECKPOINTED = ("elements", "edges")
+
+
 def materialized(sections: dict[str, Any]) -> dict[str, Any]:
     """The sections with their elements and edges computed once (one job each) and their plans
     cut (``localCheckpoint``): the store's validation reads each section in a dozen joined and
     unioned checks, and re-deriving the associations from the annotated result in every one of
     them costs 3-5x the ingest itself (and gives every check its own ``monotonically_increasing_id``)."""
-    return {k: v.localCheckpoint(eager=True) if k in ("elements", "edges") else v for k, v in sections.items()}
+    return {k: v.localCheckpoint(eager=True) if k in CHECKPOINTED else v for k, v in sections.items()}

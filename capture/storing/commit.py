@@ -265,8 +265,9 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
     return cached, int(counted.get["n"])
 
 
-# The most associations the driver maps into the model itself (``_driver_model``: Python rows,
-# about 2 KB each on the way); a run with more is modelled with Spark (``_spark_model``).
+# The most ids a store copy may hold for the driver to map the run into the model itself
+# (``_driver_model``: Python rows, a few KB per id on the way: 3.4 GB for 600,000); a run with
+# more is modelled with Spark (``_spark_model``).
 DRIVER_MODEL_IDS = 200_000
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 from capture.tracing import check, parse_pattern, trace, trace_rows
@@ -88,9 +89,8 @@ def main() -> None:
           f"check, {totals['failed']} failed, {totals['not checkable']} not checkable "
           f"({time.perf_counter() - t_all:.0f} s)")
     if warm:
-        warm.sort()
-        print(f"trace of one item with sources and values, warm: median {warm[len(warm) // 2]:.2f} s, "
-              f"max {warm[-1]:.2f} s over {len(warm)} runs")
+        print(f"trace of one item with sources and values, warm: median {statistics.median(warm):.2f} s, "
+              f"max {max(warm):.2f} s over {len(warm)} runs")
     for line in trouble:
         print(line)
     if trouble and tamper is None:

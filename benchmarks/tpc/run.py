@@ -45,6 +45,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -209,9 +210,8 @@ def main() -> None:
     ratios = sorted((float(captured[n][1]) / max(float(plain[n][1]), 0.01), n) for n in numbers
                     if captured[n][0] and plain[n][0])
     if ratios:
-        median = ratios[len(ratios) // 2][0] if len(ratios) % 2 else \
-            (ratios[len(ratios) // 2 - 1][0] + ratios[len(ratios) // 2][0]) / 2
-        print(f"overhead (a query's captured seconds / its plain seconds): median {median:.2f}×, "
+        print(f"overhead (a query's captured seconds / its plain seconds): median "
+              f"{statistics.median(r for r, _ in ratios):.2f}×, "
               f"max {ratios[-1][0]:.2f}× (q{ratios[-1][1]}), min {ratios[0][0]:.2f}× (q{ratios[0][1]})")
     data_bytes, prov_bytes = _bytes(out / "data"), sum(_bytes(Path(s)) for s in stores)
     print(f"provenance stored: {prov_bytes / 1e6:.1f} MB in {len(stores)} store(s) for {data_bytes / 1e6:.1f} MB "

@@ -52,6 +52,7 @@ from store import schema as S
 from store.duckdb.ingest import TxTables
 from store.engine import Engine
 from store.errors import StoreError, UserError
+from store.segments import parquet_files
 from store.storage import spark_conf
 
 if TYPE_CHECKING:
@@ -276,21 +277,17 @@ def _stored_ids(folder: str) -> int:
     values any of its Parquet leaf columns has (an id array's ids; a plain id column's rows), read
     from the files' footers alone."""
     total = 0
-    for d, _, names in os.walk(folder):
-        for name in names:
-            if not name.endswith(".parquet"):
-                continue
-            meta = pq.ParquetFile(os.path.join(d, name)).metadata
+    for f in parquet_files(folder):
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
             per_column: dict[str, int] = {}
-            for g in range(meta.num_row_groups):
-                group = meta.row_group(g)
-                for c in range(group.num_columns):
-                    chunk = group.column(c)
-                    top = chunk.path_in_schema.split(".")[0]
-                    if is_hidden(top):
-                        per_column[top] = max(per_column.get(top, 0), chunk.num_values)
-                total += sum(per_column.values())
-                per_column.clear()
+            for c in range(group.num_columns):
+                chunk = group.column(c)
+                top = chunk.path_in_schema.split(".")[0]
+                if is_hidden(top):
+                    per_column[top] = max(per_column.get(top, 0), chunk.num_values)
+            total += sum(per_column.values())
     return total
 
 
@@ -300,9 +297,8 @@ def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipel
     just written into ``folder`` read with pyarrow, the derived ids added (``hydrate_rows``), the
     associations and identity rows computed from them (``assoc_rows``, ``identity_rows``)."""
 
-    files = sorted(os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".parquet"))
     rows: list[dict] = []
-    for f in files:
+    for f in parquet_files(folder):
         hidden = [n for n in pq.read_schema(f).names if is_hidden(n)]
         rows += pq.read_table(f, columns=hidden).to_pylist()
     rows = hydrate_rows(rows, cap.derived)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,12 @@ from store import schema as S
 from store.errors import ConcurrentWriteError
 from store.interop.openlineage import (
     DATASET,
+    DATASET_VERSION,
+    FIELD,
     JOB,
     ROLE_OUT,
     Event,
+    Produced,
     canonical,
     dataset_id,
     event_refs,
@@ -79,6 +82,7 @@ class OLIngest:
     elements: int = 0
     edges: int = 0
     committed: bool = False
+    whole_datasets: int = 0  # affected datasets derived from every run that refers to them
 
 
 def events_schema() -> pa.Schema:
@@ -210,7 +214,7 @@ def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
         tx.append_rows(EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
                        events_schema())
         tx.append_rows(REFS_TABLE, plan.refs, refs_schema())
-    return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True)
+    return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True, len(plan.whole))
 
 
 # ---------------------------------------------------------------------------- what to derive
@@ -229,6 +233,7 @@ class _Plan:
     shards: set[int]
     rebuild: bool
     refs: list[tuple]
+    whole: set[str] = field(default_factory=set)
 
 
 def _refs_rows(key: str, body: dict[str, Any]) -> list[tuple]:
@@ -257,7 +262,8 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     (its versions and fields) on the events of every run that refers to it. So of the runs the new
     events belong to (`changed`), every row is re-derived, and so are every row of the runs below
     them, of the runs that read a dataset a changed run writes (which version they read may
-    move), and of the datasets the changed runs refer to."""
+    move), and of the datasets the changed runs refer to: a dataset by what the loaded runs add
+    to its stored rows where that is exact (`_appended`), else from every run that refers to it."""
     new_refs = [r for k, e in new.items() for r in _refs_rows(k, e.body)]
     refs = _RefIndex(stored, new_refs)
     changed = {r[1] for r in new_refs if r[1] is not None}
@@ -270,15 +276,32 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
 
     writes = refs.writes_of(changed)
     candidates = refs.readers_of(writes) - changed
-    load(changed | candidates)
-    full = changed | refs.below(changed) | _moved_readers(candidates, changed, writes, [*old.values(), *(
-        e.body for e in new.values())])
-    # the ancestors of the full runs give the jobs they are under, the writers of what they read
-    # the versions they read, and every run that refers to a changed dataset its versions and fields
-    load(full | refs.above(full) | refs.writers_of(refs.datasets_of(full)) | refs.runs_of(datasets))
-    after = to_bundle([*old.values(), *(e.body for e in new.values())])
-    before = to_bundle(old.values())
-    mine = {run_id(r) for r in full} | datasets
+    load(changed)
+    known = _StoredVersions(stored, writes)
+    # a stored reader that names a version of what a changed run writes left a version with that
+    # name in the store; when none did, the readers' start times (their `Run` rows) are enough
+    if known.named(writes):
+        load(candidates)
+        starts = _starts(candidates, old.values())
+    else:
+        starts = known.starts(candidates)
+    bodies = [*old.values(), *(e.body for e in new.values())]
+    full = changed | refs.below(changed) | _moved_readers(candidates, changed, writes, bodies, starts)
+    # the ancestors of the full runs give the jobs they are under; the stored versions of what
+    # they read (`known`, their producers' events need not be loaded) which version they read
+    load(full | refs.above(full))
+    known.extend(refs.datasets_of(full))
+    whole: set[str] = set()  # datasets derived from every run that refers to them
+    while True:
+        loaded = {_run_of(b) for b in old.values()} | changed
+        after = to_bundle([*old.values(), *(e.body for e in new.values())], known.produced(loaded))
+        before = to_bundle(old.values(), known.produced(loaded))
+        appended, failed = _appended(known, before, after, datasets - whole)
+        if not failed:
+            break
+        whole |= failed
+        load(refs.runs_of(whole))
+    mine = {run_id(r) for r in full} | whole
 
     def derived(bundle: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]], list[dict[str, str]]]:
         owner = owners(bundle)
@@ -300,11 +323,113 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     old_edge_keys = {(e["src"], e["process"], e["dst"]) for e in old_edges}
     written = {i for i in now if i in replaced or i not in was}
     bundle = {"format": after["format"], "gsets": after["gsets"],
-              "elements": [el for el in after["elements"] if el["id"] in static or el["id"] in written],
+              "elements": [*(el for el in after["elements"] if el["id"] in static or el["id"] in written),
+                           *appended],
               "edges": [e for e in edges if (e["src"], e["process"], e["dst"]) not in old_edge_keys]}
     owner = {**old_owner, **owner}
     touched = {shard_of(o, shards) for o in mine}
-    return _Plan(bundle, owner, static, replaced, old_edge_keys - edge_keys, touched, False, new_refs)
+    return _Plan(bundle, owner, static, replaced, old_edge_keys - edge_keys, touched, False, new_refs, whole)
+
+
+class _StoredVersions:
+    """The stored `DatasetVersion` rows of some datasets (a local store): each version's number
+    and producer, and the end time of each producer (its `Run` row's `endTime`)."""
+
+    def __init__(self, stored: _Stored, datasets: set[str]) -> None:
+        self.stored = stored
+        self.datasets: set[str] = set()
+        self.versions: dict[str, dict[str, dict[str, str]]] = {}  # dataset id -> version id -> attrs
+        self._produced: list[Produced] = []
+        self.extend(datasets)
+
+    def extend(self, datasets: set[str]) -> None:
+        """Read the stored versions of these datasets too."""
+        datasets = datasets - self.datasets
+        self.datasets |= datasets
+        parent = dict(self.stored.matching(S.PARENTS, S.PARENT, datasets, (S.ID, S.PARENT)))
+        versions = {i: dict(attrs) for i, kind, attrs in
+                    self.stored.matching(S.VERTICES, S.ID, parent, (S.ID, S.TYPE, S.ATTRS))
+                    if kind == DATASET_VERSION and i.startswith(parent[i] + "@")}
+        for i, a in versions.items():
+            self.versions.setdefault(parent[i], {})[i] = a
+        producers = {run_id(a["producedBy"]): a for a in versions.values() if a.get("producedBy")}
+        ends = {i: a.get("endTime") for i, a in self._run_attrs(producers).items()}
+        self._produced += [Produced((a["namespace"], a["name"]), a["producedBy"], parse_time(ends[i]),
+                                    a.get("datasetVersion"))
+                           for i, a in producers.items() if ends.get(i)]
+
+    def _run_attrs(self, ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        return {i: dict(a) for i, a in self.stored.matching(S.VERTICES, S.ID, ids, (S.ID, S.ATTRS))}
+
+    def named(self, datasets: set[str]) -> bool:
+        """Whether a stored version of one of these datasets has a name (a version facet's)."""
+        return any(a.get("datasetVersion") is not None for d in datasets for a in self.of(d).values())
+
+    def starts(self, runs: set[str]) -> dict[str, Any]:
+        """runId -> the time of its first event (its stored `Run` row's `eventTime`)."""
+        attrs = self._run_attrs(run_id(r) for r in runs)
+        return {r: parse_time(attrs[run_id(r)]["eventTime"]) for r in runs
+                if attrs.get(run_id(r), {}).get("eventTime")}
+
+    def produced(self, loaded: set[str]) -> list[Produced]:
+        """The stored produced versions whose producer is not among the `loaded` runs."""
+        return [p for p in self._produced if p.run not in loaded]
+
+    def of(self, dataset: str) -> dict[str, dict[str, str]]:
+        """version id -> attrs of the dataset's stored versions."""
+        return self.versions.get(dataset, {})
+
+    def existing(self, ids: Iterable[str]) -> set[str]:
+        return {i for (i,) in self.stored.matching(S.ELEMENTS, S.ID, ids, (S.ID,))}
+
+
+def _appended(known: _StoredVersions, before: dict[str, Any], after: dict[str, Any],
+              datasets: set[str]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The rows to add to each dataset's stored versions and fields, from bundles of a subset of
+    the events (before and after the new ones) that holds every run whose contribution changes,
+    and the datasets for which that is not exact (`failed`: derive them from every run).
+
+    A dataset's rows are the union of what each run that refers to it contributes (a produced
+    version, a read `@initial`/`@version:<v>` state, the fields of a schema facet or a column
+    lineage source on the version read), numbered by time. The subset's runs contributed `B`
+    (in `before`) to the stored rows and contribute `A` now; the others contribute as before.
+    When `B` is within `A` the new rows are the stored ones plus `A`; the numbers stay when the
+    stored versions keep their order and every new version comes after them (the subset holds
+    every producer; an observed version's time there is never earlier than its true time, so an
+    order that looks kept is kept, and the stored `@initial`, at the epoch, is first)."""
+    def rows(bundle: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+        owner = owners(bundle)
+        out: dict[str, dict[str, list[dict[str, Any]]]] = {d: {"versions": [], "fields": []} for d in datasets}
+        for el in bundle["elements"]:
+            d = owner[el["id"]]
+            if d in out and el["granularity"] in (DATASET_VERSION, FIELD):
+                out[d]["versions" if el["granularity"] == DATASET_VERSION else "fields"].append(el)
+        return out
+
+    was, now = rows(before), rows(after)
+    added: list[dict[str, Any]] = []
+    failed: set[str] = set()
+    candidates: list[dict[str, Any]] = []
+    for d in sorted(datasets):
+        b_ids = {el["id"] for kind in ("versions", "fields") for el in was[d][kind]}
+        a_ids = {el["id"] for kind in ("versions", "fields") for el in now[d][kind]}
+        if not b_ids <= a_ids:
+            failed.add(d)
+            continue
+        stored = known.of(d)
+        order = sorted(now[d]["versions"], key=lambda el: int(el["attrs"]["version"]))
+        kept = [int(stored[el["id"]]["version"]) for el in order if el["id"] in stored]
+        fresh = [el for el in order if el["id"] not in stored]
+        if (kept != sorted(kept) or any(i not in a_ids and i != d + "@initial" for i in stored)
+                or (fresh and any(el["id"] in stored for el in order[order.index(fresh[0]):]))):
+            failed.add(d)
+            continue
+        for n, el in enumerate(fresh, len(stored) + 1):
+            added.append({**el, "attrs": {**el["attrs"], "version": n}})
+        candidates += now[d]["fields"]
+    have = known.existing(el["id"] for el in candidates)
+    added += [el for el in candidates if el["id"] not in have]
+    return added, failed
 
 
 def _ancestry(bundle: dict[str, Any]) -> Callable[[str], frozenset[str]]:
@@ -322,25 +447,29 @@ def _ancestry(bundle: dict[str, Any]) -> Callable[[str], frozenset[str]]:
     return above
 
 
+def _starts(runs: set[str], bodies: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """runId -> the time of its first event, of these runs among the events."""
+    start: dict[str, Any] = {}
+    for b in bodies:
+        run = _run_of(b)
+        if run in runs:
+            when = parse_time(b["eventTime"])
+            start[run] = min(start.get(run, when), when)
+    return start
+
+
 def _moved_readers(candidates: set[str], changed: set[str], writes: set[str],
-                   bodies: list[dict[str, Any]]) -> set[str]:
+                   bodies: list[dict[str, Any]], starts: dict[str, Any]) -> set[str]:
     """The candidates (runs that read a dataset a changed run writes) whose read may move: those
     that started after the first event of any changed run (a version a changed run produces, or
     produced, has the time of its end, after that event: a run that started no later reads
-    none of them), and those that name a version of such a dataset (a version facet)."""
+    none of them; `starts`: each candidate's first event; one without is counted in), and those
+    among `bodies` that name a version of such a dataset (a version facet)."""
     first = min((parse_time(b["eventTime"]) for b in bodies if _run_of(b) in changed), default=None)
-    start: dict[str, Any] = {}
-    named: set[str] = set()
-    for b in bodies:
-        run = _run_of(b)
-        if run not in candidates:
-            continue
-        when = parse_time(b["eventTime"])
-        start[run] = min(start.get(run, when), when)
-        if any("version" in (ds.get("facets") or {}) and dataset_id(ds["namespace"], ds["name"]) in writes
-               for ds in b.get("inputs") or ()):
-            named.add(run)
-    return named | {run for run, when in start.items() if first is None or when > first}
+    named = {_run_of(b) for b in bodies if _run_of(b) in candidates and any(
+        "version" in (ds.get("facets") or {}) and dataset_id(ds["namespace"], ds["name"]) in writes
+        for ds in b.get("inputs") or ())}
+    return named | {run for run in candidates if first is None or starts.get(run) is None or starts[run] > first}
 
 
 def _run_of(body: dict[str, Any]) -> str | None:

@@ -313,19 +313,33 @@ class _Version:
     fields: set[str] = field(default_factory=set)
 
 
-class _Versions:
-    """The versions of every dataset: one per completed run that outputs it, plus the state an
-    input was read in when no known run produced it (its `initial` state, or a named version)."""
+@dataclass(frozen=True)
+class Produced:
+    """A version some completed run produced, known without that run's events (a store's
+    `DatasetVersion` row and its producer's end time): what `to_bundle` of a subset of the events
+    needs to tell which version the runs in it read."""
 
-    def __init__(self, runs: dict[str, Run]) -> None:
+    dataset: tuple[str, str]
+    run: str
+    end: _dt.datetime
+    named: str | None = None
+
+
+class _Versions:
+    """The versions of every dataset: one per completed run that outputs it (and per `known`
+    version whose producer is not among the runs), plus the state an input was read in when no
+    known run produced it (its `initial` state, or a named version)."""
+
+    def __init__(self, runs: dict[str, Run], known: Iterable[Produced] = ()) -> None:
         self.by_id: dict[str, _Version] = {}
         self.produced: dict[tuple[str, str], list[_Version]] = {}
-        for r in sorted((r for r in runs.values() if r.completed), key=lambda r: (r.end, r.run)):
-            for ds, facets in r.outputs.items():
-                v = _Version(f"{dataset_id(*ds)}@{r.run}", ds, r.end, producer=r.run,
-                             named=(facets.get("version") or {}).get("datasetVersion"))
-                self.by_id[v.id] = v
-                self.produced.setdefault(ds, []).append(v)
+        made = [(r.end, r.run, ds, (facets.get("version") or {}).get("datasetVersion"))
+                for r in runs.values() if r.completed for ds, facets in r.outputs.items()]
+        made += [(k.end, k.run, k.dataset, k.named) for k in known if k.run not in runs]
+        for end, run, ds, named in sorted(made, key=lambda m: (m[0], m[1])):
+            v = _Version(f"{dataset_id(*ds)}@{run}", ds, end, producer=run, named=named)
+            self.by_id[v.id] = v
+            self.produced.setdefault(ds, []).append(v)
 
     def read(self, r: Run, ds: tuple[str, str], facets: dict[str, Any]) -> _Version:
         """The version of `ds` that run `r` read: the one its version facet names, else the one
@@ -393,11 +407,13 @@ class _Builder:
         return dataset_id(*ds)
 
 
-def to_bundle(bodies: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The bundle of a set of (validated) events; the same set gives the same bundle."""
+def to_bundle(bodies: Iterable[dict[str, Any]], known: Iterable[Produced] = ()) -> dict[str, Any]:
+    """The bundle of a set of (validated) events; the same set gives the same bundle. `known`:
+    versions produced by runs whose events are not in the set (their versions are in the bundle
+    too, without fields)."""
     bodies = list(bodies)
     runs = merge_runs(bodies)
-    versions = _Versions(runs)
+    versions = _Versions(runs, known)
     b = _Builder()
     for body in bodies:
         kind = event_kind(body)

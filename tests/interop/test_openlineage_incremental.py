@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.ol_helpers import NS, dataset, facet, rid, run_event, split_into, table
+from support.ol_helpers import NS, attrs, dataset, facet, rid, run_event, split_into, table
 
 from store import Store
 from store.errors import ConcurrentWriteError
@@ -236,3 +236,57 @@ def test_a_late_writer_moves_the_dataset_level_edges_of_a_reader(tmp_path):
               run_event(6, "COMPLETE", rid(2), "r", [], [dataset("p")])]
     late = [run_event(0, "START", rid(7), "early"), run_event(1, "COMPLETE", rid(7), "early", [], [dataset("a")])]
     _ingest_in_turn(tmp_path, stored, late)
+
+
+def _hub_store(tmp_path):
+    """A dataset `hub` written once with a schema and read by 40 runs, each with its own field."""
+    stored = [run_event(0, "START", rid(1), "w"), run_event(1, "COMPLETE", rid(1), "w", [], [dataset("hub", ["x"])])]
+    for n in range(2, 42):
+        stored += [run_event(10 + n, "START", rid(n), f"r{n % 3}", [dataset("hub", ["x", f"f{n}"])]),
+                   run_event(11 + n, "COMPLETE", rid(n), f"r{n % 3}", [], [dataset(f"out{n}", ["x"])])]
+    st_ = Store.open(str(tmp_path / "s"))
+    ingest_events(st_, [Event("stored", i, b) for i, b in enumerate(stored)], "stored")
+    return st_, stored
+
+
+def _events_read(monkeypatch) -> list[int]:
+    """How many stored events each ingest reads back (appended per call)."""
+    reads: list[int] = []
+    matching = ol_commit._Stored.matching
+
+    def counted(self, name, column, values, select):
+        rows = matching(self, name, column, values, select)
+        if name == ol_commit.EVENTS_TABLE and "event" in select:
+            reads.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(ol_commit._Stored, "matching", counted)
+    return reads
+
+
+def test_a_batch_that_ends_after_the_stored_runs_reads_none_of_their_events(tmp_path, monkeypatch):
+    """One more reader of `hub` with a new field, and a new writer of `hub` after every stored run:
+    the store gains a field on the version read and a version 2, without the 40 readers' (or the
+    first writer's) events being read back or `hub` derived again from them."""
+    st_, stored = _hub_store(tmp_path)
+    batch = [run_event(60, "START", rid(50), "r", [dataset("hub", ["x", "new"])]),
+             run_event(61, "COMPLETE", rid(50), "r", [], [dataset("out50")]),
+             run_event(70, "START", rid(51), "w"),
+             run_event(71, "COMPLETE", rid(51), "w", [], [dataset("hub", ["x"])])]
+    reads = _events_read(monkeypatch)
+    result = ingest_events(st_, [Event("batch", i, b) for i, b in enumerate(batch)], "batch")
+    assert result.whole_datasets == 0 and sum(reads) == 0
+    assert rows(st_) == reference_rows(tmp_path, stored + batch)
+    versions = {i: a["version"] for i, a in attrs(st_).items() if i.startswith("dataset:warehouse:hub@")
+                and "#" not in i}
+    assert versions == {f"dataset:warehouse:hub@{rid(1)}": "1", f"dataset:warehouse:hub@{rid(51)}": "2"}
+
+
+def test_a_late_writer_of_a_busy_dataset_derives_it_again_from_every_run(tmp_path):
+    """A writer of `hub` that ended before the readers started: every reader now reads its version,
+    whose fields are theirs; `hub` is derived again from all of its runs."""
+    st_, stored = _hub_store(tmp_path)
+    late = [run_event(2, "START", rid(60), "w2"), run_event(3, "COMPLETE", rid(60), "w2", [], [dataset("hub")])]
+    result = ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    assert result.whole_datasets == 1
+    assert rows(st_) == reference_rows(tmp_path, stored + late)

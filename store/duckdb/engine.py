@@ -37,12 +37,11 @@ class DuckDBEngine(StoreEngine):
         return index.build_index(st, params, message, extra_meta)
 
     def update_index(self, st, params, meta, extra_meta):
-        # Recomputing in this process costs less than merging: reading the old index would cost
-        # as much as reading the edges, and every table is written again either way.
-        from store.duckdb import index  # deferred: numpy and the build load only for a build
+        # New edges merged into the index, reading and writing only what they touch; a full
+        # recompute when that does not apply (store/duckdb/index_update.py says when).
+        from store.duckdb import index_update  # deferred: numpy and the build load only for a build
 
-        return index.build_index(st, params, "index: update (recomputed in-process)",
-                                 {**extra_meta, "update": "recomputed"})
+        return index_update.update_index(st, params, meta, extra_meta)
 
     def refresh_scopes(self, st, meta):
         from store.duckdb import index  # deferred: numpy and the build load only for a build

@@ -579,3 +579,32 @@ def write_skeletons(st, threshold: int | None = None) -> int:
                 written += 1
             step.advance(1)
     return written
+
+
+def carry_skeletons(st, old_triples_folder: str, changed: Sequence[str]) -> int:
+    """Move the skeleton files of the previous index (whose index_triples segment was
+    `old_triples_folder`) to `st`'s current index, except those of the components in `changed`
+    (ccids, old and new): an incremental update keeps every other component's rows as they were,
+    so its skeleton still describes it. Returns how many were moved; `write_skeletons` then writes
+    the missing ones and removes the rest."""
+    import xxhash  # deferred: only this path needs xxhash
+
+    index = LocalIndex.of(st)
+    if index is None or index.cache is None or cache_budget() == 0:
+        return 0
+    old = os.path.join(index.cache, os.path.basename(old_triples_folder.rstrip("/")))
+    new = os.path.join(index.cache, os.path.basename(index.folders[L.TRIPLES].rstrip("/")))
+    if old == new or not os.path.isdir(old):
+        return 0
+    gone = {xxhash.xxh64_hexdigest(c.encode("utf-8")) for c in changed}
+    os.makedirs(new, exist_ok=True)
+    moved = 0
+    for name in os.listdir(old):
+        if name in gone or ".tmp-" in name:
+            continue
+        try:
+            os.rename(os.path.join(old, name), os.path.join(new, name))
+            moved += 1
+        except OSError:
+            continue  # written again by write_skeletons
+    return moved

@@ -143,3 +143,47 @@ def read_sorted(folder: str, bucket: int, key: str, key_value: str, sort: str, v
     if not parts:
         return pa.table({c: pa.array([], pa.string()) for c in columns})
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def read_keys(folder: str, buckets: int, key: str, values, columns: Sequence[str] | None = None):
+    """The rows whose `key` is one of `values` (a pyarrow string array) in a bucketed segment
+    (a pyarrow Table of `columns`, all when None; `key` first when it is not among them), read
+    with pyarrow: each value's bucket is computed (`xxh.buckets_of`), and of each bucket's files
+    only the row groups whose min/max statistics of `key` hold one of that bucket's values are
+    read. Files sorted by `key` make that a few row groups per value (index_nodes by id, the
+    ccid-bucketed tables by ccid); any order gives the right rows."""
+    import numpy as np  # deferred: only this path needs numpy
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    from store.index.xxh import buckets_of  # deferred: numpy
+
+    values = pc.unique(pa.array(values, pa.string()) if not isinstance(values, (pa.Array, pa.ChunkedArray))
+                       else values)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    values = values.filter(pc.is_valid(values))
+    parts = []
+    if len(values):
+        of = buckets_of(values, buckets)
+        for b in np.unique(of).tolist():
+            wanted = sorted(values.filter(pa.array(of == b)).to_pylist())
+            wanted_arr = pa.array(wanted, pa.string())
+            for path in bucket_files(folder, [b]):
+                pf, groups = _row_group_stats(path, key, key)
+                pick = []
+                for g, st in enumerate(groups):
+                    if st is None:
+                        pick.append(g)
+                        continue
+                    i = bisect.bisect_left(wanted, st[0])
+                    if i < len(wanted) and wanted[i] <= st[1]:
+                        pick.append(g)
+                if pick:
+                    cols = None if columns is None else list(dict.fromkeys([key, *columns]))
+                    t = pf.read_row_groups(pick, columns=cols)
+                    parts.append(t.filter(pc.is_in(t.column(key), value_set=wanted_arr)))
+    if not parts:
+        return None
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    return table if columns is None else table.select(list(columns))

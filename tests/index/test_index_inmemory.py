@@ -57,6 +57,12 @@ def write_graph(root: Path, edges, table_of: dict, second_root: dict, cells: dic
     without edges yet."""
     st = Store.open(str(root), spark=_no_spark)
     values = sorted(({v for e in edges for v in e[:2]} - set(cells)) | set(table_of) | set(more))
+    append_graph(st, "test: a graph", edges, values, table_of, second_root, cells)
+    return st.root
+
+
+def append_graph(st, message: str, edges, values, table_of: dict, second_root: dict, cells: dict) -> None:
+    """One commit of `edges` and the containment of `values` and `cells` (see `write_graph`)."""
     anc, cx, vx = set(), [], []
     for v in values:
         anc.add((v, v, 0))
@@ -72,12 +78,15 @@ def write_graph(root: Path, edges, table_of: dict, second_root: dict, cells: dic
     for c, (a, b) in cells.items():
         cx += [(c, 0, "Value", a), (c, 1, "Value", b)]
         vx.append((c, "data", "Cell", 2, 1, None, False))
-    with st.transaction("test: a graph") as tx:
-        tx.append_rows(S.EDGES, list(edges), S.SCHEMAS[S.EDGES])
-        tx.append_rows(S.ANCESTORS, sorted(anc), S.SCHEMAS[S.ANCESTORS])
-        tx.append_rows(S.COMPLEX, cx, S.SCHEMAS[S.COMPLEX])
-        tx.append_rows(S.VERTICES, vx, S.SCHEMAS[S.VERTICES])
-    return st.root
+    with st.transaction(message) as tx:
+        if edges:
+            tx.append_rows(S.EDGES, list(edges), S.SCHEMAS[S.EDGES])
+        if anc:
+            tx.append_rows(S.ANCESTORS, sorted(anc), S.SCHEMAS[S.ANCESTORS])
+        if cx:
+            tx.append_rows(S.COMPLEX, cx, S.SCHEMAS[S.COMPLEX])
+        if vx:
+            tx.append_rows(S.VERTICES, vx, S.SCHEMAS[S.VERTICES])
 
 
 def snapshot(root: str) -> dict:
@@ -347,3 +356,86 @@ def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, m
     assert choose_builder(Store.open(root, spark=_no_spark, engine="local")).engine is Engine.LOCAL
     monkeypatch.setattr(engine, "available_bytes", lambda: need)
     assert choose_builder(Store.open(root, spark=_no_spark)).engine is Engine.LOCAL
+
+
+# Why an in-process update may recompute the whole index instead of merging (index_update.py)
+_PLAN_CHANGED = "the split plan changed"
+_INCREMENTAL_EXAMPLES = int(os.environ.get("STRATA_INCREMENTAL_EXAMPLES", "40"))
+
+
+@settings(max_examples=_INCREMENTAL_EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                 HealthCheck.data_too_large])
+@given(case=unions(parts=2), data=hst.data())
+def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, case, data):
+    """Random triples split into several appends; after each, the in-process update
+    (store/duckdb/index_update.py) must equal a full in-process build of the same store, table for
+    table, with every file sorted and in its bucket. Appends bring new values (with their
+    containment in the same commit, or held earlier without edges), merge components (a last
+    append may chain random values of both graphs, joining large components), and add tables
+    (which can change the split plan: then the update recomputes everything, and says so)."""
+    edges, table_of, second_root, cells, theta = case
+    k = data.draw(hst.integers(2, 4), label="appends")
+    part = [data.draw(hst.integers(0, k - 1)) for _ in edges]
+    parts = [[e for e, p in zip(edges, part, strict=True) if p == i] for i in range(k)]
+    if data.draw(hst.booleans(), label="bridge"):  # join components, large ones included
+        ends = sorted({v for e in edges for v in e[:2]})
+        picks = data.draw(hst.lists(hst.sampled_from(ends), min_size=2, max_size=6))
+        parts.append([(a, b, "m") for a, b in zip(picks, picks[1:], strict=False)])
+    early = {v for v in table_of if data.draw(hst.integers(0, 3)) == 0}  # held before their edges
+    base = tmp_path_factory.getbasetemp() / f"incr-{uuid.uuid4().hex}"
+    st = Store.open(str(base / "store"), spark=_no_spark, engine="local")
+    seen = set(early)
+    values = sorted(({v for e in parts[0] for v in e[:2]} - set(cells)) | early)
+    seen |= set(values)
+    append_graph(st, "test: first part", parts[0] or [edges[0]], values, table_of, second_root, cells)
+    params = IndexParams(theta=theta, buckets=3, bands=2)
+    build_index(st, params)
+    modes = []
+    for i, p in enumerate(parts[1:], 1):
+        if not p:
+            continue
+        values = sorted({v for e in p for v in e[:2]} - set(cells) - seen)
+        seen |= set(values)
+        append_graph(st, f"test: part {i}", p, values, table_of, second_root, {})
+        meta = update_index(Store.open(st.root, spark=_no_spark, engine="local"))
+        modes.append(meta.get("update_reason", meta["mode"]))
+        assert meta["mode"] == "incremental" or meta["update_reason"].startswith(_PLAN_CHANGED), meta
+        full = str(base / f"full-{i}")
+        shutil.copytree(st.root, full)
+        build_index(Store.open(full, spark=_no_spark, engine="local"), params)
+        assert_same(snapshot(st.root), snapshot(full))
+        files_sorted(st.root)
+        shutil.rmtree(full)
+    hypothesis_event(modes)
+
+
+def hypothesis_event(modes) -> None:
+    from hypothesis import event
+
+    for m in modes:
+        event(m if m == "incremental" else "recomputed: " + m.split("(")[0].strip())
+
+
+def test_an_append_inside_components_is_merged_incrementally(tmp_path):
+    """An append whose new values join existing components, one of which merges two large ones,
+    is merged (mode `incremental`), rewrites buckets only where rows changed, and equals a full build."""
+    triples, tables = batch_triples()
+    params = IndexParams(theta=4, buckets=4)
+    root = _batch(tmp_path / "s", triples)
+    build_index(Store.open(root, spark=_no_spark, engine="local"), params)
+    st = Store.open(root, spark=_no_spark, engine="local")
+    # table pairs the workflow graph has already: the split plan stays
+    a, b, _op = triples[0]
+    c, d, _op = next(t for t in reversed(triples) if (tables.get(t[0]), tables.get(t[1])) ==
+                     (tables.get(a), tables.get(b)) and t[0] != a and t[1] != b)
+    new = [(a, f"{b}.new", "n"), (a, d, "m"), (c, b, "m")]
+    append_graph(st, "test: new values", new, [f"{b}.new"], {f"{b}.new": tables.get(b)}, {}, {})
+    meta = update_index(Store.open(root, spark=_no_spark, engine="local"))
+    assert meta["mode"] == "incremental", meta.get("update_reason")
+    assert meta["new_triples"] == 3 and meta["affected_components"] >= 1
+    full = str(tmp_path / "full")
+    shutil.copytree(root, full)
+    build_index(Store.open(full, spark=_no_spark, engine="local"), params)
+    assert_same(snapshot(root), snapshot(full))
+    files_sorted(root)

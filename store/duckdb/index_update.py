@@ -1,0 +1,444 @@
+"""Incremental update of the component index in this process (no Spark): new edges merged into
+the committed index, reading and writing only what they touch.
+
+It applies when the edges were only appended since the index was built (the index meta's
+`edges_segments` are all still committed), the meta records the split plan in full, the tables
+of indexed values did not change, and the split plan over the new workflow graph is the one the
+index was built with. Otherwise (`Fallback`, its reason recorded as `update_reason`) the whole
+index is recomputed (store/duckdb/index.py `build_index`). The steps mirror the Spark merge
+(store/spark/index/maintenance.py):
+
+1. **New triples**: the rows of the `edges` segments the index does not cover, made distinct.
+2. **Touched values**: their rows of `index_nodes`, read by key (`files.read_keys`: the bucket
+   of each id, then only the row groups whose statistics hold it).
+3. **Components**: connected components of the new triples plus (touched value -> its old
+   ccid). An old ccid is the smallest id of its component, so each label, the smallest id of a
+   merged component, is what a full build gives. The affected components are these labels.
+4. **Their rows**: `index_triples`, `index_sets`, `index_setdeps`, `index_components` of the
+   old components merged into them (bucketed by ccid and sorted by it: a few row groups each),
+   and the `index_nodes` rows of the members whose row may change (a component whose id
+   changes, or one with at least θ values, whose sets are recomputed).
+5. **Tables** of new values (and of indexed values whose `ancestors` rows changed, which must
+   be unchanged) from the `ancestors` rows of just those ids; the workflow graph gains the
+   table pairs of the new triples, and the split plan must stay the one in the meta.
+6. **Sets** (Algorithm 3, `index.connected_sets`) inside the affected components with at
+   least θ values; the others are one set each. Set dependencies and summaries follow.
+7. **Write**: the new rows of the affected keys are compared with the old ones; in each table,
+   a bucket with no removed or changed row keeps its files (hard links into the new segment
+   folder) and gets its new rows as one more sorted file, a bucket that lost or changed rows is
+   rewritten (its files merged, those rows dropped, the new ones added, sorted), and a bucket
+   that would hold more than `MAX_BUCKET_FILES` files is merged into one. Every table stays one
+   segment (what the readers expect); untouched buckets cost a hard link each. The influence
+   scopes, whose sources changed with the edges, are recomputed as in a full build
+   (`index.write_scopes`). All of it is one transaction.
+
+The lineage skeletons of large components that were not affected are moved to the new index's
+folder (`index_reads.carry_skeletons`); `write_skeletons` then writes those of affected ones.
+The result equals a full in-process build over the same edges, table for table
+(tests/index/test_index_inmemory.py).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Sequence
+
+import numpy as np
+
+from store import progress
+from store import schema as S
+from store.duckdb import index as X
+from store.engine import duckdb_connect
+from store.index import layout as L
+from store.index.files import bucket_files, read_keys
+from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
+from store.index.xxh import buckets_of
+from store.segments import parquet_files
+
+MAX_BUCKET_FILES = 8  # a bucket gathering more files than this is merged into one
+_COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
+# a row's identity in each table (unique): what a rewritten bucket drops
+ROW_KEY = {L.NODES: ("id",), L.TRIPLES: ("src", "dst", L.OP), L.SETDEPS: (L.SRC_CSID, L.DST_CSID),
+           L.SETS: (L.CSID,), L.COMPONENTS: (L.CCID,)}
+
+
+class Fallback(Exception):  # noqa: N818 - a reason, not an error
+    """The update cannot be incremental; the message says why (the meta's `update_reason`)."""
+
+
+def _arrow_schema(name: str):
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+
+    types = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64()}
+    return pa.schema([(f["name"], types[f["type"]]) for f in X.SCHEMAS[name]])
+
+
+def _columns(name: str) -> list[str]:
+    return [f["name"] for f in X.SCHEMAS[name]]
+
+
+def _empty(name: str):
+    return _arrow_schema(name).empty_table()
+
+
+def _conform(name: str, table):
+    """`table` (None: no rows) with exactly the columns and types of index table `name`."""
+    if table is None:
+        return _empty(name)
+    return table.select(_columns(name)).cast(_arrow_schema(name))
+
+
+def _folder(st, name: str) -> str:
+    entry = st.manifest.tables.get(name)
+    if entry is None or len(entry.segments) != 1:
+        raise Fallback(f"{name} is not one segment")
+    path = st.storage.file_path(entry.segments[0])
+    if path is None or not os.path.isdir(path):
+        raise Fallback("the store is not a folder on this machine")
+    return path
+
+
+def _read(files: Sequence[str], columns: Sequence[str], aggregate=None):
+    """Columns of these Parquet files (or `aggregate(relation)`) as a pyarrow Table."""
+    import duckdb  # deferred: only this path needs duckdb
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+
+    if not files:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    con = duckdb_connect()
+    try:
+        rel = con.read_parquet(list(files))
+        rel = aggregate(rel, con) if aggregate else rel.project(*[duckdb.ColumnExpression(c) for c in columns])
+        return rel.to_arrow_table()
+    finally:
+        con.close()
+
+
+def _segment_files(st, segments: Sequence[str]) -> list[str]:
+    return [f for s in segments for f in parquet_files(st.storage.file_path(s))]
+
+
+def _tables_of(st, ids) -> dict[str, str]:
+    """The table (outermost ancestor: largest depth, then largest id, as read_graph) of each of
+    `ids` that has `ancestors` rows, read from the committed files with the ids joined in."""
+    import duckdb  # deferred: only this path needs duckdb
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+
+    if not len(ids):
+        return {}
+    col = duckdb.ColumnExpression
+    wanted = pa.table({S.ID: pa.array(ids, pa.string())})
+
+    def top(rel, con):
+        rel = rel.join(con.from_arrow(wanted), S.ID, how="semi")
+        return rel.aggregate([col(S.ID), duckdb.FunctionExpression(
+            "arg_max", col(S.ANCESTOR), duckdb.FunctionExpression("row", col(S.DEPTH), col(S.ANCESTOR)),
+        ).alias(L.TABLE)], col(S.ID))
+
+    out = _read(st.local().files(S.ANCESTORS), (), top)
+    return dict(zip(out.column(S.ID).to_pylist(), out.column(L.TABLE).to_pylist(), strict=True))
+
+
+def _row_strings(table, columns: Sequence[str]):
+    """One string per row joining `columns` (nulls as a mark no value holds): row identity."""
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    parts = [pc.fill_null(pc.cast(table.column(c), pa.string()), "\x02") for c in columns]
+    if len(parts) == 1:
+        return parts[0]
+    return pc.binary_join_element_wise(*parts, "\x01")
+
+
+def _diff(name: str, old, new):
+    """(removed, added): the old rows that are not among the new ones, and the new rows that
+    are not among the old ones (whole rows compared)."""
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    cols = _columns(name)
+    ko, kn = _row_strings(old, cols), _row_strings(new, cols)
+    return old.filter(pc.invert(pc.is_in(ko, value_set=kn))), new.filter(pc.invert(pc.is_in(kn, value_set=ko)))
+
+
+def _write_file(path: str, table, row_group_bytes: int = L.ROW_GROUP_BYTES) -> None:
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
+
+    per_row = max(1, table.nbytes // max(table.num_rows, 1))
+    pq.write_table(table, path, compression="zstd", row_group_size=max(1024, row_group_bytes // per_row))
+
+
+def _link(src: str, dst: str) -> None:
+    """`dst` names `src`'s bytes (segment files are never modified), else a copy."""
+    import shutil  # deferred: shutil imports bz2, lzma and more
+
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int) -> dict:
+    """Table `name` in `tx` as its old segment less `removed` plus `added` (pyarrow Tables of
+    the table's columns), bucket by bucket (module docstring, step 7). Returns counts of the
+    buckets linked, appended to and rewritten."""
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
+
+    key, sort_by = L.LAYOUT[name]
+    folder = X.stage(tx, name)
+    schema = _arrow_schema(name)
+    r_bucket = buckets_of(removed.column(key), buckets) if removed.num_rows else np.zeros(0, np.int32)
+    a_bucket = buckets_of(added.column(key), buckets) if added.num_rows else np.zeros(0, np.int32)
+    r_keys = _row_strings(removed, ROW_KEY[name])
+    tag = uuid.uuid4()
+    counts = {"linked": 0, "appended": 0, "rewritten": 0}
+    order = [(c, "ascending") for c in sort_by]
+    for b in range(buckets):
+        files = bucket_files(old_folder, [b])
+        gone = r_keys.filter(pa.array(r_bucket == b)) if removed.num_rows else None
+        new = added.filter(pa.array(a_bucket == b)) if added.num_rows else None
+        has_gone, has_new = gone is not None and len(gone) > 0, new is not None and new.num_rows > 0
+        if not files and not has_new:
+            continue
+        out = os.path.join(folder, f"{L.BUCKET}={b}")
+        os.makedirs(out, exist_ok=True)
+        target = os.path.join(out, f"part-{b:05d}-{tag}.c000.zstd.parquet")
+        if not has_gone and (not has_new or len(files) < MAX_BUCKET_FILES):
+            for f in files:
+                _link(f, os.path.join(out, os.path.basename(f)))
+            if has_new:
+                _write_file(target, new.sort_by(order).cast(schema))
+                counts["appended"] += 1
+            else:
+                counts["linked"] += 1
+            continue
+        table = pa.concat_tables([pq.ParquetFile(f).read(columns=schema.names).cast(schema) for f in files]) \
+            if files else schema.empty_table()
+        if has_gone:
+            table = table.filter(pc.invert(pc.is_in(_row_strings(table, ROW_KEY[name]), value_set=gone)))
+        if has_new:
+            table = pa.concat_tables([table, new.cast(schema)])
+        if table.num_rows:
+            _write_file(target, table.sort_by(order))
+        else:
+            os.rmdir(out)
+        counts["rewritten"] += 1
+    return counts
+
+
+def _new_edges(st, meta: dict):
+    """The distinct (src, dst, op) of the edges the index does not cover, and the current edge
+    segments; Fallback when a covered segment is gone."""
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+
+    current = list(L.edge_segments(st))
+    covered = set(meta.get("edges_segments") or [])
+    if not covered <= set(current):
+        raise Fallback("edges were rewritten or removed since the index was built, not only appended")
+    added = [s for s in current if s not in covered]
+    rows = _read(_segment_files(st, added), (S.SRC, S.DST, S.PROCESS))
+    rows = rows.rename_columns(["src", "dst", L.OP])
+    rows = rows.group_by(["src", "dst", L.OP]).aggregate([]) if rows.num_rows else rows
+    return rows.select(["src", "dst", L.OP]).cast(pa.schema([(c, pa.string()) for c in ("src", "dst", L.OP)])), current
+
+
+def _changed_ancestor_ids(st, meta: dict) -> list[str]:
+    """Ids with `ancestors` rows added or removed since the index was built (their table may
+    differ)."""
+    scope = meta.get("scope_segments") or {}
+    if S.ANCESTORS not in scope:
+        raise Fallback("the index meta does not record the ancestors segments it saw")
+    entry = st.manifest.tables.get(S.ANCESTORS)
+    current = list(entry.segments) if entry is not None else []
+    before = list(scope[S.ANCESTORS])
+    changed = [s for s in current if s not in set(before)] + [s for s in before if s not in set(current)]
+    if not changed:
+        return []
+    files = _segment_files(st, changed)
+    ids = _read(files, (), lambda rel, con: rel.aggregate(S.ID, S.ID))
+    return ids.column(S.ID).to_pylist()
+
+
+def update_index(st, params, meta: dict, extra_meta: dict | None = None) -> dict:
+    """Merge the edges committed since the index into it (module docstring); a full in-process
+    build when that does not apply (`update` `recomputed`, `update_reason` saying why)."""
+    t0 = time.perf_counter()
+    try:
+        return _incremental(st, params, meta, extra_meta or {}, t0)
+    except Fallback as why:
+        return X.build_index(st, params, "index: update (recomputed in-process)",
+                             {**(extra_meta or {}), "update": "recomputed", "update_reason": str(why)})
+
+
+def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  # noqa: C901, PLR0915
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    from store.duckdb.index_reads import LocalIndex, carry_skeletons  # deferred: the DuckDB wing
+
+    if "splits" not in meta or "workflow" not in meta:
+        raise Fallback("the index meta lists no split plan (more than 10,000 tables)")
+    buckets, theta = int(meta["buckets"]), params.theta
+    folders = {name: _folder(st, name) for name in _COMPONENT_TABLES}
+    timings: dict[str, float] = {}
+    # 1-2. new triples, the touched values' rows
+    with progress.step("read new edges", total=None) as step:
+        new, edge_segments = _new_edges(st, meta)
+        changed_anc = _changed_ancestor_ids(st, meta)
+        step.advance(new.num_rows)
+    touched = pc.unique(pa.chunked_array([new.column("src"), new.column("dst")]).combine_chunks())
+    old_touched = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", touched))
+    # 3. merged components over (new triples + touched value -> old ccid)
+    ids_c, (s_c, d_c, ot_id, ot_cc) = X.encode(new.column("src"), new.column("dst"),
+                                               old_touched.column("id"), old_touched.column(L.CCID))
+    lab = X.components(len(ids_c), np.concatenate([s_c, ot_id]), np.concatenate([d_c, ot_cc]))
+    is_old = np.zeros(len(ids_c), bool)
+    is_old[ot_id] = True
+    o0 = X.unique(ot_cc)
+    o0_ids, o0_lab = X._take(ids_c, o0), X._take(ids_c, lab[o0])
+    nv = X.unique(np.concatenate([s_c, d_c]))
+    nv = nv[~is_old[nv]]
+    nv_ids, nv_lab = X._take(ids_c, nv), X._take(ids_c, lab[nv])
+    timings["touched_s"] = time.perf_counter() - t0
+    # 4. the old rows of the merged components
+    t1 = time.perf_counter()
+    old = {name: _conform(name, read_keys(folders[name], buckets, L.CCID, o0_ids))
+           for name in (L.TRIPLES, L.SETS, L.SETDEPS, L.COMPONENTS)}
+    otr = old[L.TRIPLES]
+    ids, (tr_s, tr_d, tr_cc, tr_scs, tr_dcs, n_s, n_d, oc, ol, vv, vl) = X.encode(
+        otr.column("src"), otr.column("dst"), otr.column(L.CCID), otr.column(L.SRC_CSID),
+        otr.column(L.DST_CSID), new.column("src"), new.column("dst"), o0_ids, o0_lab, nv_ids, nv_lab)
+    n = len(ids)
+    occ = np.full(n, -1, np.int64)  # old members: old ccid, old csid
+    occ[tr_s], occ[tr_d] = tr_cc, tr_cc
+    ocs = np.full(n, -1, np.int64)
+    ocs[tr_s], ocs[tr_d] = tr_scs, tr_dcs
+    relabel = np.full(n, -1, np.int64)
+    relabel[oc] = ol
+    ccid = np.full(n, -1, np.int64)
+    member = occ >= 0
+    ccid[member] = relabel[occ[member]]
+    ccid[vv] = vl
+    if (ccid < 0).any():
+        raise RuntimeError("index update: a value of an affected component has no component")
+    size = np.bincount(ccid, minlength=n)
+    big = size[ccid] >= theta
+    # members whose index_nodes row may change: their component's id changes, or it is split
+    may_change = member & ((ccid != occ) | big)
+    read_ids = X._take(ids, np.flatnonzero(may_change))
+    old_nodes = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", read_ids))
+    timings["read_s"] = time.perf_counter() - t1
+    # 5. tables: new values', and those of indexed values whose ancestors changed (must not differ)
+    t1 = time.perf_counter()
+    stored: dict[str, str] = {}
+    if changed_anc:
+        hit = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(changed_anc, pa.string())))
+        stored = dict(zip(hit.column("id").to_pylist(), hit.column(L.TABLE).to_pylist(), strict=True))
+    found = _tables_of(st, nv_ids.to_pylist() + list(stored))
+    for v, t in stored.items():
+        if (found.get(v) or UNKNOWN_TABLE) != t:
+            raise Fallback(f"the table of indexed value {v!r} changed ({t!r} -> {found.get(v) or UNKNOWN_TABLE!r})")
+    table_of = dict(zip(old_touched.column("id").to_pylist(), old_touched.column(L.TABLE).to_pylist(), strict=True))
+    table_of.update(zip(old_nodes.column("id").to_pylist(), old_nodes.column(L.TABLE).to_pylist(), strict=True))
+    nv_tables = [found.get(v) or UNKNOWN_TABLE for v in nv_ids.to_pylist()]
+    table_of.update(zip(nv_ids.to_pylist(), nv_tables, strict=True))
+    wf = {tuple(p) for p in meta["workflow"]}
+    wf |= set(zip([table_of[v] for v in new.column("src").to_pylist()],
+                  [table_of[v] for v in new.column("dst").to_pylist()], strict=True))
+    wf = sorted(wf)
+    old_tables = {t for top in meta["splits"] for t in top["tables"]}
+    tables = sorted(old_tables | set(nv_tables))
+    splits = plan_splits(tables, wf, bands=params.bands, user=params.splits)
+    plan = plan_meta(splits, wf)
+    if plan.get("splits") != meta["splits"]:
+        raise Fallback("the split plan changed (the workflow graph gained tables or edges that move them)")
+    # 6. sets inside the affected components
+    names_t, (tcode,) = X.encode(pa.array([UNKNOWN_TABLE, *table_of.values()], pa.string()))
+    table = np.full(n, tcode[0], np.int32)
+    at = pc.index_in(pa.array(list(table_of), pa.string()), value_set=ids)
+    hit = pc.is_valid(at).to_numpy(zero_copy_only=False)
+    table[pc.filter(at, pc.is_valid(at)).to_numpy(zero_copy_only=False)] = tcode[1:][hit]
+    ops, (o_old, o_new) = X.encode(otr.column(L.OP), new.column(L.OP))
+    n_ops = max(len(ops), 1)
+    if n * n * n_ops < 2**62:
+        keys = X.unique(np.concatenate([(tr_s.astype(np.int64) * n + tr_d) * n_ops + o_old,
+                                        (n_s.astype(np.int64) * n + n_d) * n_ops + o_new]))
+        k_op = (keys % n_ops).astype(np.int64)
+        pair = keys // n_ops
+        k_src, k_dst = (pair // n).astype(np.int64), (pair % n).astype(np.int64)
+    else:
+        stacked = np.unique(np.stack([np.concatenate([tr_s, n_s]), np.concatenate([tr_d, n_d]),
+                                      np.concatenate([o_old, o_new])], axis=1).astype(np.int64), axis=0)
+        k_src, k_dst, k_op = stacked[:, 0], stacked[:, 1], stacked[:, 2]
+    graph = X.Graph(ids, None, None, None, k_src, k_dst, k_op, ops, table, names_t)
+    csid, level, split, split_names = X.connected_sets(graph, ccid, splits, theta)
+    timings["sets_s"] = time.perf_counter() - t1
+    # 7. the new rows of the affected keys, compared with the old ones, written
+    t1 = time.perf_counter()
+    take = X._take
+    all_names = pa.array(["", *split_names], pa.string())
+    rows_of = np.flatnonzero(may_change)
+    rows_of = np.concatenate([rows_of, vv]) if len(vv) else rows_of
+    tab = X._take(names_t, table[rows_of])
+    fresh = {L.NODES: pa.table({"id": take(ids, rows_of), L.TABLE: tab, L.CCID: take(ids, ccid[rows_of]),
+                                L.CSID: take(ids, csid[rows_of])})}
+    t_cc, t_scs, t_dcs = ccid[k_dst], csid[k_src], csid[k_dst]
+    fresh[L.TRIPLES] = pa.table({"src": take(ids, k_src), "dst": take(ids, k_dst), L.OP: take(ops, k_op),
+                                 L.CCID: take(ids, t_cc), L.SRC_CSID: take(ids, t_scs), L.DST_CSID: take(ids, t_dcs)})
+    cross = t_scs != t_dcs
+    pairs = X.unique(t_scs[cross] * n + t_dcs[cross])
+    d_src, d_dst = pairs // n, pairs % n
+    fresh[L.SETDEPS] = pa.table({L.CCID: take(ids, ccid[d_dst]), L.SRC_CSID: take(ids, d_src),
+                                 L.DST_CSID: take(ids, d_dst)})
+    nodes = np.arange(n)
+    sets = np.flatnonzero(csid == nodes)
+    s_nodes = np.bincount(csid, minlength=n)[sets]
+    s_triples = np.bincount(t_dcs, minlength=n)[sets]
+    fresh[L.SETS] = pa.table({L.CSID: take(ids, sets), L.CCID: take(ids, ccid[sets]),
+                              L.LEVEL: pa.array(level[sets], pa.int32()), L.SPLIT: take(all_names, split[sets] + 1),
+                              L.N_NODES: pa.array(s_nodes, pa.int64()), L.N_TRIPLES: pa.array(s_triples, pa.int64())})
+    comps = np.flatnonzero(ccid == nodes)
+    c_sets = np.bincount(ccid[sets], minlength=n)[comps]
+    fresh[L.COMPONENTS] = pa.table({L.CCID: take(ids, comps),
+                                    L.N_NODES: pa.array(np.bincount(ccid, minlength=n)[comps], pa.int64()),
+                                    L.N_TRIPLES: pa.array(np.bincount(t_cc, minlength=n)[comps], pa.int64()),
+                                    L.N_SETS: pa.array(c_sets, pa.int64())})
+    old[L.NODES] = old_nodes
+    written = {}
+    with st.transaction("index: incremental update (in-process)") as tx:
+        with progress.step("write index", total=len(_COMPONENT_TABLES)) as step:
+            for name in _COMPONENT_TABLES:
+                removed, added = _diff(name, old[name], _conform(name, fresh[name]))
+                written[name] = rewrite_table(tx, name, folders[name], removed, added, buckets)
+                step.advance(1)
+        timings["write_s"] = time.perf_counter() - t1
+        ocomp = old[L.COMPONENTS]
+        counts = {
+            "components": int(meta["components"]) - ocomp.num_rows + len(comps),
+            "nodes": int(meta["nodes"]) + len(vv),
+            "triples": int(meta["triples"]) - otr.num_rows + len(k_src),
+            "sets": int(meta["sets"]) - old[L.SETS].num_rows + len(sets),
+            "split_components": int(meta["split_components"])
+            - int(pc.sum(pc.greater(ocomp.column(L.N_SETS), 1)).as_py() or 0) + int((c_sets > 1).sum()),
+            "set_dependencies": int(meta["set_dependencies"]) - old[L.SETDEPS].num_rows + len(pairs),
+        }
+        out = {k: v for k, v in meta.items() if k not in ("components_s", "sets_s", "update", "update_reason",
+                                                          "plan_tables", "plan_splits", "plan_workflow_edges")}
+        out.update(plan)
+        out.update(counts)
+        out.update({"edges_segments": edge_segments, "mode": "incremental", "builder": "local", **extra_meta,
+                    "affected_components": len(comps), "new_triples": new.num_rows,
+                    "buckets_written": {k: v["appended"] + v["rewritten"] for k, v in written.items()}})
+        t1 = time.perf_counter()
+        out.update(X.write_scopes(tx, st, buckets))
+        out["scopes_s"] = round(time.perf_counter() - t1, 3)
+        out.update({k: round(v, 3) for k, v in timings.items()})
+        out["build_s"] = round(time.perf_counter() - t0, 3)
+        tx.set_meta(L.META_KEY, out)
+    index = LocalIndex.of(st)
+    if index is not None:
+        carry_skeletons(st, folders[L.TRIPLES], [*o0_ids.to_pylist(), *take(ids, comps).to_pylist()])
+    return out

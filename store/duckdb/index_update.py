@@ -40,6 +40,7 @@ The result equals a full in-process build over the same edges, table for table
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import uuid
@@ -53,15 +54,13 @@ from store.duckdb import index as X
 from store.engine import duckdb_connect
 from store.index import layout as L
 from store.index.files import bucket_files, read_keys
+from store.index.scopes import source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
 from store.index.xxh import buckets_of
 from store.segments import parquet_files
 
 MAX_BUCKET_FILES = 8  # a bucket gathering more files than this is merged into one
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
-# a row's identity in each table (unique): what a rewritten bucket drops
-ROW_KEY = {L.NODES: ("id",), L.TRIPLES: ("src", "dst", L.OP), L.SETDEPS: (L.SRC_CSID, L.DST_CSID),
-           L.SETS: (L.CSID,), L.COMPONENTS: (L.CCID,)}
 
 
 class Fallback(Exception):  # noqa: N818 - a reason, not an error
@@ -152,14 +151,18 @@ def _row_strings(table, columns: Sequence[str]):
     return pc.binary_join_element_wise(*parts, "\x01")
 
 
-def _diff(name: str, old, new):
-    """(removed, added): the old rows that are not among the new ones, and the new rows that
-    are not among the old ones (whole rows compared)."""
+def _changes(name: str, old, new):
+    """(gone, added) for a table bucketed by ccid: the old components with a row that changed
+    or went (`gone`, their ccids: every row of theirs is dropped), and the rows to add: each new
+    row that is not among the old ones (whole rows compared), and every new row of a gone
+    component (its unchanged rows were dropped with it)."""
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     cols = _columns(name)
     ko, kn = _row_strings(old, cols), _row_strings(new, cols)
-    return old.filter(pc.invert(pc.is_in(ko, value_set=kn))), new.filter(pc.invert(pc.is_in(kn, value_set=ko)))
+    gone = pc.unique(old.column(L.CCID).filter(pc.invert(pc.is_in(ko, value_set=kn))))
+    fresh = pc.or_(pc.invert(pc.is_in(kn, value_set=ko)), pc.is_in(new.column(L.CCID), value_set=gone))
+    return gone.combine_chunks() if hasattr(gone, "combine_chunks") else gone, new.filter(fresh)
 
 
 def _write_file(path: str, table, row_group_bytes: int = L.ROW_GROUP_BYTES) -> None:
@@ -179,10 +182,11 @@ def _link(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
-def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int) -> dict:
-    """Table `name` in `tx` as its old segment less `removed` plus `added` (pyarrow Tables of
-    the table's columns), bucket by bucket (module docstring, step 7). Returns counts of the
-    buckets linked, appended to and rewritten."""
+def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> dict:
+    """Table `name` in `tx` as its old segment without the rows whose bucket key (id or ccid)
+    is in `gone` (a pyarrow string array), plus the rows `added` (a pyarrow Table of the
+    table's columns), bucket by bucket (module docstring, step 7). Returns how many buckets were
+    kept as they were, given one more file, and rewritten."""
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
     import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
@@ -190,37 +194,37 @@ def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int) 
     key, sort_by = L.LAYOUT[name]
     folder = X.stage(tx, name)
     schema = _arrow_schema(name)
-    r_bucket = buckets_of(removed.column(key), buckets) if removed.num_rows else np.zeros(0, np.int32)
+    g_bucket = buckets_of(gone, buckets) if len(gone) else np.zeros(0, np.int32)
     a_bucket = buckets_of(added.column(key), buckets) if added.num_rows else np.zeros(0, np.int32)
-    r_keys = _row_strings(removed, ROW_KEY[name])
+    g_present, a_present = set(np.unique(g_bucket).tolist()), set(np.unique(a_bucket).tolist())
     tag = uuid.uuid4()
-    counts = {"linked": 0, "appended": 0, "rewritten": 0}
+    counts = {"kept": 0, "appended": 0, "rewritten": 0}
     order = [(c, "ascending") for c in sort_by]
     for b in range(buckets):
         files = bucket_files(old_folder, [b])
-        gone = r_keys.filter(pa.array(r_bucket == b)) if removed.num_rows else None
-        new = added.filter(pa.array(a_bucket == b)) if added.num_rows else None
-        has_gone, has_new = gone is not None and len(gone) > 0, new is not None and new.num_rows > 0
+        has_gone, has_new = b in g_present, b in a_present
         if not files and not has_new:
             continue
         out = os.path.join(folder, f"{L.BUCKET}={b}")
         os.makedirs(out, exist_ok=True)
         target = os.path.join(out, f"part-{b:05d}-{tag}.c000.zstd.parquet")
+        new = added.filter(pa.array(a_bucket == b)).cast(schema) if has_new else None
         if not has_gone and (not has_new or len(files) < MAX_BUCKET_FILES):
             for f in files:
                 _link(f, os.path.join(out, os.path.basename(f)))
             if has_new:
-                _write_file(target, new.sort_by(order).cast(schema))
+                _write_file(target, new.sort_by(order))
                 counts["appended"] += 1
             else:
-                counts["linked"] += 1
+                counts["kept"] += 1
             continue
         table = pa.concat_tables([pq.ParquetFile(f).read(columns=schema.names).cast(schema) for f in files]) \
             if files else schema.empty_table()
         if has_gone:
-            table = table.filter(pc.invert(pc.is_in(_row_strings(table, ROW_KEY[name]), value_set=gone)))
+            drop = gone.filter(pa.array(g_bucket == b))
+            table = table.filter(pc.invert(pc.is_in(table.column(key), value_set=drop)))
         if has_new:
-            table = pa.concat_tables([table, new.cast(schema)])
+            table = pa.concat_tables([table, new])
         if table.num_rows:
             _write_file(target, table.sort_by(order))
         else:
@@ -245,21 +249,58 @@ def _new_edges(st, meta: dict):
     return rows.select(["src", "dst", L.OP]).cast(pa.schema([(c, pa.string()) for c in ("src", "dst", L.OP)])), current
 
 
-def _changed_ancestor_ids(st, meta: dict) -> list[str]:
-    """Ids with `ancestors` rows added or removed since the index was built (their table may
-    differ)."""
+@dataclasses.dataclass
+class AncestorChanges:
+    """What changed in `ancestors` since the index was built."""
+
+    ids: list[str]  # ids with rows in an added or removed segment: their table may differ
+    removed: bool  # some segment the index saw is gone
+    root_candidates: list[str]  # ids whose added rows are all at depth 0 (a new root, unless deeper rows exist)
+
+
+def _ancestor_changes(st, meta: dict) -> AncestorChanges:
+    import duckdb  # deferred: only this path needs duckdb
+
     scope = meta.get("scope_segments") or {}
     if S.ANCESTORS not in scope:
         raise Fallback("the index meta does not record the ancestors segments it saw")
     entry = st.manifest.tables.get(S.ANCESTORS)
     current = list(entry.segments) if entry is not None else []
     before = list(scope[S.ANCESTORS])
-    changed = [s for s in current if s not in set(before)] + [s for s in before if s not in set(current)]
-    if not changed:
-        return []
-    files = _segment_files(st, changed)
-    ids = _read(files, (), lambda rel, con: rel.aggregate(S.ID, S.ID))
-    return ids.column(S.ID).to_pylist()
+    added = [s for s in current if s not in set(before)]
+    removed = [s for s in before if s not in set(current)]
+    if not added and not removed:
+        return AncestorChanges([], False, [])
+    col = duckdb.ColumnExpression
+    rows = _read(_segment_files(st, [*added, *removed]), (), lambda rel, con: rel.aggregate(
+        [col(S.ID), duckdb.FunctionExpression("max", col(S.DEPTH)).alias("d")], col(S.ID)))
+    ids = rows.column(S.ID).to_pylist()
+    depth = rows.column("d").to_pylist()
+    return AncestorChanges(ids, bool(removed), [i for i, d in zip(ids, depth, strict=True) if d == 0])
+
+
+def _scopes_stay_empty(st, meta: dict, changes: AncestorChanges) -> bool:
+    """True when the influence scopes had no roots (empty tables) and still have none: `ancestors`
+    was only appended to, and no id of the appended rows is a root (an element with no row
+    deeper than 0). Then write_scopes would write the same empty tables."""
+    import duckdb  # deferred: only this path needs duckdb
+
+    entry = st.manifest.tables.get(L.SCOPE_ROWS_TABLE)
+    if entry is None or len(entry.segments) != 1 or changes.removed:
+        return False
+    folder = st.storage.file_path(entry.segments[0])
+    if folder is None or parquet_files(folder):
+        return False
+    if not changes.root_candidates:
+        return True
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+
+    col = duckdb.ColumnExpression
+    wanted = pa.table({S.ID: pa.array(changes.root_candidates, pa.string())})
+    deepest = _read(st.local().files(S.ANCESTORS), (), lambda rel, con: rel.join(
+        con.from_arrow(wanted), S.ID, how="semi").aggregate(
+        [col(S.ID), duckdb.FunctionExpression("max", col(S.DEPTH)).alias("d")], col(S.ID)))
+    return all(d > 0 for d in deepest.column("d").to_pylist())
 
 
 def update_index(st, params, meta: dict, extra_meta: dict | None = None) -> dict:
@@ -287,7 +328,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     # 1-2. new triples, the touched values' rows
     with progress.step("read new edges", total=None) as step:
         new, edge_segments = _new_edges(st, meta)
-        changed_anc = _changed_ancestor_ids(st, meta)
+        anc_changes = _ancestor_changes(st, meta)
         step.advance(new.num_rows)
     touched = pc.unique(pa.chunked_array([new.column("src"), new.column("dst")]).combine_chunks())
     old_touched = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", touched))
@@ -334,8 +375,8 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     # 5. tables: new values', and those of indexed values whose ancestors changed (must not differ)
     t1 = time.perf_counter()
     stored: dict[str, str] = {}
-    if changed_anc:
-        hit = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(changed_anc, pa.string())))
+    if anc_changes.ids:
+        hit = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(anc_changes.ids, pa.string())))
         stored = dict(zip(hit.column("id").to_pylist(), hit.column(L.TABLE).to_pylist(), strict=True))
     found = _tables_of(st, nv_ids.to_pylist() + list(stored))
     for v, t in stored.items():
@@ -363,7 +404,8 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     table[pc.filter(at, pc.is_valid(at)).to_numpy(zero_copy_only=False)] = tcode[1:][hit]
     ops, (o_old, o_new) = X.encode(otr.column(L.OP), new.column(L.OP))
     n_ops = max(len(ops), 1)
-    if n * n * n_ops < 2**62:
+    int_keys = n * n * n_ops < 2**62
+    if int_keys:
         keys = X.unique(np.concatenate([(tr_s.astype(np.int64) * n + tr_d) * n_ops + o_old,
                                         (n_s.astype(np.int64) * n + n_d) * n_ops + o_new]))
         k_op = (keys % n_ops).astype(np.int64)
@@ -380,14 +422,25 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     t1 = time.perf_counter()
     take = X._take
     all_names = pa.array(["", *split_names], pa.string())
-    rows_of = np.flatnonzero(may_change)
-    rows_of = np.concatenate([rows_of, vv]) if len(vv) else rows_of
-    tab = X._take(names_t, table[rows_of])
-    fresh = {L.NODES: pa.table({"id": take(ids, rows_of), L.TABLE: tab, L.CCID: take(ids, ccid[rows_of]),
-                                L.CSID: take(ids, csid[rows_of])})}
+    m = np.flatnonzero(may_change)
+    chg = m[(ccid[m] != occ[m]) | (csid[m] != ocs[m])]  # members whose row changes (tables cannot)
+    rows_of = np.concatenate([chg, vv]) if len(vv) else chg
+    fresh = {L.NODES: pa.table({"id": take(ids, rows_of), L.TABLE: take(names_t, table[rows_of]),
+                                L.CCID: take(ids, ccid[rows_of]), L.CSID: take(ids, csid[rows_of])})}
+    changes = {L.NODES: (take(ids, chg), fresh[L.NODES])}
     t_cc, t_scs, t_dcs = ccid[k_dst], csid[k_src], csid[k_dst]
     fresh[L.TRIPLES] = pa.table({"src": take(ids, k_src), "dst": take(ids, k_dst), L.OP: take(ops, k_op),
                                  L.CCID: take(ids, t_cc), L.SRC_CSID: take(ids, t_scs), L.DST_CSID: take(ids, t_dcs)})
+    if int_keys:  # old and new triples compared as integer keys: no strings built
+        ko = (tr_s.astype(np.int64) * n + tr_d) * n_ops + o_old
+        pos = np.minimum(np.searchsorted(keys, ko), max(len(keys) - 1, 0))
+        same = (keys[pos] == ko) & (t_cc[pos] == tr_cc) & (t_scs[pos] == tr_scs) & (t_dcs[pos] == tr_dcs) \
+            if len(keys) else np.zeros(len(ko), bool)
+        gone = np.zeros(n, bool)
+        gone[tr_cc[~same]] = True
+        ident = np.zeros(len(keys), bool)
+        ident[pos[same]] = True
+        changes[L.TRIPLES] = (take(ids, np.flatnonzero(gone)), fresh[L.TRIPLES].filter(pa.array(~ident | gone[t_cc])))
     cross = t_scs != t_dcs
     pairs = X.unique(t_scs[cross] * n + t_dcs[cross])
     d_src, d_dst = pairs // n, pairs % n
@@ -406,13 +459,16 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
                                     L.N_NODES: pa.array(np.bincount(ccid, minlength=n)[comps], pa.int64()),
                                     L.N_TRIPLES: pa.array(np.bincount(t_cc, minlength=n)[comps], pa.int64()),
                                     L.N_SETS: pa.array(c_sets, pa.int64())})
-    old[L.NODES] = old_nodes
+    for name in (L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS):
+        if name not in changes:
+            changes[name] = _changes(name, old[name], _conform(name, fresh[name]))
     written = {}
+    keep_scopes = _scopes_stay_empty(st, meta, anc_changes)
     with st.transaction("index: incremental update (in-process)") as tx:
         with progress.step("write index", total=len(_COMPONENT_TABLES)) as step:
             for name in _COMPONENT_TABLES:
-                removed, added = _diff(name, old[name], _conform(name, fresh[name]))
-                written[name] = rewrite_table(tx, name, folders[name], removed, added, buckets)
+                gone_keys, added = changes[name]
+                written[name] = rewrite_table(tx, name, folders[name], gone_keys, _conform(name, added), buckets)
                 step.advance(1)
         timings["write_s"] = time.perf_counter() - t1
         ocomp = old[L.COMPONENTS]
@@ -431,9 +487,13 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
         out.update(counts)
         out.update({"edges_segments": edge_segments, "mode": "incremental", "builder": "local", **extra_meta,
                     "affected_components": len(comps), "new_triples": new.num_rows,
-                    "buckets_written": {k: v["appended"] + v["rewritten"] for k, v in written.items()}})
+                    "buckets_changed": {k: f"{v['appended']} appended, {v['rewritten']} rewritten"
+                                for k, v in written.items()}})
         t1 = time.perf_counter()
-        out.update(X.write_scopes(tx, st, buckets))
+        if keep_scopes:  # no roots before, none now: the scope tables stay empty
+            out["scope_segments"] = source_segments(st)
+        else:
+            out.update(X.write_scopes(tx, st, buckets))
         out["scopes_s"] = round(time.perf_counter() - t1, 3)
         out.update({k: round(v, 3) for k, v in timings.items()})
         out["build_s"] = round(time.perf_counter() - t0, 3)

@@ -24,7 +24,7 @@ from pathlib import Path
 import hypothesis.strategies as hst
 import pytest
 import xxhash
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from support.lineage_reference import batch_triples, reference_lineage
 from support.paths import ROOT, TESTS
 from support.progress import FailingReporter
@@ -361,9 +361,10 @@ def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, m
 # Why an in-process update may recompute the whole index instead of merging (index_update.py)
 _PLAN_CHANGED = "the split plan changed"
 _INCREMENTAL_EXAMPLES = int(os.environ.get("STRATA_INCREMENTAL_EXAMPLES", "40"))
+_NO_EXPLAIN = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
 
 
-@settings(max_examples=_INCREMENTAL_EXAMPLES, deadline=None, derandomize=True,
+@settings(max_examples=_INCREMENTAL_EXAMPLES, deadline=None, derandomize=True, phases=_NO_EXPLAIN,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
 @given(case=unions(parts=2), data=hst.data())
@@ -382,6 +383,8 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
         ends = sorted({v for e in edges for v in e[:2]})
         picks = data.draw(hst.lists(hst.sampled_from(ends), min_size=2, max_size=6))
         parts.append([(a, b, "m") for a, b in zip(picks, picks[1:], strict=False)])
+    if data.draw(hst.booleans(), label="every value in a named table"):  # fewer new tables: more merges
+        table_of = {v: t or "T0" for v, t in table_of.items()}
     early = {v for v in table_of if data.draw(hst.integers(0, 3)) == 0}  # held before their edges
     base = tmp_path_factory.getbasetemp() / f"incr-{uuid.uuid4().hex}"
     st = Store.open(str(base / "store"), spark=_no_spark, engine="local")
@@ -426,9 +429,12 @@ def test_an_append_inside_components_is_merged_incrementally(tmp_path):
     build_index(Store.open(root, spark=_no_spark, engine="local"), params)
     st = Store.open(root, spark=_no_spark, engine="local")
     # table pairs the workflow graph has already: the split plan stays
-    a, b, _op = triples[0]
-    c, d, _op = next(t for t in reversed(triples) if (tables.get(t[0]), tables.get(t[1])) ==
-                     (tables.get(a), tables.get(b)) and t[0] != a and t[1] != b)
+    by_pair = collections.defaultdict(list)
+    for t in triples:
+        if tables.get(t[0]) and tables.get(t[1]):  # a value without a table is a table of its own
+            by_pair[(tables[t[0]], tables[t[1]])].append(t)
+    (a, b, _op), (c, d, _op) = next((ts[0], t) for ts in by_pair.values() for t in ts[1:]
+                                    if t[0] != ts[0][0] and t[1] != ts[0][1])
     new = [(a, f"{b}.new", "n"), (a, d, "m"), (c, b, "m")]
     append_graph(st, "test: new values", new, [f"{b}.new"], {f"{b}.new": tables.get(b)}, {}, {})
     meta = update_index(Store.open(root, spark=_no_spark, engine="local"))
@@ -439,3 +445,45 @@ def test_an_append_inside_components_is_merged_incrementally(tmp_path):
     build_index(Store.open(full, spark=_no_spark, engine="local"), params)
     assert_same(snapshot(root), snapshot(full))
     files_sorted(root)
+
+
+def test_an_update_keeps_the_skeletons_of_unaffected_components(tmp_path, monkeypatch):
+    """Lineage skeletons (index_reads.write_skeletons) after an incremental update: those of
+    components the new edges did not touch are moved to the new index, those of affected ones
+    written again; each describes its component as the index now holds it."""
+    import store.duckdb.index_reads as R
+
+    monkeypatch.setattr(R, "LARGE_COMPONENT", 3)
+    triples, tables = batch_triples()
+    root = _batch(tmp_path / "s", triples)
+    build_index(Store.open(root, spark=_no_spark, engine="local"), IndexParams(theta=4, buckets=4))
+    st = Store.open(root, spark=_no_spark, engine="local")
+    before = R.LocalIndex.of(st)
+    old_folder = os.path.join(before.cache, os.path.basename(before.folders[L.TRIPLES]))
+    inode = {name: os.stat(os.path.join(old_folder, name)).st_ino for name in os.listdir(old_folder)}
+    assert len(inode) > 1
+    a, b, _op = next(t for t in triples if tables.get(t[0]) and tables.get(t[1]))
+    append_graph(st, "test: one new value", [(a, f"{b}.new", "n")], [f"{b}.new"], {f"{b}.new": tables[b]}, {}, {})
+    meta = update_index(Store.open(root, spark=_no_spark, engine="local"))
+    assert meta["mode"] == "incremental", meta.get("update_reason")
+    st = Store.open(root, spark=_no_spark, engine="local")
+    index = R.LocalIndex.of(st)
+    folder = os.path.join(index.cache, os.path.basename(index.folders[L.TRIPLES]))
+    assert os.path.isdir(folder) and not os.path.isdir(os.path.join(before.cache, os.path.basename(
+        before.folders[L.TRIPLES])))
+    comps = st.local().arrow(L.COMPONENTS).to_pylist()
+    large = [c[L.CCID] for c in comps if c[L.N_TRIPLES] > 3]
+    assert sorted(os.listdir(folder)) == sorted(xxhash.xxh64_hexdigest(c.encode()) for c in large)
+    (ccid,) = {r[L.CCID] for r in st.local().arrow(L.NODES).to_pylist() if r["id"] == a}
+    touched = xxhash.xxh64_hexdigest(ccid.encode())
+    kept = {name for name in os.listdir(folder) if inode.get(name) == os.stat(os.path.join(folder, name)).st_ino}
+    assert kept == set(inode) - {touched}  # moved, not written again; the touched one written again
+    rows = st.local().arrow(L.TRIPLES).to_pylist()
+    deps = st.local().arrow(L.SETDEPS).to_pylist()
+    for ccid in large:
+        comp = R.Component.open(index.skeleton(ccid))
+        got = set(zip(*[comp.scope(None).column(c).to_pylist() for c in ("src", "dst", L.OP)], strict=True))
+        assert got == {(r["src"], r["dst"], r[L.OP]) for r in rows if r[L.CCID] == ccid}, ccid
+        ids, groups, nxt = comp.deps[False]
+        want = {(d[L.DST_CSID], d[L.SRC_CSID]) for d in deps if d[L.CCID] == ccid}
+        assert len(nxt) == len(want)

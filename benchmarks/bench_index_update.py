@@ -8,9 +8,12 @@
 `trace`: the generated CSProv-like trace (benchmarks/gen_trace.py) loaded into a store as
 bench_lineage.py loads it (edges; each value under its table in `ancestors`), written with
 pyarrow (no Spark), and indexed once in this process (θ 25,000, 16 buckets). Each round then
-commits `--append` new triples in the trace's shape: 80% derive a new value from an existing
-one along an existing table pair (the new value joins that component), 20% link two existing
-values along an existing table pair (mostly merging two components), so the split plan stays.
+commits `--append` new triples in the trace's shape, starting from 2,000 existing triples
+(`--draw local`: consecutive ones, a few components, as one job's output would touch; `uniform`:
+drawn from the whole trace, which touches its three large components, two thirds of its
+values): 80% derive a new value from an existing one along an existing table pair (the new
+value joins that component), 20% link two existing values along an existing table pair (merging
+sets or components), so the split plan stays.
 
 `openlineage`: a store of `--stored` generated OpenLineage events (bench_openlineage.py's
 pipelines), indexed once; each round ingests `--append` more in-order events.
@@ -61,7 +64,7 @@ def load_trace(triples: Path, root: Path):
     return st
 
 
-def trace_append(st, n: int, rnd: int, seed: int):
+def trace_append(st, n: int, rnd: int, seed: int, draw: str = "local"):
     """`n` new triples along existing table pairs (see module docstring), committed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -71,9 +74,13 @@ def trace_append(st, n: int, rnd: int, seed: int):
 
     rng = random.Random(seed + rnd)
     files = st.local().files(S.EDGES)
-    pf = pq.ParquetFile(files[0])
-    sample = pf.read_row_group(rng.randrange(pf.num_row_groups))
-    rows = sample.slice(rng.randrange(max(1, sample.num_rows - 2000)), 2000).to_pylist()
+    pf = pq.ParquetFile(files[0])  # the loaded trace, in the order gen_trace.py wrote it
+    sample = pf.read(columns=[S.SRC, S.DST, S.PROCESS])
+    if draw == "uniform":  # 2,000 triples from all of it
+        rows = sample.take(pa.array(rng.sample(range(sample.num_rows), 2000))).to_pylist()
+    else:  # 2,000 consecutive triples: a few components, as one job's output would touch
+        rows = sample.slice(rng.randrange(sample.num_rows - 2000), 2000).to_pylist()
+    del sample
     tables = dict(zip(*[c.to_pylist() for c in st.local().relation(S.ANCESTORS).filter(
         f"{S.DEPTH} = 1 AND {S.ID} IN ({','.join(repr(v) for r in rows for v in (r[S.SRC], r[S.DST]))})")
         .project(f"{S.ID}, {S.ANCESTOR}").to_arrow_table().columns], strict=True))
@@ -96,7 +103,8 @@ def trace_append(st, n: int, rnd: int, seed: int):
         tx.append_arrow(S.EDGES, pa.table({S.SRC: src, S.DST: dst, S.PROCESS: process}, schema=S.SCHEMAS[S.EDGES]),
                         stored_schema(S.EDGES))
         if anc:
-            tx.append_arrow(S.ANCESTORS, pa.table(dict(zip((S.ID, S.ANCESTOR, S.DEPTH), zip(*anc, strict=True), strict=True)),
+            ids, ancestors, depths = zip(*anc, strict=True)
+            tx.append_arrow(S.ANCESTORS, pa.table({S.ID: ids, S.ANCESTOR: ancestors, S.DEPTH: depths},
                                                   schema=S.SCHEMAS[S.ANCESTORS]), stored_schema(S.ANCESTORS))
     return len(new_edges)
 
@@ -129,6 +137,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out" / "index-update")
     ap.add_argument("--append", type=int, default=100, help="triples (trace) or events (openlineage) per round")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--draw", choices=("local", "uniform"), default="local",
+                    help="trace: the existing triples new ones start from: 2,000 consecutive ones, or from anywhere")
     ap.add_argument("--reuse", action="store_true", help="keep the indexed store of an earlier run")
     args = ap.parse_args()
 
@@ -154,10 +164,10 @@ def main() -> None:
         build_index(Store.open(str(root), engine="local"), params)
         print(json.dumps({"store": str(root), "load_s": round(loaded, 1),
                           "first_build_s": round(time.perf_counter() - t0, 1)}), flush=True)
-    st = Store.open(str(root), engine="local")
     for rnd in range(args.rounds):
+        st = Store.open(str(root), engine="local")
         if args.kind == "trace":
-            added = trace_append(st, args.append, rnd + st.version, 7)
+            added = trace_append(st, args.append, rnd + st.version, 7, args.draw)
         else:
             from bench_openlineage import batch
 
@@ -166,7 +176,8 @@ def main() -> None:
             runs = range(first, first + args.append // 3)
             added = ingest_events(st, batch(runs, lambda n: 10.0 * n, st.version), "append").new_events
         st = Store.open(str(root), engine="local")
-        print(json.dumps({"kind": args.kind, "round": rnd, "appended": added,
+        draw = args.draw if args.kind == "trace" else None
+        print(json.dumps({"kind": args.kind, "draw": draw, "round": rnd, "appended": added,
                           "edges": st.local().rows("edges"), **timed_pair(st, params)}), flush=True)
 
 

@@ -45,6 +45,7 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -200,11 +201,11 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
     tag = uuid.uuid4()
     counts = {"kept": 0, "appended": 0, "rewritten": 0}
     order = [(c, "ascending") for c in sort_by]
-    for b in range(buckets):
+    def one(b: int) -> str | None:
         files = bucket_files(old_folder, [b])
         has_gone, has_new = b in g_present, b in a_present
         if not files and not has_new:
-            continue
+            return None
         out = os.path.join(folder, f"{L.BUCKET}={b}")
         os.makedirs(out, exist_ok=True)
         target = os.path.join(out, f"part-{b:05d}-{tag}.c000.zstd.parquet")
@@ -214,10 +215,8 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
                 _link(f, os.path.join(out, os.path.basename(f)))
             if has_new:
                 _write_file(target, new.sort_by(order))
-                counts["appended"] += 1
-            else:
-                counts["kept"] += 1
-            continue
+                return "appended"
+            return "kept"
         table = pa.concat_tables([pq.ParquetFile(f).read(columns=schema.names).cast(schema) for f in files]) \
             if files else schema.empty_table()
         if has_gone:
@@ -229,7 +228,12 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
             _write_file(target, table.sort_by(order))
         else:
             os.rmdir(out)
-        counts["rewritten"] += 1
+        return "rewritten"
+
+    with ThreadPoolExecutor(2) as pool:  # pyarrow reads, sorts and writes without the GIL
+        for done in pool.map(one, range(buckets)):
+            if done is not None:
+                counts[done] += 1
     return counts
 
 

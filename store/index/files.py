@@ -165,8 +165,12 @@ def read_keys(folder: str, buckets: int, key: str, values, columns: Sequence[str
     values = values.filter(pc.is_valid(values))
     parts = []
     if len(values):
+        from concurrent.futures import ThreadPoolExecutor  # deferred: only this path reads in threads
+
         of = buckets_of(values, buckets)
-        for b in np.unique(of).tolist():
+
+        def one(b: int) -> list:
+            out = []
             wanted = sorted(values.filter(pa.array(of == b)).to_pylist())
             wanted_arr = pa.array(wanted, pa.string())
             for path in bucket_files(folder, [b]):
@@ -182,7 +186,12 @@ def read_keys(folder: str, buckets: int, key: str, values, columns: Sequence[str
                 if pick:
                     cols = None if columns is None else list(dict.fromkeys([key, *columns]))
                     t = pf.read_row_groups(pick, columns=cols)
-                    parts.append(t.filter(pc.is_in(t.column(key), value_set=wanted_arr)))
+                    out.append(t.filter(pc.is_in(t.column(key), value_set=wanted_arr)))
+            return out
+
+        with ThreadPoolExecutor(2) as pool:  # pyarrow decodes without the GIL
+            for found in pool.map(one, np.unique(of).tolist()):
+                parts += found
     if not parts:
         return None
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]

@@ -54,13 +54,15 @@ from store import schema as S
 from store.duckdb import index as X
 from store.engine import duckdb_connect
 from store.index import layout as L
-from store.index.files import bucket_files, read_keys
+from store.index.files import bucket_files, holds_any, read_keys
 from store.index.scopes import source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
 from store.index.xxh import buckets_of
 from store.segments import parquet_files
 
-MAX_BUCKET_FILES = 8  # a bucket gathering more files than this is merged into one
+MAX_BUCKET_FILES = 32  # a bucket gathering more files than this is merged (sorted) into pieces
+PIECE_BYTES = 4 << 20  # a rewritten file is cut into files of about this many bytes (uncompressed)
+PIECE_MIN_ROWS = 1024
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
 
 
@@ -183,11 +185,27 @@ def _link(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
+def _write_pieces(out: str, stem: str, table, row_group_bytes: int = L.ROW_GROUP_BYTES) -> int:
+    """`table` (in order) as files of about PIECE_BYTES each (uncompressed), named in order;
+    returns how many."""
+    per_row = max(1, table.nbytes // max(table.num_rows, 1))
+    rows = max(PIECE_MIN_ROWS, PIECE_BYTES // per_row)
+    n = 0
+    for at in range(0, table.num_rows, rows):
+        _write_file(os.path.join(out, f"{stem}-{n:04d}.c000.zstd.parquet"), table.slice(at, rows), row_group_bytes)
+        n += 1
+    return n
+
+
 def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> dict:
     """Table `name` in `tx` as its old segment without the rows whose bucket key (id or ccid)
     is in `gone` (a pyarrow string array), plus the rows `added` (a pyarrow Table of the
-    table's columns), bucket by bucket (module docstring, step 7). Returns how many buckets were
-    kept as they were, given one more file, and rewritten."""
+    table's columns), bucket by bucket (module docstring, step 7): a file holding none of
+    `gone` is kept (hard-linked), a file holding some is written again without them (in its
+    order, as pieces of about PIECE_BYTES), the added rows of a bucket become one more file
+    sorted by the table's sort columns, and a bucket left with more than MAX_BUCKET_FILES files
+    is merged and sorted into pieces. Returns how many files were kept, written again, added,
+    and how many buckets were merged."""
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
     import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
@@ -199,42 +217,59 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
     a_bucket = buckets_of(added.column(key), buckets) if added.num_rows else np.zeros(0, np.int32)
     g_present, a_present = set(np.unique(g_bucket).tolist()), set(np.unique(a_bucket).tolist())
     tag = uuid.uuid4()
-    counts = {"kept": 0, "appended": 0, "rewritten": 0}
     order = [(c, "ascending") for c in sort_by]
-    def one(b: int) -> str | None:
+
+    def read(f: str):
+        return pq.ParquetFile(f).read(columns=schema.names).cast(schema)
+
+    def one(b: int) -> dict:
+        counts = {"kept": 0, "rewritten": 0, "added": 0, "merged": 0}
         files = bucket_files(old_folder, [b])
-        has_gone, has_new = b in g_present, b in a_present
-        if not files and not has_new:
-            return None
+        if not files and b not in a_present:
+            return counts
         out = os.path.join(folder, f"{L.BUCKET}={b}")
         os.makedirs(out, exist_ok=True)
-        target = os.path.join(out, f"part-{b:05d}-{tag}.c000.zstd.parquet")
-        new = added.filter(pa.array(a_bucket == b)).cast(schema) if has_new else None
-        if not has_gone and (not has_new or len(files) < MAX_BUCKET_FILES):
-            for f in files:
-                _link(f, os.path.join(out, os.path.basename(f)))
-            if has_new:
-                _write_file(target, new.sort_by(order))
-                return "appended"
-            return "kept"
-        table = pa.concat_tables([pq.ParquetFile(f).read(columns=schema.names).cast(schema) for f in files]) \
-            if files else schema.empty_table()
-        if has_gone:
-            drop = gone.filter(pa.array(g_bucket == b))
-            table = table.filter(pc.invert(pc.is_in(table.column(key), value_set=drop)))
-        if has_new:
-            table = pa.concat_tables([table, new])
-        if table.num_rows:
-            _write_file(target, table.sort_by(order))
-        else:
+        drop = gone.filter(pa.array(g_bucket == b)) if b in g_present else None
+        wanted = sorted(drop.to_pylist()) if drop is not None else []
+        dirty = [f for f in files if wanted and holds_any(f, key, wanted)]
+        clean = [f for f in files if f not in set(dirty)]
+        new = added.filter(pa.array(a_bucket == b)).cast(schema) if b in a_present else None
+        kept = []
+        for f in dirty:  # the rows that stay, in their order
+            t = read(f)
+            kept.append(t.filter(pc.invert(pc.is_in(t.column(key), value_set=drop))))
+            counts["rewritten"] += 1
+        n_files = len(clean) + sum(1 for t in kept for _ in range(_pieces(t))) + (new is not None)
+        if n_files > MAX_BUCKET_FILES:  # merge the bucket: one sorted run, in pieces
+            table = pa.concat_tables([read(f) for f in clean] + kept + ([new] if new is not None else []))
+            if table.num_rows:
+                _write_pieces(out, f"part-{b:05d}-{tag}-m", table.sort_by(order))
+            counts["merged"] += 1
+            return counts
+        for f in clean:
+            _link(f, os.path.join(out, os.path.basename(f)))
+        counts["kept"] += len(clean)
+        for i, t in enumerate(kept):
+            if t.num_rows:
+                _write_pieces(out, f"part-{b:05d}-{tag}-r{i}", t)
+        if new is not None:
+            _write_file(os.path.join(out, f"part-{b:05d}-{tag}-a.c000.zstd.parquet"), new.sort_by(order))
+            counts["added"] += 1
+        if not os.listdir(out):
             os.rmdir(out)
-        return "rewritten"
+        return counts
 
+    total = {"kept": 0, "rewritten": 0, "added": 0, "merged": 0}
     with ThreadPoolExecutor(2) as pool:  # pyarrow reads, sorts and writes without the GIL
-        for done in pool.map(one, range(buckets)):
-            if done is not None:
-                counts[done] += 1
-    return counts
+        for counts in pool.map(one, range(buckets)):
+            for k, v in counts.items():
+                total[k] += v
+    return total
+
+
+def _pieces(table) -> int:
+    per_row = max(1, table.nbytes // max(table.num_rows, 1))
+    return -(-table.num_rows // max(PIECE_MIN_ROWS, PIECE_BYTES // per_row))
 
 
 def _new_edges(st, meta: dict):
@@ -491,8 +526,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
         out.update(counts)
         out.update({"edges_segments": edge_segments, "mode": "incremental", "builder": "local", **extra_meta,
                     "affected_components": len(comps), "new_triples": new.num_rows,
-                    "buckets_changed": {k: f"{v['appended']} appended, {v['rewritten']} rewritten"
-                                for k, v in written.items()}})
+                    "files": {k: " ".join(f"{n} {what}" for what, n in v.items() if n) for k, v in written.items()}})
         t1 = time.perf_counter()
         if keep_scopes:  # no roots before, none now: the scope tables stay empty
             out["scope_segments"] = source_segments(st)

@@ -196,3 +196,24 @@ def read_keys(folder: str, buckets: int, key: str, values, columns: Sequence[str
         return None
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     return table if columns is None else table.select(list(columns))
+
+
+def holds_any(path: str, key: str, wanted: Sequence[str]) -> bool:
+    """Whether Parquet file `path` holds one of `wanted` (sorted) in column `key`: its row-group
+    statistics first (footer, cached), then the key column of the row groups they leave."""
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    pf, groups = _row_group_stats(path, key, key)
+    pick = []
+    for g, st in enumerate(groups):
+        if st is None:
+            pick.append(g)
+            continue
+        i = bisect.bisect_left(wanted, st[0])
+        if i < len(wanted) and wanted[i] <= st[1]:
+            pick.append(g)
+    if not pick:
+        return False
+    column = pf.read_row_groups(pick, columns=[key]).column(key)
+    return bool(pc.any(pc.is_in(column, value_set=pa.array(list(wanted), pa.string()))).as_py())

@@ -389,12 +389,26 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
     base = tmp_path_factory.getbasetemp() / f"incr-{uuid.uuid4().hex}"
     st = Store.open(str(base / "store"), spark=_no_spark, engine="local")
     seen = set(early)
-    values = sorted(({v for e in parts[0] for v in e[:2]} - set(cells)) | early)
+    first = parts[0] or [edges[0]]
+    values = sorted(({v for e in first for v in e[:2]} - set(cells)) | early)
     seen |= set(values)
-    append_graph(st, "test: first part", parts[0] or [edges[0]], values, table_of, second_root, cells)
+    append_graph(st, "test: first part", first, values, table_of, second_root, cells)
     params = IndexParams(theta=theta, buckets=3, bands=2)
     build_index(st, params)
     modes = []
+    import store.duckdb.index_update as U
+
+    sizes = (U.MAX_BUCKET_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS)
+    if data.draw(hst.booleans(), label="tiny files"):  # rewritten files cut in pieces, buckets merged
+        U.MAX_BUCKET_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS = 3, 1, 2
+    try:
+        _appends(st, parts, cells, seen, table_of, second_root, params, base, modes)
+    finally:
+        U.MAX_BUCKET_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS = sizes
+    hypothesis_event(modes)
+
+
+def _appends(st, parts, cells, seen, table_of, second_root, params, base, modes) -> None:
     for i, p in enumerate(parts[1:], 1):
         if not p:
             continue
@@ -410,7 +424,6 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
         assert_same(snapshot(st.root), snapshot(full))
         files_sorted(st.root)
         shutil.rmtree(full)
-    hypothesis_event(modes)
 
 
 def hypothesis_event(modes) -> None:

@@ -56,6 +56,8 @@ from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits, split_leve
 from store.index.xxh import buckets_of
 
 _NO = np.iinfo(np.int64).max  # "no value" in min-reductions over codes
+PIECE_BYTES = 4 << 20  # a bucket's rows are written as files of about this many bytes (uncompressed)
+PIECE_MIN_ROWS = 1024
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -385,8 +387,12 @@ def write_bucketed(tx, name: str, n_rows: int, bucket: np.ndarray, order: np.nda
         per_row = max(1, table.nbytes // max(table.num_rows, 1))
         path = os.path.join(folder, f"{L.BUCKET}={b}")
         os.makedirs(path, exist_ok=True)
-        pq.write_table(table, os.path.join(path, f"part-{b:05d}-{tag}.c000.zstd.parquet"),
-                       compression="zstd", row_group_size=max(1024, row_group_bytes // per_row))
+        # pieces of about PIECE_BYTES, in key order: an incremental update writes again only
+        # the pieces holding rows it changes (store/duckdb/index_update.py)
+        piece = max(PIECE_MIN_ROWS, PIECE_BYTES // per_row)
+        for k, at in enumerate(range(0, max(table.num_rows, 1), piece)):
+            pq.write_table(table.slice(at, piece), os.path.join(path, f"part-{b:05d}-{tag}-{k:04d}.c000.zstd.parquet"),
+                           compression="zstd", row_group_size=max(1024, row_group_bytes // per_row))
         return hi - lo
 
     with progress.step(f"write {name}", total=n_rows) as step, ThreadPoolExecutor(2) as pool:

@@ -60,9 +60,10 @@ from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
 from store.index.xxh import buckets_of
 from store.segments import parquet_files
 
-MAX_BUCKET_FILES = 32  # a bucket gathering more files than this is merged (sorted) into pieces
-PIECE_BYTES = 4 << 20  # a rewritten file is cut into files of about this many bytes (uncompressed)
-PIECE_MIN_ROWS = 1024
+MAX_ADDED_FILES = 16  # a bucket gathering more files of added rows than this is merged (sorted) into pieces
+PIECE_BYTES = X.PIECE_BYTES  # a file written again is cut into files of about this many bytes (uncompressed)
+PIECE_MIN_ROWS = X.PIECE_MIN_ROWS
+_ADDED = "-added."  # in the name of a file of added rows
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
 
 
@@ -203,8 +204,8 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
     table's columns), bucket by bucket (module docstring, step 7): a file holding none of
     `gone` is kept (hard-linked), a file holding some is written again without them (in its
     order, as pieces of about PIECE_BYTES), the added rows of a bucket become one more file
-    sorted by the table's sort columns, and a bucket left with more than MAX_BUCKET_FILES files
-    is merged and sorted into pieces. Returns how many files were kept, written again, added,
+    sorted by the table's sort columns, and a bucket left with more than MAX_ADDED_FILES such
+    files is merged and sorted into pieces. Returns how many files were kept, written again, added,
     and how many buckets were merged."""
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
@@ -239,8 +240,9 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
             t = read(f)
             kept.append(t.filter(pc.invert(pc.is_in(t.column(key), value_set=drop))))
             counts["rewritten"] += 1
-        n_files = len(clean) + sum(1 for t in kept for _ in range(_pieces(t))) + (new is not None)
-        if n_files > MAX_BUCKET_FILES:  # merge the bucket: one sorted run, in pieces
+        # files of added rows overlap the others' key ranges: past MAX_ADDED_FILES, merge the bucket
+        n_added = sum(1 for f in clean if _ADDED in os.path.basename(f)) + (new is not None)
+        if n_added > MAX_ADDED_FILES:  # merge the bucket: one sorted run, in pieces
             table = pa.concat_tables([read(f) for f in clean] + kept + ([new] if new is not None else []))
             if table.num_rows:
                 _write_pieces(out, f"part-{b:05d}-{tag}-m", table.sort_by(order))
@@ -253,7 +255,7 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
             if t.num_rows:
                 _write_pieces(out, f"part-{b:05d}-{tag}-r{i}", t)
         if new is not None:
-            _write_file(os.path.join(out, f"part-{b:05d}-{tag}-a.c000.zstd.parquet"), new.sort_by(order))
+            _write_file(os.path.join(out, f"part-{b:05d}-{tag}{_ADDED}c000.zstd.parquet"), new.sort_by(order))
             counts["added"] += 1
         if not os.listdir(out):
             os.rmdir(out)
@@ -265,11 +267,6 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
             for k, v in counts.items():
                 total[k] += v
     return total
-
-
-def _pieces(table) -> int:
-    per_row = max(1, table.nbytes // max(table.num_rows, 1))
-    return -(-table.num_rows // max(PIECE_MIN_ROWS, PIECE_BYTES // per_row))
 
 
 def _new_edges(st, meta: dict):

@@ -393,18 +393,19 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
     values = sorted(({v for e in first for v in e[:2]} - set(cells)) | early)
     seen |= set(values)
     append_graph(st, "test: first part", first, values, table_of, second_root, cells)
-    params = IndexParams(theta=theta, buckets=3, bands=2)
-    build_index(st, params)
-    modes = []
+    import store.duckdb.index as X
     import store.duckdb.index_update as U
 
-    sizes = (U.MAX_BUCKET_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS)
-    if data.draw(hst.booleans(), label="tiny files"):  # rewritten files cut in pieces, buckets merged
-        U.MAX_BUCKET_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS = 3, 1, 2
+    sizes = (U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS)
+    if data.draw(hst.booleans(), label="tiny files"):  # buckets in pieces of 2 rows, merged past 2 added files
+        U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS = 2, 1, 2, 1, 2
+    params = IndexParams(theta=theta, buckets=3, bands=2)
+    modes = []
     try:
+        build_index(st, params)
         _appends(st, parts, cells, seen, table_of, second_root, params, base, modes)
     finally:
-        U.MAX_BUCKET_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS = sizes
+        U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS = sizes
     hypothesis_event(modes)
 
 

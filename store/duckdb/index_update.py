@@ -65,6 +65,9 @@ PIECE_BYTES = X.PIECE_BYTES  # a file written again is cut into files of about t
 PIECE_MIN_ROWS = X.PIECE_MIN_ROWS
 _ADDED = "-added."  # in the name of a file of added rows
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
+# a row's identity in each table (unique in it): what a file written again drops
+ROW_KEY = {L.NODES: ("id",), L.TRIPLES: ("src", "dst", L.OP), L.SETDEPS: (L.SRC_CSID, L.DST_CSID),
+           L.SETS: (L.CSID,), L.COMPONENTS: (L.CCID,)}
 
 
 class Fallback(Exception):  # noqa: N818 - a reason, not an error
@@ -156,17 +159,13 @@ def _row_strings(table, columns: Sequence[str]):
 
 
 def _changes(name: str, old, new):
-    """(gone, added) for a table bucketed by ccid: the old components with a row that changed
-    or went (`gone`, their ccids: every row of theirs is dropped), and the rows to add: each new
-    row that is not among the old ones (whole rows compared), and every new row of a gone
-    component (its unchanged rows were dropped with it)."""
+    """(removed, added): the old rows that are not among the new ones and the new rows that are
+    not among the old ones (whole rows compared)."""
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     cols = _columns(name)
     ko, kn = _row_strings(old, cols), _row_strings(new, cols)
-    gone = pc.unique(old.column(L.CCID).filter(pc.invert(pc.is_in(ko, value_set=kn))))
-    fresh = pc.or_(pc.invert(pc.is_in(kn, value_set=ko)), pc.is_in(new.column(L.CCID), value_set=gone))
-    return gone.combine_chunks() if hasattr(gone, "combine_chunks") else gone, new.filter(fresh)
+    return old.filter(pc.invert(pc.is_in(ko, value_set=kn))), new.filter(pc.invert(pc.is_in(kn, value_set=ko)))
 
 
 def _write_file(path: str, table, row_group_bytes: int = L.ROW_GROUP_BYTES) -> None:
@@ -198,15 +197,16 @@ def _write_pieces(out: str, stem: str, table, row_group_bytes: int = L.ROW_GROUP
     return n
 
 
-def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> dict:
-    """Table `name` in `tx` as its old segment without the rows whose bucket key (id or ccid)
-    is in `gone` (a pyarrow string array), plus the rows `added` (a pyarrow Table of the
-    table's columns), bucket by bucket (module docstring, step 7): a file holding none of
-    `gone` is kept (hard-linked), a file holding some is written again without them (in its
-    order, as pieces of about PIECE_BYTES), the added rows of a bucket become one more file
-    sorted by the table's sort columns, and a bucket left with more than MAX_ADDED_FILES such
-    files is merged and sorted into pieces. Returns how many files were kept, written again, added,
-    and how many buckets were merged."""
+def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int) -> dict:
+    """Table `name` in `tx` as its old segment without the rows `removed` (a pyarrow Table with
+    the table's bucket key and ROW_KEY columns) plus the rows `added` (a pyarrow Table of the
+    table's columns), bucket by bucket (module docstring, step 7): a file that holds none of the
+    removed rows is kept (hard-linked; row-group statistics of the bucket key rule most files
+    out unread), a file that holds some is written again without them (in its order, as pieces
+    of about PIECE_BYTES), the added rows of a bucket become one more file sorted by the
+    table's sort columns, and a bucket left with more than MAX_ADDED_FILES such files is merged
+    and sorted into pieces. Returns how many files were kept, written again and added, and
+    how many buckets were merged."""
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
     import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
@@ -214,7 +214,8 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
     key, sort_by = L.LAYOUT[name]
     folder = X.stage(tx, name)
     schema = _arrow_schema(name)
-    g_bucket = buckets_of(gone, buckets) if len(gone) else np.zeros(0, np.int32)
+    row_key = ROW_KEY[name]
+    g_bucket = buckets_of(removed.column(key), buckets) if removed.num_rows else np.zeros(0, np.int32)
     a_bucket = buckets_of(added.column(key), buckets) if added.num_rows else np.zeros(0, np.int32)
     g_present, a_present = set(np.unique(g_bucket).tolist()), set(np.unique(a_bucket).tolist())
     tag = uuid.uuid4()
@@ -230,16 +231,22 @@ def rewrite_table(tx, name: str, old_folder: str, gone, added, buckets: int) -> 
             return counts
         out = os.path.join(folder, f"{L.BUCKET}={b}")
         os.makedirs(out, exist_ok=True)
-        drop = gone.filter(pa.array(g_bucket == b)) if b in g_present else None
-        wanted = sorted(drop.to_pylist()) if drop is not None else []
-        dirty = [f for f in files if wanted and holds_any(f, key, wanted)]
-        clean = [f for f in files if f not in set(dirty)]
-        new = added.filter(pa.array(a_bucket == b)).cast(schema) if b in a_present else None
-        kept = []
-        for f in dirty:  # the rows that stay, in their order
+        drop = removed.filter(pa.array(g_bucket == b)) if b in g_present else None
+        wanted = sorted(set(drop.column(key).to_pylist())) if drop is not None else []
+        gone = _row_strings(drop, row_key) if drop is not None else None
+        clean, kept = [], []
+        for f in files:
+            if not (wanted and holds_any(f, key, wanted)):
+                clean.append(f)
+                continue
             t = read(f)
-            kept.append(t.filter(pc.invert(pc.is_in(t.column(key), value_set=drop))))
+            hit = pc.is_in(_row_strings(t, row_key), value_set=gone)
+            if not pc.any(hit).as_py():
+                clean.append(f)
+                continue
+            kept.append(t.filter(pc.invert(hit)))  # the rows that stay, in their order
             counts["rewritten"] += 1
+        new = added.filter(pa.array(a_bucket == b)).cast(schema) if b in a_present else None
         # files of added rows overlap the others' key ranges: past MAX_ADDED_FILES, merge the bucket
         n_added = sum(1 for f in clean if _ADDED in os.path.basename(f)) + (new is not None)
         if n_added > MAX_ADDED_FILES:  # merge the bucket: one sorted run, in pieces
@@ -463,7 +470,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     rows_of = np.concatenate([chg, vv]) if len(vv) else chg
     fresh = {L.NODES: pa.table({"id": take(ids, rows_of), L.TABLE: take(names_t, table[rows_of]),
                                 L.CCID: take(ids, ccid[rows_of]), L.CSID: take(ids, csid[rows_of])})}
-    changes = {L.NODES: (take(ids, chg), fresh[L.NODES])}
+    changes = {L.NODES: (pa.table({"id": take(ids, chg)}), fresh[L.NODES])}
     t_cc, t_scs, t_dcs = ccid[k_dst], csid[k_src], csid[k_dst]
     fresh[L.TRIPLES] = pa.table({"src": take(ids, k_src), "dst": take(ids, k_dst), L.OP: take(ops, k_op),
                                  L.CCID: take(ids, t_cc), L.SRC_CSID: take(ids, t_scs), L.DST_CSID: take(ids, t_dcs)})
@@ -472,11 +479,9 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
         pos = np.minimum(np.searchsorted(keys, ko), max(len(keys) - 1, 0))
         same = (keys[pos] == ko) & (t_cc[pos] == tr_cc) & (t_scs[pos] == tr_scs) & (t_dcs[pos] == tr_dcs) \
             if len(keys) else np.zeros(len(ko), bool)
-        gone = np.zeros(n, bool)
-        gone[tr_cc[~same]] = True
         ident = np.zeros(len(keys), bool)
         ident[pos[same]] = True
-        changes[L.TRIPLES] = (take(ids, np.flatnonzero(gone)), fresh[L.TRIPLES].filter(pa.array(~ident | gone[t_cc])))
+        changes[L.TRIPLES] = (otr.filter(pa.array(~same)), fresh[L.TRIPLES].filter(pa.array(~ident)))
     cross = t_scs != t_dcs
     pairs = X.unique(t_scs[cross] * n + t_dcs[cross])
     d_src, d_dst = pairs // n, pairs % n
@@ -503,8 +508,8 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     with st.transaction("index: incremental update (in-process)") as tx:
         with progress.step("write index", total=len(_COMPONENT_TABLES)) as step:
             for name in _COMPONENT_TABLES:
-                gone_keys, added = changes[name]
-                written[name] = rewrite_table(tx, name, folders[name], gone_keys, _conform(name, added), buckets)
+                removed, added = changes[name]
+                written[name] = rewrite_table(tx, name, folders[name], removed, _conform(name, added), buckets)
                 step.advance(1)
         timings["write_s"] = time.perf_counter() - t1
         ocomp = old[L.COMPONENTS]

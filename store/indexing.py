@@ -55,8 +55,9 @@ def build_index(st, params: IndexParams | None = None) -> dict:
 
 
 def update_index(st, params: IndexParams | None = None) -> dict:
-    """Bring the index up to the committed edges (or build it if absent): merged on Spark,
-    recomputed in this process (both equal a full build over the same edges)."""
+    """Bring the index up to the committed edges (or build it if absent): the new edges merged
+    into it, on Spark or in this process, or in this process recomputed where a merge does not
+    apply (store/duckdb/index_update.py says when); all equal a full build over the same edges."""
     meta = st.meta(L.META_KEY)
     if not meta:
         return build_index(st, params)

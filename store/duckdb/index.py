@@ -20,16 +20,16 @@ committed files, for a store on this machine whose derivation edges fit in memor
 6. **Set dependencies, summaries, influence scopes** (scopes.py's definitions: root links
    joined by connected components) with array arithmetic.
 7. **Write** each table with pyarrow into a segment folder of the transaction
-   (`stage_local`): `bucket=N/part-*.parquet`, rows sorted by the table's LAYOUT key inside
-   each file, row groups of about layout.ROW_GROUP_BYTES (scopes.ROWS_ROW_GROUP_BYTES for
+   (`stage_local`): `bucket=N/part-*.parquet`, rows sorted by the table's LAYOUT key and cut
+   into files of about PIECE_BYTES (uncompressed) in key order, row groups of about
+   layout.ROW_GROUP_BYTES (scopes.ROWS_ROW_GROUP_BYTES for
    index_scope_rows), the manifest entry recording the same partition and sort columns as
    Spark's writer. Buckets are Spark's `pmod(xxhash64(key), buckets)` (xxh.py). The commit
    is one transaction: an exception deletes the staged folders, a killed process leaves them
    unreferenced (never read).
 
-Incremental maintenance (`update_index`) on this path recomputes the whole index: reading
-the old index tables costs as much as reading the edges, and writing all seven tables again
-is what dominates either way (docs/index.md has the measurements).
+An update with new edges merges them into the committed index (store/duckdb/index_update.py),
+and falls back to `build_index` where that does not apply.
 """
 
 from __future__ import annotations

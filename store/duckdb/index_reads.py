@@ -26,8 +26,9 @@ process maps those files instead of reading the component: a lineage in it gathe
 rows and walks integer set codes over memory-mapped arrays, paging in only what it touches,
 where reading its scope from Parquet decodes most of the component (a lineage's sets are
 spread over nearly all of its row groups). The files are derived data: keyed by the index's
-segment folder, never versioned or verified, removed when the index they belong to is replaced,
-and rebuilt from the index whenever they are missing.
+segment folder, never versioned or verified, removed when the index they belong to is replaced
+(an incremental update first moves those of the components it left unchanged to the new index,
+`carry_skeletons`), and rebuilt from the index whenever they are missing.
 """
 
 from __future__ import annotations

@@ -23,14 +23,23 @@ index is recomputed (store/duckdb/index.py `build_index`). The steps mirror the 
    table pairs of the new triples, and the split plan must stay the one in the meta.
 6. **Sets** (Algorithm 3, `index.connected_sets`) inside the affected components with at
    least θ values; the others are one set each. Set dependencies and summaries follow.
-7. **Write**: the new rows of the affected keys are compared with the old ones; in each table,
-   a bucket with no removed or changed row keeps its files (hard links into the new segment
-   folder) and gets its new rows as one more sorted file, a bucket that lost or changed rows is
-   rewritten (its files merged, those rows dropped, the new ones added, sorted), and a bucket
-   that would hold more than `MAX_BUCKET_FILES` files is merged into one. Every table stays one
-   segment (what the readers expect); untouched buckets cost a hard link each. The influence
-   scopes, whose sources changed with the edges, are recomputed as in a full build
-   (`index.write_scopes`). All of it is one transaction.
+7. **Write**: the new rows of the affected keys are compared with the old ones (triples and
+   nodes as integer codes, the small tables as whole rows), giving the rows removed (changed or
+   gone) and added. Every table stays one segment (what the readers expect): in each bucket, a
+   file that holds no removed row is hard-linked into the new segment folder (row-group
+   statistics of the bucket key rule most files out unread), a file that holds some is written
+   again without them, in its order, as pieces of about PIECE_BYTES; the bucket's added rows
+   become one more file sorted by the table's sort columns; a bucket that gathers more than
+   MAX_ADDED_FILES such files is merged and sorted into pieces. The full build writes buckets
+   in pieces too, so a change writes again only the pieces it hits. The influence scopes,
+   whose sources changed with the edges, are recomputed as in a full build
+   (`index.write_scopes`), unless the store had and still has no roots (empty scope tables,
+   kept). All of it is one transaction.
+
+What this does not bound by the append: a touched component with at least θ values is read
+whole (its triples, its members' `index_nodes` rows) and Algorithm 3 runs over all of it; new
+values' tables are looked up in all of `ancestors`; the scopes are recomputed in full; and the
+commit hashes every file of the new segments, hard-linked ones included (store/seal.py).
 
 The lineage skeletons of large components that were not affected are moved to the new index's
 folder (`index_reads.carry_skeletons`); `write_skeletons` then writes those of affected ones.

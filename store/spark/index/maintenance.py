@@ -10,10 +10,9 @@ New triples can only merge components, never split them. So:
    every split component is affected too.
 3. Everything else is kept as it is; the index tables are committed in one transaction.
 
-That is the Spark path. When the index is built in this process (store/indexing.py chooses),
-the DuckDB engine recomputes the whole index instead: reading the old index would cost as much
-as reading the edges, and writing every table again is the larger part of either
-(docs/index.md). `update_index` equals a full build on the same edges on both paths.
+That is the Spark path; it writes every table again. In this process (store/indexing.py
+chooses) the merge is store/duckdb/index_update.py, which writes only the files holding changed
+rows. `update_index` equals a full build on the same edges on both paths.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ import random
 import shutil
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 
@@ -76,6 +77,7 @@ def trace_append(st, n: int, rnd: int, seed: int, draw: str = "local"):
     from store.duckdb.ingest import stored_schema
 
     rng = random.Random(seed + rnd)
+    tag = uuid.uuid4().hex[:8]  # new ids, never an earlier run's
     files = st.local().files(S.EDGES)
     pf = pq.ParquetFile(files[0])  # the loaded trace, in the order gen_trace.py wrote it
     sample = pf.read(columns=[S.SRC, S.DST, S.PROCESS])
@@ -98,7 +100,7 @@ def trace_append(st, n: int, rnd: int, seed: int, draw: str = "local"):
             other = rng.choice(by_pair[(tables[r[S.SRC]], tables[r[S.DST]])])
             new_edges.append((r[S.SRC], r[S.PROCESS], other[S.DST]))
         else:  # a new value derived from an existing one
-            v = f"new-{rnd}-{k}"
+            v = f"new-{tag}-{k}"
             new_edges.append((r[S.SRC], r[S.PROCESS], v))
             anc += [(v, tables[r[S.DST]], 1), (v, v, 0)]
     with st.transaction(f"bench: append {n} triples") as tx:
@@ -131,7 +133,7 @@ def timed_pair(st, params) -> dict:
     full = time.perf_counter() - t0
     shutil.rmtree(copy)
     keep = ("mode", "update_reason", "new_triples", "affected_components", "files", "touched_s",
-            "read_s", "sets_s", "write_s", "scopes_s", "skeletons", "triples", "components")
+            "tables_s", "read_s", "sets_s", "write_s", "scopes_s", "skeletons", "triples", "components")
     return {"incremental_s": round(inc, 3), "full_s": round(full, 3), "ratio": round(full / inc, 1),
             **{k: meta[k] for k in keep if k in meta}}
 

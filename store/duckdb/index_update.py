@@ -20,7 +20,8 @@ index is recomputed (store/duckdb/index.py `build_index`). The steps mirror the 
    changes, or one with at least θ values, whose sets are recomputed).
 5. **Tables** of new values (and of indexed values whose `ancestors` rows changed, which must
    be unchanged) from the `ancestors` rows of just those ids; the workflow graph gains the
-   table pairs of the new triples, and the split plan must stay the one in the meta.
+   table pairs of the new triples, and the split plan must stay the one in the meta. (This is
+   checked before step 4 reads anything, so a fallback costs little.)
 6. **Sets** (Algorithm 3, `index.connected_sets`) inside the affected components with at
    least θ values; the others are one set each. Set dependencies and summaries follow.
 7. **Write**: the new rows of the affected keys are compared with the old ones (triples and
@@ -396,6 +397,31 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     nv = nv[~is_old[nv]]
     nv_ids, nv_lab = X._take(ids_c, nv), X._take(ids_c, lab[nv])
     timings["touched_s"] = time.perf_counter() - t0
+    # 5 (checked before reading more). tables: new values', and those of indexed values whose
+    # ancestors changed (must not differ); the split plan must stay
+    t1 = time.perf_counter()
+    stored: dict[str, str] = {}
+    if anc_changes.ids:
+        hit = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(anc_changes.ids, pa.string())))
+        stored = dict(zip(hit.column("id").to_pylist(), hit.column(L.TABLE).to_pylist(), strict=True))
+    found = _tables_of(st, nv_ids.to_pylist() + list(stored))
+    for v, t in stored.items():
+        if (found.get(v) or UNKNOWN_TABLE) != t:
+            raise Fallback(f"the table of indexed value {v!r} changed ({t!r} -> {found.get(v) or UNKNOWN_TABLE!r})")
+    table_of = dict(zip(old_touched.column("id").to_pylist(), old_touched.column(L.TABLE).to_pylist(), strict=True))
+    nv_tables = [found.get(v) or UNKNOWN_TABLE for v in nv_ids.to_pylist()]
+    table_of.update(zip(nv_ids.to_pylist(), nv_tables, strict=True))
+    wf = {tuple(p) for p in meta["workflow"]}
+    wf |= set(zip([table_of[v] for v in new.column("src").to_pylist()],
+                  [table_of[v] for v in new.column("dst").to_pylist()], strict=True))
+    wf = sorted(wf)
+    old_tables = {t for top in meta["splits"] for t in top["tables"]}
+    tables = sorted(old_tables | set(nv_tables))
+    splits = plan_splits(tables, wf, bands=params.bands, user=params.splits)
+    plan = plan_meta(splits, wf)
+    if plan.get("splits") != meta["splits"]:
+        raise Fallback("the split plan changed (the workflow graph gained tables or edges that move them)")
+    timings["tables_s"] = time.perf_counter() - t1
     # 4. the old rows of the merged components
     t1 = time.perf_counter()
     old = {name: _conform(name, read_keys(folders[name], buckets, L.CCID, o0_ids))
@@ -423,32 +449,10 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     may_change = member & ((ccid != occ) | big)
     read_ids = X._take(ids, np.flatnonzero(may_change))
     old_nodes = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", read_ids))
-    timings["read_s"] = time.perf_counter() - t1
-    # 5. tables: new values', and those of indexed values whose ancestors changed (must not differ)
-    t1 = time.perf_counter()
-    stored: dict[str, str] = {}
-    if anc_changes.ids:
-        hit = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(anc_changes.ids, pa.string())))
-        stored = dict(zip(hit.column("id").to_pylist(), hit.column(L.TABLE).to_pylist(), strict=True))
-    found = _tables_of(st, nv_ids.to_pylist() + list(stored))
-    for v, t in stored.items():
-        if (found.get(v) or UNKNOWN_TABLE) != t:
-            raise Fallback(f"the table of indexed value {v!r} changed ({t!r} -> {found.get(v) or UNKNOWN_TABLE!r})")
-    table_of = dict(zip(old_touched.column("id").to_pylist(), old_touched.column(L.TABLE).to_pylist(), strict=True))
     table_of.update(zip(old_nodes.column("id").to_pylist(), old_nodes.column(L.TABLE).to_pylist(), strict=True))
-    nv_tables = [found.get(v) or UNKNOWN_TABLE for v in nv_ids.to_pylist()]
-    table_of.update(zip(nv_ids.to_pylist(), nv_tables, strict=True))
-    wf = {tuple(p) for p in meta["workflow"]}
-    wf |= set(zip([table_of[v] for v in new.column("src").to_pylist()],
-                  [table_of[v] for v in new.column("dst").to_pylist()], strict=True))
-    wf = sorted(wf)
-    old_tables = {t for top in meta["splits"] for t in top["tables"]}
-    tables = sorted(old_tables | set(nv_tables))
-    splits = plan_splits(tables, wf, bands=params.bands, user=params.splits)
-    plan = plan_meta(splits, wf)
-    if plan.get("splits") != meta["splits"]:
-        raise Fallback("the split plan changed (the workflow graph gained tables or edges that move them)")
+    timings["read_s"] = time.perf_counter() - t1
     # 6. sets inside the affected components
+    t1 = time.perf_counter()
     names_t, (tcode,) = X.encode(pa.array([UNKNOWN_TABLE, *table_of.values()], pa.string()))
     table = np.full(n, tcode[0], np.int32)
     at = pc.index_in(pa.array(list(table_of), pa.string()), value_set=ids)

@@ -12,8 +12,9 @@ commits `--append` new triples in the trace's shape, starting from 2,000 existin
 (`--draw local`: consecutive ones, a few components, as one job's output would touch; `uniform`:
 drawn from the whole trace, which touches its three large components, two thirds of its
 values): 80% derive a new value from an existing one along an existing table pair (the new
-value joins that component), 20% link two existing values along an existing table pair (merging
-sets or components), so the split plan stays.
+value joins that component; its id sorts after the trace's, so it does not become the id of
+its component or set, which would change every row of them), 20% link two existing values
+along an existing table pair (merging sets or components), so the split plan stays.
 
 `openlineage`: a store of `--stored` generated OpenLineage events (bench_openlineage.py's
 pipelines), indexed once; each round ingests `--append` more in-order events.
@@ -100,7 +101,7 @@ def trace_append(st, n: int, rnd: int, seed: int, draw: str = "local"):
             other = rng.choice(by_pair[(tables[r[S.SRC]], tables[r[S.DST]])])
             new_edges.append((r[S.SRC], r[S.PROCESS], other[S.DST]))
         else:  # a new value derived from an existing one
-            v = f"new-{tag}-{k}"
+            v = f"w{tag}-{k}"  # sorts after the trace's ids (v1, v2, ...): it never names a component
             new_edges.append((r[S.SRC], r[S.PROCESS], v))
             anc += [(v, tables[r[S.DST]], 1), (v, v, 0)]
     with st.transaction(f"bench: append {n} triples") as tx:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from store import progress
 from store.engine import count_setting, within_memory
 from store.index import layout as L
-from store.index.files import bucket_files, condition, connection, key_rows, read_buckets, read_sorted
+from store.index.files import bucket_files, condition, connection, key_rows, prefix_rows, read_buckets, read_sorted
 
 CACHE_ENV = "STRATA_LINEAGE_CACHE"
 DEFAULT_CACHE_TRIPLES = 4_000_000
@@ -351,6 +351,19 @@ class ComponentCache:
                 self._triples -= self._sizes.pop(old)
             return self._items.get(key, component)
 
+    def peek(self, index: LocalIndex, ccid: str) -> Component | None:
+        """The component if it is in memory or has skeleton files; never loads or writes one
+        (a reader of a few rows, such as a node's direct neighbours, gains nothing from that)."""
+        key = (index.folders[L.TRIPLES], ccid)
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None or cache_budget() == 0:
+            return hit
+        folder = index.skeleton(ccid)
+        if folder is not None and os.path.isdir(folder):
+            return self._keep(key, Component.open(folder), 0)
+        return None
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -431,6 +444,12 @@ class LocalIndex:
             CACHE.touch(self, rows[0][0])
         return rows[0] if rows else None
 
+    def node(self, item: str) -> tuple[str, str, str] | None:
+        """(ccid, csid, table) of `item`, or None; no lookup is counted (a browser's view of a
+        node is not a lineage query)."""
+        rows = self._read(L.NODES, item, [("id", item)], (L.CCID, L.CSID, L.TABLE))
+        return rows[0] if rows else None
+
     def component_triples(self, ccid: str) -> int:
         """How many triples component `ccid` has (index_components, else index_sets / the triples)."""
         if L.COMPONENTS in self.folders:
@@ -468,6 +487,49 @@ class LocalIndex:
             seen |= nxt
             frontier = sorted(nxt)
         return seen
+
+    def next_sets(self, ccid: str, csids: Sequence[str], forward: bool) -> set[str]:
+        """The sets one set dependency away from `csids` (forward: the sets that derive from them),
+        from the component's skeleton files when it has them, else from index_setdeps."""
+        import numpy as np  # deferred: only this path needs numpy
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+
+        held = CACHE.peek(self, ccid)
+        if held is not None:
+            ids, groups, nxt = held._deps(self, ccid, forward)
+            codes = _codes(ids, csids)
+            if not len(codes):
+                return set()
+            return set(ids.take(pa.array(np.unique(nxt[_gather(groups, codes)]))).to_pylist())
+        here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
+        if here == L.DST_CSID:  # the file's sort order: only the row groups of these sets
+            found = read_sorted(self.folders[L.SETDEPS], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                                here, csids, (there,))
+        else:
+            found = self._table(L.SETDEPS, ccid, [(L.CCID, ccid), (here, list(csids))], (there,))
+        return set(found.column(there).to_pylist())
+
+    def direct(self, ccid: str, csids: Sequence[str], items: Sequence[str], forward: bool):
+        """The triples (src, dst, op, src_csid, dst_csid; a pyarrow Table) of component `ccid` whose
+        dst (backward) or src (forward) is one of `items`, those items lying in the sets `csids`:
+        only the row groups of those sets (backward) or of the sets one dependency on (forward)
+        are read (the triples file is sorted by component and derived set)."""
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+        sets = set(csids) | (self.next_sets(ccid, csids, True) if forward else set())
+        columns = ("src", "dst", L.OP, L.SRC_CSID, L.DST_CSID)
+        table = read_sorted(self.folders[L.TRIPLES], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                            L.DST_CSID, sorted(sets), columns)
+        end = "src" if forward else "dst"
+        return table.filter(pc.is_in(table.column(end), value_set=pa.array(sorted(set(items)), pa.string())))
+
+    def prefix(self, text: str, limit: int) -> tuple[int, list[tuple[str, str]]]:
+        """(how many ids of index_nodes start with `text`, the first `limit` of them in id order
+        with their table). Each bucket file is sorted by id, so the row groups whose statistics
+        lie wholly inside the prefix are counted from the footer, and only the first and last
+        row groups it touches are read."""
+        return prefix_rows(self.folders[L.NODES], range(self.buckets), "id", text, limit, ("id", L.TABLE))
 
     def _scope_filter(self, ccid: str, sets: Sequence[str] | None) -> list[tuple[str, object]]:
         where: list[tuple[str, object]] = [(L.CCID, ccid)]

@@ -92,7 +92,7 @@ class Neighbours:
             for x in located:
                 by_component.setdefault(x.ccid, []).append(x)
             for ccid, xs in by_component.items():
-                table = self.index.direct(ccid, sorted({x.csid for x in xs}), [x.item for x in xs], forward)
+                table = self.index.direct(ccid, {x.item: x.csid for x in xs}, forward)
                 cols = [table.column(c).to_pylist() for c in ("src", "dst", "op", "src_csid", "dst_csid")]
                 for s, d, op, s_set, d_set in zip(*cols, strict=True):
                     if forward:

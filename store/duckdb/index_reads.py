@@ -198,6 +198,25 @@ class Component:
             seen[frontier] = True
         return set(ids.take(pa.array(np.flatnonzero(seen))).to_pylist())
 
+    def consumers(self, sets: Sequence[str], items: dict[str, str]):
+        """The triples (src, dst, op, src_csid, dst_csid) of `sets` whose src is one of `items`
+        (item -> its set): the sets' rows gathered by code, their src column tested, and only the
+        matching rows taken."""
+        import numpy as np  # deferred: only this path needs numpy
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+        codes = _codes(self.sets, sets)
+        rows = _gather(self.by_set, codes)
+        row_sets = np.repeat(codes, self.by_set[2][codes])
+        src = self.triples.column("src").take(pa.array(rows))
+        hit = pc.is_in(src, value_set=pa.array(sorted(items), pa.string())).to_numpy(zero_copy_only=False)
+        keep = np.flatnonzero(hit)
+        found = _decoded(self.triples.take(pa.array(rows[keep])))
+        srcs = found.column("src").to_pylist()
+        return found.append_column(L.SRC_CSID, pa.array([items[x] for x in srcs], pa.string())) \
+            .append_column(L.DST_CSID, self.sets.take(pa.array(row_sets[keep])))
+
     # ------------------------------------------------------------------ skeleton files
     def save(self, index: LocalIndex, ccid: str, folder: str) -> None:
         """Write this component, both directions of its set dependencies included, as files in
@@ -509,20 +528,25 @@ class LocalIndex:
             found = self._table(L.SETDEPS, ccid, [(L.CCID, ccid), (here, list(csids))], (there,))
         return set(found.column(there).to_pylist())
 
-    def direct(self, ccid: str, csids: Sequence[str], items: Sequence[str], forward: bool):
+    def direct(self, ccid: str, items: dict[str, str], forward: bool):
         """The triples (src, dst, op, src_csid, dst_csid; a pyarrow Table) of component `ccid` whose
-        dst (backward) or src (forward) is one of `items`, those items lying in the sets `csids`:
-        only the row groups of those sets (backward) or of the sets one dependency on (forward)
-        are read (the triples file is sorted by component and derived set)."""
+        dst (backward) or src (forward) is one of `items` (item -> its set): only the rows of
+        those sets (backward) or of the sets one dependency on (forward) are read, from the
+        component's skeleton files when it has them (forward), else the row groups of those sets
+        (the triples file is sorted by component and derived set)."""
         import pyarrow as pa  # deferred: only this path needs pyarrow
         import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
+        csids = sorted(set(items.values()))
         sets = set(csids) | (self.next_sets(ccid, csids, True) if forward else set())
+        held = CACHE.peek(self, ccid) if forward else None
+        if held is not None:
+            return held.consumers(sorted(sets), items)
         columns = ("src", "dst", L.OP, L.SRC_CSID, L.DST_CSID)
         table = read_sorted(self.folders[L.TRIPLES], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
                             L.DST_CSID, sorted(sets), columns)
         end = "src" if forward else "dst"
-        return table.filter(pc.is_in(table.column(end), value_set=pa.array(sorted(set(items)), pa.string())))
+        return table.filter(pc.is_in(table.column(end), value_set=pa.array(sorted(items), pa.string())))
 
     def prefix(self, text: str, limit: int) -> tuple[int, list[tuple[str, str]]]:
         """(how many ids of index_nodes start with `text`, the first `limit` of them in id order

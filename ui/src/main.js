@@ -59,7 +59,7 @@ const cy = cytoscape({
     { selector: "node[kind = 'run']", style: { "background-color": "#f4ece0", "border-color": "#9a6b2a", height: 22, width: 150, "font-size": 9 } },
     { selector: "node[kind = 'field']", style: { "background-color": "#dff3e7", "border-color": "#2f9a62", height: 24, width: 130 } },
     { selector: "node[kind = 'item']", style: { "background-color": "#eee2fa", "border-color": "#8a4fc9", height: 40, width: 190, "text-wrap": "wrap" } },
-    { selector: "node[kind = 'element']", style: { "background-color": "#dff0f7", "border-color": "#2a7fa8", width: 170 } },
+    { selector: "node[kind = 'element']", style: { "background-color": "#d8f0f0", "border-color": "#17818a", width: 170 } },
     { selector: "node[kind = 'process']", style: { "background-color": "#fbe9d3", "border-color": "#e08a1e", shape: "rectangle", height: 26, width: 120 } },
     { selector: "node[kind = 'more']", style: { "background-color": "#fff", "border-style": "dashed", "border-color": "#889", color: "#445" } },
     { selector: ":parent", style: { "text-valign": "top", "text-halign": "center", "padding": 10, "background-opacity": 0.35 } },

@@ -58,7 +58,7 @@ def bench_items(page, url: str, items: list[str], repeat: int) -> None:
     of its sources (the first drawn), `repeat` times each."""
     for name in items:
         node = f"element:{name}"
-        search, paint, paint_page, fetch, expand, expand_page, sizes = [], [], [], [], [], [], []
+        search, paint, paint_page, fetch, expand, expand_page, expand_draw, sizes = [], [], [], [], [], [], [], []
         for _ in range(repeat):
             page.goto(url)
             page.wait_for_function("document.getElementById('status').textContent.includes('store version')")
@@ -84,10 +84,12 @@ def bench_items(page, url: str, items: list[str], repeat: int) -> None:
             page.wait_for_function("document.getElementById('status').textContent.startsWith('expanded')")
             expand.append((time.perf_counter() - t0) * 1000)
             expand_page.append(page.evaluate("window.strataUi.lastExpandMs"))
+            expand_draw.append(page.evaluate("window.strataUi.lastDrawMs"))
             sizes.append((drawn, page.evaluate("window.strataUi.cy.nodes().length")))
         print(f"{name}: search to its hit {ms(search)}; first paint (Enter to first frame) {ms(paint)}, "
               f"in the page {ms(paint_page)} (request {ms(fetch)}); "
-              + (f"expand a source: click to status {ms(expand)}, in the page {ms(expand_page)}; " if expand else "")
+              + (f"expand a source: click to status {ms(expand)}, in the page {ms(expand_page)} (redraw "
+                 f"{ms(expand_draw)}); " if expand else "")
               + f"nodes drawn {sizes[-1][0]} then {sizes[-1][1]}", flush=True)
 
 

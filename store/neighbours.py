@@ -76,9 +76,12 @@ class Neighbours:
             out[i] = p
         return out
 
-    def direct(self, located: Iterable[Located], forward: bool) -> dict[str, list[tuple[Triple, Located]]]:
+    def direct(self, located: Iterable[Located], forward: bool,
+               where: bool = True) -> dict[str, list[tuple[Triple, Located]]]:
         """For each item, the triples with it as dst (backward) or src (forward), each with where
-        the item at its other end is (same component), sorted by (op, the other end)."""
+        the item at its other end is (same component), sorted by (op, the other end). With
+        `where` False a source's set may be left empty (it can then not be read from): a
+        large component's sources are then read from its skeleton files too."""
         located = list(located)
         out: dict[str, list[tuple[Triple, Located]]] = {x.item: [] for x in located}
         if not located:
@@ -92,15 +95,34 @@ class Neighbours:
             for x in located:
                 by_component.setdefault(x.ccid, []).append(x)
             for ccid, xs in by_component.items():
-                table = self.index.direct(ccid, {x.item: x.csid for x in xs}, forward)
+                table = self.index.direct(ccid, {x.item: x.csid for x in xs}, forward, source_sets=where)
                 cols = [table.column(c).to_pylist() for c in ("src", "dst", "op", "src_csid", "dst_csid")]
                 for s, d, op, s_set, d_set in zip(*cols, strict=True):
                     if forward:
                         out[s].append(((s, d, op), Located(d, ccid, d_set)))
                     else:
-                        out[d].append(((s, d, op), Located(s, ccid, s_set)))
+                        out[d].append(((s, d, op), Located(s, ccid, s_set or "")))
         for rows in out.values():
             rows.sort(key=lambda r: (r[0][2], r[1].item))
+        return out
+
+    def consumer_counts(self, located: Iterable[Located]) -> dict[str, int]:
+        """For each item, how many (op, consumer) pairs derive from it: what `direct(...,
+        forward=True)` would list, counted without making a tuple of each (a source of a large
+        component can have thousands)."""
+        located = list(located)
+        out = dict.fromkeys((x.item for x in located), 0)
+        if self.index is None:
+            for src, group in _group([(t[0], (t[1], t[2])) for t in self._scan(list(out), True)]).items():
+                out[src] = len(group)
+            return out
+        by_component: dict[str, list[Located]] = {}
+        for x in located:
+            by_component.setdefault(x.ccid, []).append(x)
+        for ccid, xs in by_component.items():
+            table = self.index.direct(ccid, {x.item: x.csid for x in xs}, True).select(["src", "dst", "op"])
+            pairs = table.group_by(["src", "dst", "op"]).aggregate([]).group_by("src").aggregate([("dst", "count")])
+            out.update(zip(pairs.column("src").to_pylist(), pairs.column("dst_count").to_pylist(), strict=True))
         return out
 
     def _scan(self, items: list[str], forward: bool) -> list[Triple]:
@@ -136,3 +158,10 @@ class Neighbours:
         ids = [r[0] for r in rel.project(ID).order(ID).limit(limit).fetchall()]
         parents = self._parents(ids)
         return total, [Located(i, table=parents.get(i)) for i in ids]
+
+
+def _group(pairs: list[tuple[str, tuple[str, str]]]) -> dict[str, set[tuple[str, str]]]:
+    out: dict[str, set[tuple[str, str]]] = {}
+    for key, value in pairs:
+        out.setdefault(key, set()).add(value)
+    return out

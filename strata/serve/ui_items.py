@@ -98,23 +98,38 @@ class ItemView:
         fwd: dict[str, list[tuple[Triple, Located]]] = {}
         places: dict[str, Located] = {where.item: where}
 
-        def read(items: list[str], forward: bool) -> None:
+        def read(items: list[str], forward: bool, last: bool = False) -> None:
+            """Read the items' sources (consumers when forward); the `last` read (the sources of
+            every drawn item: their counts and edges) need not know where they lie: nothing is
+            read from them after."""
             held = fwd if forward else back
             todo = [places[i] for i in dict.fromkeys(items) if i not in held]
-            for item, rows in self.reads.direct(todo, forward).items():
+            for item, rows in self.reads.direct(todo, forward, where=not last).items():
                 held[item] = rows
-                for _, other in rows:
-                    places.setdefault(other.item, other)
+                if not last:
+                    for _, other in rows:
+                        places.setdefault(other.item, other)
 
-        def near(nid: str, way: str) -> list[str]:
+        def near(nid: str, way: str) -> list[tuple[str, str] | str]:
+            """The neighbours of a node on one side, in order: processes as (op, item), items as
+            their id (the page's ids are made only for the neighbours drawn)."""
             kind, a, b = parse(nid)
             if kind == "element":
                 if way == "up":
-                    return [process_id(op, a) for op in dict.fromkeys(t[2] for t, _ in back[a])]
-                return list(dict.fromkeys(process_id(t[2], t[1]) for t, _ in fwd[a]))
+                    return [(op, a) for op in dict.fromkeys(t[2] for t, _ in back[a])]
+                return list(dict.fromkeys((t[2], t[1]) for t, _ in fwd[a]))
             if way == "up":
-                return [element_id(t[0]) for t, _ in back[b] if t[2] == a]
-            return [element_id(b)]
+                return [t[0] for t, _ in back[b] if t[2] == a]
+            return [b]
+
+        def count(nid: str, way: str) -> int:
+            """len(near(nid, way)), without making the ids (an item may have thousands)."""
+            kind, a, b = parse(nid)
+            if kind == "element":
+                if way == "up":
+                    return len({t[2] for t, _ in back[a]})
+                return len({(t[2], t[1]) for t, _ in fwd[a]}) if a in fwd else consumers[a]
+            return sum(1 for t, _ in back[b] if t[2] == a) if way == "up" else 1
 
         nodes: dict[str, int] = {start: 0}
         more: list[dict[str, Any]] = []
@@ -135,7 +150,8 @@ class ItemView:
                         more.append({"node": nid, "direction": way, "count": len(around) - first - limit,
                                      "offset": first + limit})
                     for m in around[first:first + limit]:
-                        process = m.startswith(PROCESS)
+                        process = isinstance(m, tuple)
+                        m = process_id(*m) if process else element_id(m)
                         step = seen[nid] + (1 if process else 0)
                         if m in seen or step > depth:
                             continue
@@ -146,8 +162,8 @@ class ItemView:
                 frontier = nxt
         # every drawn item's sources and consumers: its counts, and the edges among drawn nodes
         drawn = [parse(n)[1] for n in nodes if n.startswith(ELEMENT)]
-        read(drawn + [parse(n)[2] for n in nodes if n.startswith(PROCESS)], False)
-        read(drawn, True)
+        read(drawn + [parse(n)[2] for n in nodes if n.startswith(PROCESS)], False, last=True)
+        consumers = self.reads.consumer_counts([places[i] for i in dict.fromkeys(drawn) if i not in fwd])
         out_nodes, edges = [], {}
 
         def edge(src: str, dst: str, op: str) -> None:
@@ -159,13 +175,9 @@ class ItemView:
             if kind == "element":
                 place = places.get(a)
                 n.update(name=a, label=a, table=place.table if place else None, namespace=(place.table or "") if place
-                         else "", up=len(near(nid, "up")), down=len(near(nid, "down")))
-                for t, _ in fwd[a]:
-                    p = process_id(t[2], t[1])
-                    if p in nodes:
-                        edge(nid, p, t[2])
-            else:
-                n.update(name=a, label=a, output=b, namespace="", up=len(near(nid, "up")), down=1)
+                         else "", up=count(nid, "up"), down=count(nid, "down"))
+            else:  # (an item's edges to and from processes are all made here: every drawn process's output is drawn)
+                n.update(name=a, label=a, output=b, namespace="", up=count(nid, "up"), down=1)
                 if element_id(b) in nodes:
                     edge(nid, element_id(b), a)
                 for t, _ in back.get(b, ()):

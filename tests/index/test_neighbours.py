@@ -46,12 +46,17 @@ def stores(tmp_path_factory):
 
 
 def answers(st, items: list[str]) -> dict:
+    """Each item's sources and consumers, read in one batch per direction (and again without
+    asking where the sources lie), and its count of consumers."""
     reads = Neighbours(st)
     out = {}
+    located = [reads.locate(i) for i in items]
     for forward in (False, True):
-        located = [reads.locate(i) for i in items]
         for item, rows in reads.direct(located, forward).items():
             out[(item, forward)] = [t for t, _ in rows]
+    lean = {i: [t for t, _ in rows] for i, rows in reads.direct(located, False, where=False).items()}
+    assert lean == {i: out[(i, False)] for i in items}
+    assert reads.consumer_counts(located) == {i: len(out[(i, True)]) for i in items}
     return out
 
 

@@ -67,8 +67,9 @@ def encode(*arrays) -> tuple[object, list[np.ndarray]]:
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
-    chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
-    chunks = [c.cast(pa.string()) if not pa.types.is_string(c.type) else c for c in chunks]
+    # empty chunks left out: dictionary_encode drops them, which would shift the codes below
+    per_array = [[c for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a]) if len(c)] for a in arrays]
+    chunks = [c.cast(pa.string()) if not pa.types.is_string(c.type) else c for cs in per_array for c in cs]
     if not chunks or sum(len(c) for c in chunks) == 0:
         return pa.array([], pa.string()), [np.zeros(len(a), np.int32) for a in arrays]
     encoded = pc.dictionary_encode(pa.chunked_array(chunks, pa.string()))
@@ -78,8 +79,8 @@ def encode(*arrays) -> tuple[object, list[np.ndarray]]:
     rank[order] = np.arange(len(order), dtype=rank.dtype)
     codes = [rank[c.indices.to_numpy(zero_copy_only=False)] for c in encoded.chunks]
     out, at = [], 0
-    for a in arrays:
-        n = len(a.chunks) if isinstance(a, pa.ChunkedArray) else 1
+    for cs in per_array:
+        n = len(cs)
         part = codes[at:at + n]
         out.append(np.concatenate(part) if part else np.zeros(0, rank.dtype))
         at += n

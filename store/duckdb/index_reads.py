@@ -97,7 +97,7 @@ def _codes(dictionary, values):
     return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
 
 
-_FEW = 64  # up to this many values are looked up one by one (`_few_codes`), not hashed
+_FEW = 64  # up to this many values are looked up one by one (`_codes_of`), more by `_codes`
 
 
 class _Strings:
@@ -113,11 +113,13 @@ class _Strings:
         return self.array[i].as_py()
 
 
-def _few_codes(dictionary, values, in_order: bool):
-    """The codes of a few `values` in a dictionary array (those it lacks left out), sorted: by
-    binary search when the dictionary is `in_order`, else by a scan that stops at the value —
-    where `_codes` would test every entry of the dictionary (tens of milliseconds for the two
-    million sets of a large component)."""
+def _codes_of(dictionary, values, in_order: bool | None):
+    """The codes of `values` in a dictionary array (those it lacks left out), sorted. More than
+    _FEW: `_codes`. A few: by binary search when the dictionary is `in_order`, else by a scan
+    that stops at the value — where `_codes` would test every entry of the dictionary (tens of
+    milliseconds for the two million sets of a large component)."""
+    if len(values) > _FEW:
+        return _codes(dictionary, values)
     import bisect  # deferred: only this path needs bisect
 
     import numpy as np  # deferred: only this path needs numpy
@@ -205,16 +207,14 @@ class Component:
         return _decoded(table) if self.mapped else table
 
     def set_codes(self, sets: Sequence[str]):
-        """Codes of `sets` in `self.sets`, a few of them by binary search (`_few_codes`)."""
+        """Codes of `sets` in `self.sets`, a few of them by binary search (`_codes_of`)."""
         import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
-        if len(sets) > _FEW:
-            return _codes(self.sets, sets)
-        if self.sets_in_order is None:
+        if len(sets) <= _FEW and self.sets_in_order is None:
             n = len(self.sets)
             self.sets_in_order = n < 2 or bool(pc.all(pc.less_equal(self.sets.slice(0, n - 1), self.sets.slice(1)),
                                                       min_count=0).as_py())
-        return _few_codes(self.sets, sets, self.sets_in_order)
+        return _codes_of(self.sets, sets, self.sets_in_order)
 
     def _set_codes(self, sets: Sequence[str]):
         """Codes of `sets`; a lineage asks twice for the same list (to count, then to read)."""
@@ -581,7 +581,7 @@ class LocalIndex:
         held = CACHE.peek(self, ccid)
         if held is not None:
             ids, groups, nxt = held._deps(self, ccid, forward)
-            codes = _few_codes(ids, csids, False) if len(csids) <= _FEW else _codes(ids, csids)
+            codes = _codes_of(ids, csids, False)
             if not len(codes):
                 return set()
             return set(ids.take(pa.array(np.unique(nxt[_gather(groups, codes)]))).to_pylist())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from support.ui import UiServer, strata
+from support.ui import UiServer, focus, strata
 
 SOURCES = 30  # b1's sources: more than the page draws at once (25)
 B1, A00 = "element:b1", "element:a00"
@@ -100,23 +100,15 @@ def test_the_keyboard_alone_searches_opens_and_expands_an_item(page, server):
     e(item(page, "element:c2")).to_contain_text("start")
     page.wait_for_function("document.activeElement.closest('li')?.dataset.id === 'element:c2'")
 
-    def focus(node_id: str) -> None:
-        for key in ("ArrowDown", "ArrowUp"):
-            for _ in range(10):
-                if page.evaluate("document.activeElement.closest('li')?.dataset.id") == node_id:
-                    return
-                kb.press(key)
-        raise AssertionError(f"{node_id} not reached with the arrow keys")
-
     assert set(shown(page)) == {"element:c2", 'process:["R2_3","c2"]', B1}
-    focus(B1)
+    focus(page, B1, 10)
     kb.press("e")  # b1's own process and sources, and its other consumer
     e(item(page, B1)).to_contain_text("expanded")
     e(item(page, "element:c1")).to_be_visible()
     e(item(page, MAKE_B1)).to_be_visible()
     kb.press("Enter")
     e(page.locator("#details")).to_contain_text("element b1")
-    focus(MAKE_B1)
+    focus(page, MAKE_B1, 10)
     kb.press("Enter")
     e(page.locator("#details")).to_contain_text(f"Sources ({SOURCES})")
 

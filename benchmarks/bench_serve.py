@@ -11,12 +11,18 @@ process over a fresh store, real HTTP clients.
    read latency p50/p99, the acknowledgements meanwhile, the server's resident memory.
 
     python benchmarks/bench_serve.py [--acks 500] [--clients 8] [--seconds 10] [--runs 100000] [--reads 300]
+
+4. with --item-store (alone): lineage of items of each class of bench_lineage.py's queries.json
+   over `GET /api/strata/v1/lineage?item=` on that store (indexed), first and repeated.
+
+    python benchmarks/bench_serve.py --item-store benchmarks/out/lineage/scale-10.0/store
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -146,6 +152,31 @@ def reads_while_writing(work: Path, runs: int, reads: int) -> None:
         srv.stop()
 
 
+def item_lineage(store: str, queries: str, rounds: int) -> None:
+    """`GET /api/strata/v1/lineage?item=` over HTTP on an existing indexed store (the CSProv
+    trace of bench_lineage.py), for the items of each class its queries.json lists: the first
+    request of each item, then `rounds` more of each, in turns."""
+    classes = json.loads(Path(queries).read_text())["classes"]
+    srv = Server(store).start(timeout=600)
+    try:
+        with httpx.Client(base_url=srv.url, timeout=600) as c:
+            for cls, items in classes.items():
+                first, warm, sizes = [], [], []
+                for k in range(rounds + 1):
+                    for item in items:
+                        t = time.perf_counter()
+                        r = c.get("/api/strata/v1/lineage", params={"item": item})
+                        (first if k == 0 else warm).append(time.perf_counter() - t)
+                        assert r.status_code == 200, r.text
+                        sizes.append(len(r.json()["ancestors"]))
+                print(f"{cls}: {len(items)} items, {min(sizes)}-{max(sizes)} ancestors: first p50 "
+                      f"{pct(first, .5):.0f} ms, max {max(first) * 1000:.0f} ms; then p50 {pct(warm, .5):.0f} ms, "
+                      f"p99 {pct(warm, .99):.0f} ms")
+        print(f"server resident memory {rss_mb(srv.proc.pid):.0f} MB")
+    finally:
+        srv.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--acks", type=int, default=500)
@@ -153,7 +184,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--reads", type=int, default=300)
+    ap.add_argument("--item-store", help="only: lineage of items over HTTP on this indexed store (bench_lineage.py's)")
+    ap.add_argument("--queries", help="its queries.json (default: beside the store)")
+    ap.add_argument("--rounds", type=int, default=10)
     args = ap.parse_args()
+    if args.item_store:
+        item_lineage(args.item_store, args.queries or str(Path(args.item_store).parent / "queries.json"), args.rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         one_client(work, args.acks)

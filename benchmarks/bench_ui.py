@@ -8,6 +8,14 @@ per run. Ingested with `strata ingest --format openlineage`, served by `strata u
 
     .venv/bin/python benchmarks/bench_ui.py --chain 2000 --fanout 2000 --work benchmarks/out/ui
 
+With `--store PATH --item ID ...` (or `--queries queries.json`, the first item of each class
+gen_trace.py wrote), the same first paint and expand on an existing store of items (triples,
+bundles, PROV), found by id prefix in the search box: the item's neighbourhood, then one of its
+sources expanded.
+
+    .venv/bin/python benchmarks/bench_ui.py --store benchmarks/out/lineage/scale-10.0/store \
+        --queries benchmarks/out/lineage/scale-10.0/queries.json
+
 Times are measured in the page (performance.now() around the request and the drawing, as the
 page records them in `window.strataUi`) and from Python (keypress to the status line), the
 median and worst of `--repeat` runs. Needs Debian's Chromium (/usr/bin/chromium) and Playwright.
@@ -45,6 +53,46 @@ def ms(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.0f} ms, worst {max(xs):.0f} ms"
 
 
+def bench_items(page, url: str, items: list[str], repeat: int) -> None:
+    """First paint of each item's neighbourhood (search by its id, Enter) and an expand of one
+    of its sources (the first drawn), `repeat` times each."""
+    for name in items:
+        node = f"element:{name}"
+        search, paint, paint_page, fetch, expand, expand_page, expand_draw, sizes = [], [], [], [], [], [], [], []
+        for _ in range(repeat):
+            page.goto(url)
+            page.wait_for_function("document.getElementById('status').textContent.includes('store version')")
+            t0 = time.perf_counter()
+            page.fill("#search", name)
+            page.wait_for_selector(f"#search-results li[data-id='{node}']")
+            search.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            page.keyboard.press("Enter")
+            page.wait_for_function("window.strataUi.painted === true", polling=10)
+            paint.append((time.perf_counter() - t0) * 1000)
+            paint_page.append(page.evaluate("window.strataUi.lastFrameMs"))
+            fetch.append(page.evaluate("window.strataUi.lastFetchMs"))
+            drawn = page.evaluate("window.strataUi.cy.nodes().length")
+            other = page.evaluate("""(start) => [...window.strataUi.nodes.values()]
+                .filter((n) => n.kind === 'element' && n.id !== start && n.distance > 0)
+                .sort((a, b) => (b.up + b.down) - (a.up + a.down))[0]?.id ?? null""", node)
+            if other is None:  # nothing to expand: an isolated item
+                sizes.append((drawn, drawn))
+                continue
+            t0 = time.perf_counter()
+            page.locator(f"#node-list li[data-id='{other}'] button.toggle").click()
+            page.wait_for_function("document.getElementById('status').textContent.startsWith('expanded')")
+            expand.append((time.perf_counter() - t0) * 1000)
+            expand_page.append(page.evaluate("window.strataUi.lastExpandMs"))
+            expand_draw.append(page.evaluate("window.strataUi.lastDrawMs"))
+            sizes.append((drawn, page.evaluate("window.strataUi.cy.nodes().length")))
+        print(f"{name}: search to its hit {ms(search)}; first paint (Enter to first frame) {ms(paint)}, "
+              f"in the page {ms(paint_page)} (request {ms(fetch)}); "
+              + (f"expand a source: click to status {ms(expand)}, in the page {ms(expand_page)} (redraw "
+                 f"{ms(expand_draw)}); " if expand else "")
+              + f"nodes drawn {sizes[-1][0]} then {sizes[-1][1]}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chain", type=int, default=2000)
@@ -53,10 +101,31 @@ def main() -> None:
     ap.add_argument("--view", type=int, default=2000, help="nodes of the big view (a third each jobs, runs, datasets)")
     ap.add_argument("--work", default="benchmarks/out/ui")
     ap.add_argument("--reuse", action="store_true", help="keep the store of an earlier run")
+    ap.add_argument("--store", help="an existing store of items (triples, bundles, PROV): measure it instead")
+    ap.add_argument("--item", action="append", default=[], help="with --store: an item id to open (repeatable)")
+    ap.add_argument("--queries", help="with --store: gen_trace.py's queries.json; the first item of each class")
     args = ap.parse_args()
     if chromium() is None:
         sys.exit("chromium is not installed (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
+
+    if args.store:
+        items = list(args.item)
+        if args.queries:
+            items += [ids[0] for ids in json.loads(Path(args.queries).read_text())["classes"].values()]
+        if not items:
+            ap.error("--store needs --item or --queries")
+        srv = UiServer(str(Path(args.store).resolve())).start(timeout=300)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+                page = browser.new_page(viewport={"width": 1400, "height": 850})
+                page.set_default_timeout(120_000)
+                bench_items(page, srv.url, items, args.repeat)
+                browser.close()
+        finally:
+            srv.stop()
+        return
 
     work = Path(args.work).resolve()
     root = work / "store"

@@ -267,9 +267,13 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
 
 
 # The most ids a store copy may hold for the driver to map the run into the model itself
-# (``_driver_model``: Python rows, a few KB per id on the way: 3.4 GB for 600,000); a run with
-# more is modelled with Spark (``_spark_model``).
-DRIVER_MODEL_IDS = 200_000
+# (``_driver_model``: Python rows, a few KB per id on the way: 3.4 GB for TPC-H Q1's 600,000 at
+# sf 0.1); a run with more is modelled with Spark (``_spark_model``). Below it the driver is also
+# the faster (Q1 sf 0.1: 39 s in all on the driver, 64 s in the Spark model alone), and the Spark
+# model of some shapes needs far more memory than the run: TPC-DS Q47 at sf 0.01 (492,000 ids
+# in 100 rows from three windowed copies of a CTE) exhausted a 1 GB driver heap there and ran
+# 45 minutes in a 2 GB one, against 35 s in all on the driver.
+DRIVER_MODEL_IDS = 1_000_000
 
 
 def _stored_ids(folder: str) -> int:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from store import progress
 from store.engine import count_setting, within_memory
 from store.index import layout as L
-from store.index.files import bucket_files, condition, connection, key_rows, read_buckets, read_sorted
+from store.index.files import bucket_files, condition, connection, key_rows, prefix_rows, read_buckets, read_sorted
 
 CACHE_ENV = "STRATA_LINEAGE_CACHE"
 DEFAULT_CACHE_TRIPLES = 4_000_000
@@ -98,6 +98,48 @@ def _codes(dictionary, values):
     return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
 
 
+_FEW = 64  # up to this many values are looked up one by one (`_codes_of`), more by `_codes`
+
+
+class _Strings:
+    """A string array as a sequence of Python strings, for `bisect` (reads only what it probes)."""
+
+    def __init__(self, array) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, i: int) -> str:
+        return self.array[i].as_py()
+
+
+def _codes_of(dictionary, values, in_order: bool | None):
+    """The codes of `values` in a dictionary array (those it lacks left out), sorted. More than
+    _FEW: `_codes`. A few: by binary search when the dictionary is `in_order`, else by a scan
+    that stops at the value — where `_codes` would test every entry of the dictionary (tens of
+    milliseconds for the two million sets of a large component)."""
+    if len(values) > _FEW:
+        return _codes(dictionary, values)
+    import bisect  # deferred: only this path needs bisect
+
+    import numpy as np  # deferred: only this path needs numpy
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    out = []
+    strings = _Strings(dictionary)
+    for v in set(values):
+        if in_order:
+            i = bisect.bisect_left(strings, v)
+            if i < len(strings) and strings[i] == v:
+                out.append(i)
+        else:
+            i = pc.index(dictionary, v).as_py()
+            if i >= 0:
+                out.append(i)
+    return np.array(sorted(out), np.int64)
+
+
 def _sorted_runs(column):
     """(values, groups) of a column already in order (index_triples is sorted by dst_csid within
     a component): each value's rows are one run, found by comparing neighbours; None when the
@@ -143,6 +185,9 @@ class Component:
     deps: dict[bool, tuple] = field(default_factory=dict)  # forward -> (ids, groups, next codes)
     last_codes: tuple | None = None  # (the set list last asked for, its codes)
     mapped: bool = False
+    # `ending`'s last gather per end column: end -> (sets, (rows, their sets' codes, that column))
+    last_gather: dict = field(default_factory=dict)
+    sets_in_order: bool | None = None  # whether `sets` is sorted (it is when read in the file's order)
 
     @classmethod
     def load(cls, index: LocalIndex, ccid: str) -> Component:
@@ -161,6 +206,16 @@ class Component:
     def scope(self, sets: Sequence[str] | None):
         table = self.triples if sets is None else self.triples.take(_gather(self.by_set, self._set_codes(sets)))
         return _decoded(table) if self.mapped else table
+
+    def set_codes(self, sets: Sequence[str]):
+        """Codes of `sets` in `self.sets`, a few of them by binary search (`_codes_of`)."""
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+        if len(sets) <= _FEW and self.sets_in_order is None:
+            n = len(self.sets)
+            self.sets_in_order = n < 2 or bool(pc.all(pc.less_equal(self.sets.slice(0, n - 1), self.sets.slice(1)),
+                                                      min_count=0).as_py())
+        return _codes_of(self.sets, sets, self.sets_in_order)
 
     def _set_codes(self, sets: Sequence[str]):
         """Codes of `sets`; a lineage asks twice for the same list (to count, then to read)."""
@@ -198,6 +253,35 @@ class Component:
             frontier = reached[~seen[reached]]
             seen[frontier] = True
         return set(ids.take(pa.array(np.flatnonzero(seen))).to_pylist())
+
+    def ending(self, sets: Sequence[str], items: dict[str, str], end: str):
+        """The triples (src, dst, op, src_csid, dst_csid) of `sets` whose `end` ("src" or "dst") is
+        one of `items` (item -> its set): the sets' rows gathered by code, that column tested,
+        and only the matching rows taken. A source's set is not in these files: src_csid is null
+        when `end` is "dst"."""
+        import numpy as np  # deferred: only this path needs numpy
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+        key = tuple(sets)
+        last = self.last_gather.get(end)  # one read: another thread may replace it
+        if last is not None and last[0] == key:
+            rows, row_sets, column = last[1]
+        else:  # (a view asks twice for the same sets: an item's consumers, then theirs, in its set)
+            codes = self.set_codes(sets)
+            rows = _gather(self.by_set, codes)
+            row_sets = np.repeat(codes, self.by_set[2][codes])
+            column = self.triples.column(end).take(pa.array(rows))
+            self.last_gather[end] = (key, (rows, row_sets, column))
+        hit = pc.is_in(column, value_set=pa.array(sorted(items), pa.string())).to_numpy(zero_copy_only=False)
+        keep = np.flatnonzero(hit)
+        found = _decoded(self.triples.take(pa.array(rows[keep])))
+        dst_sets = self.sets.take(pa.array(row_sets[keep]))
+        if end == "src":
+            src_sets = pa.array([items[x] for x in found.column("src").to_pylist()], pa.string())
+        else:
+            src_sets = pa.nulls(found.num_rows, pa.string())
+        return found.append_column(L.SRC_CSID, src_sets).append_column(L.DST_CSID, dst_sets)
 
     # ------------------------------------------------------------------ skeleton files
     def save(self, index: LocalIndex, ccid: str, folder: str) -> None:
@@ -352,6 +436,19 @@ class ComponentCache:
                 self._triples -= self._sizes.pop(old)
             return self._items.get(key, component)
 
+    def peek(self, index: LocalIndex, ccid: str) -> Component | None:
+        """The component if it is in memory or has skeleton files; never loads or writes one
+        (a reader of a few rows, such as a node's direct neighbours, gains nothing from that)."""
+        key = (index.folders[L.TRIPLES], ccid)
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None or cache_budget() == 0:
+            return hit
+        folder = index.skeleton(ccid)
+        if folder is not None and os.path.isdir(folder):
+            return self._keep(key, Component.open(folder), 0)
+        return None
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -432,6 +529,12 @@ class LocalIndex:
             CACHE.touch(self, rows[0][0])
         return rows[0] if rows else None
 
+    def node(self, item: str) -> tuple[str, str, str] | None:
+        """(ccid, csid, table) of `item`, or None; no lookup is counted (a browser's view of a
+        node is not a lineage query)."""
+        rows = self._read(L.NODES, item, [("id", item)], (L.CCID, L.CSID, L.TABLE))
+        return rows[0] if rows else None
+
     def component_triples(self, ccid: str) -> int:
         """How many triples component `ccid` has (index_components, else index_sets / the triples)."""
         if L.COMPONENTS in self.folders:
@@ -469,6 +572,55 @@ class LocalIndex:
             seen |= nxt
             frontier = sorted(nxt)
         return seen
+
+    def next_sets(self, ccid: str, csids: Sequence[str], forward: bool) -> set[str]:
+        """The sets one set dependency away from `csids` (forward: the sets that derive from them),
+        from the component's skeleton files when it has them, else from index_setdeps."""
+        import numpy as np  # deferred: only this path needs numpy
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+
+        held = CACHE.peek(self, ccid)
+        if held is not None:
+            ids, groups, nxt = held._deps(self, ccid, forward)
+            codes = _codes_of(ids, csids, False)
+            if not len(codes):
+                return set()
+            return set(ids.take(pa.array(np.unique(nxt[_gather(groups, codes)]))).to_pylist())
+        here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
+        if here == L.DST_CSID:  # the file's sort order: only the row groups of these sets
+            found = read_sorted(self.folders[L.SETDEPS], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                                here, csids, (there,))
+        else:
+            found = self._table(L.SETDEPS, ccid, [(L.CCID, ccid), (here, list(csids))], (there,))
+        return set(found.column(there).to_pylist())
+
+    def direct(self, ccid: str, items: dict[str, str], forward: bool, source_sets: bool = True):
+        """The triples (src, dst, op, src_csid, dst_csid; a pyarrow Table) of component `ccid` whose
+        dst (backward) or src (forward) is one of `items` (item -> its set): only the rows of
+        those sets (backward) or of the sets one dependency on (forward) are read, from the
+        component's skeleton files when it has them, else the row groups of those sets (the
+        triples file is sorted by component and derived set). Backward, the skeleton files
+        serve only when the sources' sets are not asked for (`source_sets`: src_csid null)."""
+        import pyarrow as pa  # deferred: only this path needs pyarrow
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+        csids = sorted(set(items.values()))
+        sets = set(csids) | (self.next_sets(ccid, csids, True) if forward else set())
+        held = CACHE.peek(self, ccid) if forward or not source_sets else None
+        if held is not None:
+            return held.ending(sorted(sets), items, "src" if forward else "dst")
+        columns = ("src", "dst", L.OP, L.SRC_CSID, L.DST_CSID)
+        table = read_sorted(self.folders[L.TRIPLES], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,
+                            L.DST_CSID, sorted(sets), columns)
+        end = "src" if forward else "dst"
+        return table.filter(pc.is_in(table.column(end), value_set=pa.array(sorted(items), pa.string())))
+
+    def prefix(self, text: str, limit: int) -> tuple[int, list[tuple[str, str]]]:
+        """(how many ids of index_nodes start with `text`, the first `limit` of them in id order
+        with their table). Each bucket file is sorted by id, so the row groups whose statistics
+        lie wholly inside the prefix are counted from the footer, and only the first and last
+        row groups it touches are read."""
+        return prefix_rows(self.folders[L.NODES], range(self.buckets), "id", text, limit, ("id", L.TABLE))
 
     def _scope_filter(self, ccid: str, sets: Sequence[str] | None) -> list[tuple[str, object]]:
         where: list[tuple[str, object]] = [(L.CCID, ccid)]

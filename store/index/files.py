@@ -217,3 +217,42 @@ def holds_any(path: str, key: str, wanted: Sequence[str]) -> bool:
         return False
     column = pf.read_row_groups(pick, columns=[key]).column(key)
     return bool(pc.any(pc.is_in(column, value_set=pa.array(list(wanted), pa.string()))).as_py())
+
+
+def prefix_rows(folder: str, buckets: Iterable[int], key: str, text: str, limit: int,
+                columns: Sequence[str]) -> tuple[int, list[tuple]]:
+    """(how many rows of the buckets' files have a `key` starting with `text`, the first `limit`
+    of them in key order as tuples of `columns`, `key` first), with pyarrow. Files sorted by
+    `key`, as the index writes them: the row groups whose statistics lie wholly inside the
+    prefix are counted from the footer, and only the first ones it touches (up to `limit` rows)
+    and the last are read."""
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
+
+    total, found = 0, []
+    for path in bucket_files(folder, buckets):
+        pf, groups = _row_group_stats(path, key, key)
+        touched: list[tuple[int, int | None]] = []  # (row group, its rows when wholly inside)
+        for g, st in enumerate(groups):
+            if st is None:
+                touched.append((g, None))
+                continue
+            lo, hi = st[0], st[1]
+            if isinstance(lo, bytes):
+                lo, hi = lo.decode("utf-8", "replace"), hi.decode("utf-8", "replace")
+            if hi < text or not (lo < text or lo.startswith(text)):
+                continue
+            touched.append((g, st[4] if lo.startswith(text) and hi.startswith(text) else None))
+        taken = 0
+        for g, rows in touched:
+            if rows is not None and taken >= limit:
+                total += rows
+                continue
+            t = pf.read_row_group(g, columns=list(dict.fromkeys([key, *columns])))
+            t = t.filter(pc.starts_with(t.column(key), text))
+            total += t.num_rows
+            if taken < limit:
+                part = t.slice(0, limit - taken)
+                found += zip(*[part.column(c).to_pylist() for c in columns], strict=True)
+                taken += part.num_rows
+    found.sort()
+    return total, found[:limit]

@@ -67,6 +67,8 @@ EVENTS_PER_SHARD = 8192
 # them into one: a commit writes only its new rows and rewrites only the segments it removes rows
 # from, and reads stay a few files per shard
 SEGMENTS_PER_SHARD = 8
+# the events and refs tables: each segment at least this many times the rows of the next newer one
+LOG_RATIO = 4
 # the column of each core table that names the element (or process) its row derives from
 KEY_OF = {S.ELEMENTS: S.ID, S.PARENTS: S.ID, S.ANCESTORS: S.ID, S.VERTICES: S.ID, S.COMPLEX: S.VERTEX,
           S.EDGES: S.PROCESS}
@@ -211,9 +213,9 @@ def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
         tx.set_meta(META_KEY, {**meta, "shard_segments": counts.pop("shard_segments")})
         if counts["edges_changed"] and tx.meta(INDEX_META_KEY):
             tx.set_meta(INDEX_META_KEY, None)  # edges were replaced, not appended: rebuild the index
-        tx.append_rows(EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
-                       events_schema())
-        tx.append_rows(REFS_TABLE, plan.refs, refs_schema())
+        _append_log(tx, EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
+                    events_schema())
+        _append_log(tx, REFS_TABLE, plan.refs, refs_schema())
     return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True, len(plan.whole))
 
 
@@ -577,6 +579,32 @@ def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
     tx.set_catalog(resolved.catalog)
     return {"elements": rows[S.ELEMENTS].num_rows, "edges": rows[S.EDGES].num_rows,
             "edges_changed": edges_changed, "shard_segments": out}
+
+
+def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema) -> None:
+    """Append rows to one of the tables that only grow (events, refs) as a new segment, then merge
+    the newest segments into one while the newest holds at least a LOG_RATIO-th of the rows of the
+    one before: segments shrink by LOG_RATIO from the oldest to the newest, so a table of n rows
+    keeps about log(n)/log(LOG_RATIO) segments however many commits wrote it, and a row is
+    rewritten about as many times. (Lookups read every segment: one per commit would make each
+    ingest slower than the last.)"""
+    tx.append_rows(name, rows, schema)
+    segments = list(tx.segments(name))
+    total, first = _rows_of(tx, segments[-1]), len(segments) - 1
+    while first > 0:
+        before = _rows_of(tx, segments[first - 1])
+        if total * LOG_RATIO < before:
+            break
+        total += before
+        first -= 1
+    if first < len(segments) - 1:
+        table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments[first:])]).cast(schema)
+        tx.drop_segments(name, segments[first:])
+        tx.append_arrow(name, table, S.schema_json(schema))
+
+
+def _rows_of(tx, segment: str) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in _files(tx, [segment]))
 
 
 def _files(tx, segments: Sequence[str]) -> list[str]:

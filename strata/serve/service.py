@@ -60,6 +60,7 @@ class Snapshot:
     lock: threading.Lock = field(default_factory=threading.Lock)
     marquez: MarquezView | None = None
     ui: Any = None  # the web UI's view of it (strata/serve/ui_model.py), on first use
+    items: Any = None  # the web UI's reader of its items (strata/serve/ui_items.py), on first use
 
     @property
     def version(self) -> int:

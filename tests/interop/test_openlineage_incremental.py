@@ -290,3 +290,21 @@ def test_a_late_writer_of_a_busy_dataset_derives_it_again_from_every_run(tmp_pat
     result = ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late")
     assert result.whole_datasets == 1
     assert rows(st_) == reference_rows(tmp_path, stored + late)
+
+
+def test_many_small_ingests_keep_the_event_tables_few_segments(tmp_path):
+    """A server commits every few events; the events and refs tables, read whole by every
+    lookup, must not gain a segment per commit (each ingest would be slower than the last)."""
+    st_ = Store.open(str(tmp_path / "s"))
+    events: list[dict] = []
+    for n in range(1, 61):
+        batch = [run_event(2 * n, "START", rid(n), "j", [dataset(f"d{n - 1}")]),
+                 run_event(2 * n + 1, "COMPLETE", rid(n), "j", [], [dataset(f"d{n}")])]
+        ingest_events(st_, [Event(f"b{n}", i, b) for i, b in enumerate(batch)], f"batch {n}")
+        events += batch
+    for name in (ol_commit.EVENTS_TABLE, ol_commit.REFS_TABLE):
+        assert len(st_.manifest.tables[name].segments) <= 4, name
+    assert len(table(st_, ol_commit.EVENTS_TABLE)) == 120
+    assert len(table(st_, ol_commit.REFS_TABLE)) == len({(Event("", 0, e).key, r) for e in events
+                                                         for r in ol_commit.event_refs(e)})
+    assert rows(st_) == reference_rows(tmp_path, events)

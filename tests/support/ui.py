@@ -50,6 +50,17 @@ def second_version_events(fanout: int = FANOUT) -> list[dict]:
     return out
 
 
+def focus(page, node_id: str, steps: int = 30) -> None:
+    """Move the accessible list's focus to `node_id` with the arrow keys (down, then up, at most
+    `steps` presses each way)."""
+    for key in ("ArrowDown", "ArrowUp"):
+        for _ in range(steps):
+            if page.evaluate("document.activeElement.closest('li')?.dataset.id") == node_id:
+                return
+            page.keyboard.press(key)
+    raise AssertionError(f"{node_id} not reached with the arrow keys")
+
+
 def strata(root: str, *args: str) -> subprocess.CompletedProcess:
     command = [str(STRATA)] if STRATA.exists() else [sys.executable, "-m", "strata.cli"]
     r = subprocess.run([*command, "--store", root, *args], env=child_env(), capture_output=True, text=True,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from support.paths import ROOT
 from support.serve import Server, strata_cli
-from support.ui import FANOUT, UiServer, two_version_store
+from support.ui import FANOUT, UiServer, focus, two_version_store
 
 SCREENSHOT = ROOT / "build" / "ui" / "ui.png"  # the artifact docs/ui.png is taken from
 
@@ -197,22 +197,13 @@ def test_the_keyboard_alone_walks_search_expand_level_path_and_version(page, ser
     kb.press("Enter")
     e(item(page, STG)).to_contain_text("start")
 
-    def focus(node_id: str) -> None:
-        """Move the list's focus to `node_id` with the arrow keys (down, then up)."""
-        for key in ("ArrowDown", "ArrowUp"):
-            for _ in range(30):
-                if page.evaluate("document.activeElement.closest('li')?.dataset.id") == node_id:
-                    return
-                kb.press(key)
-        raise AssertionError(f"{node_id} not reached with the arrow keys")
-
     # the chosen node's view opens with the focus in the list, on the node
     page.wait_for_function(f"document.activeElement.closest('li')?.dataset.id === '{STG}'")
-    focus(RAW)
+    focus(page, RAW)
     kb.press("e")
     e(item(page, RAW)).to_contain_text("expanded")
     kb.press("p")
-    focus(MART)
+    focus(page, MART)
     kb.press("p")
     e(page.locator("#status")).to_contain_text("path from dataset raw to dataset mart: 4 steps")
     kb.press("Enter")

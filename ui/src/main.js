@@ -59,6 +59,8 @@ const cy = cytoscape({
     { selector: "node[kind = 'run']", style: { "background-color": "#f4ece0", "border-color": "#9a6b2a", height: 22, width: 150, "font-size": 9 } },
     { selector: "node[kind = 'field']", style: { "background-color": "#dff3e7", "border-color": "#2f9a62", height: 24, width: 130 } },
     { selector: "node[kind = 'item']", style: { "background-color": "#eee2fa", "border-color": "#8a4fc9", height: 40, width: 190, "text-wrap": "wrap" } },
+    { selector: "node[kind = 'element']", style: { "background-color": "#d8f0f0", "border-color": "#17818a", width: 170 } },
+    { selector: "node[kind = 'process']", style: { "background-color": "#fbe9d3", "border-color": "#e08a1e", shape: "rectangle", height: 26, width: 120 } },
     { selector: "node[kind = 'more']", style: { "background-color": "#fff", "border-style": "dashed", "border-color": "#889", color: "#445" } },
     { selector: ":parent", style: { "text-valign": "top", "text-halign": "center", "padding": 10, "background-opacity": 0.35 } },
     { selector: "node[?start]", style: { "border-width": 3 } },
@@ -273,11 +275,15 @@ async function openView(nodeId, keepExpanded = false) {
     state.lastPaintMs = performance.now() - t0;
     state.painted = false; // the first frame drawn after it (two animation frames on): the paint itself
     requestAnimationFrame(() => requestAnimationFrame(() => { state.lastFrameMs = performance.now() - t0; state.painted = true; }));
-    status(`${labelFor(state.start)}: ${state.level} level, depth ${state.depth}, ${state.direction}` +
+    status(`${labelFor(state.start)}: ${levelName()} level, depth ${state.depth}, ${state.direction}` +
       `${state.asOf ? `, version ${state.asOf}` : ""} — ${fmt(cy.nodes().length)} nodes, ${fmt(cy.edges().length)} edges`);
     await showDetails(state.selected);
   } catch (err) { status(err.message, true); }
 }
+
+// an item's (or a process's) view is the same at every level: the page calls it the item level
+const isItem = (n) => n?.kind === "element" || n?.kind === "process";
+function levelName() { return isItem(state.nodes.get(state.start)) ? "item" : state.level; }
 
 function labelFor(id) {
   const n = state.nodes.get(id);
@@ -419,10 +425,11 @@ function renderList() {
     b.type = "button";
     b.className = "node";
     b.tabIndex = n.id === (focused ?? state.selected) ? 0 : -1;
-    const where = n.parent && state.nodes.get(n.parent) ? ` in ${state.nodes.get(n.parent).name ?? ""}` : "";
+    const where = n.parent && state.nodes.get(n.parent) ? ` in ${state.nodes.get(n.parent).name ?? ""}`
+      : n.kind === "element" && n.table ? ` in ${n.table}` : n.kind === "process" ? ` deriving ${n.output}` : "";
     b.innerHTML = `<span class="kind">${esc(n.kind)}</span> <span class="name">${esc(labelOf(n))}</span>${esc(where)}` +
       ` <span class="state">${esc(stateOf(n))}</span>`;
-    b.setAttribute("aria-label", `${n.kind} ${labelOf(n)}${where}, ${state.level} level${stateOf(n) ? ", " + stateOf(n) : ""}`);
+    b.setAttribute("aria-label", `${n.kind} ${labelOf(n)}${where}, ${isItem(n) ? "item" : state.level} level${stateOf(n) ? ", " + stateOf(n) : ""}`);
     b.addEventListener("click", () => activate(n.id));
     li.append(b);
     if (state.level !== "row" && n.kind !== "more" && n.kind !== "item" && n.kind !== "run") {
@@ -534,6 +541,16 @@ async function showDetails(id) {
     } else if (d.kind === "run") {
       html += dl([["state", esc(d.run.state)], ["started", esc(d.run.startedAt)], ["ended", esc(d.run.endedAt)],
         ["job", esc(d.run.jobVersion.name)], ["captured run", esc(d.captured)], ["facets", esc(Object.keys(d.run.facets).join(", "))]]);
+    } else if (d.kind === "element") {
+      const near = (xs) => xs.map((x) => `<li>${esc(x.item)} <small>${esc(x.process)}</small></li>`).join("");
+      html += dl([["item", `<code>${esc(d.item)}</code>`], ["table", esc(d.table)], ["component", esc(d.component)],
+        ["connected set", esc(d.set)]]);
+      html += `<h4>Direct sources (${fmt(d.sourceCount)})</h4><ul>${near(d.sources) || "<li>(none: an input)</li>"}</ul>`;
+      html += `<h4>Direct consumers (${fmt(d.consumerCount)})</h4><ul>${near(d.consumers) || "<li>(none)</li>"}</ul>`;
+      html += `<p><small>Its whole lineage: <code>strata lineage ${esc(d.item)}</code> or GET ${esc(API)}/lineage?item=</small></p>`;
+    } else if (d.kind === "process") {
+      html += dl([["process", `<code>${esc(d.process)}</code>`], ["output", `<code>${esc(d.output)}</code>`]]);
+      html += `<h4>Sources (${fmt(d.sourceCount)})</h4><ul>${d.sources.map((x) => `<li>${esc(x)}</li>`).join("")}</ul>`;
     } else if (d.kind === "field") {
       html += dl([["dataset", esc(d.dataset)], ["type", esc(d.field.type)]]);
       html += `<h4>Derived from</h4><ul>${d.inputs.map((i) => `<li>${esc(i.field)} <small>${esc(i.type)} ${esc(i.subtype)}</small></li>`).join("") || "<li>(no column lineage)</li>"}</ul>`;
@@ -695,7 +712,7 @@ function viewIql() {
   if (state.level === "row") {
     return state.traced ? `TRACE ${quote(state.run)} MATCH ${quote(state.traced.pattern)} LIMIT 1` : state.run ? `TRACE ${quote(state.run)} MATCH '//*'` : "";
   }
-  if (!n) return "";
+  if (!n || n.kind === "element" || n.kind === "process") return "";
   const hops = state.depth > 0 ? `influences(${2 * state.depth})` : "influences(0)";
   const name = quote(n.kind === "field" ? n.dataset : n.name);
   if (state.level === "column") {
@@ -895,7 +912,7 @@ async function init() {
       }
     }
     $("version").value = String(v.version);
-    status(`store version ${v.version}: search for a dataset, job, run or field to start`);
+    status(`store version ${v.version}: search for a dataset, job, run, field or item to start`);
     // a view can be linked: ?node=ID&level=&depth=&direction=&limit=&as_of=
     const url = new URLSearchParams(location.search);
     if (url.get("layout")) state.layout = url.get("layout"); // dagre or columns (default: by size)

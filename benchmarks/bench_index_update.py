@@ -133,7 +133,7 @@ def timed_pair(st, params) -> dict:
                                                     {"update": "recomputed"}))
     full = time.perf_counter() - t0
     shutil.rmtree(copy)
-    keep = ("mode", "update_reason", "new_triples", "affected_components", "files", "touched_s",
+    keep = ("mode", "update_reason", "new_triples", "affected_components", "affected_triples", "files", "touched_s",
             "tables_s", "read_s", "sets_s", "write_s", "scopes_s", "skeletons", "triples", "components")
     return {"incremental_s": round(inc, 3), "full_s": round(full, 3), "ratio": round(full / inc, 1),
             **{k: meta[k] for k in keep if k in meta}}
@@ -150,7 +150,13 @@ def main() -> None:
     ap.add_argument("--draw", choices=("local", "uniform"), default="local",
                     help="trace: the existing triples new ones start from: 2,000 consecutive ones, or from anywhere")
     ap.add_argument("--reuse", action="store_true", help="keep the indexed store of an earlier run")
+    ap.add_argument("--max-share", type=float, default=None,
+                    help="index_update.MAX_AFFECTED_SHARE for this run (1 merges whatever the cost)")
     args = ap.parse_args()
+    if args.max_share is not None:
+        from store.duckdb import index_update
+
+        index_update.MAX_AFFECTED_SHARE = args.max_share
 
     from store.index import IndexParams
     from store.indexing import build_index

@@ -44,9 +44,11 @@ class DuckDBEngine(StoreEngine):
         return index_update.update_index(st, params, meta, extra_meta)
 
     def refresh_scopes(self, st, meta):
-        from store.duckdb import index  # deferred: numpy and the build load only for a build
+        # the rows appended since the scopes merged into them, or the scopes computed whole
+        # (store/duckdb/scope_update.py says when)
+        from store.duckdb import scope_update  # deferred: numpy and the build load only for a build
 
-        return index.refresh_scopes(st, meta)
+        return scope_update.refresh_scopes(st, meta)
 
     def lineage_plan(self, st, item, method, forward):
         """What a lineage of `item` reads on this engine (`LineagePlan.reads`), and its answer

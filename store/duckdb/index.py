@@ -50,7 +50,6 @@ from store.duckdb.tables import arrow_schema
 from store.engine import duckdb_connect
 from store.errors import UserError
 from store.index import layout as L
-from store.index.params import DEFAULT_BUCKETS
 from store.index.scopes import REL_ANCESTOR, REL_COMPLEX, REL_EDGE, ROWS_ROW_GROUP_BYTES, source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits, split_levels
 from store.index.xxh import buckets_of
@@ -621,15 +620,3 @@ def build_index(st, params, message: str = "index: full build", extra_meta: dict
         meta["build_s"] = round(time.perf_counter() - t0, 3)
         tx.set_meta(L.META_KEY, meta)
     return meta
-
-
-def refresh_scopes(st, meta: dict) -> dict:
-    """Recompute only the influence scopes, in this process (the edges did not change)."""
-    t0 = time.perf_counter()
-    buckets = int(meta.get("buckets", DEFAULT_BUCKETS))
-    with st.transaction("index: refresh scopes") as tx:
-        meta = {**meta, **write_scopes(tx, st, buckets), "mode": "scopes", "builder": "local",
-                "scopes_s": round(time.perf_counter() - t0, 3)}
-        tx.set_meta(L.META_KEY, meta)
-    return meta
-

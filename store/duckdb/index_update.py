@@ -53,57 +53,27 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from store import progress
 from store import schema as S
 from store.duckdb import index as X
+from store.duckdb.index_rewrite import Fallback, conform, rewrite_table, row_strings, table_schema
+from store.duckdb.scope_update import update_scopes
 from store.engine import duckdb_connect
 from store.index import layout as L
-from store.index.files import bucket_files, holds_any, read_keys
+from store.index.files import read_keys
 from store.index.scopes import source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
-from store.index.xxh import buckets_of
 from store.segments import parquet_files
 
-MAX_ADDED_FILES = 16  # a bucket gathering more files of added rows than this is merged (sorted) into pieces
-PIECE_BYTES = X.PIECE_BYTES  # a file written again is cut into files of about this many bytes (uncompressed)
-PIECE_MIN_ROWS = X.PIECE_MIN_ROWS
-_ADDED = "-added."  # in the name of a file of added rows
+# The merge reads, recomputes and writes again the affected components' rows, at about twice the
+# cost per triple of the full build (benchmarks/bench_index_update.py on the scale-1 trace): past
+# this share of the index's triples in the affected components, the full recompute is cheaper.
+MAX_AFFECTED_SHARE = 0.5
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
-# a row's identity in each table (unique in it): what a file written again drops
-ROW_KEY = {L.NODES: ("id",), L.TRIPLES: ("src", "dst", L.OP), L.SETDEPS: (L.SRC_CSID, L.DST_CSID),
-           L.SETS: (L.CSID,), L.COMPONENTS: (L.CCID,)}
-
-
-class Fallback(Exception):  # noqa: N818 - a reason, not an error
-    """The update cannot be incremental; the message says why (the meta's `update_reason`)."""
-
-
-def _arrow_schema(name: str):
-    import pyarrow as pa  # deferred: only this path needs pyarrow
-
-    types = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64()}
-    return pa.schema([(f["name"], types[f["type"]]) for f in X.SCHEMAS[name]])
-
-
-def _columns(name: str) -> list[str]:
-    return [f["name"] for f in X.SCHEMAS[name]]
-
-
-def _empty(name: str):
-    return _arrow_schema(name).empty_table()
-
-
-def _conform(name: str, table):
-    """`table` (None: no rows) with exactly the columns and types of index table `name`."""
-    if table is None:
-        return _empty(name)
-    return table.select(_columns(name)).cast(_arrow_schema(name))
 
 
 def _folder(st, name: str) -> str:
@@ -157,133 +127,14 @@ def _tables_of(st, ids) -> dict[str, str]:
     return dict(zip(out.column(S.ID).to_pylist(), out.column(L.TABLE).to_pylist(), strict=True))
 
 
-def _row_strings(table, columns: Sequence[str]):
-    """One string per row joining `columns` (nulls as a mark no value holds): row identity."""
-    import pyarrow as pa  # deferred: only this path needs pyarrow
-    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
-
-    parts = [pc.fill_null(pc.cast(table.column(c), pa.string()), "\x02") for c in columns]
-    if len(parts) == 1:
-        return parts[0]
-    return pc.binary_join_element_wise(*parts, "\x01")
-
-
 def _changes(name: str, old, new):
     """(removed, added): the old rows that are not among the new ones and the new rows that are
     not among the old ones (whole rows compared)."""
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
-    cols = _columns(name)
-    ko, kn = _row_strings(old, cols), _row_strings(new, cols)
+    cols = table_schema(name).names
+    ko, kn = row_strings(old, cols), row_strings(new, cols)
     return old.filter(pc.invert(pc.is_in(ko, value_set=kn))), new.filter(pc.invert(pc.is_in(kn, value_set=ko)))
-
-
-def _write_file(path: str, table, row_group_bytes: int = L.ROW_GROUP_BYTES) -> None:
-    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
-
-    per_row = max(1, table.nbytes // max(table.num_rows, 1))
-    pq.write_table(table, path, compression="zstd", row_group_size=max(1024, row_group_bytes // per_row))
-
-
-def _link(src: str, dst: str) -> None:
-    """`dst` names `src`'s bytes (segment files are never modified), else a copy."""
-    import shutil  # deferred: shutil imports bz2, lzma and more
-
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
-
-
-def _write_pieces(out: str, stem: str, table, row_group_bytes: int = L.ROW_GROUP_BYTES) -> int:
-    """`table` (in order) as files of about PIECE_BYTES each (uncompressed), named in order;
-    returns how many."""
-    per_row = max(1, table.nbytes // max(table.num_rows, 1))
-    rows = max(PIECE_MIN_ROWS, PIECE_BYTES // per_row)
-    n = 0
-    for at in range(0, table.num_rows, rows):
-        _write_file(os.path.join(out, f"{stem}-{n:04d}.c000.zstd.parquet"), table.slice(at, rows), row_group_bytes)
-        n += 1
-    return n
-
-
-def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int) -> dict:
-    """Table `name` in `tx` as its old segment without the rows `removed` (a pyarrow Table with
-    the table's bucket key and ROW_KEY columns) plus the rows `added` (a pyarrow Table of the
-    table's columns), bucket by bucket (module docstring, step 7): a file that holds none of the
-    removed rows is kept (hard-linked; row-group statistics of the bucket key rule most files
-    out unread), a file that holds some is written again without them (in its order, as pieces
-    of about PIECE_BYTES), the added rows of a bucket become one more file sorted by the
-    table's sort columns, and a bucket left with more than MAX_ADDED_FILES such files is merged
-    and sorted into pieces. Returns how many files were kept, written again and added, and
-    how many buckets were merged."""
-    import pyarrow as pa  # deferred: only this path needs pyarrow
-    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
-    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
-
-    key, sort_by = L.LAYOUT[name]
-    folder = X.stage(tx, name)
-    schema = _arrow_schema(name)
-    row_key = ROW_KEY[name]
-    g_bucket = buckets_of(removed.column(key), buckets) if removed.num_rows else np.zeros(0, np.int32)
-    a_bucket = buckets_of(added.column(key), buckets) if added.num_rows else np.zeros(0, np.int32)
-    g_present, a_present = set(np.unique(g_bucket).tolist()), set(np.unique(a_bucket).tolist())
-    tag = uuid.uuid4()
-    order = [(c, "ascending") for c in sort_by]
-
-    def read(f: str):
-        return pq.ParquetFile(f).read(columns=schema.names).cast(schema)
-
-    def one(b: int) -> dict:
-        counts = {"kept": 0, "rewritten": 0, "added": 0, "merged": 0}
-        files = bucket_files(old_folder, [b])
-        if not files and b not in a_present:
-            return counts
-        out = os.path.join(folder, f"{L.BUCKET}={b}")
-        os.makedirs(out, exist_ok=True)
-        drop = removed.filter(pa.array(g_bucket == b)) if b in g_present else None
-        wanted = sorted(set(drop.column(key).to_pylist())) if drop is not None else []
-        gone = _row_strings(drop, row_key) if drop is not None else None
-        clean, kept = [], []
-        for f in files:
-            if not (wanted and holds_any(f, key, wanted)):
-                clean.append(f)
-                continue
-            t = read(f)
-            hit = pc.is_in(_row_strings(t, row_key), value_set=gone)
-            if not pc.any(hit).as_py():
-                clean.append(f)
-                continue
-            kept.append(t.filter(pc.invert(hit)))  # the rows that stay, in their order
-            counts["rewritten"] += 1
-        new = added.filter(pa.array(a_bucket == b)).cast(schema) if b in a_present else None
-        # files of added rows overlap the others' key ranges: past MAX_ADDED_FILES, merge the bucket
-        n_added = sum(1 for f in clean if _ADDED in os.path.basename(f)) + (new is not None)
-        if n_added > MAX_ADDED_FILES:  # merge the bucket: one sorted run, in pieces
-            table = pa.concat_tables([read(f) for f in clean] + kept + ([new] if new is not None else []))
-            if table.num_rows:
-                _write_pieces(out, f"part-{b:05d}-{tag}-m", table.sort_by(order))
-            counts["merged"] += 1
-            return counts
-        for f in clean:
-            _link(f, os.path.join(out, os.path.basename(f)))
-        counts["kept"] += len(clean)
-        for i, t in enumerate(kept):
-            if t.num_rows:
-                _write_pieces(out, f"part-{b:05d}-{tag}-r{i}", t)
-        if new is not None:
-            _write_file(os.path.join(out, f"part-{b:05d}-{tag}{_ADDED}c000.zstd.parquet"), new.sort_by(order))
-            counts["added"] += 1
-        if not os.listdir(out):
-            os.rmdir(out)
-        return counts
-
-    total = {"kept": 0, "rewritten": 0, "added": 0, "merged": 0}
-    with ThreadPoolExecutor(2) as pool:  # pyarrow reads, sorts and writes without the GIL
-        for counts in pool.map(one, range(buckets)):
-            for k, v in counts.items():
-                total[k] += v
-    return total
 
 
 def _new_edges(st, meta: dict):
@@ -384,7 +235,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
         anc_changes = _ancestor_changes(st, meta)
         step.advance(new.num_rows)
     touched = pc.unique(pa.chunked_array([new.column("src"), new.column("dst")]).combine_chunks())
-    old_touched = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", touched))
+    old_touched = conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", touched))
     # 3. merged components over (new triples + touched value -> old ccid)
     ids_c, (s_c, d_c, ot_id, ot_cc) = X.encode(new.column("src"), new.column("dst"),
                                                old_touched.column("id"), old_touched.column(L.CCID))
@@ -402,7 +253,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     t1 = time.perf_counter()
     stored: dict[str, str] = {}
     if anc_changes.ids:
-        hit = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(anc_changes.ids, pa.string())))
+        hit = conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", pa.array(anc_changes.ids, pa.string())))
         stored = dict(zip(hit.column("id").to_pylist(), hit.column(L.TABLE).to_pylist(), strict=True))
     found = _tables_of(st, nv_ids.to_pylist() + list(stored))
     for v, t in stored.items():
@@ -422,10 +273,15 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     if plan.get("splits") != meta["splits"]:
         raise Fallback("the split plan changed (the workflow graph gained tables or edges that move them)")
     timings["tables_s"] = time.perf_counter() - t1
-    # 4. the old rows of the merged components
+    # 4. the old rows of the merged components, once their size says merging costs less
     t1 = time.perf_counter()
-    old = {name: _conform(name, read_keys(folders[name], buckets, L.CCID, o0_ids))
-           for name in (L.TRIPLES, L.SETS, L.SETDEPS, L.COMPONENTS)}
+    old = {L.COMPONENTS: conform(L.COMPONENTS, read_keys(folders[L.COMPONENTS], buckets, L.CCID, o0_ids))}
+    affected_triples = int(pc.sum(old[L.COMPONENTS].column(L.N_TRIPLES)).as_py() or 0)
+    if affected_triples > MAX_AFFECTED_SHARE * int(meta["triples"]):
+        raise Fallback(f"the affected components hold {affected_triples:,} of the index's {int(meta['triples']):,} "
+                       f"triples, more than {MAX_AFFECTED_SHARE:.0%}: a full recompute costs less")
+    old.update({name: conform(name, read_keys(folders[name], buckets, L.CCID, o0_ids))
+                for name in (L.TRIPLES, L.SETS, L.SETDEPS)})
     otr = old[L.TRIPLES]
     ids, (tr_s, tr_d, tr_cc, tr_scs, tr_dcs, n_s, n_d, oc, ol, vv, vl) = X.encode(
         otr.column("src"), otr.column("dst"), otr.column(L.CCID), otr.column(L.SRC_CSID),
@@ -448,7 +304,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     # members whose index_nodes row may change: their component's id changes, or it is split
     may_change = member & ((ccid != occ) | big)
     read_ids = X._take(ids, np.flatnonzero(may_change))
-    old_nodes = _conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", read_ids))
+    old_nodes = conform(L.NODES, read_keys(folders[L.NODES], buckets, "id", read_ids))
     table_of.update(zip(old_nodes.column("id").to_pylist(), old_nodes.column(L.TABLE).to_pylist(), strict=True))
     timings["read_s"] = time.perf_counter() - t1
     # 6. sets inside the affected components
@@ -515,14 +371,14 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
                                     L.N_SETS: pa.array(c_sets, pa.int64())})
     for name in (L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS):
         if name not in changes:
-            changes[name] = _changes(name, old[name], _conform(name, fresh[name]))
+            changes[name] = _changes(name, old[name], conform(name, fresh[name]))
     written = {}
     keep_scopes = _scopes_stay_empty(st, meta, anc_changes)
     with st.transaction("index: incremental update (in-process)") as tx:
         with progress.step("write index", total=len(_COMPONENT_TABLES)) as step:
             for name in _COMPONENT_TABLES:
                 removed, added = changes[name]
-                written[name] = rewrite_table(tx, name, folders[name], removed, _conform(name, added), buckets)
+                written[name] = rewrite_table(tx, name, folders[name], removed, conform(name, added), buckets)
                 step.advance(1)
         timings["write_s"] = time.perf_counter() - t1
         ocomp = old[L.COMPONENTS]
@@ -540,14 +396,15 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
         out.update(plan)
         out.update(counts)
         out.update({"edges_segments": edge_segments, "mode": "incremental", "builder": "local", **extra_meta,
-                    "affected_components": len(comps), "new_triples": new.num_rows,
+                    "affected_components": len(comps), "affected_triples": affected_triples,
+                    "new_triples": new.num_rows,
                     "files": {k: " ".join(f"{n} {what}" for what, n in v.items() if n) for k, v in written.items()}})
-        t1 = time.perf_counter()
+        for k in ("scopes", "scopes_reason", "scope_rows_added", "scopes_merged", "scope_files"):
+            out.pop(k, None)
         if keep_scopes:  # no roots before, none now: the scope tables stay empty
-            out["scope_segments"] = source_segments(st)
-        else:
-            out.update(X.write_scopes(tx, st, buckets))
-        out["scopes_s"] = round(time.perf_counter() - t1, 3)
+            out.update({"scope_segments": source_segments(st), "scopes_s": 0.0})
+        else:  # merged where scope_update.py allows, else computed whole
+            out.update(update_scopes(tx, st, meta, buckets))
         out.update({k: round(v, 3) for k, v in timings.items()})
         out["build_s"] = round(time.perf_counter() - t0, 3)
         tx.set_meta(L.META_KEY, out)

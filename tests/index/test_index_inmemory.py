@@ -374,7 +374,10 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
     table, with every file sorted and in its bucket. Appends bring new values (with their
     containment in the same commit, or held earlier without edges), merge components (a last
     append may chain random values of both graphs, joining large components), and add tables
-    (which can change the split plan: then the update recomputes everything, and says so)."""
+    (which can change the split plan: then the update recomputes everything, and says so).
+    Between them, commits of containment alone (a new value, a cell over two held values, which
+    can join two influence scopes) merge into the scopes (store/duckdb/scope_update.py). The cost
+    rule (index_update.MAX_AFFECTED_SHARE) is off: small graphs would always be recomputed."""
     edges, table_of, second_root, cells, theta = case
     k = data.draw(hst.integers(2, 4), label="appends")
     part = [data.draw(hst.integers(0, k - 1)) for _ in edges]
@@ -394,49 +397,78 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
     seen |= set(values)
     append_graph(st, "test: first part", first, values, table_of, second_root, cells)
     import store.duckdb.index as X
-    import store.duckdb.index_update as U
+    import store.duckdb.index_rewrite as U
+    import store.duckdb.index_update as IU
 
     sizes = (U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS)
     if data.draw(hst.booleans(), label="tiny files"):  # buckets in pieces of 2 rows, merged past 2 added files
         U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS = 2, 1, 2, 1, 2
     params = IndexParams(theta=theta, buckets=3, bands=2)
     modes = []
+    share, IU.MAX_AFFECTED_SHARE = IU.MAX_AFFECTED_SHARE, 1.0
     try:
         build_index(st, params)
-        _appends(st, parts, cells, seen, table_of, second_root, params, base, modes)
+        _appends(st, parts, cells, seen, table_of, second_root, params, base, modes, data)
     finally:
         U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS = sizes
+        IU.MAX_AFFECTED_SHARE = share
     hypothesis_event(modes)
 
 
-def _appends(st, parts, cells, seen, table_of, second_root, params, base, modes) -> None:
+def _appends(st, parts, cells, seen, table_of, second_root, params, base, modes, data) -> None:
     for i, p in enumerate(parts[1:], 1):
         if not p:
             continue
+        if data.draw(hst.booleans(), label="containment alone first"):
+            _containment_append(st, i, seen, table_of, second_root, data)
+            meta = update_index(Store.open(st.root, spark=_no_spark, engine="local"))
+            assert meta["mode"] == "scopes", meta
+            modes.append(f"scopes {meta['scopes']}: {meta.get('scopes_reason', '')}")
+            _same_as_full(st, params, base, i)
         values = sorted({v for e in p for v in e[:2]} - set(cells) - seen)
         seen |= set(values)
         append_graph(st, f"test: part {i}", p, values, table_of, second_root, {})
         meta = update_index(Store.open(st.root, spark=_no_spark, engine="local"))
         modes.append(meta.get("update_reason", meta["mode"]))
         assert meta["mode"] == "incremental" or meta["update_reason"].startswith(_PLAN_CHANGED), meta
-        full = str(base / f"full-{i}")
-        shutil.copytree(st.root, full)
-        build_index(Store.open(full, spark=_no_spark, engine="local"), params)
-        assert_same(snapshot(st.root), snapshot(full))
-        files_sorted(st.root)
-        shutil.rmtree(full)
+        if meta["mode"] == "incremental":
+            modes.append(f"scopes {meta.get('scopes', 'empty')}: {meta.get('scopes_reason', '')}")
+        _same_as_full(st, params, base, i)
+
+
+def _containment_append(st, i: int, seen: set, table_of: dict, second_root: dict, data) -> None:
+    """One commit with no edges: a new value (in a held table, a new one, or none) and a cell
+    over two held values (its complex rows link their roots: two scopes may merge)."""
+    held = sorted(seen)
+    value = f"held{i}"
+    table_of[value] = data.draw(hst.sampled_from(["T0", f"Tnew{i}", None]), label="its table")
+    cell = {f"cell{i}": (data.draw(hst.sampled_from(held)), data.draw(hst.sampled_from(held)))} if held else {}
+    append_graph(st, f"test: containment {i}", [], [value], table_of, second_root, cell)
+    seen.add(value)
+
+
+def _same_as_full(st, params, base, i: int) -> None:
+    full = str(base / f"full-{i}")
+    shutil.copytree(st.root, full)
+    build_index(Store.open(full, spark=_no_spark, engine="local"), params)
+    assert_same(snapshot(st.root), snapshot(full))
+    files_sorted(st.root)
+    shutil.rmtree(full)
 
 
 def hypothesis_event(modes) -> None:
     from hypothesis import event
 
     for m in modes:
-        event(m if m == "incremental" else "recomputed: " + m.split("(")[0].strip())
+        event(m if m == "incremental" or m.startswith("scopes") else "recomputed: " + m.split("(")[0].strip())
 
 
-def test_an_append_inside_components_is_merged_incrementally(tmp_path):
+def test_an_append_inside_components_is_merged_incrementally(tmp_path, monkeypatch):
     """An append whose new values join existing components, one of which merges two large ones,
     is merged (mode `incremental`), rewrites buckets only where rows changed, and equals a full build."""
+    import store.duckdb.index_update as IU
+
+    monkeypatch.setattr(IU, "MAX_AFFECTED_SHARE", 1.0)  # the merged components hold most triples
     triples, tables = batch_triples()
     params = IndexParams(theta=4, buckets=4)
     root = _batch(tmp_path / "s", triples)
@@ -461,13 +493,89 @@ def test_an_append_inside_components_is_merged_incrementally(tmp_path):
     files_sorted(root)
 
 
+def test_an_append_into_components_holding_most_triples_is_recomputed(tmp_path):
+    """The cost rule: when the components an append touches hold more than MAX_AFFECTED_SHARE of
+    the index's triples, the update recomputes the whole index (checked before their rows are
+    read), and says why; a small component's append is merged."""
+    import store.duckdb.index_update as IU
+
+    triples, tables = batch_triples()
+    params = IndexParams(theta=4, buckets=4)
+    root = _batch(tmp_path / "s", triples)
+    build_index(Store.open(root, spark=_no_spark, engine="local"), params)
+    st = Store.open(root, spark=_no_spark, engine="local")
+    size = {c[L.CCID]: c[L.N_TRIPLES] for c in st.local().arrow(L.COMPONENTS).to_pylist()}
+    ccid = {r["id"]: r[L.CCID] for r in st.local().arrow(L.NODES).to_pylist()}
+    total = sum(size.values())
+    # a triple of the smallest and one of the largest component whose ends have tables: a new
+    # value in the table of its dst keeps the workflow graph, and so the split plan
+    with_tables = sorted((size[ccid[a]], a, b) for a, b, _op in triples if tables.get(a) and tables.get(b))
+    for i, ((n, a, b), share, mode) in enumerate([(with_tables[0], IU.MAX_AFFECTED_SHARE, "incremental"),
+                                                   (with_tables[-1], with_tables[-1][0] / total / 2, "full")]):
+        append_graph(st, f"test: one new value {i}", [(a, f"{b}.new{i}", "n")], [f"{b}.new{i}"],
+                     {f"{b}.new{i}": tables[b]}, {}, {})
+        old_share, IU.MAX_AFFECTED_SHARE = IU.MAX_AFFECTED_SHARE, share
+        try:
+            meta = update_index(Store.open(root, spark=_no_spark, engine="local"))
+        finally:
+            IU.MAX_AFFECTED_SHARE = old_share
+        assert meta["mode"] == mode, meta.get("update_reason")
+        if mode == "full":
+            assert meta["update"] == "recomputed" and "a full recompute costs less" in meta["update_reason"]
+        full = str(tmp_path / f"full-{i}")
+        shutil.copytree(root, full)
+        build_index(Store.open(full, spark=_no_spark, engine="local"), params)
+        assert_same(snapshot(root), snapshot(full))
+
+
+def test_containment_alone_merges_into_the_influence_scopes(tmp_path):
+    """A commit with no edges but a cell over values of two tables (two roots, two scopes) and a
+    value under a new table: `strata index` refreshes only the scopes, by merging the new rows
+    (store/duckdb/scope_update.py: the two scopes become one, under the smaller root), and the
+    scope tables equal a full build's; later appends of edges and values merge the same way."""
+    triples, tables = batch_triples()
+    params = IndexParams(theta=4, buckets=4)
+    root = _batch(tmp_path / "s", triples)
+    build_index(Store.open(root, spark=_no_spark, engine="local"), params)
+    st = Store.open(root, spark=_no_spark, engine="local")
+    scopes = {r["id"]: r["scope"] for r in st.local().arrow(L.SCOPE_NODES).to_pylist()}
+    by_scope = collections.defaultdict(list)
+    for v in sorted(scopes):
+        by_scope[scopes[v]].append(v)
+    assert len(by_scope) > 1
+    (s1, vs1), (s2, vs2) = sorted(by_scope.items())[:2]
+    append_graph(st, "test: a cell over two scopes", [], ["lone"], {"lone": "Tlone"}, {},
+                 {"cell": (vs1[0], vs2[0])})
+    meta = update_index(Store.open(root, spark=_no_spark, engine="local"))
+    assert (meta["mode"], meta["scopes"]) == ("scopes", "incremental"), meta.get("scopes_reason")
+    assert meta["scopes_merged"] == 1
+    st = Store.open(root, spark=_no_spark, engine="local")
+    scopes = {r["id"]: r["scope"] for r in st.local().arrow(L.SCOPE_NODES).to_pylist()}
+    assert scopes[vs1[0]] == scopes[vs2[0]] == scopes["cell"] == min(s1, s2)
+    assert scopes["lone"] == "Tlone"
+    # edges along table pairs the workflow graph has: the split plan stays, the update merges
+    a, b = next((a, b) for a, b, _op in triples if tables.get(a) and tables.get(b))
+    for i, new in enumerate([[(a, "after", "m")], [(a, b, "m2"), ("after", "after2", "m")]]):
+        append_graph(st, f"test: edges {i}", new, ["after2" if i else "after"],
+                     {"after": tables[b], "after2": tables[b]}, {}, {})
+        meta = update_index(Store.open(root, spark=_no_spark, engine="local"))
+        assert meta.get("scopes") == "incremental", meta.get("scopes_reason") or meta.get("update_reason")
+        full = str(tmp_path / f"full-{i}")
+        shutil.copytree(root, full)
+        build_index(Store.open(full, spark=_no_spark, engine="local"), params)
+        assert_same(snapshot(root), snapshot(full))
+        files_sorted(root)
+
+
 def test_an_update_keeps_the_skeletons_of_unaffected_components(tmp_path, monkeypatch):
     """Lineage skeletons (index_reads.write_skeletons) after an incremental update: those of
     components the new edges did not touch are moved to the new index, those of affected ones
     written again; each describes its component as the index now holds it."""
     import store.duckdb.index_reads as R
+    import store.duckdb.index_update as IU
 
     monkeypatch.setattr(R, "LARGE_COMPONENT", 3)
+    monkeypatch.setattr(IU, "MAX_AFFECTED_SHARE", 1.0)
     triples, tables = batch_triples()
     root = _batch(tmp_path / "s", triples)
     build_index(Store.open(root, spark=_no_spark, engine="local"), IndexParams(theta=4, buckets=4))

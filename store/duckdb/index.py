@@ -601,8 +601,11 @@ def _base_meta(st, params, ix: Index | None) -> dict:
     return meta
 
 
-def build_index(st, params, message: str = "index: full build", extra_meta: dict | None = None) -> dict:
-    """Build the whole index in this process and commit it (one transaction); returns the meta."""
+def build_index(st, params, message: str = "index: full build", extra_meta: dict | None = None,
+                scopes: Callable[[object], dict] | None = None) -> dict:
+    """Build the whole index in this process and commit it (one transaction); returns the meta.
+    `scopes(tx)`, when given, writes the influence scopes instead of `write_scopes` and returns
+    their meta entries (an update merges into the committed ones: store/duckdb/scope_update.py)."""
     t0 = time.perf_counter()
     graph = read_graph(st)
     ix = compute(graph, params)
@@ -615,7 +618,7 @@ def build_index(st, params, message: str = "index: full build", extra_meta: dict
         edges = (graph.ids, graph.raw_src, graph.raw_dst, graph.process)
         del ix, graph
         t1 = time.perf_counter()
-        meta.update(write_scopes(tx, st, params.buckets, edges))
+        meta.update(write_scopes(tx, st, params.buckets, edges) if scopes is None else scopes(tx))
         meta["scopes_s"] = round(time.perf_counter() - t1, 3)
         meta["build_s"] = round(time.perf_counter() - t0, 3)
         tx.set_meta(L.META_KEY, meta)

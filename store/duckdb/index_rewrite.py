@@ -97,8 +97,8 @@ def _write_pieces(out: str, stem: str, table, row_group_bytes: int = L.ROW_GROUP
     return n
 
 
-def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int,
-                  row_group_bytes: int = L.ROW_GROUP_BYTES) -> dict:
+def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int,  # noqa: C901 - one bucket's files
+                  row_group_bytes: int = L.ROW_GROUP_BYTES, update=None) -> dict:
     """Table `name` in `tx` as its old segment without the rows `removed` (a pyarrow Table with
     the table's bucket key and ROW_KEY columns) plus the rows `added` (a pyarrow Table of the
     table's columns), bucket by bucket (module docstring, step 7): a file that holds none of the
@@ -107,7 +107,10 @@ def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int,
     of about PIECE_BYTES), the added rows of a bucket become one more file sorted by the
     table's sort columns, and a bucket left with more than MAX_ADDED_FILES such files is merged
     and sorted into pieces. Returns how many files were kept, written again and added, and
-    how many buckets were merged. Row groups hold about `row_group_bytes` (uncompressed)."""
+    how many buckets were merged. Row groups hold about `row_group_bytes` (uncompressed).
+    `update` (a function of a file's rows returning them changed in place, in their order, or
+    None when none changes) is asked of every file, which is then read whole: for a change of
+    columns outside the key and sort order, such as a scope's row count in index_scope_nodes."""
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
     import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
@@ -137,15 +140,17 @@ def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int,
         gone = row_strings(drop, row_key) if drop is not None else None
         clean, kept = [], []
         for f in files:
-            if not (wanted and holds_any(f, key, wanted)):
+            if update is None and not (wanted and holds_any(f, key, wanted)):
                 clean.append(f)
                 continue
             t = read(f)
-            hit = pc.is_in(row_strings(t, row_key), value_set=gone)
-            if not pc.any(hit).as_py():
+            hit = pc.is_in(row_strings(t, row_key), value_set=gone) if wanted else None
+            changed = update(t) if update is not None else None
+            if changed is None and (hit is None or not pc.any(hit).as_py()):
                 clean.append(f)
                 continue
-            kept.append(t.filter(pc.invert(hit)))  # the rows that stay, in their order
+            t = t if changed is None else changed
+            kept.append(t if hit is None else t.filter(pc.invert(hit)))  # the rows that stay, in their order
             counts["rewritten"] += 1
         new = added.filter(pa.array(a_bucket == b)).cast(schema) if b in a_present else None
         # files of added rows overlap the others' key ranges: past MAX_ADDED_FILES, merge the bucket

@@ -69,9 +69,10 @@ from store.index.scopes import source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
 from store.segments import parquet_files
 
-# The merge reads, recomputes and writes again the affected components' rows, at about twice the
-# cost per triple of the full build (benchmarks/bench_index_update.py on the scale-1 trace): past
-# this share of the index's triples in the affected components, the full recompute is cheaper.
+# The merge reads, recomputes and writes again the affected components' rows at about twice the
+# full build's cost per triple (benchmarks/bench_index_update.py: the scale-1 trace and an
+# OpenLineage store): it runs while the affected components hold at most this share of the
+# index's triples, else the component tables are recomputed whole (the scopes still merged).
 MAX_AFFECTED_SHARE = 0.5
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
 
@@ -213,9 +214,10 @@ def update_index(st, params, meta: dict, extra_meta: dict | None = None) -> dict
     t0 = time.perf_counter()
     try:
         return _incremental(st, params, meta, extra_meta or {}, t0)
-    except Fallback as why:
+    except Fallback as why:  # the component tables recomputed; the scopes merged where they can be
         return X.build_index(st, params, "index: update (recomputed in-process)",
-                             {**(extra_meta or {}), "update": "recomputed", "update_reason": str(why)})
+                             {**(extra_meta or {}), "update": "recomputed", "update_reason": str(why)},
+                             scopes=lambda tx: update_scopes(tx, st, meta, params.buckets))
 
 
 def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  # noqa: C901, PLR0915

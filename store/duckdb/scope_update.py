@@ -142,6 +142,7 @@ def refresh_scopes(st, meta: dict) -> dict:
 
 def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR0912, PLR0915
     import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
     added = _appended(st, meta)
     old_segs = meta["scope_segments"]
@@ -251,20 +252,33 @@ def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR09
         to = pa.array([label[s] for s in relabelled.column("scope").to_pylist()], pa.string())
         relabelled = relabelled.select(list(_ROWS)).cast(added_rows.schema).set_column(0, "scope", to)
         added_rows = pa.concat_tables([added_rows, relabelled])
-    # vertices of the scopes that grew: their rows of index_scope_nodes carry the new row count
+    # vertices of the scopes that grew: their rows of index_scope_nodes carry the new label and
+    # row count, changed in place in every file (rows sorted by id keep their order)
     changed_old = sorted(n for n in olds if label[n] in grown)
-    members = _query([nodes_folder + "/**/*.parquet"] if changed_old else [],
-                     "select id, scope from src semi join q on src.scope = q.id", q=_ids(changed_old))
-    v_label = {v: label[s] for v, s in _pairs(members, "id", "scope").items()}
-    v_label.update({v: label[ns[0]] for v, ns in v_nodes.items() if ns and v not in v_scope})
-    ids = sorted(v_label)
-    scopes = pa.array([v_label[v] for v in ids], pa.string())
-    node_rows = pa.table({"id": pa.array(ids, pa.string()), "scope": scopes,
-                          "scope_rows": pa.array([total[v_label[v]] for v in ids], pa.int64()),
-                          "scope_bucket": pa.array(buckets_of(scopes, buckets) if ids else np.zeros(0, np.int32),
+    old_keys = pa.array(changed_old, pa.string())
+    to_scope = pa.array([label[n] for n in changed_old], pa.string())
+    to_rows = pa.array([total[label[n]] for n in changed_old], pa.int64())
+    to_bucket = pa.array(buckets_of(to_scope, buckets) if changed_old else np.zeros(0, np.int32), pa.int32())
+
+    def relabel(t):
+        at = pc.index_in(t.column("scope"), value_set=old_keys)
+        hit = pc.is_valid(at)
+        if not pc.any(hit).as_py():
+            return None
+        at = pc.fill_null(at, 0)
+        for col, to in (("scope", to_scope), ("scope_rows", to_rows), ("scope_bucket", to_bucket)):
+            i = t.schema.get_field_index(col)
+            t = t.set_column(i, col, pc.if_else(hit, to.take(at), t.column(col)))
+        return t
+
+    gained_v = sorted(v for v, ns in v_nodes.items() if ns and v not in v_scope)
+    scopes = pa.array([label[v_nodes[v][0]] for v in gained_v], pa.string())
+    node_rows = pa.table({"id": pa.array(gained_v, pa.string()), "scope": scopes,
+                          "scope_rows": pa.array([total[s] for s in scopes.to_pylist()], pa.int64()),
+                          "scope_bucket": pa.array(buckets_of(scopes, buckets) if gained_v else np.zeros(0, np.int32),
                                                    pa.int32())})
-    gone_nodes = pa.table({"id": pa.array(sorted(set(ids) & set(_pairs(members, "id", "scope"))), pa.string())})
-    nodes_written = rewrite_table(tx, L.SCOPE_NODES, nodes_folder, gone_nodes, node_rows, buckets)
+    nodes_written = rewrite_table(tx, L.SCOPE_NODES, nodes_folder, pa.table({"id": pa.array([], pa.string())}),
+                                  node_rows, buckets, update=relabel if changed_old else None)
     rows_written = rewrite_table(tx, L.SCOPE_ROWS_TABLE, rows_folder, pa.table({"scope": pa.array(moved, pa.string())}),
                                  added_rows, buckets, ROWS_ROW_GROUP_BYTES)
     return {"scope_segments": source_segments(st), "scope_rows_added": len(rows),

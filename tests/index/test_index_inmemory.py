@@ -431,8 +431,7 @@ def _appends(st, parts, cells, seen, table_of, second_root, params, base, modes,
         meta = update_index(Store.open(st.root, spark=_no_spark, engine="local"))
         modes.append(meta.get("update_reason", meta["mode"]))
         assert meta["mode"] == "incremental" or meta["update_reason"].startswith(_PLAN_CHANGED), meta
-        if meta["mode"] == "incremental":
-            modes.append(f"scopes {meta.get('scopes', 'empty')}: {meta.get('scopes_reason', '')}")
+        modes.append(f"scopes {meta.get('scopes', 'empty')}: {meta.get('scopes_reason', '')}")
         _same_as_full(st, params, base, i)
 
 
@@ -495,8 +494,8 @@ def test_an_append_inside_components_is_merged_incrementally(tmp_path, monkeypat
 
 def test_an_append_into_components_holding_most_triples_is_recomputed(tmp_path):
     """The cost rule: when the components an append touches hold more than MAX_AFFECTED_SHARE of
-    the index's triples, the update recomputes the whole index (checked before their rows are
-    read), and says why; a small component's append is merged."""
+    the index's triples, the update recomputes the component tables (checked before their rows
+    are read), says why, and merges the scopes still; a small component's append is merged."""
     import store.duckdb.index_update as IU
 
     triples, tables = batch_triples()
@@ -522,6 +521,7 @@ def test_an_append_into_components_holding_most_triples_is_recomputed(tmp_path):
         assert meta["mode"] == mode, meta.get("update_reason")
         if mode == "full":
             assert meta["update"] == "recomputed" and "a full recompute costs less" in meta["update_reason"]
+        assert meta["scopes"] == "incremental", meta.get("scopes_reason")
         full = str(tmp_path / f"full-{i}")
         shutil.copytree(root, full)
         build_index(Store.open(full, spark=_no_spark, engine="local"), params)

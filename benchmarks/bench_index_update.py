@@ -133,8 +133,9 @@ def timed_pair(st, params) -> dict:
                                                     {"update": "recomputed"}))
     full = time.perf_counter() - t0
     shutil.rmtree(copy)
-    keep = ("mode", "update_reason", "new_triples", "affected_components", "affected_triples", "files", "touched_s",
-            "tables_s", "read_s", "sets_s", "write_s", "scopes_s", "skeletons", "triples", "components")
+    keep = ("mode", "update_reason", "scopes", "scopes_reason", "new_triples", "affected_components",
+            "affected_triples", "files", "touched_s", "tables_s", "read_s", "sets_s", "write_s", "scopes_s",
+            "skeletons", "triples", "components")
     return {"incremental_s": round(inc, 3), "full_s": round(full, 3), "ratio": round(full / inc, 1),
             **{k: meta[k] for k in keep if k in meta}}
 

@@ -20,9 +20,8 @@ committed files, for a store on this machine whose derivation edges fit in memor
 6. **Set dependencies, summaries, influence scopes** (scopes.py's definitions: root links
    joined by connected components) with array arithmetic.
 7. **Write** each table with pyarrow into a segment folder of the transaction
-   (`stage_local`): `bucket=N/part-*.parquet`, rows sorted by the table's LAYOUT key and cut
-   into files of about PIECE_BYTES (uncompressed) in key order, row groups of about
-   layout.ROW_GROUP_BYTES (scopes.ROWS_ROW_GROUP_BYTES for
+   (`stage_local`): `bucket=N/part-*.parquet`, rows sorted by the table's LAYOUT key inside
+   each file, row groups of about layout.ROW_GROUP_BYTES (scopes.ROWS_ROW_GROUP_BYTES for
    index_scope_rows), the manifest entry recording the same partition and sort columns as
    Spark's writer. Buckets are Spark's `pmod(xxhash64(key), buckets)` (xxh.py). The commit
    is one transaction: an exception deletes the staged folders, a killed process leaves them
@@ -55,8 +54,6 @@ from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits, split_leve
 from store.index.xxh import buckets_of
 
 _NO = np.iinfo(np.int64).max  # "no value" in min-reductions over codes
-PIECE_BYTES = 4 << 20  # a bucket's rows are written as files of about this many bytes (uncompressed)
-PIECE_MIN_ROWS = 1024
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -386,12 +383,8 @@ def write_bucketed(tx, name: str, n_rows: int, bucket: np.ndarray, order: np.nda
         per_row = max(1, table.nbytes // max(table.num_rows, 1))
         path = os.path.join(folder, f"{L.BUCKET}={b}")
         os.makedirs(path, exist_ok=True)
-        # pieces of about PIECE_BYTES, in key order: an incremental update writes again only
-        # the pieces holding rows it changes (store/duckdb/index_update.py)
-        piece = max(PIECE_MIN_ROWS, PIECE_BYTES // per_row)
-        for k, at in enumerate(range(0, max(table.num_rows, 1), piece)):
-            pq.write_table(table.slice(at, piece), os.path.join(path, f"part-{b:05d}-{tag}-{k:04d}.c000.zstd.parquet"),
-                           compression="zstd", row_group_size=max(1024, row_group_bytes // per_row))
+        pq.write_table(table, os.path.join(path, f"part-{b:05d}-{tag}.c000.zstd.parquet"),
+                       compression="zstd", row_group_size=max(1024, row_group_bytes // per_row))
         return hi - lo
 
     with progress.step(f"write {name}", total=n_rows) as step, ThreadPoolExecutor(2) as pool:

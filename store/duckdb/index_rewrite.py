@@ -21,8 +21,11 @@ from store.index.files import bucket_files, holds_any
 from store.index.xxh import buckets_of
 
 MAX_ADDED_FILES = 16  # a bucket gathering more files of added rows than this is merged (sorted) into pieces
-PIECE_BYTES = X.PIECE_BYTES  # a file written again is cut into files of about this many bytes (uncompressed)
-PIECE_MIN_ROWS = X.PIECE_MIN_ROWS
+# A file written again is cut into files of about this many bytes (uncompressed), in key order,
+# so a later update writes again only the piece holding a row it changes. The full build writes
+# one file per bucket (point reads then open one file; benchmarks/bench_index_layout.py).
+PIECE_BYTES = 4 << 20
+PIECE_MIN_ROWS = 1024
 _ADDED = "-added."  # in the name of a file of added rows
 # a row's identity in each table (unique in it): what a file written again drops
 ROW_KEY = {L.NODES: ("id",), L.TRIPLES: ("src", "dst", L.OP), L.SETDEPS: (L.SRC_CSID, L.DST_CSID),

@@ -3,10 +3,12 @@ the committed index, reading and writing only what they touch.
 
 It applies when the edges were only appended since the index was built (the index meta's
 `edges_segments` are all still committed), the meta records the split plan in full, the tables
-of indexed values did not change, and the split plan over the new workflow graph is the one the
-index was built with. Otherwise (`Fallback`, its reason recorded as `update_reason`) the whole
-index is recomputed (store/duckdb/index.py `build_index`). The steps mirror the Spark merge
-(store/spark/index/maintenance.py):
+of indexed values did not change, the split plan over the new workflow graph is the one the
+index was built with, and the affected components hold at most MAX_AFFECTED_SHARE of the
+index's triples (the merge costs about twice the full build per triple it handles). Otherwise
+(`Fallback`, its reason recorded as `update_reason`) the component tables are recomputed
+(store/duckdb/index.py `build_index`), the influence scopes merged all the same. The steps
+mirror the Spark merge (store/spark/index/maintenance.py):
 
 1. **New triples**: the rows of the `edges` segments the index does not cover, made distinct.
 2. **Touched values**: their rows of `index_nodes`, read by key (`files.read_keys`: the bucket
@@ -21,7 +23,8 @@ index is recomputed (store/duckdb/index.py `build_index`). The steps mirror the 
 5. **Tables** of new values (and of indexed values whose `ancestors` rows changed, which must
    be unchanged) from the `ancestors` rows of just those ids; the workflow graph gains the
    table pairs of the new triples, and the split plan must stay the one in the meta. (This is
-   checked before step 4 reads anything, so a fallback costs little.)
+   checked before step 4 reads anything, so a fallback costs little; so is the cost rule, from
+   the affected components' rows of `index_components`.)
 6. **Sets** (Algorithm 3, `index.connected_sets`) inside the affected components with at
    least θ values; the others are one set each. Set dependencies and summaries follow.
 7. **Write**: the new rows of the affected keys are compared with the old ones (triples and
@@ -31,16 +34,16 @@ index is recomputed (store/duckdb/index.py `build_index`). The steps mirror the 
    statistics of the bucket key rule most files out unread), a file that holds some is written
    again without them, in its order, as pieces of about PIECE_BYTES; the bucket's added rows
    become one more file sorted by the table's sort columns; a bucket that gathers more than
-   MAX_ADDED_FILES such files is merged and sorted into pieces. The full build writes buckets
-   in pieces too, so a change writes again only the pieces it hits. The influence scopes,
-   whose sources changed with the edges, are recomputed as in a full build
-   (`index.write_scopes`), unless the store had and still has no roots (empty scope tables,
-   kept). All of it is one transaction.
+   MAX_ADDED_FILES such files is merged and sorted into pieces (store/duckdb/index_rewrite.py).
+   The full build writes one file per bucket, so the first update that changes a bucket writes
+   all of it again, in pieces; later ones only the pieces they hit. The influence scopes take
+   the appended rows (store/duckdb/scope_update.py), unless the store had and still has no
+   roots (empty scope tables, kept). All of it is one transaction.
 
 What this does not bound by the append: a touched component with at least θ values is read
 whole (its triples, its members' `index_nodes` rows) and Algorithm 3 runs over all of it; new
-values' tables are looked up in all of `ancestors`; the scopes are recomputed in full; and the
-commit hashes every file of the new segments, hard-linked ones included (store/seal.py).
+values' tables are looked up in all of `ancestors`; and the commit hashes every file of the new
+segments, hard-linked ones included (store/seal.py).
 
 The lineage skeletons of large components that were not affected are moved to the new index's
 folder (`index_reads.carry_skeletons`); `write_skeletons` then writes those of affected ones.

@@ -19,11 +19,12 @@ that was a root gains a parent (then it stops being a root, and its scope may fa
    edge's two ends' vertices. Connected components of those links with the smallest id as
    label: an old scope's label is its smallest root, so each merged label is the smallest root
    of the merged scope, what a full computation gives.
-4. **Rows**: the appended rows in their scopes; the old rows of a scope whose label changed
-   (it merged into a smaller one) relabelled; every vertex of a scope that grew or merged
-   gets its row of `index_scope_nodes` again (it carries the scope's row count). Both tables
-   are written as the component tables are (index_update.rewrite_table): only files holding a
-   changed row are written again.
+4. **Rows**: the appended rows in their scopes, one more file per bucket of
+   `index_scope_rows`; the old rows of a scope whose label changed (it merged into a smaller
+   one) relabelled, the files holding them written again; the `index_scope_nodes` rows of a
+   scope that grew or merged changed in place (each carries its scope's label and row count),
+   every file read and those holding such a row written again; new vertices' rows added.
+   Both through index_rewrite.rewrite_table.
 
 `Fallback` (the reason goes into the meta's `scopes_reason`) when a root gained a parent, an
 old vertex gains its first rows under a root (its old edges would join a scope) or a new

@@ -55,10 +55,55 @@ def condition(where: Sequence[tuple[str, object]]):
     return out
 
 
+_RANGES: dict[tuple[str, str], tuple | None] = {}  # (file, column) -> (min, max) over its row groups
+
+
+def _file_range(path: str, column: str):
+    """(min, max) of `column` over the whole file from its footer (read once per process), or
+    None when a row group has no statistics."""
+    import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
+
+    hit = _RANGES.get((path, column), False)
+    if hit is False:
+        md = pq.ParquetFile(path).metadata
+        hit = None
+        if column in md.schema.names:
+            ci = md.schema.names.index(column)
+            stats = [md.row_group(g).column(ci).statistics for g in range(md.num_row_groups)]
+            if stats and all(st is not None and st.has_min_max for st in stats):
+                hit = (min(st.min for st in stats), max(st.max for st in stats))
+        _RANGES[(path, column)] = hit
+    return hit
+
+
+def _may_hold(path: str, where: Sequence[tuple[str, object]]) -> bool:
+    """False when a file's statistics rule out the string equalities or short memberships (at
+    most IN_LIST values) of `where`: a bucket written as several files in key order holds a key
+    in one or two of them. Longer lists are not checked (sorting them per file costs more)."""
+    for column, value in where:
+        many = isinstance(value, (list, tuple, set, frozenset))
+        if many and not 0 < len(value) <= IN_LIST:
+            continue
+        values = sorted(value) if many else [value]
+        if not all(isinstance(v, str) for v in values):
+            continue
+        span = _file_range(path, column)
+        if span is None:
+            continue
+        lo, hi = (x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in span)
+        i = bisect.bisect_left(values, lo)
+        if i == len(values) or values[i] > hi:
+            return False
+    return True
+
+
 def read_buckets(folder: str, buckets: Iterable[int], columns: Sequence[str], where: Sequence[tuple[str, object]]):
     """The rows matching `where` (see `condition`) in the given buckets' files (a pyarrow Table;
-    row groups whose statistics exclude it are skipped), or None when those buckets have no file."""
+    files and row groups whose statistics exclude it are skipped), or None when those buckets
+    have no file."""
     files = bucket_files(folder, buckets)
+    if len(files) > 1:
+        files = [f for f in files if _may_hold(f, where)] or files[:1]
     if not files:
         return None
     con = connection()

@@ -396,13 +396,12 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
     values = sorted(({v for e in first for v in e[:2]} - set(cells)) | early)
     seen |= set(values)
     append_graph(st, "test: first part", first, values, table_of, second_root, cells)
-    import store.duckdb.index as X
     import store.duckdb.index_rewrite as U
     import store.duckdb.index_update as IU
 
-    sizes = (U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS)
+    sizes = (U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS)
     if data.draw(hst.booleans(), label="tiny files"):  # buckets in pieces of 2 rows, merged past 2 added files
-        U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS = 2, 1, 2, 1, 2
+        U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS = 2, 1, 2
     params = IndexParams(theta=theta, buckets=3, bands=2)
     modes = []
     share, IU.MAX_AFFECTED_SHARE = IU.MAX_AFFECTED_SHARE, 1.0
@@ -410,7 +409,7 @@ def test_incremental_updates_in_process_equal_a_full_build(tmp_path_factory, cas
         build_index(st, params)
         _appends(st, parts, cells, seen, table_of, second_root, params, base, modes, data)
     finally:
-        U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS, X.PIECE_BYTES, X.PIECE_MIN_ROWS = sizes
+        U.MAX_ADDED_FILES, U.PIECE_BYTES, U.PIECE_MIN_ROWS = sizes
         IU.MAX_AFFECTED_SHARE = share
     hypothesis_event(modes)
 
@@ -509,7 +508,7 @@ def test_an_append_into_components_holding_most_triples_is_recomputed(tmp_path):
     # a triple of the smallest and one of the largest component whose ends have tables: a new
     # value in the table of its dst keeps the workflow graph, and so the split plan
     with_tables = sorted((size[ccid[a]], a, b) for a, b, _op in triples if tables.get(a) and tables.get(b))
-    for i, ((n, a, b), share, mode) in enumerate([(with_tables[0], IU.MAX_AFFECTED_SHARE, "incremental"),
+    for i, ((_n, a, b), share, mode) in enumerate([(with_tables[0], IU.MAX_AFFECTED_SHARE, "incremental"),
                                                    (with_tables[-1], with_tables[-1][0] / total / 2, "full")]):
         append_graph(st, f"test: one new value {i}", [(a, f"{b}.new{i}", "n")], [f"{b}.new{i}"],
                      {f"{b}.new{i}": tables[b]}, {}, {})

@@ -220,7 +220,19 @@ def update_index(st, params, meta: dict, extra_meta: dict | None = None) -> dict
     except Fallback as why:  # the component tables recomputed; the scopes merged where they can be
         return X.build_index(st, params, "index: update (recomputed in-process)",
                              {**(extra_meta or {}), "update": "recomputed", "update_reason": str(why)},
-                             scopes=lambda tx: update_scopes(tx, st, meta, params.buckets))
+                             scopes=_scope_writer(st, meta, params.buckets))
+
+
+def _scope_writer(st, meta: dict, buckets: int):
+    """What writes the scopes inside a recompute's transaction: nothing when they stay empty
+    (no roots before or after: the empty tables are kept), else `update_scopes`."""
+    try:
+        empty = _scopes_stay_empty(st, meta, _ancestor_changes(st, meta))
+    except Fallback:
+        empty = False
+    if empty:
+        return lambda tx: {"scope_segments": source_segments(st)}
+    return lambda tx: update_scopes(tx, st, meta, buckets)
 
 
 def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  # noqa: C901, PLR0915

@@ -22,11 +22,13 @@ pipelines), indexed once; each round ingests `--append` more in-order events.
 After each append, on the same committed store, one after the other in this process:
 
 - `incremental`: `store.indexing.update_index` (what `strata index` and `strata serve` run);
-  the meta says whether it merged (`mode` incremental) or recomputed, and why;
-- `full`: the full in-process recompute the update used to be (store/duckdb/index.py
-  `build_index`, then the lineage skeletons, as `update_index` wrote them), on a hard-linked
-  copy of the store (`cp -al`), so the incremental updates of later rounds follow each other
-  as in a service.
+  the meta says whether it merged (`mode` incremental) or recomputed the component tables by
+  its cost rule or for another reason (`update_reason`), and how the influence scopes went
+  (`scopes`, `scopes_reason`); `--max-share 1` turns the cost rule off;
+- `full`: the full in-process recompute (store/duckdb/index.py `build_index`, scopes
+  included, then the lineage skeletons, as `update_index` writes them), on a hard-linked copy
+  of the store (`cp -al`), so the incremental updates of later rounds follow each other as in
+  a service.
 
 Both end at the same index (tests/index/test_index_inmemory.py checks equality). Prints one
 JSON line per round.

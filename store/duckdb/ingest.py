@@ -255,9 +255,17 @@ def item_rows(stx, items, edges, granularity: str) -> dict[str, Any] | None:
         S.COMPLEX: {S.VERTEX: ids, S.CE: pa.array(np.zeros(n, np.int32)), S.GRANULARITY: grans, S.ELEM: ids},
         S.EDGES: {S.SRC: edges.column(S.SRC), S.DST: edges.column(S.DST), S.PROCESS: edges.column(S.PROCESS)},
     }
+    return column_tables(columns)
+
+
+def column_tables(columns: Mapping[str, Mapping[str, Any]], triples: bool = False) -> dict[str, Any]:
+    """Each core table's new rows as a pyarrow Table of its stored schema, from its columns
+    (arrays cast to the column's type; None: all null)."""
+    import pyarrow.compute as pc  # deferred: only the column-wise paths need it
+
     out = {}
     for name, cols in columns.items():
-        schema = arrow_schema(stored_schema(name))
+        schema = arrow_schema(stored_schema(name, triples))
         size = len(next(v for v in cols.values() if v is not None))
         out[name] = pa.table([pa.nulls(size, f.type) if cols[f.name] is None else pc.cast(cols[f.name], f.type)
                               for f in schema], schema=schema)
@@ -272,5 +280,5 @@ def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
         return from_path(source)
 
 
-__all__ = ["NotLocal", "TxTables", "ingest_bundle", "item_rows", "load", "stage_rows",
+__all__ = ["NotLocal", "TxTables", "column_tables", "ingest_bundle", "item_rows", "load", "stage_rows",
            "stored_schema", "table_rows"]

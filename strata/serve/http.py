@@ -40,13 +40,16 @@ def error_response(status: int, error: str, hint: str | None = None, headers: di
 
 
 async def require_key(request: Request) -> None:
-    """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`
-    (compared in constant time)."""
-    key = request.app.state.settings.api_key
+    """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`."""
+    check_key(request.app.state.settings.api_key, request.headers.get("authorization", ""))
+
+
+def check_key(key: str | None, authorization: str) -> None:
+    """ApiError 401 unless `key` is None or the Authorization header is `Bearer KEY` (compared
+    in constant time)."""
     if key is None:
         return
-    given = request.headers.get("authorization", "")
-    scheme, _, token = given.partition(" ")
+    scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
         raise ApiError(401, "missing or wrong API key", "send the header 'Authorization: Bearer <key>'")
 

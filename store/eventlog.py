@@ -46,10 +46,17 @@ log = logging.getLogger("strata.eventlog")
 
 @dataclass(frozen=True)
 class Logged:
-    """One event of the log: its key (sha256 of its canonical JSON) and its JSON body."""
+    """One event of the log: its key (sha256 of its canonical JSON) and its JSON body; `text`,
+    when given, is the body as JSON text (its canonical JSON: written as it is, not encoded again)."""
 
     key: str
     body: dict[str, Any]
+    text: str | None = None
+
+    def line(self) -> str:
+        if self.text is None:
+            return json.dumps({"key": self.key, "event": self.body}, separators=(",", ":"), ensure_ascii=False) + "\n"
+        return f'{{"key":"{self.key}","event":{self.text}}}\n'
 
 
 def segment_name(seq: int) -> str:
@@ -78,8 +85,7 @@ class EventLog:
 
     def append(self, records: Sequence[Logged]) -> None:
         """Write `records` to the newest segment and fsync once; durable when this returns."""
-        data = "".join(json.dumps({"key": r.key, "event": r.body}, separators=(",", ":"), ensure_ascii=False)
-                       + "\n" for r in records).encode("utf-8")
+        data = "".join(r.line() for r in records).encode("utf-8")
         with self._lock:
             if self._file is None:
                 self._file = open(self.path(self._seq), "ab")  # noqa: SIM115 - held open across appends

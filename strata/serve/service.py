@@ -35,7 +35,7 @@ from store import Store
 from store.errors import UserError
 from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
 from store.interop.ol_commit import EVENTS_TABLE
-from store.interop.openlineage import event_key
+from store.interop.openlineage import canonical, canonical_key
 from store.segments import parquet_files
 from store.writer_lock import WriterLock, acquire
 from strata.serve import fold
@@ -179,7 +179,11 @@ class Service:
 
     async def append(self, bodies: list[dict[str, Any]]) -> None:
         """Append validated events to the log; returns once they are durable (fsynced)."""
-        fut = self.writer.submit([Logged(event_key(b), b) for b in bodies])
+        records = []
+        for b in bodies:
+            text = canonical(b)  # encoded once: its SHA-256 is the key, and the log stores it
+            records.append(Logged(canonical_key(text), b, text))
+        fut = self.writer.submit(records)
         await asyncio.wrap_future(fut)
 
     def snapshot(self, as_of: int | None = None) -> Snapshot:

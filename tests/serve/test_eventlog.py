@@ -8,6 +8,7 @@ import threading
 import time
 
 from store.eventlog import EventLog, Folder, GroupCommit, Logged
+from store.interop.openlineage import canonical, canonical_key, event_key
 
 
 def logged(n: int, prefix: str = "k") -> list[Logged]:
@@ -37,6 +38,15 @@ def test_requests_that_arrive_together_share_one_fsync(tmp_path):
     assert log.appended == 21 and log.fsyncs == 2
     [seg] = log.rotate()
     assert len(log.read(seg)) == 21
+
+
+def test_an_event_logged_with_its_canonical_text_reads_back_the_same(tmp_path):
+    body = {"run": {"runId": "r"}, "eventTime": "2024-01-01T00:00:00Z", "job": {"name": "ü", "namespace": "n"}}
+    text = canonical(body)
+    log = EventLog(str(tmp_path))
+    log.append([Logged(canonical_key(text), body, text), Logged("plain", {"i": 1})])
+    [seg] = log.rotate()
+    assert log.read(seg) == [Logged(event_key(body), body), Logged("plain", {"i": 1})]
 
 
 def test_a_torn_last_line_is_skipped(tmp_path):

@@ -7,8 +7,9 @@ process over a fresh store, real HTTP clients.
    connected and warm (their start excluded): events/s, fsyncs per event; then how long the
    server takes to fold what they sent into the store. The clients share the machine's cores with
    the server, so the server's own cost is measured too: its CPU seconds (its process and its
-   commits' worker, from /proc) per event, from the clients' start until every event is folded,
-   and the events/s that implies for a server with 2 cores of its own (2 / CPU per event);
+   commits' worker, from /proc) per event, from the clients' start until every event is folded
+   and the component index is at the last commit, and the events/s that implies for a server
+   with 2 cores of its own (2 / CPU per event);
 3. a store of --runs runs over a chain of 200 datasets, ingested in one commit before the server
    starts, then `GET /api/v1/lineage?depth=20` --reads times while one client keeps posting:
    read latency p50/p99, the acknowledgements meanwhile, the server's resident memory.
@@ -79,6 +80,15 @@ def cpu_seconds(pid: int) -> dict[int, float]:
     return out
 
 
+def indexed(srv: Server, timeout: float = 600) -> dict:
+    """Wait until the server's component index is at its newest version; its health then."""
+    deadline = time.monotonic() + timeout
+    while (h := srv.health())["index"]["version"] != h["version"] and time.monotonic() < deadline:
+        assert h["index"]["error"] is None, h["index"]["error"]
+        time.sleep(0.05)
+    return h
+
+
 def one_client(work: Path, n: int) -> None:
     srv = Server(str(work / "acks"), env=SERVER_ENV).start()
     try:
@@ -102,9 +112,10 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
     srv = Server(str(work / "many"), env=SERVER_ENV).start()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
     try:
-        body = dumps(run_event(job="warm", outputs=("warm",), when=now()))  # the commits' worker started
+        body = dumps(run_event(job="warm", inputs=("cold",), outputs=("warm",), when=now()))  # the commits' worker started
         assert httpx.post(f"{srv.url}/api/v1/lineage", content=body, headers=JSON).status_code == 201
         srv.settle(120)
+        indexed(srv)
         before, appended = cpu_seconds(srv.proc.pid), srv.health()["log"]["appended"]
         procs = [subprocess.Popen([sys.executable, "-m", "support.serve_client", srv.url, "1000000",
                                    str(work / f"acked-{c}"), str(c), "", str(seconds)], env=env,
@@ -115,6 +126,8 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
         start = time.perf_counter()
         h = srv.settle(600)
         fold_s = time.perf_counter() - start
+        h = indexed(srv)  # the index brought up to the last commit: its cost is the server's too
+        index_s = time.perf_counter() - start
         after = cpu_seconds(srv.proc.pid)
         events = h["log"]["appended"] - appended  # the warm-up's too: the CPU counts them
         main_s = after[srv.proc.pid] - before[srv.proc.pid]
@@ -123,7 +136,7 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
         print(f"{clients} clients, warm: {n} acks in {took:.2f} s = {n / took:.0f} events/s; "
               f"{h['log']['fsyncs']} fsyncs ({h['log']['appended'] / max(1, h['log']['fsyncs']):.1f} events each); "
               f"folded {h['folder']['folded']} events in {h['folder']['commits']} commits, "
-              f"the last {fold_s:.1f} s after the clients stopped")
+              f"the last {fold_s:.1f} s after the clients stopped, the index at it {index_s:.1f} s after")
         print(f"  server CPU per event: {per * 1000:.3f} ms ({main_s / events * 1000:.3f} ms its process, "
               f"{worker_s / events * 1000:.3f} ms its commits' worker; {events} events) = "
               f"{2 / per:.0f} events/s on 2 cores of its own")

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +119,7 @@ class Service:
         self._newest: _Newest | None = None
         self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
         self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
+        self._waiting: list[tuple[list[Logged], asyncio.Future]] = []  # requests of this loop turn: append
         self.folder.start()
         self._warm()
 
@@ -183,8 +184,20 @@ class Service:
         for b in bodies:
             text = canonical(b)  # encoded once: its SHA-256 is the key, and the log stores it
             records.append(Logged(canonical_key(text), b, text))
-        fut = self.writer.submit(records)
-        await asyncio.wrap_future(fut)
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(self._submit_waiting, loop)
+        self._waiting.append((records, waiter))
+        await waiter
+
+    def _submit_waiting(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the events of the requests that reached `append` in this turn of the event loop to
+        the log's writer as one submission; their waiters are resolved in the loop, all at once,
+        when it is durable (one crossing between the threads each way, not one per request)."""
+        batch, self._waiting = self._waiting, []
+        durable = self.writer.submit([r for records, _ in batch for r in records])
+        durable.add_done_callback(lambda done: loop.call_soon_threadsafe(_resolve, batch, done))
 
     def snapshot(self, as_of: int | None = None) -> Snapshot:
         """The committed version `as_of` (None: the newest committed), open for reads."""
@@ -244,6 +257,17 @@ class Service:
             self._pool.shutdown(wait=True)
         self.log.close()
         self.lock.release()
+
+
+def _resolve(batch: list[tuple[list[Logged], asyncio.Future]], durable: Future) -> None:
+    error = durable.exception()
+    for _, waiter in batch:
+        if waiter.done():  # its request was cancelled meanwhile
+            continue
+        if error is None:
+            waiter.set_result(None)
+        else:
+            waiter.set_exception(error)
 
 
 class ReadOnlyService(Service):

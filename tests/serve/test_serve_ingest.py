@@ -100,3 +100,32 @@ def test_other_requests_go_on_to_the_routers():
 
     doc = asyncio.run(call()).json()
     assert doc["paths"]["/api/v1/lineage"]["post"]["requestBody"]["required"] is True
+
+
+def test_the_requests_of_one_loop_turn_reach_the_log_as_one_submission(tmp_path):
+    from store.eventlog import EventLog, GroupCommit
+    from strata.serve.service import Service as Served
+
+    log = EventLog(str(tmp_path))
+    service = Served.__new__(Served)  # only what append uses: the log's writer and the loop's batch
+    service.writer, service._waiting = GroupCommit(log), []
+    submitted = []
+    submit = service.writer.submit
+    service.writer.submit = lambda records: submitted.append(len(records)) or submit(records)
+
+    async def posts(n):
+        await asyncio.gather(*(service.append([run_event(job=f"j{i}")]) for i in range(n)))
+
+    asyncio.run(posts(10))
+    assert submitted == [10] and log.appended == 10 and log.fsyncs == 1
+
+    def full(records):
+        raise OSError("no space left on device")
+
+    log.append = full  # an fsync that fails fails every request of the batch, none is acknowledged
+
+    async def failing():
+        return await asyncio.gather(*(service.append([run_event()]) for _ in range(3)), return_exceptions=True)
+
+    assert [type(e) for e in asyncio.run(failing())] == [OSError] * 3
+    service.writer.stop()

@@ -116,7 +116,8 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
         assert httpx.post(f"{srv.url}/api/v1/lineage", content=body, headers=JSON).status_code == 201
         srv.settle(120)
         indexed(srv)
-        before, appended = cpu_seconds(srv.proc.pid), srv.health()["log"]["appended"]
+        h0 = srv.health()
+        before, appended = cpu_seconds(srv.proc.pid), h0["log"]["appended"]
         procs = [subprocess.Popen([sys.executable, "-m", "support.serve_client", srv.url, "1000000",
                                    str(work / f"acked-{c}"), str(c), "", str(seconds)], env=env,
                                   stdout=subprocess.PIPE, text=True) for c in range(clients)]
@@ -137,9 +138,11 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
               f"{h['log']['fsyncs']} fsyncs ({h['log']['appended'] / max(1, h['log']['fsyncs']):.1f} events each); "
               f"folded {h['folder']['folded']} events in {h['folder']['commits']} commits, "
               f"the last {fold_s:.1f} s after the clients stopped, the index at it {index_s:.1f} s after")
+        rounds = h["folder"]["commits"] - h0["folder"]["commits"] + h["index"]["updates"] - h0["index"]["updates"]
         print(f"  server CPU per event: {per * 1000:.3f} ms ({main_s / events * 1000:.3f} ms its process, "
               f"{worker_s / events * 1000:.3f} ms its commits' worker; {events} events) = "
-              f"{2 / per:.0f} events/s on 2 cores of its own")
+              f"{2 / per:.0f} events/s on 2 cores of its own; the worker {worker_s / rounds * 1000:.0f} ms "
+              f"per commit ({rounds} commits and index updates)")
     finally:
         srv.stop()
 

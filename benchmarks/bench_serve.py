@@ -9,7 +9,7 @@ process over a fresh store, real HTTP clients.
    the server, so the server's own cost is measured too: its CPU seconds (its process and its
    commits' worker, from /proc) per event, from the clients' start until every event is folded
    and the component index is at the last commit, and the events/s that implies for a server
-   with 2 cores of its own (2 / CPU per event);
+   with 2 cores of its own (2 / CPU per event); and the clients' CPU per event;
 3. a store of --runs runs over a chain of 200 datasets, ingested in one commit before the server
    starts, then `GET /api/v1/lineage?depth=20` --reads times while one client keeps posting:
    read latency p50/p99, the acknowledgements meanwhile, the server's resident memory.
@@ -32,6 +32,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -112,18 +113,22 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
     srv = Server(str(work / "many"), env=SERVER_ENV).start()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
     try:
-        body = dumps(run_event(job="warm", inputs=("cold",), outputs=("warm",), when=now()))  # the commits' worker started
+        # one commit and index update first: the commits' worker is started and warm
+        body = dumps(run_event(job="warm", inputs=("cold",), outputs=("warm",), when=now()))
         assert httpx.post(f"{srv.url}/api/v1/lineage", content=body, headers=JSON).status_code == 201
         srv.settle(120)
         indexed(srv)
         h0 = srv.health()
         before, appended = cpu_seconds(srv.proc.pid), h0["log"]["appended"]
+        waited = resource.getrusage(resource.RUSAGE_CHILDREN)  # the clients' CPU, once they are waited for
         procs = [subprocess.Popen([sys.executable, "-m", "support.serve_client", srv.url, "1000000",
                                    str(work / f"acked-{c}"), str(c), "", str(seconds)], env=env,
                                   stdout=subprocess.PIPE, text=True) for c in range(clients)]
         outs = [p.communicate()[0].split() for p in procs]
         assert [p.returncode for p in procs] == [0] * clients
         n, took = sum(int(o[0]) for o in outs), max(float(o[1]) for o in outs)
+        done = resource.getrusage(resource.RUSAGE_CHILDREN)
+        client_s = done.ru_utime + done.ru_stime - waited.ru_utime - waited.ru_stime
         start = time.perf_counter()
         h = srv.settle(600)
         fold_s = time.perf_counter() - start
@@ -142,7 +147,8 @@ def many_clients(work: Path, clients: int, seconds: float) -> None:
         print(f"  server CPU per event: {per * 1000:.3f} ms ({main_s / events * 1000:.3f} ms its process, "
               f"{worker_s / events * 1000:.3f} ms its commits' worker; {events} events) = "
               f"{2 / per:.0f} events/s on 2 cores of its own; the worker {worker_s / rounds * 1000:.0f} ms "
-              f"per commit ({rounds} commits and index updates)")
+              f"per commit ({rounds} commits and index updates); the clients {client_s / events * 1000:.3f} ms "
+              f"(their start and Python's included)")
     finally:
         srv.stop()
 

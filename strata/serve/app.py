@@ -4,8 +4,8 @@ Routers by resource: strata/serve/ingest.py (POST /api/v1/lineage), marquez.py (
 endpoints), strata_api.py (/api/strata/v1/...). Around them, as plain ASGI middleware: the
 access log (one JSON line per request), the request-size limit (413 before the body is
 read past the limit), CORS when configured, and innermost `ingest.Receive`, which answers
-POST /api/v1/lineage without the routers (its route stays in the OpenAPI document). Every error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its
-traceback here and sends none.
+POST /api/v1/lineage without the routers (its route stays in the OpenAPI document). Every
+error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its traceback here and sends none.
 """
 
 from __future__ import annotations

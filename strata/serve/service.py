@@ -166,17 +166,19 @@ class Service:
                           seconds=round(self._indexed_at - started, 3), error=None)
         log.info("component index at version %d (%s, %.2f s)", version, mode, self._indexed_at - started)
 
-    def _commit(self, events: list[Logged]) -> None:
-        """Commit a batch in the worker process (strata/serve/fold.py); a worker that died is
-        replaced, and the batch stays in the log for the next round."""
+    def _commit(self, paths: list[str]) -> tuple[int, int]:
+        """Commit the events of these closed log segments in the worker process, which reads them
+        (strata/serve/fold.py): (distinct events, lines read). A worker that died is replaced,
+        and the segments stay in the log for the next round."""
         try:
-            version, new = self._worker().submit(fold.commit, self.root, self.engine,
-                                                 [e.body for e in events]).result()
+            version, new, events, read = self._worker().submit(fold.commit, self.root, self.engine, paths).result()
         except BrokenProcessPool:
             self._pool = None
             raise
-        self.version = version
-        log.info("folded %d event(s) (%d new) into version %d", len(events), new, version)
+        if events:
+            self.version = version
+            log.info("folded %d event(s) (%d new) into version %d", events, new, version)
+        return events, read
 
     async def append(self, bodies: list[dict[str, Any]]) -> None:
         """Append validated events to the log; returns once they are durable (fsynced)."""

@@ -5,12 +5,20 @@ process over a fresh store, real HTTP clients.
    latency p50/p99;
 2. --clients processes posting one event at a time for --seconds, counted once every client is
    connected and warm (their start excluded): events/s, fsyncs per event; then how long the
-   server takes to fold what they sent into the store (events folded per second);
+   server takes to fold what they sent into the store. The clients share the machine's cores with
+   the server, so the server's own cost is measured too: its CPU seconds (its process and its
+   commits' worker, from /proc) per event, from the clients' start until every event is folded
+   and the component index is at the last commit, and the events/s that implies for a server
+   with 2 cores of its own (2 / CPU per event); and the clients' CPU per event;
 3. a store of --runs runs over a chain of 200 datasets, ingested in one commit before the server
    starts, then `GET /api/v1/lineage?depth=20` --reads times while one client keeps posting:
    read latency p50/p99, the acknowledgements meanwhile, the server's resident memory.
 
     python benchmarks/bench_serve.py [--acks 500] [--clients 8] [--seconds 10] [--runs 100000] [--reads 300]
+                                     [--server-code DIR] [--only acks,clients,reads]
+
+The server runs this checkout's code (PYTHONPATH), or with --server-code another checkout's (the
+clients are this checkout's), to compare two versions side by side in one session.
 
 4. with --item-store (alone): lineage of items of each class of bench_lineage.py's queries.json
    over `GET /api/strata/v1/lineage?item=` on that store (indexed), first and repeated.
@@ -24,6 +32,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -50,8 +59,39 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(len(xs) * p))] * 1000
 
 
+SERVER_ENV: dict[str, str] = {}  # the server's environment: PYTHONPATH, this checkout or --server-code
+
+
+def cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of a process and of each of its live children, by pid."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            pids += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    except OSError:
+        pass
+    out = {}
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[p] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+    return out
+
+
+def indexed(srv: Server, timeout: float = 600) -> dict:
+    """Wait until the server's component index is at its newest version; its health then."""
+    deadline = time.monotonic() + timeout
+    while (h := srv.health())["index"]["version"] != h["version"] and time.monotonic() < deadline:
+        assert h["index"]["error"] is None, h["index"]["error"]
+        time.sleep(0.05)
+    return h
+
+
 def one_client(work: Path, n: int) -> None:
-    srv = Server(str(work / "acks")).start()
+    srv = Server(str(work / "acks"), env=SERVER_ENV).start()
     try:
         lat = []
         with httpx.Client(base_url=srv.url, timeout=60) as c:
@@ -70,22 +110,45 @@ def one_client(work: Path, n: int) -> None:
 
 
 def many_clients(work: Path, clients: int, seconds: float) -> None:
-    srv = Server(str(work / "many")).start()
+    srv = Server(str(work / "many"), env=SERVER_ENV).start()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
     try:
+        # one commit and index update first: the commits' worker is started and warm
+        body = dumps(run_event(job="warm", inputs=("cold",), outputs=("warm",), when=now()))
+        assert httpx.post(f"{srv.url}/api/v1/lineage", content=body, headers=JSON).status_code == 201
+        srv.settle(120)
+        indexed(srv)
+        h0 = srv.health()
+        before, appended = cpu_seconds(srv.proc.pid), h0["log"]["appended"]
+        waited = resource.getrusage(resource.RUSAGE_CHILDREN)  # the clients' CPU, once they are waited for
         procs = [subprocess.Popen([sys.executable, "-m", "support.serve_client", srv.url, "1000000",
                                    str(work / f"acked-{c}"), str(c), "", str(seconds)], env=env,
                                   stdout=subprocess.PIPE, text=True) for c in range(clients)]
         outs = [p.communicate()[0].split() for p in procs]
         assert [p.returncode for p in procs] == [0] * clients
         n, took = sum(int(o[0]) for o in outs), max(float(o[1]) for o in outs)
+        done = resource.getrusage(resource.RUSAGE_CHILDREN)
+        client_s = done.ru_utime + done.ru_stime - waited.ru_utime - waited.ru_stime
         start = time.perf_counter()
         h = srv.settle(600)
         fold_s = time.perf_counter() - start
+        h = indexed(srv)  # the index brought up to the last commit: its cost is the server's too
+        index_s = time.perf_counter() - start
+        after = cpu_seconds(srv.proc.pid)
+        events = h["log"]["appended"] - appended  # the warm-up's too: the CPU counts them
+        main_s = after[srv.proc.pid] - before[srv.proc.pid]
+        worker_s = sum(t - before.get(p, 0.0) for p, t in after.items() if p != srv.proc.pid)
+        per = (main_s + worker_s) / events
         print(f"{clients} clients, warm: {n} acks in {took:.2f} s = {n / took:.0f} events/s; "
               f"{h['log']['fsyncs']} fsyncs ({h['log']['appended'] / max(1, h['log']['fsyncs']):.1f} events each); "
               f"folded {h['folder']['folded']} events in {h['folder']['commits']} commits, "
-              f"the last {fold_s:.1f} s after the clients stopped")
+              f"the last {fold_s:.1f} s after the clients stopped, the index at it {index_s:.1f} s after")
+        rounds = h["folder"]["commits"] - h0["folder"]["commits"] + h["index"]["updates"] - h0["index"]["updates"]
+        print(f"  server CPU per event: {per * 1000:.3f} ms ({main_s / events * 1000:.3f} ms its process, "
+              f"{worker_s / events * 1000:.3f} ms its commits' worker; {events} events) = "
+              f"{2 / per:.0f} events/s on 2 cores of its own; the worker {worker_s / rounds * 1000:.0f} ms "
+              f"per commit ({rounds} commits and index updates); the clients {client_s / events * 1000:.3f} ms "
+              f"(their start and Python's included)")
     finally:
         srv.stop()
 
@@ -116,7 +179,7 @@ def reads_while_writing(work: Path, runs: int, reads: int) -> None:
     root = str(work / "reads")
     took = chain_store(root, runs)
     print(f"store of {runs} runs over 200 datasets: ingested in one commit in {took:.1f} s")
-    srv = Server(root).start(timeout=600)
+    srv = Server(root, env=SERVER_ENV).start(timeout=600)
     try:
         with httpx.Client(base_url=srv.url, timeout=600) as c:
             start = time.perf_counter()
@@ -187,15 +250,23 @@ def main() -> None:
     ap.add_argument("--item-store", help="only: lineage of items over HTTP on this indexed store (bench_lineage.py's)")
     ap.add_argument("--queries", help="its queries.json (default: beside the store)")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--server-code", help="run the server from this checkout (default: this one)")
+    ap.add_argument("--only", default="acks,clients,reads", help="which parts to run (comma-separated)")
     args = ap.parse_args()
+    SERVER_ENV["PYTHONPATH"] = str(Path(args.server_code).resolve() if args.server_code else ROOT)
+    print(f"server code: {SERVER_ENV['PYTHONPATH']}")
+    only = set(args.only.split(","))
     if args.item_store:
         item_lineage(args.item_store, args.queries or str(Path(args.item_store).parent / "queries.json"), args.rounds)
         return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        one_client(work, args.acks)
-        many_clients(work, args.clients, args.seconds)
-        reads_while_writing(work, args.runs, args.reads)
+        if "acks" in only:
+            one_client(work, args.acks)
+        if "clients" in only:
+            many_clients(work, args.clients, args.seconds)
+        if "reads" in only:
+            reads_while_writing(work, args.runs, args.reads)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,21 @@ def item_hex(item_id: int) -> str:
     return f"{item_id & _MASK:016x}"
 
 
+def item_element_ids(datasets, ids):
+    """:func:`item_hex` for arrays: ``<dataset>#<16 hex digits>`` for each pair of ``datasets``
+    (a pyarrow string array) and ``ids`` (a numpy int64 array of the same length), as a pyarrow
+    string array, without a Python call per id."""
+    import numpy as np  # deferred: the driver model alone needs numpy here
+    import pyarrow as pa  # deferred: and pyarrow
+    import pyarrow.compute as pc  # deferred: and pyarrow
+
+    digits = np.frombuffer(b"".join(f"{b:02x}".encode() for b in range(256)), np.uint8).reshape(256, 2)
+    big_endian = np.ascontiguousarray(np.asarray(ids, np.int64)).astype(">u8").view(np.uint8).reshape(-1, 8)
+    text = np.ascontiguousarray(digits[big_endian].reshape(-1, 16))
+    hexes = pa.array(text.view("S16").ravel(), pa.binary()).cast(pa.string())
+    return pc.binary_join_element_wise(datasets, hexes, "#")
+
+
 def operator_id(run: str, oid: int) -> str:
     """The store element of operator ``oid`` of captured run ``run``: ``<run>/op<oid>``
     (capture/storing/to_model.py; its output items are ``<run>/op<oid>/out#<hex>``)."""

@@ -13,8 +13,10 @@ deleted once every event in it is committed.
   takes everything pending, appends it, fsyncs ONCE, and resolves every waiter's future. So the
   requests that arrive together share one fsync.
 - `Folder` is the one committing thread: as soon as the previous commit finished and events are
-  waiting, it rotates the log, commits the closed segments' events with `commit(events)` (the
-  caller's function: `store.interop.ol_commit.ingest_events`), then deletes those segments.
+  waiting, it rotates the log, has the closed segments' events committed with `commit(paths)`
+  (the caller's function, which reads them with `distinct`: the server's reads them in its
+  commits' worker and commits them with `store.interop.ol_commit.ingest_events`), then deletes
+  those segments.
 
 Crash semantics: an event is acknowledged only after its fsync, so a crash loses no acknowledged
 event; a torn last line (a write the crash cut short, never acknowledged) is skipped. On start
@@ -46,10 +48,17 @@ log = logging.getLogger("strata.eventlog")
 
 @dataclass(frozen=True)
 class Logged:
-    """One event of the log: its key (sha256 of its canonical JSON) and its JSON body."""
+    """One event of the log: its key (sha256 of its canonical JSON) and its JSON body; `text`,
+    when given, is the body as JSON text (its canonical JSON: written as it is, not encoded again)."""
 
     key: str
     body: dict[str, Any]
+    text: str | None = None
+
+    def line(self) -> str:
+        if self.text is None:
+            return json.dumps({"key": self.key, "event": self.body}, separators=(",", ":"), ensure_ascii=False) + "\n"
+        return f'{{"key":"{self.key}","event":{self.text}}}\n'
 
 
 def segment_name(seq: int) -> str:
@@ -78,8 +87,7 @@ class EventLog:
 
     def append(self, records: Sequence[Logged]) -> None:
         """Write `records` to the newest segment and fsync once; durable when this returns."""
-        data = "".join(json.dumps({"key": r.key, "event": r.body}, separators=(",", ":"), ensure_ascii=False)
-                       + "\n" for r in records).encode("utf-8")
+        data = "".join(r.line() for r in records).encode("utf-8")
         with self._lock:
             if self._file is None:
                 self._file = open(self.path(self._seq), "ab")  # noqa: SIM115 - held open across appends
@@ -101,20 +109,7 @@ class EventLog:
 
     def read(self, seq: int) -> list[Logged]:
         """The events of segment `seq`; a torn last line (never acknowledged) is skipped."""
-        out: list[Logged] = []
-        with open(self.path(seq), "rb") as fh:
-            lines = fh.read().split(b"\n")
-        for n, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                out.append(Logged(rec["key"], rec["event"]))
-            except (ValueError, KeyError, TypeError):
-                if n < len(lines) - 1 and any(x.strip() for x in lines[n + 1:]):
-                    log.warning("event log %s: line %d is not an event; skipped", self.path(seq), n + 1)
-                # else: the torn tail of a write a crash cut short, never acknowledged
-        return out
+        return read_segment(self.path(seq))
 
     def delete(self, seqs: Sequence[int]) -> None:
         for s in seqs:
@@ -127,6 +122,35 @@ class EventLog:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+def read_segment(path: str) -> list[Logged]:
+    """The events of the segment at `path`; a torn last line (never acknowledged) is skipped."""
+    out: list[Logged] = []
+    with open(path, "rb") as fh:
+        lines = fh.read().split(b"\n")
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            out.append(Logged(rec["key"], rec["event"]))
+        except (ValueError, KeyError, TypeError):
+            if n < len(lines) - 1 and any(x.strip() for x in lines[n + 1:]):
+                log.warning("event log %s: line %d is not an event; skipped", path, n + 1)
+            # else: the torn tail of a write a crash cut short, never acknowledged
+    return out
+
+
+def distinct(paths: Sequence[str]) -> tuple[list[Logged], int]:
+    """The events of these segments, each key once (its first line), and how many lines they held."""
+    events: dict[str, Logged] = {}
+    read = 0
+    for path in paths:
+        for e in read_segment(path):
+            events.setdefault(e.key, e)
+            read += 1
+    return list(events.values()), read
 
 
 def _fsync_dir(folder: str) -> None:
@@ -186,8 +210,9 @@ class GroupCommit:
 class Folder:
     """The one committing thread: moves the log's events into store commits (module docstring).
 
-    commit(events) commits a list of `Logged` events (deduplicated by key) and may raise; the
-    segments are deleted only after it returned, so a failed commit is retried on the next
+    commit(paths) commits the events of the closed segments at `paths` (each key once: `distinct`)
+    and returns (distinct events, lines read); it may raise. The segments are deleted only after
+    it returned, so a failed commit is retried on the next
     round (after `retry_s`) and at the next start. `after(idle)`, when given, runs in this thread
     after each round, told whether no event is waiting (the server's index upkeep),
     but not once a stop was asked for."""
@@ -213,18 +238,12 @@ class Folder:
         seqs = self.log.rotate()
         if not seqs:
             return 0
-        events: dict[str, Logged] = {}
-        read = 0
-        for s in seqs:
-            for e in self.log.read(s):
-                events.setdefault(e.key, e)
-                read += 1
+        events, read = self._commit([self.log.path(s) for s in seqs])
         if events:
-            self._commit(list(events.values()))
             self.commits += 1
         self.log.delete(seqs)
         self.folded += read  # every line of the log, duplicates included (health compares it to `appended`)
-        return len(events)
+        return events
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="strata-folder", daemon=True)

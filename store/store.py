@@ -104,6 +104,22 @@ class StoreTransaction:
             raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
         pq.write_table(rows, os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
 
+    def ingest_items(self, source: str, items, edges, granularity: str) -> IngestCounts | None:
+        """Stage a bulk of new item elements (a pyarrow Table ``items`` of id, parent) and edges
+        between them (``edges``: src, process, dst) column-wise, on a local store, when set-wise
+        checks show them valid (``store.duckdb.ingest.item_rows``, which says what is checked);
+        None otherwise (nothing staged: ingest them as a bundle instead). Ids already in the
+        store are left out."""
+        from store.duckdb.ingest import item_rows, stage_rows  # deferred: the DuckDB wing loads pyarrow
+
+        rows = item_rows(self, items, edges, granularity)
+        if rows is None:
+            return None
+        stage_rows(self, source, rows, self.catalog)
+        counts = IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
+        self.counts = self.counts + counts
+        return counts
+
     def ingest(self, source, *, triples: bool = False, engine: Engine | None = None) -> IngestCounts:
         """Validate a bundle (or, with ``triples``, a triples file) against everything committed or
         staged so far, then stage its rows. engine: where it runs; None: the store's choice for

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation
@@ -29,7 +31,7 @@ from capture import jvm
 from capture.id_columns import hydrate
 from capture.ids import hydrate_rows, is_hidden
 from capture.operators import OperatorProv
-from capture.storing import catalog_tables, tee, to_model
+from capture.storing import assoc_columns, catalog_tables, tee, to_model
 from capture.storing.associations import assoc_rows, identity_rows
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.storing.runs import require_current_format, slots_json
@@ -267,12 +269,12 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
 
 
 # The most ids a store copy may hold for the driver to map the run into the model itself
-# (``_driver_model``: Python rows, a few KB per id on the way: 3.4 GB for TPC-H Q1's 600,000 at
-# sf 0.1); a run with more is modelled with Spark (``_spark_model``). Below it the driver is also
-# the faster (Q1 sf 0.1: 39 s in all on the driver, 64 s in the Spark model alone), and the Spark
-# model of some shapes needs far more memory than the run: TPC-DS Q47 at sf 0.01 (492,000 ids
-# in 100 rows from three windowed copies of a CTE) exhausted a 1 GB driver heap there and ran
-# 45 minutes in a 2 GB one, against 35 s in all on the driver.
+# (``_driver_model``: about 2 KB per id at the peak, mostly the Arrow strings of the items and
+# edges and their staging: 1.3 GB for TPC-H Q1's 600,000 at sf 0.1, which make 1.2M items and
+# edges); a run with more is modelled with Spark (``_spark_model``). Below it the driver is also
+# much the faster, and the Spark model of some shapes needs far more memory than the run: TPC-DS
+# Q47 at sf 0.01 (492,000 ids in 100 rows from three windowed copies of a CTE) exhausted a 1 GB
+# driver heap there and ran 45 minutes in a 2 GB one, against 35 s in all on the driver.
 DRIVER_MODEL_IDS = 1_000_000
 
 
@@ -296,25 +298,38 @@ def _stored_ids(folder: str) -> int:
 
 
 def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipeline: str,
-                  run_attrs: dict[str, Any], info_out: dict[str, Any]) -> dict[str, Any]:
-    """The run's bundle computed on the driver, no Spark job: the hidden columns of the store copy
-    just written into ``folder`` read with pyarrow, the derived ids added (``hydrate_rows``), the
-    associations and identity rows computed from them (``assoc_rows``, ``identity_rows``)."""
+                  run_attrs: dict[str, Any], info_out: dict[str, Any]) -> None:
+    """Ingest the run's bundle computed on the driver, no Spark job: the hidden columns of the
+    store copy just written into ``folder`` read with pyarrow and the associations computed from
+    them — column-wise (capture/storing/assoc_columns.py) where the slots allow, else row by row
+    (the derived ids added by ``hydrate_rows``, ``assoc_rows``, ``identity_rows``); the few
+    elements ingested as a bundle, the items and edges column-wise
+    (``StoreTransaction.ingest_items``)."""
 
-    rows: list[dict] = []
+    parts = []
     for f in parquet_files(folder):
-        hidden = [n for n in pq.read_schema(f).names if is_hidden(n)]
-        rows += pq.read_table(f, columns=hidden).to_pylist()
-    rows = hydrate_rows(rows, cap.derived)
-    stored = assoc_rows(rows, cap.slots)
-    assoc = stored + identity_rows(stored, ops, cap.result_oid, (r[cap.id_col] for r in rows))
+        parts.append(pq.read_table(f, columns=[n for n in pq.read_schema(f).names if is_hidden(n)]))
+    table = pa.concat_tables(parts, promote_options="permissive")
+    if assoc_columns.columnar(cap.slots, cap.derived):
+        stored = assoc_columns.assoc_columns(table, cap.slots)
+        assoc = np.concatenate([stored, assoc_columns.identity_columns(stored, ops, cap.result_oid,
+                                                                       table.column(cap.id_col))])
+    else:
+        rows = hydrate_rows(table.to_pylist(), cap.derived)
+        del table
+        tuples = assoc_rows(rows, cap.slots)
+        tuples += identity_rows(tuples, ops, cap.result_oid, (r[cap.id_col] for r in rows))
+        assoc = np.array([r[:4] for r in tuples], np.int64).reshape(-1, 4)
     known = TxTables(tx)
 
     def existing(ids):
         rel = known.matching(S.VERTICES, ids)
         return set() if rel is None else {r[0] for r in rel.select(S.ID).fetchall()}
 
-    return to_model.driver_bundle(run, pipeline, ops, assoc, existing, run_attrs, info_out)
+    small, items, edges = to_model.driver_items(run, pipeline, ops, assoc, existing, run_attrs, info_out)
+    tx.ingest(small)
+    if tx.ingest_items(run, items, edges, to_model.ITEM) is None:
+        tx.ingest(to_model.items_bundle(items, edges, existing(items.column("id").to_pylist())))
 
 
 def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, pipeline: str,
@@ -452,8 +467,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 info_out = {"path": name, "format": fmt}
                 if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
                         and _stored_ids(folder) <= DRIVER_MODEL_IDS:
-                    phases["model"] = _timed(lambda: tx.ingest(_driver_model(
-                        tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out)))
+                    phases["model"] = _timed(lambda: _driver_model(
+                        tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out))
                 else:
                     phases["model"] = _timed(lambda: _spark_model(
                         tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup, checkpoints))

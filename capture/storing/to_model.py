@@ -12,8 +12,9 @@ process gset: Operator ⪯ Run ⪯ Pipeline      data gset: Item ⪯ Dataset
 
 Elements already in the store (the pipeline, source datasets and their items from earlier
 runs) are left out. ``sections`` builds the bundle as Spark DataFrames (any run);
-``driver_bundle`` builds the same bundle as plain records from associations already on the
-driver (a small run on a local store, ingested without Spark). This is the only module that
+``driver_items`` builds the same rows on the driver from associations already there (a small run
+on a local store, ingested without Spark: the few elements as a bundle, the items and edges
+column-wise). This is the only module that
 knows the store's section DataFrame layout (store/bundle.py SECTION_SCHEMAS).
 """
 
@@ -26,7 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from capture.id_columns import item_element_column
-from capture.ids import dataset_element_id, item_hex, operator_id
+from capture.ids import dataset_element_id, item_element_ids, operator_id
 from capture.operators import OperatorProv, OpType
 from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID
 from store.bundle import normalize
@@ -132,35 +133,68 @@ def sections(spark, run: str, pipeline: str, ops: list[OperatorProv], assoc: Dat
     }
 
 
-def driver_bundle(run: str, pipeline: str, ops: list[OperatorProv], assoc: Iterable[tuple],
-                  existing: Callable[[Iterable[str]], set[str]], run_attrs: dict[str, Any],
-                  output: dict[str, Any]) -> dict[str, Any]:
+def driver_items(run: str, pipeline: str, ops: list[OperatorProv], assoc,
+                 existing: Callable[[Iterable[str]], set[str]], run_attrs: dict[str, Any],
+                 output: dict[str, Any]) -> tuple[dict[str, Any], Any, Any]:
     """:func:`sections` on the driver, for a run small enough to hold its associations in memory
-    (``assoc``: ``(oid, out_id, input, in_id, pos)`` tuples, capture/storing/materialize.py
-    ``assoc_rows``): the same bundle as plain records, each edge once, every element
-    ``existing`` reports (ids already in the store) left out."""
+    (``assoc``: an ``(n, 4)`` int64 array of ``(oid, out_id, input, in_id)``,
+    capture/storing/assoc_columns.py, or of ``assoc_rows``' tuples cut to those), in two parts:
+    the bundle of the few elements (pipeline, run, operators, datasets; those ``existing``
+    reports, ids already in the store, left out), and the items
+    and edges as pyarrow Tables, ``(id, parent)`` and ``(src, process, dst)``, each row once,
+    for ``StoreTransaction.ingest_items`` (which leaves out items already in the store) —
+    or, should its checks fail, :func:`items_bundle`. Computed column-wise (numpy, Arrow):
+    an item is a (dataset, id) pair until its element id is formatted, once."""
+    import numpy as np  # deferred: the Spark model does not need numpy
+    import pyarrow as pa  # deferred: nor pyarrow
+
     by_oid = {o.oid: o for o in ops}
-    out_ds = {o.oid: dataset_id(run, o) for o in ops}
-    in_ds = {(o.oid, i): dataset_id(run, by_oid[inp.pred]) for o in ops for i, inp in enumerate(o.inputs)}
-    items: dict[str, str] = {}
-    edges: dict[tuple[str, str, str], None] = {}
-    for oid, out_id, k, in_id, _pos in assoc:
-        src = f"{in_ds[(oid, k)]}#{item_hex(in_id)}"
-        dst = f"{out_ds[oid]}#{item_hex(out_id)}"
-        items.setdefault(dst, out_ds[oid])
-        items.setdefault(src, in_ds[(oid, k)])
-        edges[(src, operator_id(run, oid), dst)] = None
+    names = sorted({dataset_id(run, o) for o in ops})
+    code = {n: c for c, n in enumerate(names)}
+    width = 1 + max((len(o.inputs) for o in ops), default=0)
+    top = max(by_oid) + 1
+    out_code = np.zeros(top, np.int64)  # oid -> the code of its output dataset
+    in_code = np.zeros(top * width, np.int64)  # oid * width + input -> the code of that input's dataset
+    for o in ops:
+        out_code[o.oid] = code[dataset_id(run, o)]
+        for i, inp in enumerate(o.inputs):
+            in_code[o.oid * width + i] = code[dataset_id(run, by_oid[inp.pred])]
+    oid, out_id, k, in_id = np.asarray(assoc, np.int64).reshape(-1, 4).T
+    edge_rows = pa.table({"oid": oid, "in_ds": in_code[oid * width + k], "in_id": in_id,
+                          "out_ds": out_code[oid], "out_id": out_id})
+    edge_rows = edge_rows.group_by(["oid", "in_ds", "in_id", "out_ds", "out_id"]).aggregate([])
+    item_rows = pa.concat_tables([
+        edge_rows.select(["in_ds", "in_id"]).rename_columns(["ds", "id"]),
+        edge_rows.select(["out_ds", "out_id"]).rename_columns(["ds", "id"])]).group_by(["ds", "id"]).aggregate([])
+    datasets = pa.array(names, pa.string())
+
+    def codes(col):
+        return pa.array(col.to_numpy())
+
+    def element_ids(ds, ids):
+        return item_element_ids(datasets.take(codes(ds)), ids.to_numpy())
+
+    procs = pa.array([operator_id(run, o) for o in range(top)], pa.string())
+    edge_table = pa.table({"src": element_ids(edge_rows["in_ds"], edge_rows["in_id"]),
+                           "process": procs.take(codes(edge_rows["oid"])),
+                           "dst": element_ids(edge_rows["out_ds"], edge_rows["out_id"])})
+    item_table = pa.table({"id": element_ids(item_rows["ds"], item_rows["id"]),
+                           "parent": datasets.take(codes(item_rows["ds"]))})
     elements = small_elements(run, pipeline, ops, run_attrs, output)
-    elements += [{"id": i, "granularity": ITEM, "parents": [ds]} for i, ds in items.items()]
     known = existing([e["id"] for e in elements])
-    return {
-        "format": "strata-bundle/1",
-        "gsets": GSETS,
-        "types": [],
-        "elements": [e for e in elements if e["id"] not in known],
-        "vertices": [],
-        "edges": [{"src": a, "process": b, "dst": c} for a, b, c in edges],
-    }
+    small = {"format": "strata-bundle/1", "gsets": GSETS, "types": [],
+             "elements": [e for e in elements if e["id"] not in known], "vertices": [], "edges": []}
+    return small, item_table, edge_table
+
+
+def items_bundle(items, edges, known: set[str]) -> dict[str, Any]:
+    """:func:`driver_items`' items and edges as a bundle of their own (ingested record by record),
+    the items in ``known`` (already in the store) left out."""
+    return {"format": "strata-bundle/1", "gsets": GSETS, "types": [],
+            "elements": [{"id": i, "granularity": ITEM, "parents": [p]} for i, p in
+                         zip(items.column("id").to_pylist(), items.column("parent").to_pylist(), strict=True)
+                         if i not in known],
+            "vertices": [], "edges": edges.to_pylist()}
 
 
 CHECKPOINTED = ("elements", "edges")

@@ -193,6 +193,85 @@ def stage_rows(stx, source: str, rows: Mapping[str, Any], catalog, triples: bool
     stx.set_catalog(catalog)
 
 
+def item_rows(stx, items, edges, granularity: str) -> dict[str, Any] | None:
+    """The rows a bulk of items and edges adds to each core table, computed column-wise with
+    Arrow — or None when a set-wise check fails, and the caller ingests them as a bundle instead
+    (record by record, `ingest_bundle`, which names the problem).
+
+    ``items``: a pyarrow Table (id, parent), each a new element of ``granularity`` with one
+    parent, distinct ids; those already vertices in the store are left out, as a bundle producer
+    leaves out ids it knows. ``edges``: (src, process, dst), distinct. They are the rows
+    `table_rows` makes of the bundle of those elements and edges when: ``granularity`` is a data
+    granularity; every parent is an element (committed or staged) strictly coarser than it; every
+    edge end is one of ``items`` (new or already in the store: a data vertex either way); and
+    every process is a process vertex. Capture's model of a run has this shape
+    (capture/storing/to_model.py `driver_items`): millions of rows at the cost of a few joins."""
+    import numpy as np  # deferred: only this path needs numpy
+    import pyarrow.compute as pc  # deferred with it
+
+    tables = TxTables(stx)
+    catalog = stx.catalog
+    if catalog.all_kinds().get(granularity) != "data":
+        return None
+    ends = pc.unique(pa.chunked_array([*edges.column(S.SRC).chunks, *edges.column(S.DST).chunks], pa.string()))
+    if len(ends) and not pc.all(pc.is_in(ends, value_set=items.column(S.ID).combine_chunks())).as_py():
+        return None
+    processes = pc.unique(edges.column(S.PROCESS)) if edges.num_rows else pa.array([], pa.string())
+    found = tables.lookup(S.VERTICES, S.KIND, processes)
+    if len(found) < len(processes) or set(found.values()) - {"process"}:
+        return None
+    parents = pc.unique(items.column(S.PARENT)) if items.num_rows else pa.array([], pa.string())
+    coarser = {p for c, p in catalog.strict_pairs() if c == granularity}
+    found = tables.lookup(S.ELEMENTS, S.GRANULARITY, parents)
+    if len(found) < len(parents) or not set(found.values()) <= coarser:
+        return None
+    known = tables.matching(S.VERTICES, items.column(S.ID))
+    if known is not None:
+        old = known.select(S.ID).arrow()
+        old = old if isinstance(old, pa.Table) else old.read_all()
+        if old.num_rows:
+            items = items.filter(pc.invert(pc.is_in(items.column(S.ID), value_set=old.column(S.ID).combine_chunks())))
+    n = items.num_rows
+    ids = items.column(S.ID)
+    # ancestors: each item itself (depth 0), then its parent's ancestors one deeper (the parent
+    # itself among them, at depth 0 + 1)
+    above = [pa.table({S.ID: ids, S.ANCESTOR: ids, S.DEPTH: pa.array(np.zeros(n, np.int32))})]
+    for parent, rows in tables.ancestors(parents.to_pylist()).items():
+        under = ids.filter(pc.equal(items.column(S.PARENT), parent))
+        for anc, depth in rows:
+            above.append(pa.table({S.ID: under,
+                                   S.ANCESTOR: pa.array(np.full(len(under), anc, dtype=object), pa.string()),
+                                   S.DEPTH: pa.array(np.full(len(under), depth + 1, np.int32))}))
+    ancestors = pa.concat_tables(above)
+    grans = pa.array(np.full(n, granularity, dtype=object), pa.string())
+    kind = pa.array(np.full(n, "data", dtype=object), pa.string())
+    ones = pa.array(np.ones(n, np.int32))
+    columns = {
+        S.ELEMENTS: {S.ID: ids, S.GRANULARITY: grans, S.KIND: kind},
+        S.PARENTS: {S.ID: ids, S.PARENT: items.column(S.PARENT)},
+        S.ANCESTORS: {c: ancestors.column(c) for c in (S.ID, S.ANCESTOR, S.DEPTH)},
+        S.VERTICES: {S.ID: ids, S.KIND: kind, S.TYPE: grans, S.N_CE: ones, S.CE_SIZE: ones,
+                     S.ATTRS: None, S.IMPLICIT: pa.array(np.ones(n, bool))},
+        S.COMPLEX: {S.VERTEX: ids, S.CE: pa.array(np.zeros(n, np.int32)), S.GRANULARITY: grans, S.ELEM: ids},
+        S.EDGES: {S.SRC: edges.column(S.SRC), S.DST: edges.column(S.DST), S.PROCESS: edges.column(S.PROCESS)},
+    }
+    return column_tables(columns)
+
+
+def column_tables(columns: Mapping[str, Mapping[str, Any]], triples: bool = False) -> dict[str, Any]:
+    """Each core table's new rows as a pyarrow Table of its stored schema, from its columns
+    (arrays cast to the column's type; None: all null)."""
+    import pyarrow.compute as pc  # deferred: only the column-wise paths need it
+
+    out = {}
+    for name, cols in columns.items():
+        schema = arrow_schema(stored_schema(name, triples))
+        size = len(next(v for v in cols.values() if v is not None))
+        out[name] = pa.table([pa.nulls(size, f.type) if cols[f.name] is None else pc.cast(cols[f.name], f.type)
+                              for f in schema], schema=schema)
+    return out
+
+
 def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
     """A bundle source (a dict, a .json, a .jsonl, a folder) read on the driver."""
     if isinstance(source, Mapping):
@@ -201,5 +280,5 @@ def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
         return from_path(source)
 
 
-__all__ = ["NotLocal", "TxTables", "ingest_bundle", "load", "stage_rows",
+__all__ = ["NotLocal", "TxTables", "column_tables", "ingest_bundle", "item_rows", "load", "stage_rows",
            "stored_schema", "table_rows"]

@@ -27,8 +27,7 @@ from store import progress
 from store import schema as S
 from store.bundle import parquet_paths
 from store.duckdb.bundle import LocalBundle
-from store.duckdb.ingest import TxTables, ingest_bundle, stage_rows, stored_schema
-from store.duckdb.tables import arrow_schema
+from store.duckdb.ingest import TxTables, column_tables, ingest_bundle, stage_rows
 from store.errors import BundleError
 from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, sibling_tables
 
@@ -249,13 +248,7 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
                     S.ELEM: new_ids},
         S.EDGES: {S.SRC: triples.column("src"), S.DST: triples.column("dst"), S.PROCESS: triples.column("op")},
     }
-    out = {}
-    for name, cols in columns.items():
-        schema = arrow_schema(stored_schema(name, triples=True))
-        size = len(next(v for v in cols.values() if v is not None))
-        out[name] = pa.table([pa.nulls(size, f.type) if cols[f.name] is None else pc.cast(cols[f.name], f.type)
-                              for f in schema], schema=schema)
-    return out
+    return column_tables(columns, triples=True)
 
 
 def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[str] | None = None,

@@ -75,7 +75,12 @@ class Event:
 
 def event_key(body: dict[str, Any]) -> str:
     """The identity of an event: the SHA-256 of its canonical JSON (sorted keys, no spaces)."""
-    return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
+    return canonical_key(canonical(body))
+
+
+def canonical_key(text: str) -> str:
+    """The key of an event whose canonical JSON is `text` (event_key without encoding it again)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def canonical(body: dict[str, Any]) -> str:

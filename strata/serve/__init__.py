@@ -11,7 +11,7 @@ lazily).
   fold.py          the commits, in a worker process (off the server's interpreter lock)
   app.py           create_app: the FastAPI application, its error handlers
   http.py          settings, JSON errors, the API-key check, the size limit and access log
-  ingest.py        POST /api/v1/lineage
+  ingest.py        POST /api/v1/lineage: plain ASGI in front of the routers (Receive), its route for OpenAPI
   marquez.py       Marquez's read endpoints; marquez_model.py their data, from the stored events
   strata_api.py    /api/strata/v1: query, lineage, verify, diff, versions
 """

@@ -2,9 +2,10 @@
 
 Routers by resource: strata/serve/ingest.py (POST /api/v1/lineage), marquez.py (Marquez's read
 endpoints), strata_api.py (/api/strata/v1/...). Around them, as plain ASGI middleware: the
-access log (one JSON line per request) and the request-size limit (413 before the body is
-read past the limit). Every error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its
-traceback here and sends none.
+access log (one JSON line per request), the request-size limit (413 before the body is
+read past the limit), CORS when configured, and innermost `ingest.Receive`, which answers
+POST /api/v1/lineage without the routers (its route stays in the OpenAPI document). Every
+error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its traceback here and sends none.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def create_app(service: Service, settings: Settings) -> Any:
     app.include_router(strata_api.router, dependencies=secured)
     app.include_router(ui.router, dependencies=secured)
     ui.mount(app)  # the page and its assets: public, like health (the page asks for the key)
+    app.add_middleware(ingest.Receive, service=service, settings=settings)  # POST /api/v1/lineage
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type",

@@ -1,10 +1,11 @@
 """The server's commits, in a worker process of their own (strata/serve/service.py).
 
-A commit derives the rows its events change (store/interop/ol_commit.py): up to seconds of Python
-for a big batch. In the server's process it would hold the interpreter's lock
-from the requests being answered, so it runs here, in one worker process started with `spawn`
-(it imports no server code); the server waits for its answer. The worker commits on behalf of
-the server, which holds the store's writer lock.
+A commit reads the events of the event log's closed segments (so the server's process neither
+parses them again nor sends them over) and derives the rows they change
+(store/interop/ol_commit.py): up to seconds of Python for a big batch. In the server's process it
+would hold the interpreter's lock from the requests being answered, so it runs here, in one
+worker process started with `spawn` (it imports no server code); the server waits for its answer.
+The worker commits on behalf of the server, which holds the store's writer lock.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import os
 import signal
 import threading
 import time
-from typing import Any
 
 from store import Store
+from store.eventlog import distinct
 from store.interop.ol_commit import ingest_events
 from store.interop.openlineage import Event
 from store.writer_lock import on_behalf
@@ -49,12 +50,17 @@ def _store(root: str, engine: str | None) -> Store:
     return st
 
 
-def commit(root: str, engine: str | None, bodies: list[dict[str, Any]]) -> tuple[int, int]:
-    """Commit these validated events (the new ones among them): (version, new events)."""
+def commit(root: str, engine: str | None, paths: list[str]) -> tuple[int | None, int, int, int]:
+    """Commit the validated events of these closed event-log segments, read here (each key once),
+    the new ones among them: (version, new events, distinct events, lines read); no commit and
+    version None when the segments hold no event."""
+    events, read = distinct(paths)
+    if not events:
+        return None, 0, 0, read
     st = _store(root, engine)
-    r = ingest_events(st, [Event("strata serve", i, b) for i, b in enumerate(bodies)],
-                      f"strata serve: {len(bodies)} event(s)")
-    return r.version, r.new_events
+    r = ingest_events(st, [Event("strata serve", i, e.body) for i, e in enumerate(events)],
+                      f"strata serve: {len(events)} event(s)")
+    return r.version, r.new_events, len(events), read
 
 
 def index(root: str, engine: str | None) -> tuple[int, str]:

@@ -4,7 +4,6 @@ and the two ASGI middlewares (the request-size limit, the access log)."""
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -40,13 +39,16 @@ def error_response(status: int, error: str, hint: str | None = None, headers: di
 
 
 async def require_key(request: Request) -> None:
-    """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`
-    (compared in constant time)."""
-    key = request.app.state.settings.api_key
+    """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`."""
+    check_key(request.app.state.settings.api_key, request.headers.get("authorization", ""))
+
+
+def check_key(key: str | None, authorization: str) -> None:
+    """ApiError 401 unless `key` is None or the Authorization header is `Bearer KEY` (compared
+    in constant time)."""
     if key is None:
         return
-    given = request.headers.get("authorization", "")
-    scheme, _, token = given.partition(" ")
+    scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
         raise ApiError(401, "missing or wrong API key", "send the header 'Authorization: Bearer <key>'")
 
@@ -85,7 +87,7 @@ def _too_large(limit: int):
 
 
 class AccessLog:
-    """ASGI middleware: one JSON line per request (method, path, status, ms) on the access logger."""
+    """ASGI middleware: one record per request (method, path, status, ms) on the access logger."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -105,5 +107,9 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            access.info(json.dumps({"method": scope["method"], "path": scope["path"], "status": status,
-                                    "ms": round((time.perf_counter() - start) * 1000, 2)}))
+            entry = {"method": scope["method"], "path": scope["path"], "status": status,
+                     "ms": round((time.perf_counter() - start) * 1000, 2)}
+            # the fields ride on the record (`access`), for strata/serve/run.py's JSON lines to
+            # write as they are; the message says the same for any other handler
+            access.info("%s %s %s %s ms", entry["method"], entry["path"], status, entry["ms"],
+                        extra={"access": entry})

@@ -6,11 +6,18 @@ gzip-compressed (`Content-Encoding: gzip`). Every event is checked against the O
 event and the field, and nothing of the request is stored. The reply (201, as Marquez's) comes
 once the events are in the server's event log and fsynced; they reach the store's next commit
 about a second later.
+
+Every event a client sends takes this endpoint, so it is answered by plain ASGI, `Receive`, which
+create_app puts in front of the routers (inside the access log, the size limit and CORS): FastAPI's
+routing, dependencies and request objects would cost more CPU than the rest of the request. The
+FastAPI route below describes the endpoint in the OpenAPI document, and answers the same way
+(`accept`) where `Receive` is not in front.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import zlib
 from typing import Any
 
@@ -19,7 +26,10 @@ from fastapi.responses import JSONResponse
 
 from store.errors import BundleError
 from store.interop.openlineage import validate_event
-from strata.serve.http import ApiError
+from strata.serve.http import ApiError, Settings, check_key
+
+log = logging.getLogger("strata.serve")
+PATH = "/api/v1/lineage"
 
 router = APIRouter(tags=["openlineage"])
 
@@ -64,18 +74,71 @@ def events_of(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
     return events, warnings
 
 
-@router.post("/api/v1/lineage", status_code=201, openapi_extra={
+def refuse_read_only(service) -> None:
+    if service.read_only:
+        raise ApiError(405, "this server is read-only (strata ui): it takes no events",
+                       "run strata serve on the store to receive OpenLineage events")
+
+
+async def accept(service, settings: Settings, body: bytes, encoding: str) -> dict[str, Any]:
+    """Decode, validate and log a request's events; the 201 reply's body once they are durable."""
+    events, warnings = events_of(decode(body, encoding, settings.max_body))
+    await service.append(events)
+    return {"accepted": len(events), "warnings": warnings}
+
+
+@router.post(PATH, status_code=201, openapi_extra={
     "requestBody": {"required": True, "content": {"application/json": {"schema": EVENT_SCHEMA}}}},
     responses={400: {"description": "an invalid event (nothing stored)"}, 401: {"description": "no API key"},
                405: {"description": "a read-only server (strata ui)"},
                413: {"description": "body too large"}})
 async def post_lineage(request: Request) -> JSONResponse:
     """Receive OpenLineage events; 201 once they are durable in the server's event log."""
-    settings = request.app.state.settings
-    if request.app.state.service.read_only:
-        raise ApiError(405, "this server is read-only (strata ui): it takes no events",
-                       "run strata serve on the store to receive OpenLineage events")
-    body = decode(await request.body(), request.headers.get("content-encoding", ""), settings.max_body)
-    events, warnings = events_of(body)
-    await request.app.state.service.append(events)
-    return JSONResponse({"accepted": len(events), "warnings": warnings}, status_code=201)
+    service = request.app.state.service
+    refuse_read_only(service)
+    body = await request.body()
+    reply = await accept(service, request.app.state.settings, body, request.headers.get("content-encoding", ""))
+    return JSONResponse(reply, status_code=201)
+
+
+class Receive:
+    """ASGI middleware: answers `POST /api/v1/lineage` itself, as the route above does (API key,
+    read-only server, body, events; errors as JSON, a 500 logged with its traceback); every other
+    request goes on to `app`."""
+
+    def __init__(self, app, service, settings: Settings) -> None:
+        self.app, self.service, self.settings = app, service, settings
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        headers = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name, value)  # the first of a repeated header, as Starlette's
+        extra = []
+        try:
+            check_key(self.settings.api_key, headers.get(b"authorization", b"").decode("latin-1"))
+            refuse_read_only(self.service)
+            chunks, more = [], True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return  # the client is gone: nothing to answer
+                chunks.append(message.get("body", b""))
+                more = message.get("more_body", False)
+            status = 201
+            reply = await accept(self.service, self.settings, b"".join(chunks),
+                                 headers.get(b"content-encoding", b"").decode("latin-1"))
+        except ApiError as e:
+            status, reply = e.status, {"error": e.error, "hint": e.hint}
+            if e.status == 401:
+                extra.append((b"www-authenticate", b"Bearer"))
+        except Exception as e:  # noqa: BLE001 - as the application's handler of any error
+            log.error("internal error", exc_info=e)
+            status, reply = 500, {"error": f"internal error: {type(e).__name__}",
+                                  "hint": "the server's log has the traceback"}
+        data = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(data)).encode()), *extra]})
+        await send({"type": "http.response.body", "body": data})

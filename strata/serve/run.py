@@ -31,8 +31,9 @@ class JsonLines(logging.Formatter):
     """A log record as one JSON line: time, level, logger, message (and traceback, if any)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        if record.name == "strata.serve.access":  # already a JSON object: add the time and level
-            entry = {"time": self.formatTime(record), "level": "info", **json.loads(record.getMessage())}
+        fields = getattr(record, "access", None)
+        if fields is not None:  # an access record (strata/serve/http.py): its fields, the time and level
+            entry = {"time": self.formatTime(record), "level": "info", **fields}
         else:
             entry = {"time": self.formatTime(record), "level": record.levelname.lower(), "logger": record.name,
                      "message": record.getMessage()}

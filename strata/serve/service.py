@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +35,7 @@ from store import Store
 from store.errors import UserError
 from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
 from store.interop.ol_commit import EVENTS_TABLE
-from store.interop.openlineage import event_key
+from store.interop.openlineage import canonical, canonical_key
 from store.segments import parquet_files
 from store.writer_lock import WriterLock, acquire
 from strata.serve import fold
@@ -119,6 +119,7 @@ class Service:
         self._newest: _Newest | None = None
         self.recovered = self.folder.fold_all()  # what a crash left in the log, before serving
         self.writer = GroupCommit(self.log, on_durable=self.folder.notify)
+        self._waiting: list[tuple[list[Logged], asyncio.Future]] = []  # requests of this loop turn: append
         self.folder.start()
         self._warm()
 
@@ -165,22 +166,40 @@ class Service:
                           seconds=round(self._indexed_at - started, 3), error=None)
         log.info("component index at version %d (%s, %.2f s)", version, mode, self._indexed_at - started)
 
-    def _commit(self, events: list[Logged]) -> None:
-        """Commit a batch in the worker process (strata/serve/fold.py); a worker that died is
-        replaced, and the batch stays in the log for the next round."""
+    def _commit(self, paths: list[str]) -> tuple[int, int]:
+        """Commit the events of these closed log segments in the worker process, which reads them
+        (strata/serve/fold.py): (distinct events, lines read). A worker that died is replaced,
+        and the segments stay in the log for the next round."""
         try:
-            version, new = self._worker().submit(fold.commit, self.root, self.engine,
-                                                 [e.body for e in events]).result()
+            version, new, events, read = self._worker().submit(fold.commit, self.root, self.engine, paths).result()
         except BrokenProcessPool:
             self._pool = None
             raise
-        self.version = version
-        log.info("folded %d event(s) (%d new) into version %d", len(events), new, version)
+        if events:
+            self.version = version
+            log.info("folded %d event(s) (%d new) into version %d", events, new, version)
+        return events, read
 
     async def append(self, bodies: list[dict[str, Any]]) -> None:
         """Append validated events to the log; returns once they are durable (fsynced)."""
-        fut = self.writer.submit([Logged(event_key(b), b) for b in bodies])
-        await asyncio.wrap_future(fut)
+        records = []
+        for b in bodies:
+            text = canonical(b)  # encoded once: its SHA-256 is the key, and the log stores it
+            records.append(Logged(canonical_key(text), b, text))
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(self._submit_waiting, loop)
+        self._waiting.append((records, waiter))
+        await waiter
+
+    def _submit_waiting(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the events of the requests that reached `append` in this turn of the event loop to
+        the log's writer as one submission; their waiters are resolved in the loop, all at once,
+        when it is durable (one crossing between the threads each way, not one per request)."""
+        batch, self._waiting = self._waiting, []
+        durable = self.writer.submit([r for records, _ in batch for r in records])
+        durable.add_done_callback(lambda done: loop.call_soon_threadsafe(_resolve, batch, done))
 
     def snapshot(self, as_of: int | None = None) -> Snapshot:
         """The committed version `as_of` (None: the newest committed), open for reads."""
@@ -240,6 +259,17 @@ class Service:
             self._pool.shutdown(wait=True)
         self.log.close()
         self.lock.release()
+
+
+def _resolve(batch: list[tuple[list[Logged], asyncio.Future]], durable: Future) -> None:
+    error = durable.exception()
+    for _, waiter in batch:
+        if waiter.done():  # its request was cancelled meanwhile
+            continue
+        if error is None:
+            waiter.set_result(None)
+        else:
+            waiter.set_exception(error)
 
 
 class ReadOnlyService(Service):

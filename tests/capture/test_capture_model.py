@@ -93,3 +93,93 @@ def test_the_ids_a_store_copy_holds_are_counted_from_its_footers(tmp_path_factor
     pq.write_table(table.slice(0, half), folder / "part-0.parquet", row_group_size=max(1, half // groups))
     pq.write_table(table.slice(half), folder / "part-1.parquet")
     assert _stored_ids(str(folder)) == len(rows) + sum(max(len(ids), 1) for _, ids in rows)
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
+def test_item_ids_formatted_column_wise_are_item_hex(ids):
+    import numpy as np
+    import pyarrow as pa
+
+    from capture.ids import item_element_ids, item_hex
+
+    names = [f"d{i % 3}" for i in range(len(ids))]
+    out = item_element_ids(pa.array(names, pa.string()), np.array(ids, np.int64)).to_pylist()
+    assert out == [f"{n}#{item_hex(i)}" for n, i in zip(names, ids, strict=True)]
+
+
+# a source twice (a self-join's two inputs read one dataset), a join, an aggregate over it
+_OPS = [OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="t"),
+        OperatorProv(2, OpType.SOURCE, "read.json", (), (), dataset="t"),
+        OperatorProv(3, OpType.JOIN, "join", (OpInput(1, None), OpInput(2, None)), None),
+        OperatorProv(4, OpType.AGGREGATION, "groupBy.agg", (OpInput(3, None),), None)]
+
+
+@given(st.lists(st.tuples(st.sampled_from([(3, 0), (3, 1), (4, 0)]), st.integers(-3, 3), st.integers(-3, 3),
+                          st.none() | st.integers(1, 3)), max_size=40))
+def test_the_driver_model_has_one_item_per_dataset_and_id_and_one_edge_per_association(drawn):
+    """capture/storing/to_model.py `driver_items` against the model's definition over plain sets:
+    an element per (dataset, id) an association names, an edge per distinct (input item,
+    operator, output item); elements the store knows are left out of the small bundle only."""
+    import numpy as np
+
+    from capture.ids import item_hex, operator_id
+    from capture.storing.to_model import dataset_id, driver_items
+
+    run = "p/run-1"
+    assoc = [(oid, out_id, k, in_id, pos) for (oid, k), out_id, in_id, pos in drawn]
+    by_oid = {o.oid: o for o in _OPS}
+
+    def item(ds, i):
+        return f"{ds}#{item_hex(i)}"
+
+    want_edges, want_items = set(), set()
+    for oid, out_id, k, in_id, _pos in assoc:
+        src_ds, dst_ds = dataset_id(run, by_oid[by_oid[oid].inputs[k].pred]), dataset_id(run, by_oid[oid])
+        want_edges.add((item(src_ds, in_id), operator_id(run, oid), item(dst_ds, out_id)))
+        want_items |= {(item(src_ds, in_id), src_ds), (item(dst_ds, out_id), dst_ds)}
+    rows = np.array([a[:4] for a in assoc], np.int64).reshape(-1, 4)
+    small, items, edges = driver_items(run, "p", _OPS, rows, lambda ids: {"pipeline:p"}, {}, {"path": "/o"})
+    got_edges = list(zip(*(edges[c].to_pylist() for c in ("src", "process", "dst")), strict=True))
+    got_items = list(zip(items["id"].to_pylist(), items["parent"].to_pylist(), strict=True))
+    assert sorted(got_edges) == sorted(want_edges) and len(got_edges) == len(set(got_edges))
+    assert sorted(got_items) == sorted(want_items) and len(got_items) == len(set(got_items))
+    ids = [e["id"] for e in small["elements"]]
+    assert "pipeline:p" not in ids and {run, "dataset:t", f"{run}/op3/out", f"{run}/op4/out"} <= set(ids)
+
+
+_members = st.none() | st.lists(st.none() | st.fixed_dictionaries({"__strata_id_3": st.none() | st.integers(-5, 5)}),
+                                max_size=4)
+_id = st.none() | st.integers(-5, 5)
+
+
+@given(st.lists(st.fixed_dictionaries({"__strata_id_4": st.none() | st.integers(0, 9), "__strata_agg_4": _members,
+                                       "__strata_id_3": _id, "__strata_id_1": _id, "__strata_id_2": _id}),
+                max_size=12))
+def test_associations_computed_column_wise_are_the_row_wise_ones(rows):
+    """capture/storing/assoc_columns.py against associations.py's `assoc_rows` and
+    `identity_rows` on the same rows: an aggregation's members (null lists, null members, null
+    ids among them), a join's two id columns, and a sort after the aggregation (identity)."""
+    import numpy as np  # noqa: F401  (the arrays compared below are numpy's)
+    import pyarrow as pa
+
+    from capture.operators import InRef
+    from capture.storing.assoc_columns import assoc_columns, columnar, identity_columns
+    from capture.storing.associations import assoc_rows, identity_rows
+
+    ops = [OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="t"),
+           OperatorProv(2, OpType.SOURCE, "read.json", (), (), dataset="u"),
+           OperatorProv(3, OpType.JOIN, "join", (OpInput(1, None), OpInput(2, None)), None),
+           OperatorProv(4, OpType.AGGREGATION, "groupBy.agg", (OpInput(3, None),), None),
+           OperatorProv(5, OpType.SORT, "orderBy", (OpInput(4, None),), None)]
+    slots = [Slot(4, "__strata_id_4", InRef("__strata_id_3"), array="__strata_agg_4"),
+             Slot(3, "__strata_id_3", InRef("__strata_id_1")), Slot(3, "__strata_id_3", InRef("__strata_id_2", 1))]
+    assert columnar(slots, ())
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("__strata_id_4", pa.int64()), ("__strata_agg_4", pa.list_(pa.struct([("__strata_id_3", pa.int64())]))),
+        ("__strata_id_3", pa.int64()), ("__strata_id_1", pa.int64()), ("__strata_id_2", pa.int64())]))
+    stored = assoc_columns(table, slots)
+    tuples = assoc_rows(table.to_pylist(), slots)
+    assert sorted(map(tuple, stored.tolist())) == sorted(r[:4] for r in tuples)
+    ident = identity_columns(stored, ops, 5, table.column("__strata_id_4"))
+    want = identity_rows(tuples, ops, 5, (r["__strata_id_4"] for r in rows))
+    assert sorted(map(tuple, ident.tolist())) == sorted(r[:4] for r in want)

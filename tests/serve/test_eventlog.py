@@ -7,11 +7,21 @@ from __future__ import annotations
 import threading
 import time
 
-from store.eventlog import EventLog, Folder, GroupCommit, Logged
+from store.eventlog import EventLog, Folder, GroupCommit, Logged, distinct
+from store.interop.openlineage import canonical, canonical_key, event_key
 
 
 def logged(n: int, prefix: str = "k") -> list[Logged]:
     return [Logged(f"{prefix}{i}", {"i": i}) for i in range(n)]
+
+
+def committing(commits: list[list[str]]):
+    """A folder's commit: reads the segments, keeps the keys of each batch in `commits`."""
+    def commit(paths):
+        events, read = distinct(paths)
+        commits.append([e.key for e in events])
+        return len(events), read
+    return commit
 
 
 def test_requests_that_arrive_together_share_one_fsync(tmp_path):
@@ -39,6 +49,15 @@ def test_requests_that_arrive_together_share_one_fsync(tmp_path):
     assert len(log.read(seg)) == 21
 
 
+def test_an_event_logged_with_its_canonical_text_reads_back_the_same(tmp_path):
+    body = {"run": {"runId": "r"}, "eventTime": "2024-01-01T00:00:00Z", "job": {"name": "ü", "namespace": "n"}}
+    text = canonical(body)
+    log = EventLog(str(tmp_path))
+    log.append([Logged(canonical_key(text), body, text), Logged("plain", {"i": 1})])
+    [seg] = log.rotate()
+    assert log.read(seg) == [Logged(event_key(body), body), Logged("plain", {"i": 1})]
+
+
 def test_a_torn_last_line_is_skipped(tmp_path):
     log = EventLog(str(tmp_path))
     log.append(logged(3))
@@ -55,9 +74,10 @@ def test_the_folder_commits_closed_segments_then_deletes_them(tmp_path):
     log.append(logged(5))
     log.append(logged(2))  # the same keys again: folded once
     commits: list[list[str]] = []
-    folder = Folder(log, lambda events: commits.append([e.key for e in events]))
+    folder = Folder(log, committing(commits))
     assert folder.fold_all() == 5
     assert commits == [["k0", "k1", "k2", "k3", "k4"]] and log.segments() == []
+    assert folder.folded == 7 and folder.commits == 1  # every line read, duplicates too
     log.append(logged(1, "late"))
     folder.start()
     folder.notify(1)
@@ -69,7 +89,7 @@ def test_a_failed_commit_keeps_the_log(tmp_path):
     log = EventLog(str(tmp_path))
     log.append(logged(2))
 
-    def fail(_events):
+    def fail(_paths):
         raise OSError("disk full")
 
     folder = Folder(log, fail)
@@ -86,8 +106,10 @@ def test_the_folder_calls_after_each_round_with_whether_it_is_idle(tmp_path):
     rounds: list[bool] = []
     release = threading.Event()
 
-    def commit(_events):
+    def commit(paths):
         release.wait(10)  # events arriving meanwhile are waiting when the round ends
+        events, read = distinct(paths)
+        return len(events), read
 
     folder = Folder(log, commit, after=rounds.append)
     folder.start()

@@ -1,0 +1,117 @@
+"""Items and edges staged column-wise (`StoreTransaction.ingest_items`, store/duckdb/ingest.py
+`item_rows`: capture's model of a run on the driver) give the rows the record-by-record ingest of
+the same bundle gives, in every core table; and where a set-wise check fails, nothing is staged
+and the caller's bundle ingest names the problem."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from store import BundleError, Store
+from store import schema as S
+
+GSETS = {"data": {"contains": [["Item", "Dataset"], ["Dataset", "Area"]]},
+         "process": {"contains": [["Operator", "Run"]]}}
+
+
+def _no_spark():
+    raise AssertionError("this test starts no Spark")
+
+
+def _bundle(elements, edges=()):
+    return {"format": "strata-bundle/1", "gsets": GSETS, "types": [], "elements": list(elements),
+            "vertices": [], "edges": list(edges)}
+
+
+def _rows(st: Store) -> dict:
+    local = st.local()
+    out = {}
+    for name in S.CORE_TABLES:
+        rel = local.relation(name)
+        rows = [] if rel is None else rel.fetchall()
+        out[name] = sorted(rows, key=repr)
+    return out
+
+
+@st.composite
+def batches(draw):
+    """A first commit (an area, some datasets, items of them) and a second one: new datasets and
+    operators as a bundle, then items (some already committed) and distinct edges among them."""
+    n_old, n_new = draw(st.integers(1, 3)), draw(st.integers(0, 3))
+    old_ds = [f"ds{i}" for i in range(n_old)]
+    new_ds = [f"nds{i}" for i in range(n_new)]
+    old_items = {f"{d}#{k}": d for d in old_ds for k in range(draw(st.integers(0, 3)))}
+    pool = {**old_items, **{f"{d}#{k}": d for d in old_ds + new_ds for k in range(3, 3 + draw(st.integers(0, 4)))}}
+    items = draw(st.lists(st.sampled_from(sorted(pool)), unique=True)) if pool else []
+    ops = [f"run/op{k}" for k in range(draw(st.integers(1, 3)))]
+    edges = draw(st.lists(st.tuples(st.sampled_from(items), st.sampled_from(ops), st.sampled_from(items)),
+                          unique=True, max_size=20)) if items else []
+    return old_ds, new_ds, old_items, {i: pool[i] for i in items}, ops, edges
+
+
+def _first(st_: Store, old_ds, old_items):
+    st_.ingest(_bundle(
+        [{"id": "area", "granularity": "Area"}]
+        + [{"id": d, "granularity": "Dataset", "parents": ["area"]} for d in old_ds]
+        + [{"id": i, "granularity": "Item", "parents": [d]} for i, d in old_items.items()]))
+
+
+def _second_bundle(new_ds, ops):
+    return _bundle([{"id": "run", "granularity": "Run"}]
+                   + [{"id": o, "granularity": "Operator", "parents": ["run"]} for o in ops]
+                   + [{"id": d, "granularity": "Dataset", "parents": ["area"]} for d in new_ds])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batches())
+def test_column_wise_items_equal_the_bundle_ingest(tmp_path_factory, batch):
+    old_ds, new_ds, old_items, items, ops, edges = batch
+    base = tmp_path_factory.mktemp("items")
+    columnar, records = (Store.open(str(base / n), spark=_no_spark, engine="local") for n in ("c", "r"))
+    for s in (columnar, records):
+        _first(s, old_ds, old_items)
+    item_table = pa.table({"id": pa.array(list(items), pa.string()),
+                           "parent": pa.array(list(items.values()), pa.string())})
+    edge_table = pa.table({c: pa.array([e[k] for e in edges], pa.string())
+                           for k, c in enumerate(("src", "process", "dst"))})
+    with columnar.transaction("columnar") as tx:
+        tx.ingest(_second_bundle(new_ds, ops))
+        counts = tx.ingest_items("batch", item_table, edge_table, "Item")
+    assert counts is not None
+    new = [(i, d) for i, d in items.items() if i not in old_items]
+    assert (counts.elements, counts.edges) == (len(new), len(edges))
+    with records.transaction("records") as tx:
+        tx.ingest(_second_bundle(new_ds, ops))
+        tx.ingest(_bundle([{"id": i, "granularity": "Item", "parents": [d]} for i, d in new],
+                          [{"src": a, "process": p, "dst": b} for a, p, b in edges]))
+    assert _rows(columnar.refresh()) == _rows(records.refresh())
+
+
+@pytest.mark.parametrize("case", ["unknown process", "edge end not an item", "parent not coarser", "not data"])
+def test_a_failed_check_stages_nothing_and_the_bundle_names_the_problem(tmp_path, case):
+    st_ = Store.open(str(tmp_path / "s"), spark=_no_spark, engine="local")
+    _first(st_, ["ds0"], {})
+    items = {"ds0#1": "ds0", "ds0#2": "ds0"}
+    edges = [("ds0#1", "run/op0", "ds0#2")]
+    granularity = "Item"
+    if case == "unknown process":
+        edges = [("ds0#1", "run/op9", "ds0#2")]
+    elif case == "edge end not an item":
+        edges = [("ds0#1", "run/op0", "ds0#3")]
+    elif case == "parent not coarser":
+        items = {"ds0#1": "run", "ds0#2": "ds0"}
+    else:
+        granularity = "Operator"
+    item_table = pa.table({"id": list(items), "parent": list(items.values())})
+    edge_table = pa.table({c: [e[k] for e in edges] for k, c in enumerate(("src", "process", "dst"))})
+    before = _rows(st_)
+    with pytest.raises(BundleError):
+        with st_.transaction("bad") as tx:
+            tx.ingest(_second_bundle([], ["run/op0"]))
+            assert tx.ingest_items("batch", item_table, edge_table, granularity) is None
+            tx.ingest(_bundle([{"id": i, "granularity": granularity, "parents": [d]} for i, d in items.items()],
+                              [{"src": a, "process": p, "dst": b} for a, p, b in edges]))
+    assert _rows(st_.refresh()) == before

@@ -104,20 +104,19 @@ class StoreTransaction:
             raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
         pq.write_table(rows, os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
 
-    def ingest_items(self, source: str, items, edges, granularity: str) -> IngestCounts | None:
-        """Stage a bulk of new item elements (a pyarrow Table ``items`` of id, parent) and edges
-        between them (``edges``: src, process, dst) column-wise, on a local store, when set-wise
-        checks show them valid (``store.duckdb.ingest.item_rows``, which says what is checked);
-        None otherwise (nothing staged: ingest them as a bundle instead). Ids already in the
-        store are left out."""
-        from store.duckdb.ingest import item_rows, stage_rows  # deferred: the DuckDB wing loads pyarrow
+    def ingest_items(self, bundle: Mapping[str, Any], items, edges, granularity: str,
+                     source: str = "items") -> IngestCounts | None:
+        """Ingest ``bundle`` (a few elements, as a dict) with a bulk of new item elements (a
+        pyarrow Table ``items`` of id, parent) and edges between them (``edges``: src, process,
+        dst) computed column-wise, on a local store, when set-wise checks show the items and
+        edges valid (``store.duckdb.ingest.item_rows`` says what is checked); None otherwise
+        (nothing staged: ingest them as bundles instead). Ids already in the store are left out."""
+        from store.duckdb.bundle import from_dict  # deferred: the DuckDB wing loads pyarrow
+        from store.duckdb.ingest import ingest_items  # deferred: with it
 
-        rows = item_rows(self, items, edges, granularity)
-        if rows is None:
-            return None
-        stage_rows(self, source, rows, self.catalog)
-        counts = IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
-        self.counts = self.counts + counts
+        counts = ingest_items(self, from_dict(bundle, source), items, edges, granularity)
+        if counts is not None:
+            self.counts = self.counts + counts
         return counts
 
     def ingest(self, source, *, triples: bool = False, engine: Engine | None = None) -> IngestCounts:

@@ -327,8 +327,8 @@ def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipel
         return set() if rel is None else {r[0] for r in rel.select(S.ID).fetchall()}
 
     small, items, edges = to_model.driver_items(run, pipeline, ops, assoc, existing, run_attrs, info_out)
-    tx.ingest(small)
-    if tx.ingest_items(run, items, edges, to_model.ITEM) is None:
+    if tx.ingest_items(small, items, edges, to_model.ITEM, source=run) is None:
+        tx.ingest(small)
         tx.ingest(to_model.items_bundle(items, edges, existing(items.column("id").to_pylist())))
 
 

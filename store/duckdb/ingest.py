@@ -193,8 +193,10 @@ def stage_rows(stx, source: str, rows: Mapping[str, Any], catalog, triples: bool
     stx.set_catalog(catalog)
 
 
-def item_rows(stx, items, edges, granularity: str) -> dict[str, Any] | None:
-    """The rows a bulk of items and edges adds to each core table, computed column-wise with
+def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
+              granularity: str) -> dict[str, Any] | None:
+    """The rows a bulk of items and edges adds to each core table beside ``small`` (the rows of a
+    bundle validated with them, not staged yet: `ingest_items`), computed column-wise with
     Arrow — or None when a set-wise check fails, and the caller ingests them as a bundle instead
     (record by record, `ingest_bundle`, which names the problem).
 
@@ -202,27 +204,30 @@ def item_rows(stx, items, edges, granularity: str) -> dict[str, Any] | None:
     parent, distinct ids; those already vertices in the store are left out, as a bundle producer
     leaves out ids it knows. ``edges``: (src, process, dst), distinct. They are the rows
     `table_rows` makes of the bundle of those elements and edges when: ``granularity`` is a data
-    granularity; every parent is an element (committed or staged) strictly coarser than it; every
-    edge end is one of ``items`` (new or already in the store: a data vertex either way); and
-    every process is a process vertex. Capture's model of a run has this shape
+    granularity; every parent is an element (of ``small``, committed or staged) strictly coarser
+    than it; every edge end is one of ``items`` (new or already in the store: a data vertex either
+    way); and every process is a process vertex. Capture's model of a run has this shape
     (capture/storing/to_model.py `driver_items`): millions of rows at the cost of a few joins."""
     import numpy as np  # deferred: only this path needs numpy
     import pyarrow.compute as pc  # deferred with it
 
-    tables = TxTables(stx)
-    catalog = stx.catalog
+    def lookup(name: str, value: str, keys) -> dict[str, Any]:
+        here = small[name].filter(pc.is_in(small[name].column(S.ID), value_set=keys))
+        found = dict(zip(here.column(S.ID).to_pylist(), here.column(value).to_pylist(), strict=True))
+        return {**tables.lookup(name, value, [k for k in keys.to_pylist() if k not in found]), **found}
+
     if catalog.all_kinds().get(granularity) != "data":
         return None
     ends = pc.unique(pa.chunked_array([*edges.column(S.SRC).chunks, *edges.column(S.DST).chunks], pa.string()))
     if len(ends) and not pc.all(pc.is_in(ends, value_set=items.column(S.ID).combine_chunks())).as_py():
         return None
     processes = pc.unique(edges.column(S.PROCESS)) if edges.num_rows else pa.array([], pa.string())
-    found = tables.lookup(S.VERTICES, S.KIND, processes)
+    found = lookup(S.VERTICES, S.KIND, processes)
     if len(found) < len(processes) or set(found.values()) - {"process"}:
         return None
     parents = pc.unique(items.column(S.PARENT)) if items.num_rows else pa.array([], pa.string())
     coarser = {p for c, p in catalog.strict_pairs() if c == granularity}
-    found = tables.lookup(S.ELEMENTS, S.GRANULARITY, parents)
+    found = lookup(S.ELEMENTS, S.GRANULARITY, parents)
     if len(found) < len(parents) or not set(found.values()) <= coarser:
         return None
     known = tables.matching(S.VERTICES, items.column(S.ID))
@@ -231,12 +236,17 @@ def item_rows(stx, items, edges, granularity: str) -> dict[str, Any] | None:
         old = old if isinstance(old, pa.Table) else old.read_all()
         if old.num_rows:
             items = items.filter(pc.invert(pc.is_in(items.column(S.ID), value_set=old.column(S.ID).combine_chunks())))
+    new_ancestors: dict[str, list[tuple[str, int]]] = {}
+    staged = small[S.ANCESTORS].filter(pc.is_in(small[S.ANCESTORS].column(S.ID), value_set=parents))
+    for ident, anc, depth in zip(*(staged.column(c).to_pylist() for c in (S.ID, S.ANCESTOR, S.DEPTH)), strict=True):
+        new_ancestors.setdefault(ident, []).append((anc, depth))
+    old_ancestors = tables.ancestors([p for p in parents.to_pylist() if p not in new_ancestors])
     n = items.num_rows
     ids = items.column(S.ID)
     # ancestors: each item itself (depth 0), then its parent's ancestors one deeper (the parent
     # itself among them, at depth 0 + 1)
     above = [pa.table({S.ID: ids, S.ANCESTOR: ids, S.DEPTH: pa.array(np.zeros(n, np.int32))})]
-    for parent, rows in tables.ancestors(parents.to_pylist()).items():
+    for parent, rows in {**old_ancestors, **new_ancestors}.items():
         under = ids.filter(pc.equal(items.column(S.PARENT), parent))
         for anc, depth in rows:
             above.append(pa.table({S.ID: under,
@@ -256,6 +266,23 @@ def item_rows(stx, items, edges, granularity: str) -> dict[str, Any] | None:
         S.EDGES: {S.SRC: edges.column(S.SRC), S.DST: edges.column(S.DST), S.PROCESS: edges.column(S.PROCESS)},
     }
     return column_tables(columns)
+
+
+def ingest_items(stx, bundle: LocalBundle, items, edges, granularity: str) -> IngestCounts | None:
+    """Validate `bundle` (a few elements) and stage its rows together with a bulk of items and
+    edges computed column-wise (`item_rows`), one segment per table; None when a set-wise check
+    of the items fails (nothing staged: the caller ingests both as bundles)."""
+    tables = TxTables(stx)
+    catalog = stx.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
+    resolved = validate(bundle, catalog, tables.existing())
+    small = table_rows(bundle, resolved, tables)
+    rows = item_rows(tables, resolved.catalog, small, items, edges, granularity)
+    if rows is None:
+        return None
+    stage_rows(stx, bundle.source, {name: pa.concat_tables([small[name], rows[name]]) for name in S.CORE_TABLES},
+               resolved.catalog)
+    counts = IngestCounts(*bundle.sizes())
+    return counts + IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
 
 
 def column_tables(columns: Mapping[str, Mapping[str, Any]], triples: bool = False) -> dict[str, Any]:
@@ -280,5 +307,6 @@ def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
         return from_path(source)
 
 
-__all__ = ["NotLocal", "TxTables", "column_tables", "ingest_bundle", "item_rows", "load", "stage_rows",
+__all__ = ["NotLocal", "TxTables", "column_tables", "ingest_bundle", "ingest_items", "item_rows", "load",
+           "stage_rows",
            "stored_schema", "table_rows"]

@@ -1,7 +1,7 @@
-"""Items and edges staged column-wise (`StoreTransaction.ingest_items`, store/duckdb/ingest.py
-`item_rows`: capture's model of a run on the driver) give the rows the record-by-record ingest of
-the same bundle gives, in every core table; and where a set-wise check fails, nothing is staged
-and the caller's bundle ingest names the problem."""
+"""Items and edges staged column-wise with a small bundle (`StoreTransaction.ingest_items`,
+store/duckdb/ingest.py `item_rows`: capture's model of a run on the driver) give the rows the
+record-by-record ingest of the same bundles gives, in every core table, one segment a table; and
+where a set-wise check fails, nothing is staged and the caller's bundle ingest names the problem."""
 
 from __future__ import annotations
 
@@ -77,12 +77,13 @@ def test_column_wise_items_equal_the_bundle_ingest(tmp_path_factory, batch):
                            "parent": pa.array(list(items.values()), pa.string())})
     edge_table = pa.table({c: pa.array([e[k] for e in edges], pa.string())
                            for k, c in enumerate(("src", "process", "dst"))})
+    second = _second_bundle(new_ds, ops)
     with columnar.transaction("columnar") as tx:
-        tx.ingest(_second_bundle(new_ds, ops))
-        counts = tx.ingest_items("batch", item_table, edge_table, "Item")
+        counts = tx.ingest_items(second, item_table, edge_table, "Item")
     assert counts is not None
     new = [(i, d) for i, d in items.items() if i not in old_items]
-    assert (counts.elements, counts.edges) == (len(new), len(edges))
+    assert (counts.elements, counts.edges) == (len(second["elements"]) + len(new), len(edges))
+    assert all(len(e.segments) == 2 for e in columnar.refresh().manifest.tables.values())  # one a commit
     with records.transaction("records") as tx:
         tx.ingest(_second_bundle(new_ds, ops))
         tx.ingest(_bundle([{"id": i, "granularity": "Item", "parents": [d]} for i, d in new],
@@ -110,8 +111,9 @@ def test_a_failed_check_stages_nothing_and_the_bundle_names_the_problem(tmp_path
     before = _rows(st_)
     with pytest.raises(BundleError):
         with st_.transaction("bad") as tx:
+            assert tx.ingest_items(_second_bundle([], ["run/op0"]), item_table, edge_table, granularity) is None
+            assert tx.counts.elements == 0  # nothing staged
             tx.ingest(_second_bundle([], ["run/op0"]))
-            assert tx.ingest_items("batch", item_table, edge_table, granularity) is None
             tx.ingest(_bundle([{"id": i, "granularity": granularity, "parents": [d]} for i, d in items.items()],
                               [{"src": a, "process": p, "dst": b} for a, p, b in edges]))
     assert _rows(st_.refresh()) == before

@@ -360,7 +360,7 @@ def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, m
 
 # Why an in-process update may recompute the whole index instead of merging (index_update.py)
 _PLAN_CHANGED = "the split plan changed"
-_INCREMENTAL_EXAMPLES = int(os.environ.get("STRATA_INCREMENTAL_EXAMPLES", "40"))
+_INCREMENTAL_EXAMPLES = int(os.environ.get("STRATA_INCREMENTAL_EXAMPLES", "10"))
 _NO_EXPLAIN = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
 
 

@@ -255,17 +255,8 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     ancestors = pa.concat_tables(above)
     grans = pa.array(np.full(n, granularity, dtype=object), pa.string())
     kind = pa.array(np.full(n, "data", dtype=object), pa.string())
-    ones = pa.array(np.ones(n, np.int32))
-    columns = {
-        S.ELEMENTS: {S.ID: ids, S.GRANULARITY: grans, S.KIND: kind},
-        S.PARENTS: {S.ID: ids, S.PARENT: items.column(S.PARENT)},
-        S.ANCESTORS: {c: ancestors.column(c) for c in (S.ID, S.ANCESTOR, S.DEPTH)},
-        S.VERTICES: {S.ID: ids, S.KIND: kind, S.TYPE: grans, S.N_CE: ones, S.CE_SIZE: ones,
-                     S.ATTRS: None, S.IMPLICIT: pa.array(np.ones(n, bool))},
-        S.COMPLEX: {S.VERTEX: ids, S.CE: pa.array(np.zeros(n, np.int32)), S.GRANULARITY: grans, S.ELEM: ids},
-        S.EDGES: {S.SRC: edges.column(S.SRC), S.DST: edges.column(S.DST), S.PROCESS: edges.column(S.PROCESS)},
-    }
-    return column_tables(columns)
+    return element_rows(ids, grans, kind, (ids, items.column(S.PARENT)), ancestors,
+                        (edges.column(S.SRC), edges.column(S.DST), edges.column(S.PROCESS)))
 
 
 def ingest_items(stx, bundle: LocalBundle, items, edges, granularity: str) -> IngestCounts | None:
@@ -285,11 +276,26 @@ def ingest_items(stx, bundle: LocalBundle, items, edges, granularity: str) -> In
     return counts + IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
 
 
-def column_tables(columns: Mapping[str, Mapping[str, Any]], triples: bool = False) -> dict[str, Any]:
-    """Each core table's new rows as a pyarrow Table of its stored schema, from its columns
-    (arrays cast to the column's type; None: all null)."""
-    import pyarrow.compute as pc  # deferred: only the column-wise paths need it
+def element_rows(ids, grans, kind, parents, ancestors, edges, triples: bool = False) -> dict[str, Any]:
+    """Each core table's new rows, as pyarrow Tables of its stored schema, for new elements that
+    are their own vertices (``ids`` with their granularities ``grans`` and kinds ``kind``, arrays
+    of one length: one vertex, one complex element of one member each), their ``parents`` rows
+    (id, parent arrays), their ``ancestors`` (a Table of id, ancestor, depth) and new ``edges``
+    (src, dst, process arrays): what `table_rows` makes of such a bundle, column-wise."""
+    import numpy as np  # deferred: only the column-wise paths need numpy
+    import pyarrow.compute as pc  # deferred: and pyarrow's compute functions
 
+    n = len(ids)
+    ones = pa.array(np.ones(n, np.int32))
+    columns = {
+        S.ELEMENTS: {S.ID: ids, S.GRANULARITY: grans, S.KIND: kind},
+        S.PARENTS: {S.ID: parents[0], S.PARENT: parents[1]},
+        S.ANCESTORS: {c: ancestors.column(c) for c in (S.ID, S.ANCESTOR, S.DEPTH)},
+        S.VERTICES: {S.ID: ids, S.KIND: kind, S.TYPE: grans, S.N_CE: ones, S.CE_SIZE: ones,
+                     S.ATTRS: None, S.IMPLICIT: pa.array(np.ones(n, bool))},
+        S.COMPLEX: {S.VERTEX: ids, S.CE: pa.array(np.zeros(n, np.int32)), S.GRANULARITY: grans, S.ELEM: ids},
+        S.EDGES: {S.SRC: edges[0], S.DST: edges[1], S.PROCESS: edges[2]},
+    }
     out = {}
     for name, cols in columns.items():
         schema = arrow_schema(stored_schema(name, triples))
@@ -307,6 +313,6 @@ def load(source: Mapping[str, Any] | str | os.PathLike[str]) -> LocalBundle:
         return from_path(source)
 
 
-__all__ = ["NotLocal", "TxTables", "column_tables", "ingest_bundle", "ingest_items", "item_rows", "load",
+__all__ = ["NotLocal", "TxTables", "element_rows", "ingest_bundle", "ingest_items", "item_rows", "load",
            "stage_rows",
            "stored_schema", "table_rows"]

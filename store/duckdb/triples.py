@@ -27,7 +27,7 @@ from store import progress
 from store import schema as S
 from store.bundle import parquet_paths
 from store.duckdb.bundle import LocalBundle
-from store.duckdb.ingest import TxTables, column_tables, ingest_bundle, stage_rows
+from store.duckdb.ingest import TxTables, element_rows, ingest_bundle, stage_rows
 from store.errors import BundleError
 from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, sibling_tables
 
@@ -237,18 +237,8 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
         pa.table({S.ID: under_new.column(S.ID), S.ANCESTOR: under_new.column(S.PARENT),
                   S.DEPTH: pa.array(np.ones(under_new.num_rows, np.int32))}),
         above], promote_options="permissive")
-    ones = pa.array(np.ones(n, np.int32))
-    columns = {
-        S.ELEMENTS: {S.ID: new_ids, S.GRANULARITY: grans, S.KIND: kind},
-        S.PARENTS: {S.ID: parents.column(S.ID), S.PARENT: parents.column(S.PARENT)},
-        S.ANCESTORS: {c: ancestors.column(c) for c in (S.ID, S.ANCESTOR, S.DEPTH)},
-        S.VERTICES: {S.ID: new_ids, S.KIND: kind, S.TYPE: grans, S.N_CE: ones, S.CE_SIZE: ones,
-                     S.ATTRS: None, S.IMPLICIT: pa.array(np.ones(n, bool))},
-        S.COMPLEX: {S.VERTEX: new_ids, S.CE: pa.array(np.zeros(n, np.int32)), S.GRANULARITY: grans,
-                    S.ELEM: new_ids},
-        S.EDGES: {S.SRC: triples.column("src"), S.DST: triples.column("dst"), S.PROCESS: triples.column("op")},
-    }
-    return column_tables(columns, triples=True)
+    return element_rows(new_ids, grans, kind, (parents.column(S.ID), parents.column(S.PARENT)), ancestors,
+                        (triples.column("src"), triples.column("dst"), triples.column("op")), triples=True)
 
 
 def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[str] | None = None,

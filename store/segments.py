@@ -14,3 +14,9 @@ def parquet_files(folder: str) -> list[str]:
         out += [os.path.join(dirpath, f) for f in sorted(filenames)
                 if f.endswith(".parquet") and not f.startswith((".", "_"))]
     return out
+
+
+def segment_files(storage, segments) -> list[str]:
+    """The Parquet files of these segments of a store on this machine (`Storage.file_path`), in
+    segment order."""
+    return [f for seg in segments for f in parquet_files(storage.file_path(seg))]

@@ -38,6 +38,18 @@ class Fallback(Exception):  # noqa: N818 - a reason, not an error
     """The update cannot be incremental; the message says why (the meta's `update_reason`)."""
 
 
+def one_segment_folder(st, name: str) -> str:
+    """The folder of table ``name``'s one segment (`Fallback` when it has more, or the store is
+    not a folder on this machine): what an update rewrites file by file."""
+    entry = st.manifest.tables.get(name)
+    if entry is None or len(entry.segments) != 1:
+        raise Fallback(f"{name} is not one segment")
+    path = st.storage.file_path(entry.segments[0])
+    if path is None or not os.path.isdir(path):
+        raise Fallback("the store is not a folder on this machine")
+    return path
+
+
 def table_schema(name: str):
     import pyarrow as pa  # deferred: only this path needs pyarrow
 

@@ -54,7 +54,6 @@ The result equals a full in-process build over the same edges, table for table
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Sequence
 
@@ -63,14 +62,14 @@ import numpy as np
 from store import progress
 from store import schema as S
 from store.duckdb import index as X
-from store.duckdb.index_rewrite import Fallback, conform, rewrite_table, row_strings, table_schema
+from store.duckdb.index_rewrite import Fallback, conform, one_segment_folder, rewrite_table, row_strings, table_schema
 from store.duckdb.scope_update import update_scopes
 from store.engine import duckdb_connect
 from store.index import layout as L
 from store.index.files import read_keys
 from store.index.scopes import source_segments
 from store.index.splits import UNKNOWN_TABLE, plan_meta, plan_splits
-from store.segments import parquet_files
+from store.segments import parquet_files, segment_files
 
 # The merge reads, recomputes and writes again the affected components' rows at about twice the
 # full build's cost per triple (benchmarks/bench_index_update.py: the scale-1 trace and an
@@ -78,16 +77,6 @@ from store.segments import parquet_files
 # index's triples, else the component tables are recomputed whole (the scopes still merged).
 MAX_AFFECTED_SHARE = 0.5
 _COMPONENT_TABLES = (L.NODES, L.TRIPLES, L.SETDEPS, L.SETS, L.COMPONENTS)
-
-
-def _folder(st, name: str) -> str:
-    entry = st.manifest.tables.get(name)
-    if entry is None or len(entry.segments) != 1:
-        raise Fallback(f"{name} is not one segment")
-    path = st.storage.file_path(entry.segments[0])
-    if path is None or not os.path.isdir(path):
-        raise Fallback("the store is not a folder on this machine")
-    return path
 
 
 def _read(files: Sequence[str], columns: Sequence[str], aggregate=None):
@@ -104,10 +93,6 @@ def _read(files: Sequence[str], columns: Sequence[str], aggregate=None):
         return rel.to_arrow_table()
     finally:
         con.close()
-
-
-def _segment_files(st, segments: Sequence[str]) -> list[str]:
-    return [f for s in segments for f in parquet_files(st.storage.file_path(s))]
 
 
 def _tables_of(st, ids) -> dict[str, str]:
@@ -151,7 +136,7 @@ def _new_edges(st, meta: dict):
     if not covered <= set(current):
         raise Fallback("edges were rewritten or removed since the index was built, not only appended")
     added = [s for s in current if s not in covered]
-    rows = _read(_segment_files(st, added), (S.SRC, S.DST, S.PROCESS))
+    rows = _read(segment_files(st.storage, added), (S.SRC, S.DST, S.PROCESS))
     rows = rows.rename_columns(["src", "dst", L.OP])
     rows = rows.group_by(["src", "dst", L.OP]).aggregate([]) if rows.num_rows else rows
     return rows.select(["src", "dst", L.OP]).cast(pa.schema([(c, pa.string()) for c in ("src", "dst", L.OP)])), current
@@ -180,7 +165,7 @@ def _ancestor_changes(st, meta: dict) -> AncestorChanges:
     if not added and not removed:
         return AncestorChanges([], False, [])
     col = duckdb.ColumnExpression
-    rows = _read(_segment_files(st, [*added, *removed]), (), lambda rel, con: rel.aggregate(
+    rows = _read(segment_files(st.storage, [*added, *removed]), (), lambda rel, con: rel.aggregate(
         [col(S.ID), duckdb.FunctionExpression("max", col(S.DEPTH)).alias("d")], col(S.ID)))
     ids = rows.column(S.ID).to_pylist()
     depth = rows.column("d").to_pylist()
@@ -244,7 +229,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     if "splits" not in meta or "workflow" not in meta:
         raise Fallback("the index meta lists no split plan (more than 10,000 tables)")
     buckets, theta = int(meta["buckets"]), params.theta
-    folders = {name: _folder(st, name) for name in _COMPONENT_TABLES}
+    folders = {name: one_segment_folder(st, name) for name in _COMPONENT_TABLES}
     timings: dict[str, float] = {}
     # 1-2. new triples, the touched values' rows
     with progress.step("read new edges", total=None) as step:

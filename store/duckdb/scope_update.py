@@ -43,7 +43,7 @@ import numpy as np
 
 from store import schema as S
 from store.duckdb import index as X
-from store.duckdb.index_rewrite import Fallback, rewrite_table
+from store.duckdb.index_rewrite import Fallback, one_segment_folder, rewrite_table
 from store.engine import duckdb_connect
 from store.index import layout as L
 from store.index.files import read_keys
@@ -58,13 +58,9 @@ from store.index.scopes import (
     union_find,
 )
 from store.index.xxh import buckets_of
-from store.segments import parquet_files
+from store.segments import parquet_files, segment_files
 
 _ROWS = ("scope", "rel", "a", "b", "c", "d")
-
-
-def _files(st, segments: Sequence[str]) -> list[str]:
-    return [f for s in segments for f in parquet_files(st.storage.file_path(s))]
 
 
 def _query(files: Sequence[str], sql: str, **arrays):
@@ -96,13 +92,6 @@ def _ids(values) -> object:
 
 def _pairs(table, a: str, b: str) -> dict:
     return dict(zip(table.column(a).to_pylist(), table.column(b).to_pylist(), strict=True)) if table else {}
-
-
-def _one_segment(st, name: str) -> str:
-    entry = st.manifest.tables.get(name)
-    if entry is None or len(entry.segments) != 1:
-        raise Fallback(f"{name} is not one segment")
-    return st.storage.file_path(entry.segments[0])
 
 
 def _appended(st, meta: dict) -> dict[str, list[str]]:
@@ -147,12 +136,12 @@ def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR09
 
     added = _appended(st, meta)
     old_segs = meta["scope_segments"]
-    nodes_folder, rows_folder = _one_segment(st, L.SCOPE_NODES), _one_segment(st, L.SCOPE_ROWS_TABLE)
+    nodes_folder, rows_folder = one_segment_folder(st, L.SCOPE_NODES), one_segment_folder(st, L.SCOPE_ROWS_TABLE)
     if not parquet_files(rows_folder):
         raise Fallback("the scopes were empty (no roots)")
 
     def new(name: str, cols: Sequence[str]) -> list[tuple]:
-        t = _query(_files(st, added[name]), f"select {', '.join(cols)} from src")  # noqa: S608 - column names
+        t = _query(segment_files(st.storage, added[name]), f"select {', '.join(cols)} from src")  # noqa: S608 - column names
         return list(zip(*[t.column(c).to_pylist() for c in cols], strict=True)) if t else []
 
     anc = new(S.ANCESTORS, (S.ID, S.ANCESTOR, S.DEPTH))
@@ -161,7 +150,7 @@ def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR09
     ed = new(S.EDGES, (S.SRC, S.DST, S.PROCESS))
     # 2. the old rows' view of the elements and vertices the new rows name
     named = {e for e, _, _ in anc} | {a for _, a, _ in anc} | {e for _, _, e in cx}
-    old_depth = _pairs(_query(_files(st, old_segs[S.ANCESTORS]),
+    old_depth = _pairs(_query(segment_files(st.storage, old_segs[S.ANCESTORS]),
                               "select id, max(depth) d from src semi join q using (id) group by id",
                               q=_ids(named)), "id", "d")
     new_depth: dict[str, int] = {}
@@ -174,7 +163,8 @@ def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR09
         return max(old_depth.get(e, -1), new_depth.get(e, -1)) == 0
 
     fresh = [e for e in new_depth if e not in old_depth]
-    if fresh and _any(_files(st, old_segs[S.COMPLEX]), "select 1 from src semi join q on src.elem = q.id limit 1",
+    if fresh and _any(segment_files(st.storage, old_segs[S.COMPLEX]),
+                      "select 1 from src semi join q on src.elem = q.id limit 1",
                       q=_ids(fresh)):
         raise Fallback("old complex rows name an element that appears in ancestors only now")
     old_elems = {e for e in named if e in old_depth}
@@ -210,10 +200,11 @@ def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR09
     for v, _, e in cx:
         v_nodes.setdefault(v, []).extend(ends.get(e, ()))
     gained = [v for v, ns in v_nodes.items() if ns and v not in v_scope]
-    if gained and _any(_files(st, old_segs[S.EDGES]), "select 1 from src semi join q on src.src = q.id "
+    if gained and _any(segment_files(st.storage, old_segs[S.EDGES]), "select 1 from src semi join q on src.src = q.id "
                        "union all select 1 from src semi join q on src.dst = q.id limit 1", q=_ids(gained)):
         raise Fallback("a vertex with old edges comes under a root only now")
-    if gained and _any(_files(st, old_segs[S.COMPLEX]), "select 1 from src semi join q on src.vertex = q.id limit 1",
+    if gained and _any(segment_files(st.storage, old_segs[S.COMPLEX]),
+                       "select 1 from src semi join q on src.vertex = q.id limit 1",
                        q=_ids(gained)):
         raise Fallback("a vertex with old complex rows comes under a root only now")
     links = [(n, n) for ns in [*ends.values(), *v_nodes.values()] for n in ns]
@@ -224,7 +215,8 @@ def _incremental(tx, st, meta: dict, buckets: int) -> dict:  # noqa: C901, PLR09
     kinds = {}
     for v, k in vx:
         kinds.setdefault(v, []).append(k)
-    old_kind = _query(_files(st, old_segs[S.VERTICES]), "select id, kind from src semi join q using (id)",
+    old_kind = _query(segment_files(st.storage, old_segs[S.VERTICES]),
+                      "select id, kind from src semi join q using (id)",
                       q=_ids({v for v, _, _ in cx}))
     if old_kind:
         for v, k in zip(old_kind.column("id").to_pylist(), old_kind.column("kind").to_pylist(), strict=True):

@@ -56,7 +56,7 @@ from store.interop.openlineage import (
     run_id,
     to_bundle,
 )
-from store.segments import parquet_files
+from store.segments import parquet_files, segment_files
 
 EVENTS_TABLE = "openlineage_events"
 REFS_TABLE = "openlineage_refs"
@@ -598,17 +598,14 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema) -> None:
         total += before
         first -= 1
     if first < len(segments) - 1:
-        table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments[first:])]).cast(schema)
+        files = segment_files(tx.store.storage, segments[first:])
+        table = pa.concat_tables([pq.read_table(f) for f in files]).cast(schema)
         tx.drop_segments(name, segments[first:])
         tx.append_arrow(name, table, S.schema_json(schema))
 
 
 def _rows_of(tx, segment: str) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in _files(tx, [segment]))
-
-
-def _files(tx, segments: Sequence[str]) -> list[str]:
-    return [f for seg in segments for f in parquet_files(tx.store.storage.file_path(seg))]
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in segment_files(tx.store.storage, [segment]))
 
 
 def _without(tx, name: str, segment: str, plan: _Plan) -> list[str]:
@@ -632,7 +629,7 @@ def _without(tx, name: str, segment: str, plan: _Plan) -> list[str]:
             return pc.binary_join_element_wise(*(table.column(c) for c in columns), "\x00")
         return table.column(columns[0])
 
-    files = _files(tx, [segment])
+    files = segment_files(tx.store.storage, [segment])
     if not any(pc.any(pc.is_in(key(pq.read_table(f, columns=columns)), value_set=value_set)).as_py()
                for f in files):
         return [segment]
@@ -649,7 +646,7 @@ def _merged(tx, name: str, segments: Sequence[str]) -> list[str]:
     """These segments of table `name` merged into one (in this transaction)."""
     from store.duckdb.ingest import stored_schema  # deferred: the DuckDB wing
 
-    table = pa.concat_tables([pq.read_table(f) for f in _files(tx, segments)])
+    table = pa.concat_tables([pq.read_table(f) for f in segment_files(tx.store.storage, segments)])
     tx.drop_segments(name, segments)
     tx.append_arrow(name, table, stored_schema(name))
     return [tx.segments(name)[-1]]

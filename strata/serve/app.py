@@ -20,7 +20,16 @@ from starlette.middleware.cors import CORSMiddleware
 
 from store.errors import StrataError, UserError
 from strata.serve import ingest, marquez, strata_api, ui
-from strata.serve.http import AccessLog, ApiError, BodyLimit, Settings, error_response, require_key
+from strata.serve.http import (
+    AccessLog,
+    ApiError,
+    BodyLimit,
+    Settings,
+    api_error_response,
+    error_response,
+    internal_error_response,
+    require_key,
+)
 from strata.serve.service import Service
 
 log = logging.getLogger("strata.serve")
@@ -35,8 +44,7 @@ def create_app(service: Service, settings: Settings) -> Any:
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, e: ApiError):
-        return error_response(e.status, e.error, e.hint,
-                              {"WWW-Authenticate": "Bearer"} if e.status == 401 else None)
+        return api_error_response(e)
 
     @app.exception_handler(StrataError)
     async def strata_error(_request: Request, e: StrataError):
@@ -59,8 +67,7 @@ def create_app(service: Service, settings: Settings) -> Any:
 
     @app.exception_handler(Exception)
     async def internal(_request: Request, e: Exception):
-        log.error("internal error", exc_info=e)
-        return error_response(500, f"internal error: {type(e).__name__}", "the server's log has the traceback")
+        return internal_error_response(e)
 
     @app.get("/api/v1/health", tags=["service"])
     @app.get("/healthz", tags=["service"], include_in_schema=False)

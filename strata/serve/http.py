@@ -38,6 +38,17 @@ def error_response(status: int, error: str, hint: str | None = None, headers: di
     return JSONResponse({"error": error, "hint": hint}, status_code=status, headers=headers)
 
 
+def api_error_response(e: ApiError):
+    """The reply to an ApiError: its status and body; a 401 names the scheme to use."""
+    return error_response(e.status, e.error, e.hint, {"WWW-Authenticate": "Bearer"} if e.status == 401 else None)
+
+
+def internal_error_response(e: Exception):
+    """The reply to an unexpected error, logged with its traceback (never sent to the client)."""
+    log.error("internal error", exc_info=e)
+    return error_response(500, f"internal error: {type(e).__name__}", "the server's log has the traceback")
+
+
 async def require_key(request: Request) -> None:
     """A dependency: with an API key set, the request must carry `Authorization: Bearer KEY`."""
     check_key(request.app.state.settings.api_key, request.headers.get("authorization", ""))

@@ -17,7 +17,6 @@ FastAPI route below describes the endpoint in the OpenAPI document, and answers 
 from __future__ import annotations
 
 import json
-import logging
 import zlib
 from typing import Any
 
@@ -26,9 +25,8 @@ from fastapi.responses import JSONResponse
 
 from store.errors import BundleError
 from store.interop.openlineage import validate_event
-from strata.serve.http import ApiError, Settings, check_key
+from strata.serve.http import ApiError, Settings, api_error_response, check_key, internal_error_response
 
-log = logging.getLogger("strata.serve")
 PATH = "/api/v1/lineage"
 
 router = APIRouter(tags=["openlineage"])
@@ -115,7 +113,6 @@ class Receive:
         headers = {}
         for name, value in scope["headers"]:
             headers.setdefault(name, value)  # the first of a repeated header, as Starlette's
-        extra = []
         try:
             check_key(self.settings.api_key, headers.get(b"authorization", b"").decode("latin-1"))
             refuse_read_only(self.service)
@@ -126,19 +123,13 @@ class Receive:
                     return  # the client is gone: nothing to answer
                 chunks.append(message.get("body", b""))
                 more = message.get("more_body", False)
-            status = 201
             reply = await accept(self.service, self.settings, b"".join(chunks),
                                  headers.get(b"content-encoding", b"").decode("latin-1"))
-        except ApiError as e:
-            status, reply = e.status, {"error": e.error, "hint": e.hint}
-            if e.status == 401:
-                extra.append((b"www-authenticate", b"Bearer"))
+        except ApiError as e:  # the application's replies to errors
+            return await api_error_response(e)(scope, receive, send)
         except Exception as e:  # noqa: BLE001 - as the application's handler of any error
-            log.error("internal error", exc_info=e)
-            status, reply = 500, {"error": f"internal error: {type(e).__name__}",
-                                  "hint": "the server's log has the traceback"}
+            return await internal_error_response(e)(scope, receive, send)
         data = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(data)).encode()), *extra]})
+        await send({"type": "http.response.start", "status": 201,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
         await send({"type": "http.response.body", "body": data})

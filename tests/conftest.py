@@ -135,13 +135,12 @@ def store_path(tmp_path):
 def installed_wheel(tmp_path_factory):
     """(wheel, folder): Strata built as a wheel and installed into a folder of its own (no
     dependencies), as a user's `pip install` lays it out; built once per session."""
-    import importlib.util
     import subprocess
 
     tmp = tmp_path_factory.mktemp("wheel")
-    # Without the `wheel` package in the venv, let pip build in an isolated environment
-    # (it installs setuptools and wheel there from the package index).
-    isolation = [] if importlib.util.find_spec("wheel") is None else ["--no-build-isolation"]
+    # With the build requirements in the venv (the dev extra has them) pip builds with those;
+    # otherwise in an isolated environment, with setuptools and wheel fetched from the index.
+    isolation = ["--no-build-isolation"] if _has_build_requirements() else []
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", *isolation, "-q", "-w", str(tmp / "dist")],
         capture_output=True, text=True, check=False)
@@ -151,6 +150,17 @@ def installed_wheel(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True)
     return wheel, target
+
+
+def _has_build_requirements() -> bool:
+    """pyproject.toml's [build-system] requires (setuptools>=77, wheel) are installed here."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("wheel")
+        return int(version("setuptools").split(".")[0]) >= 77
+    except PackageNotFoundError:
+        return False
 
 
 @pytest.fixture(scope="session")

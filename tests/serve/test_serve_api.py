@@ -44,7 +44,7 @@ def pipeline(server):
                                  job=Job(namespace=NS, name=job), producer="https://github.com/strata/tests",
                                  inputs=[InputDataset(namespace=NS, name=src)],
                                  outputs=[OutputDataset(namespace=NS, name=dst)]))
-    assert server.wait_stored(4) == 4
+    assert server.wait_stored(4) == 4, (server.health(), server.log()[-3000:])
     return runs
 
 

@@ -10,7 +10,6 @@ error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its traceback her
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -18,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
-from store.errors import StrataError, UserError
+from store.errors import StrataError
 from strata.serve import ingest, marquez, strata_api, ui
 from strata.serve.http import (
     AccessLog,
@@ -29,10 +28,10 @@ from strata.serve.http import (
     error_response,
     internal_error_response,
     require_key,
+    strata_error_response,
 )
 from strata.serve.service import Service
 
-log = logging.getLogger("strata.serve")
 
 def create_app(service: Service, settings: Settings) -> Any:
     """The application over `service` (docs/serve.md lists the endpoints)."""
@@ -48,10 +47,7 @@ def create_app(service: Service, settings: Settings) -> Any:
 
     @app.exception_handler(StrataError)
     async def strata_error(_request: Request, e: StrataError):
-        if isinstance(e, UserError):
-            return error_response(404 if getattr(e, "not_found", False) else 400, e.message, e.hint)
-        log.error("store error", exc_info=e)
-        return error_response(500, e.message, e.hint)
+        return strata_error_response(e)
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, e: HTTPException):

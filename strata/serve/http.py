@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from store.errors import StrataError, UserError
+
 access = logging.getLogger("strata.serve.access")
 log = logging.getLogger("strata.serve")
 
@@ -41,6 +43,15 @@ def error_response(status: int, error: str, hint: str | None = None, headers: di
 def api_error_response(e: ApiError):
     """The reply to an ApiError: its status and body; a 401 names the scheme to use."""
     return error_response(e.status, e.error, e.hint, {"WWW-Authenticate": "Bearer"} if e.status == 401 else None)
+
+
+def strata_error_response(e: StrataError):
+    """The reply to a StrataError: a user's mistake is 400 (404 for what is not there); any other
+    is logged and answered 500."""
+    if isinstance(e, UserError):
+        return error_response(404 if getattr(e, "not_found", False) else 400, e.message, e.hint)
+    log.error("store error", exc_info=e)
+    return error_response(500, e.message, e.hint)
 
 
 def internal_error_response(e: Exception):

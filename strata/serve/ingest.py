@@ -23,9 +23,16 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from store.errors import BundleError
+from store.errors import BundleError, StrataError
 from store.interop.openlineage import validate_event
-from strata.serve.http import ApiError, Settings, api_error_response, check_key, internal_error_response
+from strata.serve.http import (
+    ApiError,
+    Settings,
+    api_error_response,
+    check_key,
+    internal_error_response,
+    strata_error_response,
+)
 
 PATH = "/api/v1/lineage"
 
@@ -127,6 +134,8 @@ class Receive:
                                  headers.get(b"content-encoding", b"").decode("latin-1"))
         except ApiError as e:  # the application's replies to errors
             return await api_error_response(e)(scope, receive, send)
+        except StrataError as e:
+            return await strata_error_response(e)(scope, receive, send)
         except Exception as e:  # noqa: BLE001 - as the application's handler of any error
             return await internal_error_response(e)(scope, receive, send)
         data = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -24,13 +24,13 @@ class Service:
 
     read_only = False
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: Exception | None = None) -> None:
         self.events: list[dict] = []
         self.fail = fail
 
     async def append(self, bodies):
-        if self.fail:
-            raise OSError("no space left on device")
+        if self.fail is not None:
+            raise self.fail
         self.events += bodies
 
 
@@ -83,11 +83,29 @@ def test_receive_answers_as_the_route_does():
 
 def test_receive_answers_an_internal_error_with_a_json_500_and_logs_it(caplog):
     with caplog.at_level(logging.ERROR, logger="strata.serve"):
-        (r,) = posts(create_app(Service(fail=True), Settings()), [(dumps(run_event()).encode(), {})])
+        (r,) = posts(create_app(Service(fail=OSError("no space left on device")), Settings()),
+                     [(dumps(run_event()).encode(), {})])
     assert r.status_code == 500
     assert r.json() == {"error": "internal error: OSError", "hint": "the server's log has the traceback"}
     assert "no space left" not in r.text
     assert any("no space left" in str(rec.exc_info[1]) for rec in caplog.records if rec.exc_info)
+
+
+def test_receive_answers_a_store_error_as_the_application_does(caplog):
+    """A user's mistake is a 400 (404 for what is not there) with its message and hint; any other
+    StrataError a logged 500 that names it."""
+    from store.errors import StoreError, UserError
+
+    mistake = UserError("the store is read-only here", hint="post to the server that holds it")
+    missing = UserError("no such namespace 'x'", hint="GET /api/v1/namespaces lists them")
+    missing.not_found = True
+    with caplog.at_level(logging.ERROR, logger="strata.serve"):
+        got = [posts(create_app(Service(fail=e), Settings()), [(dumps(run_event()).encode(), {})])[0]
+               for e in (mistake, missing, StoreError("a segment is missing"))]
+    assert [(r.status_code, r.json()["error"]) for r in got] == [
+        (400, "the store is read-only here"), (404, "no such namespace 'x'"), (500, "a segment is missing")]
+    assert got[0].json()["hint"] == "post to the server that holds it"
+    assert any("a segment is missing" in str(rec.exc_info[1]) for rec in caplog.records if rec.exc_info)
 
 
 def test_other_requests_go_on_to_the_routers():

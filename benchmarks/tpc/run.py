@@ -156,7 +156,13 @@ def main() -> None:
     if args.prepare:
         return
     texts = json.loads(queries.read_text())
-    numbers = args.queries.split(",") if args.queries else sorted(texts, key=int)
+    numbers = sorted(texts, key=int)
+    if args.queries:
+        numbers = [q.strip().lower().lstrip("q") for q in args.queries.split(",")]
+    unknown = [q for q in numbers if q not in texts]
+    if unknown:
+        parser.error(f"no query {', '.join(unknown)} in {args.suite}: "
+                     f"its queries are 1..{len(texts)} (--queries 1,2,3)")
     answers = json.loads((out / "answers.json").read_text())
     done, plain_took = _job(out, out / "plain", queries, numbers, args.driver_memory)
     plain = _outcomes(done, numbers)

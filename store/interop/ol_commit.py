@@ -296,8 +296,10 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     whole: set[str] = set()  # datasets derived from every run that refers to them
     while True:
         loaded = {_run_of(b) for b in old.values()} | changed
-        after = to_bundle([*old.values(), *(e.body for e in new.values())], known.produced(loaded))
-        before = to_bundle(old.values(), known.produced(loaded))
+        bodies = [*old.values(), *(e.body for e in new.values())]
+        given = known.produced(loaded, since=min(parse_time(b["eventTime"]) for b in bodies))
+        after = to_bundle(bodies, given)
+        before = to_bundle(old.values(), given)
         appended, failed = _appended(known, before, after, datasets - whole)
         if not failed:
             break
@@ -342,6 +344,7 @@ class _StoredVersions:
         self.datasets: set[str] = set()
         self.versions: dict[str, dict[str, dict[str, str]]] = {}  # dataset id -> version id -> attrs
         self._produced: list[Produced] = []
+        self.left_out: set[str] = set()  # stored versions `produced` left out of the bundles
         self.extend(datasets)
 
     def extend(self, datasets: set[str]) -> None:
@@ -373,9 +376,34 @@ class _StoredVersions:
         return {r: parse_time(attrs[run_id(r)]["eventTime"]) for r in runs
                 if attrs.get(run_id(r), {}).get("eventTime")}
 
-    def produced(self, loaded: set[str]) -> list[Produced]:
-        """The stored produced versions whose producer is not among the `loaded` runs."""
-        return [p for p in self._produced if p.run not in loaded]
+    def produced(self, loaded: set[str], since: Any = None) -> list[Produced]:
+        """The stored produced versions whose producer is not among the `loaded` runs; with
+        `since` (no loaded run has an event before it), of a dataset none of whose stored versions
+        has a name, only those that end at `since` or later and the last before it (`left_out`
+        names the others). Every loaded run started at `since` or later, so the version it read
+        (the last that ended before its start) is among these; the ones left out come before
+        every version the loaded runs produce, in the bundle before the new events and after."""
+        out = [p for p in self._produced if p.run not in loaded]
+        self.left_out = set()
+        if since is None:
+            return out
+        named = {d for d in self.versions if self.named({d})}
+        kept: list[Produced] = []
+        last: dict[tuple[str, str], Produced] = {}
+        for p in out:
+            if p.end >= since or dataset_id(*p.dataset) in named:
+                kept.append(p)
+            elif p.dataset not in last or (p.end, p.run) > (last[p.dataset].end, last[p.dataset].run):
+                if p.dataset in last:
+                    self.left_out.add(self._version_id(last[p.dataset]))
+                last[p.dataset] = p
+            else:
+                self.left_out.add(self._version_id(p))
+        return kept + list(last.values())
+
+    @staticmethod
+    def _version_id(p: Produced) -> str:
+        return f"{dataset_id(*p.dataset)}@{p.run}"
 
     def of(self, dataset: str) -> dict[str, dict[str, str]]:
         """version id -> attrs of the dataset's stored versions."""
@@ -422,7 +450,8 @@ def _appended(known: _StoredVersions, before: dict[str, Any], after: dict[str, A
         order = sorted(now[d]["versions"], key=lambda el: int(el["attrs"]["version"]))
         kept = [int(stored[el["id"]]["version"]) for el in order if el["id"] in stored]
         fresh = [el for el in order if el["id"] not in stored]
-        if (kept != sorted(kept) or any(i not in a_ids and i != d + "@initial" for i in stored)
+        if (kept != sorted(kept)
+                or any(i not in a_ids and i != d + "@initial" and i not in known.left_out for i in stored)
                 or (fresh and any(el["id"] in stored for el in order[order.index(fresh[0]):]))):
             failed.add(d)
             continue

@@ -308,3 +308,36 @@ def test_many_small_ingests_keep_the_event_tables_few_segments(tmp_path):
     assert len(table(st_, ol_commit.REFS_TABLE)) == len({(Event("", 0, e).key, r) for e in events
                                                          for r in ol_commit.event_refs(e)})
     assert rows(st_) == reference_rows(tmp_path, events)
+
+
+def test_an_ingest_after_many_versions_derives_with_the_last_of_them_only(tmp_path, monkeypatch):
+    """A dataset written by 30 runs, read between the writes: a writer and a reader after them
+    give `to_bundle` only the last stored version of `a` and of the reader's output (the one the
+    reader may read), not the 30 (a commit costs what the new events change, not the datasets'
+    history); a late writer among them is derived as the full re-derivation does."""
+    stored = []
+    for n in range(1, 31):
+        stored += [run_event(4 * n, "START", rid(n), "w"),
+                   run_event(4 * n + 1, "COMPLETE", rid(n), "w", [], [dataset("a")]),
+                   run_event(4 * n + 2, "START", rid(100 + n), "r", [dataset("a")]),
+                   run_event(4 * n + 3, "COMPLETE", rid(100 + n), "r", [], [dataset(f"o{n % 3}")])]
+    st_ = Store.open(str(tmp_path / "s"))
+    ingest_events(st_, [Event("stored", i, b) for i, b in enumerate(stored)], "stored")
+    given: list[int] = []
+    bundle = ol_commit.to_bundle
+
+    def counted(bodies, known=()):
+        known = list(known)
+        given.append(len(known))
+        return bundle(bodies, known)
+
+    monkeypatch.setattr(ol_commit, "to_bundle", counted)
+    after = [run_event(200, "START", rid(31), "w"), run_event(201, "COMPLETE", rid(31), "w", [], [dataset("a")]),
+             run_event(202, "START", rid(131), "r", [dataset("a")]),
+             run_event(203, "COMPLETE", rid(131), "r", [], [dataset("o1")])]
+    ingest_events(st_, [Event("after", i, b) for i, b in enumerate(after)], "after")
+    assert max(given) <= 2
+    assert rows(st_) == reference_rows(tmp_path / "one", stored + after)
+    late = [run_event(50, "START", rid(60), "w2"), run_event(51, "COMPLETE", rid(60), "w2", [], [dataset("a")])]
+    ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    assert rows(st_) == reference_rows(tmp_path / "two", stored + after + late)

@@ -5,13 +5,14 @@ its version and a random suffix, and leaves the old ones to the manifests of ear
 (store/storage.py). So what a writer learnt from one file — the rows it holds under each value of
 a column, the set of its keys, its row count — stays true for as long as the file exists, whoever
 commits meanwhile: `KeptRows` keeps it by the file's path, and a lookup reads only the files it
-has not read before. Which files a lookup reads comes from the manifest of the transaction or
-version at hand, never from here: a commit by another writer lists other files, and those are
-read when first asked for. `retain` drops what was kept of the files a manifest no longer lists,
-and of a file that changed on disk (size or modification time) since it was read.
+has not read before, up to MAX_ROWS rows kept (past them, the lookup scans as before). Which files
+a lookup reads comes from the manifest of the transaction or version at hand, never from here: a
+commit by another writer lists other files, and those are read when first asked for. `retain`
+drops what was kept of the files a manifest no longer lists, and of a file that changed on disk
+(size or modification time) since it was read.
 
 The server's commits' worker keeps one per store (strata/serve/fold.py), for the OpenLineage
-ingest (store/interop/ol_commit.py): without it, each commit scanned every segment of the refs,
+ingest (store/interop/ol_commit.py): without it, each commit scans every segment of the refs,
 events and core tables again, a cost that grows with the store, to find the few rows the new
 events touch.
 """
@@ -36,10 +37,17 @@ def _signature(path: str) -> _Signature | None:
     return s.st_size, s.st_mtime_ns
 
 
+# rows (summed over the indexes) a KeptRows holds at most: up to about 400 bytes each (a vertex's
+# attributes), so a few hundred MB; a lookup that would pass it is left to the caller's scan
+# (`fits`): an OpenLineage store of about 50,000 events fits, a bigger one is scanned in part
+MAX_ROWS = 1_000_000
+
+
 class KeptRows:
     """Per-file row indexes of immutable Parquet files (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_rows: int = MAX_ROWS) -> None:
+        self.max_rows = max_rows
         self._rows: dict[tuple[str, str, tuple[str, ...], Convert | None], dict[Any, list[tuple]]] = {}
         self._keys: dict[tuple[str, tuple[str, ...]], frozenset] = {}
         self._counts: dict[str, int] = {}
@@ -132,10 +140,31 @@ class KeptRows:
             self._rows[(path, column, select, convert)] = merged
         for columns in keys:
             self._keys[(path, columns)] = frozenset().union(*(self.keys(src, columns) for src in sources))
-        if all(f in self._counts for f in sources):
-            self._counts[path] = sum(self._counts[f] for f in sources)
+        self._counts[path] = sum(self.num_rows(f) for f in sources)
         self._note(path)
         self.reads -= 1  # noted, not read
+        self._drop(within)  # the merge left them out of the table
+        if self.held() > self.max_rows:
+            self._drop({path})
+
+    def _drop(self, files: set[str]) -> None:
+        self._rows = {k: v for k, v in self._rows.items() if k[0] not in files}
+        self._keys = {k: v for k, v in self._keys.items() if k[0] not in files}
+
+    def held(self) -> int:
+        """Rows held, summed over the indexes."""
+        return sum(self._counts.get(k[0], 0) for k in (*self._rows, *self._keys))
+
+    def fits(self, files: Sequence[str], column: str | tuple[str, ...], select: Sequence[str] = (),
+             convert: Convert | None = None) -> bool:
+        """Whether indexing these files for a lookup (`matching`; with a tuple of columns,
+        `keys`) keeps the rows held within `max_rows`; when not, the caller scans them instead
+        (what is kept stays)."""
+        missing = [f for f in files if ((f, column) not in self._keys if isinstance(column, tuple)
+                                        else (f, column, tuple(select), convert) not in self._rows)]
+        if not missing:
+            return True
+        return self.held() + sum(self.num_rows(f) for f in missing) <= self.max_rows
 
     def retain(self, files: Iterable[str]) -> None:
         """Keep only what was read from these files, and of them only those unchanged on disk."""

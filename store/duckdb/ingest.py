@@ -75,7 +75,7 @@ class TxTables:
 
     def lookup(self, name: str, value: str, ids: Iterable[str]) -> dict[str, Any]:
         """id -> `value` of table `name`'s rows with those ids."""
-        if self.kept is not None:
+        if self.kept is not None and self.kept.fits(self.files(name), S.ID, (S.ID, value)):
             return dict(self.kept.matching(self.files(name), S.ID, ids, (S.ID, value)))
         rel = self.matching(name, ids)
         return {} if rel is None else dict(rel.select(S.ID, value).fetchall())
@@ -86,7 +86,7 @@ class TxTables:
 
     def ancestors(self, ids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
         select = (S.ID, S.ANCESTOR, S.DEPTH)
-        if self.kept is not None:
+        if self.kept is not None and self.kept.fits(self.files(S.ANCESTORS), S.ID, select):
             rows = self.kept.matching(self.files(S.ANCESTORS), S.ID, ids, select)
         else:
             rel = self.matching(S.ANCESTORS, ids)

@@ -145,7 +145,8 @@ class _Stored:
         values = sorted({v for v in values if v is not None})
         if not values:
             return []
-        if self.kept is not None:
+        if self.kept is not None and self.kept.fits(
+                self.files(name), ("key",) if name == EVENTS_TABLE and column == "key" else column, select, convert):
             if name == EVENTS_TABLE and column == "key":  # the events' keys are kept, their text read
                 if tuple(select) == ("key",):
                     return [(k,) for hit in self.kept.holding(self.files(name), "key", values).values() for k in hit]
@@ -721,7 +722,7 @@ def _without(tx, name: str, segment: str, plan: _Plan, kept: KeptRows | None = N
         return table.column(columns[0])
 
     files = segment_files(tx.store.storage, [segment])
-    if kept is not None:
+    if kept is not None and kept.fits(files, tuple(columns)):
         wanted = set(plan.replaced_edges) if name == S.EDGES else set(gone)
         if not any(kept.keys(f, columns) & wanted for f in files):
             return [segment]

@@ -437,3 +437,17 @@ def test_kept_rows_of_a_merged_file_are_made_from_its_sources(tmp_path):
     assert sorted(kept.matching([merged], "k", ["y", "z"], ("v",))) == [("2",), ("3",), ("4",)]
     assert kept.keys(merged, ("k",)) == {"x", "y", "z"}
     assert kept.reads == reads
+
+
+def test_lookups_past_the_kept_rows_budget_scan_the_files(tmp_path):
+    """A KeptRows keeps at most `max_rows` rows; a lookup that would pass it scans instead, and
+    the store is the same."""
+    st_, kept, events = Store.open(str(tmp_path / "s")), KeptRows(max_rows=40), []
+    for n in range(1, 6):
+        batch = [run_event(2 * n, "START", rid(n), "j", [dataset(f"d{n - 1}")]),
+                 run_event(2 * n + 1, "COMPLETE", rid(n), "j", [], [dataset(f"d{n}", ["x"])])]
+        st_.refresh()
+        ingest_events(st_, [Event(f"b{n}", i, b) for i, b in enumerate(batch)], f"b{n}", kept=kept)
+        events += batch
+        assert kept.held() <= 40
+    assert len(kept) and rows(st_) == reference_rows(tmp_path, events)

@@ -280,11 +280,10 @@ class Folder:
                 with self._cond:
                     if self._stopping:
                         return
-            rest = self._gap_s - (time.monotonic() - started)
-            if rest > 0:
-                with self._cond:
-                    if not self._stopping:
-                        self._cond.wait(rest)  # a stop cuts the gap short
+            until = started + self._gap_s
+            with self._cond:  # events that arrive meanwhile wait for the next round; a stop cuts the gap short
+                while not self._stopping and (rest := until - time.monotonic()) > 0:
+                    self._cond.wait(rest)
 
     def stop(self) -> None:
         """Finish the commit in progress and fold what is left, then end the thread."""

@@ -10,7 +10,8 @@ new segment of the transaction (`StoreTransaction.append_arrow`), so the commit 
 
 What the store already holds is read from the Parquet files of the transaction's tables —
 committed segments and those staged by earlier sources of the same commit — with DuckDB, for
-the ids the bundle mentions only (`TxTables`).
+the ids the bundle mentions only (`TxTables`; or, for the writer that keeps them across commits,
+from the rows store/kept.py keeps of each file).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from store.duckdb.tables import arrow_schema
 from store.duckdb.validate import Existing, LocalResolved, validate
 from store.engine import duckdb_connect
 from store.ingest import IngestCounts
+from store.kept import KeptRows
 from store.segments import parquet_files
 
 
@@ -35,10 +37,16 @@ from store.segments import parquet_files
 class TxTables:
     """DuckDB lookups into the tables of a transaction (committed plus staged segments)."""
 
-    def __init__(self, stx) -> None:
-
+    def __init__(self, stx, kept: KeptRows | None = None) -> None:
         self.stx = stx
-        self.con = duckdb_connect()
+        self.kept = kept  # the writer's lookups kept across commits (store/kept.py), if any
+        self._con = None
+
+    @property
+    def con(self):
+        if self._con is None:
+            self._con = duckdb_connect()
+        return self._con
 
     def files(self, name: str) -> list[str]:
         entry = self.stx._tx.tables.get(name)
@@ -67,6 +75,8 @@ class TxTables:
 
     def lookup(self, name: str, value: str, ids: Iterable[str]) -> dict[str, Any]:
         """id -> `value` of table `name`'s rows with those ids."""
+        if self.kept is not None and self.kept.fits(self.files(name), S.ID, (S.ID, value)):
+            return dict(self.kept.matching(self.files(name), S.ID, ids, (S.ID, value)))
         rel = self.matching(name, ids)
         return {} if rel is None else dict(rel.select(S.ID, value).fetchall())
 
@@ -75,9 +85,14 @@ class TxTables:
                         element_granularities=lambda ids: self.lookup(S.ELEMENTS, S.GRANULARITY, ids))
 
     def ancestors(self, ids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
-        rel = self.matching(S.ANCESTORS, ids)
+        select = (S.ID, S.ANCESTOR, S.DEPTH)
+        if self.kept is not None and self.kept.fits(self.files(S.ANCESTORS), S.ID, select):
+            rows = self.kept.matching(self.files(S.ANCESTORS), S.ID, ids, select)
+        else:
+            rel = self.matching(S.ANCESTORS, ids)
+            rows = [] if rel is None else rel.select(*select).fetchall()
         out: dict[str, list[tuple[str, int]]] = {}
-        for ident, anc, depth in ([] if rel is None else rel.select(S.ID, S.ANCESTOR, S.DEPTH).fetchall()):
+        for ident, anc, depth in rows:
             out.setdefault(ident, []).append((anc, depth))
         return out
 

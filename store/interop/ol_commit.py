@@ -56,6 +56,7 @@ from store.interop.openlineage import (
     run_id,
     to_bundle,
 )
+from store.kept import KeptRows
 from store.segments import parquet_files, segment_files
 
 EVENTS_TABLE = "openlineage_events"
@@ -109,30 +110,65 @@ def shard_of(owner: str, shards: int) -> int:
 
 # ---------------------------------------------------------------------------- reading the store
 class _Stored:
-    """DuckDB lookups into the committed tables of the OpenLineage part (a local store)."""
+    """Lookups into the committed tables of the OpenLineage part (a local store): DuckDB scans of
+    their files, or the rows `kept` holds of them (store/kept.py: the server's worker)."""
 
-    def __init__(self, st) -> None:
-        from store.engine import duckdb_connect  # deferred: duckdb, for a store on this machine
-
+    def __init__(self, st, kept: KeptRows | None = None) -> None:
         self.st = st
-        self.con = duckdb_connect()
+        self.kept = kept
+        self._con = None
+
+    @property
+    def con(self):
+        if self._con is None:
+            from store.engine import duckdb_connect  # deferred: duckdb, for a store on this machine
+
+            self._con = duckdb_connect()
+        return self._con
 
     def close(self) -> None:
-        self.con.close()
+        if self._con is not None:
+            self._con.close()
+
+    def files(self, name: str) -> list[str]:
+        entry = self.st.manifest.tables.get(name)
+        return [f for seg in (entry.segments if entry else ()) for f in parquet_files(self.st.storage.file_path(seg))]
 
     def _relation(self, name: str):
-        entry = self.st.manifest.tables.get(name)
-        files = [f for seg in (entry.segments if entry else ()) for f in parquet_files(self.st.storage.file_path(seg))]
+        files = self.files(name)
         return self.con.read_parquet(files) if files else None
 
-    def matching(self, name: str, column: str, values: Iterable[str], select: Sequence[str]) -> list[tuple]:
-        """Rows (`select` columns) of table `name` whose `column` is one of `values`."""
+    def matching(self, name: str, column: str, values: Iterable[str], select: Sequence[str],
+                 convert: Callable[[tuple], tuple] | None = None) -> list[tuple]:
+        """Rows (`select` columns) of table `name` whose `column` is one of `values` (with
+        `convert`: each row converted, not to be changed: `KeptRows.matching`)."""
         values = sorted({v for v in values if v is not None})
+        if not values:
+            return []
+        if self.kept is not None and self.kept.fits(
+                self.files(name), ("key",) if name == EVENTS_TABLE and column == "key" else column, select, convert):
+            if name == EVENTS_TABLE and column == "key":  # the events' keys are kept, their text read
+                if tuple(select) == ("key",):
+                    return [(k,) for hit in self.kept.holding(self.files(name), "key", values).values() for k in hit]
+                return self._events(values, select)
+            return self.kept.matching(self.files(name), column, values, select, convert)
         rel = self._relation(name)
-        if rel is None or not values:
+        if rel is None:
             return []
         probe = self.con.from_arrow(pa.table({column: pa.array(values, pa.string())}))
-        return rel.join(probe, column, how="semi").select(*select).fetchall()
+        rows = rel.join(probe, column, how="semi").select(*select).fetchall()
+        return rows if convert is None else [convert(r) for r in rows]
+
+    def _events(self, keys: list[str], select: Sequence[str]) -> list[tuple]:
+        """Rows of the stored events with these keys, read from the files that hold them."""
+        import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
+
+        out: list[tuple] = []
+        for f, hit in self.kept.holding(self.files(EVENTS_TABLE), "key", keys).items():
+            t = pq.read_table(f, columns=list(dict.fromkeys(("key", *select))))
+            t = t.filter(pc.is_in(t.column("key"), value_set=pa.array(sorted(hit), pa.string())))
+            out += zip(*(t.column(c).to_pylist() for c in select), strict=True)
+        return out
 
     def all_rows(self, name: str, select: Sequence[str]) -> list[tuple]:
         rel = self._relation(name)
@@ -154,15 +190,16 @@ def stored_events(st) -> dict[str, str]:
     return {r["key"]: r["event"] for r in st.table(EVENTS_TABLE).select("key", "event").collect()}
 
 
-def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANULARITY) -> dict[str, str]:
+def existing(tx, ids: list[str], table: str = S.ELEMENTS, column: str = S.GRANULARITY,
+             kept: KeptRows | None = None) -> dict[str, str]:
     """id -> `column` of these ids among the rows of `table` the transaction holds (committed and
-    staged): by default the granularity of the elements among them."""
+    staged): by default the granularity of the elements among them (`kept`: store/kept.py)."""
     if not ids:
         return {}
     if tx.store.storage.on_this_machine:
         from store.duckdb.ingest import TxTables  # deferred: the DuckDB wing, for a store on this machine
 
-        return TxTables(tx).lookup(table, column, ids)
+        return TxTables(tx, kept).lookup(table, column, ids)
     from pyspark.sql import functions as F  # deferred: only this path needs pyspark
 
     rows = tx.table(table).where(F.col(S.ID).isin(ids)).select(S.ID, column).collect()
@@ -178,12 +215,17 @@ def ingest_openlineage(st, paths: Iterable[str | Path], message: str | None = No
     return ingest_events(st, read_events(paths, warn), message or "ingest openlineage " + ", ".join(paths))
 
 
-def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
+def ingest_events(st, events: Sequence[Event], message: str, kept: KeptRows | None = None) -> OLIngest:
     """Commit the new ones among these validated events in one transaction (module docstring);
-    nothing when every event is already stored. The file ingest and the service both call it."""
+    nothing when every event is already stored. The file ingest and the service both call it;
+    the service's worker with `kept`, what it read of the store's files in earlier commits
+    (store/kept.py): the lookups then read only the files it has not read before."""
     if not st.storage.on_this_machine:
         return rederive_all(st, events, message)
-    stored = _Stored(st)
+    if kept is not None:
+        kept.retain(f for entry in st.manifest.tables.values() for seg in entry.segments
+                    for f in parquet_files(st.storage.file_path(seg)))
+    stored = _Stored(st, kept)
     try:
         candidates: dict[str, Event] = {}
         for e in events:
@@ -207,15 +249,15 @@ def ingest_events(st, events: Sequence[Event], message: str) -> OLIngest:
             raise ConcurrentWriteError(f"store {st.root} changed while these events were derived "
                                        f"(version {read_version}, now {tx.version - 1}); nothing was committed",
                                        hint="ingest them again")
-        counts = _write(tx, meta, plan, shards)
+        counts = _write(tx, meta, plan, shards, kept)
         meta.update({"events": total, "shards": shards, "refs": True})
         meta.pop("segments", None)
         tx.set_meta(META_KEY, {**meta, "shard_segments": counts.pop("shard_segments")})
         if counts["edges_changed"] and tx.meta(INDEX_META_KEY):
             tx.set_meta(INDEX_META_KEY, None)  # edges were replaced, not appended: rebuild the index
         _append_log(tx, EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
-                    events_schema())
-        _append_log(tx, REFS_TABLE, plan.refs, refs_schema())
+                    events_schema(), kept)
+        _append_log(tx, REFS_TABLE, plan.refs, refs_schema(), kept)
     return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True, len(plan.whole))
 
 
@@ -296,8 +338,10 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     whole: set[str] = set()  # datasets derived from every run that refers to them
     while True:
         loaded = {_run_of(b) for b in old.values()} | changed
-        after = to_bundle([*old.values(), *(e.body for e in new.values())], known.produced(loaded))
-        before = to_bundle(old.values(), known.produced(loaded))
+        bodies = [*old.values(), *(e.body for e in new.values())]
+        given = known.produced(loaded, since=min(parse_time(b["eventTime"]) for b in bodies))
+        after = to_bundle(bodies, given)
+        before = to_bundle(old.values(), given)
         appended, failed = _appended(known, before, after, datasets - whole)
         if not failed:
             break
@@ -333,15 +377,20 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     return _Plan(bundle, owner, static, replaced, old_edge_keys - edge_keys, touched, False, new_refs, whole)
 
 
+def _vertex_row(row: tuple) -> tuple[str, str, dict[str, str]]:
+    return row[0], row[1], dict(row[2] or ())
+
+
 class _StoredVersions:
     """The stored `DatasetVersion` rows of some datasets (a local store): each version's number
-    and producer, and the end time of each producer (its `Run` row's `endTime`)."""
+    and producer, and the end time of a producer (its `Run` row's `endTime`) read when asked for."""
 
     def __init__(self, stored: _Stored, datasets: set[str]) -> None:
         self.stored = stored
         self.datasets: set[str] = set()
         self.versions: dict[str, dict[str, dict[str, str]]] = {}  # dataset id -> version id -> attrs
-        self._produced: list[Produced] = []
+        self._ends: dict[str, Any] = {}  # producer's runId -> its end time (None: it has none)
+        self.left_out: set[str] = set()  # stored versions `produced` left out of the bundles
         self.extend(datasets)
 
     def extend(self, datasets: set[str]) -> None:
@@ -349,19 +398,17 @@ class _StoredVersions:
         datasets = datasets - self.datasets
         self.datasets |= datasets
         parent = dict(self.stored.matching(S.PARENTS, S.PARENT, datasets, (S.ID, S.PARENT)))
-        versions = {i: dict(attrs) for i, kind, attrs in
-                    self.stored.matching(S.VERTICES, S.ID, parent, (S.ID, S.TYPE, S.ATTRS))
-                    if kind == DATASET_VERSION and i.startswith(parent[i] + "@")}
-        for i, a in versions.items():
-            self.versions.setdefault(parent[i], {})[i] = a
-        producers = {run_id(a["producedBy"]): a for a in versions.values() if a.get("producedBy")}
-        ends = {i: a.get("endTime") for i, a in self._run_attrs(producers).items()}
-        self._produced += [Produced((a["namespace"], a["name"]), a["producedBy"], parse_time(ends[i]),
-                                    a.get("datasetVersion"))
-                           for i, a in producers.items() if ends.get(i)]
+        for i, kind, attrs in self._vertices(parent):
+            if kind == DATASET_VERSION and i.startswith(parent[i] + "@"):
+                self.versions.setdefault(parent[i], {})[i] = attrs
+
+    def _vertices(self, ids: Iterable[str]) -> list[tuple[str, str, dict[str, str]]]:
+        """(id, type, attrs) of these vertices; the attrs not to be changed (a worker's kept rows,
+        store/kept.py, convert each row once and share it)."""
+        return self.stored.matching(S.VERTICES, S.ID, ids, (S.ID, S.TYPE, S.ATTRS), _vertex_row)
 
     def _run_attrs(self, ids: Iterable[str]) -> dict[str, dict[str, str]]:
-        return {i: dict(a) for i, a in self.stored.matching(S.VERTICES, S.ID, ids, (S.ID, S.ATTRS))}
+        return {i: a for i, _, a in self._vertices(ids)}
 
     def named(self, datasets: set[str]) -> bool:
         """Whether a stored version of one of these datasets has a name (a version facet's)."""
@@ -373,9 +420,43 @@ class _StoredVersions:
         return {r: parse_time(attrs[run_id(r)]["eventTime"]) for r in runs
                 if attrs.get(run_id(r), {}).get("eventTime")}
 
-    def produced(self, loaded: set[str]) -> list[Produced]:
-        """The stored produced versions whose producer is not among the `loaded` runs."""
-        return [p for p in self._produced if p.run not in loaded]
+    def _end_times(self, runs: Iterable[str]) -> None:
+        """Read the end times of these producers (runIds) that were not read yet."""
+        runs = {r for r in runs if r not in self._ends}
+        attrs = self._run_attrs(run_id(r) for r in runs)
+        for r in runs:
+            end = attrs.get(run_id(r), {}).get("endTime")
+            self._ends[r] = parse_time(end) if end else None
+
+    def produced(self, loaded: set[str], since: Any = None) -> list[Produced]:
+        """The stored produced versions whose producer is not among the `loaded` runs (and has an
+        end time); with `since` (no loaded run has an event before it), of a dataset none of whose
+        stored versions has a name, only those that end at `since` or later and the last before
+        it (`left_out` names the others). Every loaded run started at `since` or later, so the
+        version it read (the last that ended before its start) is among these; the ones left out
+        come before every version the loaded runs produce, in the bundle before the new events and
+        after. A dataset's stored versions are numbered in the order of their ends (the stored rows
+        are the full derivation's), so they are taken newest first, and the producers' end times
+        read only for those taken (a few first, then the rest if these all end after `since`)."""
+        out: list[Produced] = []
+        self.left_out = set()
+        for d in sorted(self.versions):
+            made = sorted(((int(a["version"]), i, a) for i, a in self.versions[d].items()
+                           if a.get("producedBy") and a["producedBy"] not in loaded), reverse=True)
+            trim = since is not None and not self.named({d})
+            read = 0  # end times read of made[:read]: the first few, then the rest
+            for n, (_, _, a) in enumerate(made):
+                if n == read:
+                    read = 8 if trim and n == 0 else len(made)
+                    self._end_times(m[2]["producedBy"] for m in made[n:read])
+                end = self._ends[a["producedBy"]]
+                if end is None:
+                    continue
+                out.append(Produced((a["namespace"], a["name"]), a["producedBy"], end, a.get("datasetVersion")))
+                if trim and end < since:
+                    self.left_out.update(m[1] for m in made[n + 1:])
+                    break
+        return out
 
     def of(self, dataset: str) -> dict[str, dict[str, str]]:
         """version id -> attrs of the dataset's stored versions."""
@@ -422,7 +503,8 @@ def _appended(known: _StoredVersions, before: dict[str, Any], after: dict[str, A
         order = sorted(now[d]["versions"], key=lambda el: int(el["attrs"]["version"]))
         kept = [int(stored[el["id"]]["version"]) for el in order if el["id"] in stored]
         fresh = [el for el in order if el["id"] not in stored]
-        if (kept != sorted(kept) or any(i not in a_ids and i != d + "@initial" for i in stored)
+        if (kept != sorted(kept)
+                or any(i not in a_ids and i != d + "@initial" and i not in known.left_out for i in stored)
                 or (fresh and any(el["id"] in stored for el in order[order.index(fresh[0]):]))):
             failed.add(d)
             continue
@@ -528,7 +610,7 @@ class _RefIndex:
 
 
 # ---------------------------------------------------------------------------- writing
-def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
+def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = None) -> dict:
     """Write the plan inside `tx`: in each shard it touches, every segment holding a row the plan
     replaces is rewritten without those rows (the others stay), the new rows are validated as one
     bundle and staged shard by shard, and a shard's table that has gathered more than
@@ -552,14 +634,14 @@ def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
     else:
         for s in sorted(str(s) for s in plan.shards if str(s) in out):
             for name, rel in out[s].items():
-                out[s][name] = [seg for old in rel for seg in _without(tx, name, old, plan)]
+                out[s][name] = [seg for old in rel for seg in _without(tx, name, old, plan, kept)]
     # Job and Dataset elements the store already holds (from OpenLineage or elsewhere) stay as they are
     bundle = plan.bundle
-    have = existing(tx, [el["id"] for el in bundle["elements"] if el["id"] in plan.static])
+    have = existing(tx, [el["id"] for el in bundle["elements"] if el["id"] in plan.static], kept=kept)
     bundle = {**bundle, "elements": [el for el in bundle["elements"]
                                      if not (el["id"] in plan.static and el["id"] in have)]}
     local = from_dict(bundle, "<openlineage>")
-    tables = TxTables(tx)
+    tables = TxTables(tx, kept)
     resolved = validate(local, tx.catalog.merge_gsets(local.gsets).merge_types(local.types), tables.existing())
     rows = table_rows(local, resolved, tables)
     for name in S.CORE_TABLES:
@@ -574,14 +656,14 @@ def _write(tx, meta: dict, plan: _Plan, shards: int) -> dict:
     for s in sorted(out):
         for name, rel in out[s].items():
             if len(rel) > SEGMENTS_PER_SHARD:
-                out[s][name] = _merged(tx, name, rel)
+                out[s][name] = _merged(tx, name, rel, kept)
                 edges_changed |= name == S.EDGES
     tx.set_catalog(resolved.catalog)
     return {"elements": rows[S.ELEMENTS].num_rows, "edges": rows[S.EDGES].num_rows,
             "edges_changed": edges_changed, "shard_segments": out}
 
 
-def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema) -> None:
+def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptRows | None = None) -> None:
     """Append rows to one of the tables that only grow (events, refs) as a new segment, then merge
     the newest segments into one while the newest holds at least a LOG_RATIO-th of the rows of the
     one before: segments shrink by LOG_RATIO from the oldest to the newest, so a table of n rows
@@ -590,9 +672,9 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema) -> None:
     ingest slower than the last.)"""
     tx.append_rows(name, rows, schema)
     segments = list(tx.segments(name))
-    total, first = _rows_of(tx, segments[-1]), len(segments) - 1
+    total, first = _rows_of(tx, segments[-1], kept), len(segments) - 1
     while first > 0:
-        before = _rows_of(tx, segments[first - 1])
+        before = _rows_of(tx, segments[first - 1], kept)
         if total * LOG_RATIO < before:
             break
         total += before
@@ -602,13 +684,23 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema) -> None:
         table = pa.concat_tables([pq.read_table(f) for f in files]).cast(schema)
         tx.drop_segments(name, segments[first:])
         tx.append_arrow(name, table, S.schema_json(schema))
+        _adopt(tx, kept, name, files)
 
 
-def _rows_of(tx, segment: str) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in segment_files(tx.store.storage, [segment]))
+def _adopt(tx, kept: KeptRows | None, name: str, sources: list[str]) -> None:
+    """The newest segment of table `name` was written with the rows of these files, one after
+    another: what `kept` holds of them, it holds of that segment's file."""
+    merged = segment_files(tx.store.storage, [tx.segments(name)[-1]])
+    if kept is not None and len(merged) == 1:
+        kept.adopt(merged[0], sources)
 
 
-def _without(tx, name: str, segment: str, plan: _Plan) -> list[str]:
+def _rows_of(tx, segment: str, kept: KeptRows | None = None) -> int:
+    files = segment_files(tx.store.storage, [segment])
+    return sum(kept.num_rows(f) if kept is not None else pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def _without(tx, name: str, segment: str, plan: _Plan, kept: KeptRows | None = None) -> list[str]:
     """The segments that replace `segment` of table `name` in the plan's commit: itself when it
     holds no row the plan replaces (only its key columns are read to tell), else a new segment of
     its other rows (none when every row goes)."""
@@ -630,25 +722,31 @@ def _without(tx, name: str, segment: str, plan: _Plan) -> list[str]:
         return table.column(columns[0])
 
     files = segment_files(tx.store.storage, [segment])
-    if not any(pc.any(pc.is_in(key(pq.read_table(f, columns=columns)), value_set=value_set)).as_py()
-               for f in files):
+    if kept is not None and kept.fits(files, tuple(columns)):
+        wanted = set(plan.replaced_edges) if name == S.EDGES else set(gone)
+        if not any(kept.keys(f, columns) & wanted for f in files):
+            return [segment]
+    elif not any(pc.any(pc.is_in(key(pq.read_table(f, columns=columns)), value_set=value_set)).as_py()
+                 for f in files):
         return [segment]
     table = pa.concat_tables([pq.read_table(f) for f in files])
-    kept = table.filter(pc.invert(pc.is_in(key(table), value_set=value_set)))
+    rest = table.filter(pc.invert(pc.is_in(key(table), value_set=value_set)))
     tx.drop_segments(name, [segment])
-    if not kept.num_rows:
+    if not rest.num_rows:
         return []
-    tx.append_arrow(name, kept, stored_schema(name))
+    tx.append_arrow(name, rest, stored_schema(name))
     return [tx.segments(name)[-1]]
 
 
-def _merged(tx, name: str, segments: Sequence[str]) -> list[str]:
+def _merged(tx, name: str, segments: Sequence[str], kept: KeptRows | None = None) -> list[str]:
     """These segments of table `name` merged into one (in this transaction)."""
     from store.duckdb.ingest import stored_schema  # deferred: the DuckDB wing
 
-    table = pa.concat_tables([pq.read_table(f) for f in segment_files(tx.store.storage, segments)])
+    files = segment_files(tx.store.storage, segments)
+    table = pa.concat_tables([pq.read_table(f) for f in files])
     tx.drop_segments(name, segments)
     tx.append_arrow(name, table, stored_schema(name))
+    _adopt(tx, kept, name, files)
     return [tx.segments(name)[-1]]
 
 

@@ -19,9 +19,13 @@ from store import Store
 from store.eventlog import distinct
 from store.interop.ol_commit import ingest_events
 from store.interop.openlineage import Event
+from store.kept import KeptRows
 from store.writer_lock import on_behalf
 
 _STORES: dict[str, Store] = {}  # root -> the store this worker commits to, kept open across commits
+# root -> what the commits read of the store's files, for the next commits (store/kept.py): the
+# worker is the store's only writer while its server holds the lock, and a file never changes
+_KEPT: dict[str, KeptRows] = {}
 
 
 def init_worker(server: int) -> None:
@@ -59,7 +63,7 @@ def commit(root: str, engine: str | None, paths: list[str]) -> tuple[int | None,
         return None, 0, 0, read
     st = _store(root, engine)
     r = ingest_events(st, [Event("strata serve", i, e.body) for i, e in enumerate(events)],
-                      f"strata serve: {len(events)} event(s)")
+                      f"strata serve: {len(events)} event(s)", kept=_KEPT.setdefault(root, KeptRows()))
     return r.version, r.new_events, len(events), read
 
 

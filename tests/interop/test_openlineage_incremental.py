@@ -10,6 +10,7 @@ shards are made tiny so that ingests rewrite some shards, keep others, and re-sh
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,7 @@ from store.errors import ConcurrentWriteError
 from store.interop import ol_commit
 from store.interop.ol_commit import ingest_events
 from store.interop.openlineage import Event, to_bundle
+from store.kept import KeptRows
 
 DATASETS = ("a", "b", "c")
 FIELDS = ("x", "y")
@@ -254,8 +256,8 @@ def _events_read(monkeypatch) -> list[int]:
     reads: list[int] = []
     matching = ol_commit._Stored.matching
 
-    def counted(self, name, column, values, select):
-        rows = matching(self, name, column, values, select)
+    def counted(self, name, column, values, select, *rest):
+        rows = matching(self, name, column, values, select, *rest)
         if name == ol_commit.EVENTS_TABLE and "event" in select:
             reads.append(len(rows))
         return rows
@@ -308,3 +310,144 @@ def test_many_small_ingests_keep_the_event_tables_few_segments(tmp_path):
     assert len(table(st_, ol_commit.REFS_TABLE)) == len({(Event("", 0, e).key, r) for e in events
                                                          for r in ol_commit.event_refs(e)})
     assert rows(st_) == reference_rows(tmp_path, events)
+
+
+# ---------------------------------------------------------------------------- the worker's kept lookups
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(specs=st.lists(run_strategy, min_size=1, max_size=6), static=st.booleans(), data=st.data())
+def test_ingests_through_kept_lookups_equal_fresh_ones(tiny_shards, specs, static, data):
+    """The server's worker keeps what it read of the store's files across commits (store/kept.py):
+    the same chunks through one KeptRows give the store that fresh ingests give, and the full
+    re-derivation's rows, also when another writer commits some of the chunks in between."""
+    events = [e for n, spec in enumerate(specs, 1) for e in run_events(n, spec)] + (STATIC if static else [])
+    shuffled = data.draw(st.permutations(events))
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(events) - 1)), min_size=1, max_size=4)))
+    chunks = split_into(shuffled, cuts)
+    other = data.draw(st.sets(st.integers(0, len(chunks) - 1), max_size=2))  # chunks another writer commits
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        kept, fresh = KeptRows(), Store.open(str(folder / "fresh"))
+        worker = Store.open(str(folder / "kept"))
+        for k, chunk in enumerate(chunks):
+            batch = [Event("chunk", i, b) for i, b in enumerate((chunk[: len(chunk) // 2] if k else []) + chunk)]
+            ingest_events(fresh, batch, f"chunk {k}")
+            if k in other:
+                ingest_events(Store.open(worker.root), batch, f"chunk {k}, another writer")
+            else:
+                worker.refresh()
+                ingest_events(worker, batch, f"chunk {k}", kept=kept)
+        worker.refresh()
+        got = rows(worker)
+        assert got == rows(fresh)
+        assert got == reference_rows(folder, events)
+
+
+def test_kept_lookups_read_a_file_once_and_follow_another_writers_commits(tmp_path):
+    """A second ingest reads only the files the first did not; a commit by another writer (new
+    segments, merged ones) is seen, and what was kept of the files it left out is dropped."""
+    st_ = Store.open(str(tmp_path / "s"))
+    kept = KeptRows()
+    first = [run_event(1, "START", rid(1), "w"), run_event(2, "COMPLETE", rid(1), "w", [], [dataset("a", ["x"])])]
+    ingest_events(st_, [Event("first", i, b) for i, b in enumerate(first)], "first", kept=kept)
+    again = [Event("again", i, b) for i, b in enumerate(first)]
+    assert ingest_events(st_, again, "again", kept=kept).new_events == 0
+    reads = kept.reads
+    assert ingest_events(st_, again, "again", kept=kept).new_events == 0
+    assert kept.reads == reads  # the event keys' file was read by the ingest before
+    # another writer commits 20 small batches: the event tables' segments are merged meanwhile
+    events = list(first)
+    for n in range(2, 22):
+        batch = [run_event(2 * n, "START", rid(n), "j", [dataset("a")]),
+                 run_event(2 * n + 1, "COMPLETE", rid(n), "j", [], [dataset(f"d{n}")])]
+        ingest_events(Store.open(st_.root), [Event(f"b{n}", i, b) for i, b in enumerate(batch)], f"b{n}")
+        events += batch
+    st_.refresh()
+    assert ingest_events(st_, [Event("theirs", 0, events[-1])], "theirs", kept=kept).new_events == 0
+    listed = {f for entry in st_.manifest.tables.values() for seg in entry.segments
+              for f in ol_commit.parquet_files(st_.storage.file_path(seg))}
+    assert set(kept._seen) <= listed  # nothing kept of files the newest version no longer lists
+    late = [run_event(0, "START", rid(30), "w2"), run_event(1, "COMPLETE", rid(30), "w2", [], [dataset("a")])]
+    ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late", kept=kept)
+    assert rows(st_) == reference_rows(tmp_path, events + late)
+
+
+def test_kept_rows_read_a_file_again_when_it_changed(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"k": ["a", "b"], "v": ["1", "2"]}), path)
+    kept = KeptRows()
+    assert kept.matching([path], "k", ["a"], ("k", "v")) == [("a", "1")]
+    pq.write_table(pa.table({"k": ["a", "b", "c"], "v": ["9", "2", "3"]}), path)
+    os.utime(path, ns=(1, 1))  # another modification time, whatever the clock's resolution
+    kept.retain([path])
+    assert sorted(kept.matching([path], "k", ["a", "c"], ("k", "v"))) == [("a", "9"), ("c", "3")]
+    kept.retain([])
+    assert len(kept) == 0
+
+
+def test_an_ingest_after_many_versions_derives_with_the_last_of_them_only(tmp_path, monkeypatch):
+    """A dataset written by 30 runs, read between the writes: a writer and a reader after them
+    give `to_bundle` only the last stored version of `a` and of the reader's output (the one the
+    reader may read), not the 30 (a commit costs what the new events change, not the datasets'
+    history); a late writer among them is derived as the full re-derivation does."""
+    stored = []
+    for n in range(1, 31):
+        stored += [run_event(4 * n, "START", rid(n), "w"),
+                   run_event(4 * n + 1, "COMPLETE", rid(n), "w", [], [dataset("a")]),
+                   run_event(4 * n + 2, "START", rid(100 + n), "r", [dataset("a")]),
+                   run_event(4 * n + 3, "COMPLETE", rid(100 + n), "r", [], [dataset(f"o{n % 3}")])]
+    st_ = Store.open(str(tmp_path / "s"))
+    ingest_events(st_, [Event("stored", i, b) for i, b in enumerate(stored)], "stored")
+    given: list[int] = []
+    bundle = ol_commit.to_bundle
+
+    def counted(bodies, known=()):
+        known = list(known)
+        given.append(len(known))
+        return bundle(bodies, known)
+
+    monkeypatch.setattr(ol_commit, "to_bundle", counted)
+    after = [run_event(200, "START", rid(31), "w"), run_event(201, "COMPLETE", rid(31), "w", [], [dataset("a")]),
+             run_event(202, "START", rid(131), "r", [dataset("a")]),
+             run_event(203, "COMPLETE", rid(131), "r", [], [dataset("o1")])]
+    ingest_events(st_, [Event("after", i, b) for i, b in enumerate(after)], "after")
+    assert max(given) <= 2
+    assert rows(st_) == reference_rows(tmp_path / "one", stored + after)
+    late = [run_event(50, "START", rid(60), "w2"), run_event(51, "COMPLETE", rid(60), "w2", [], [dataset("a")])]
+    ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late")
+    assert rows(st_) == reference_rows(tmp_path / "two", stored + after + late)
+
+
+def test_kept_rows_of_a_merged_file_are_made_from_its_sources(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    a, b, merged = (str(tmp_path / f"{n}.parquet") for n in ("a", "b", "m"))
+    pq.write_table(pa.table({"k": ["x", "y"], "v": ["1", "2"]}), a)
+    pq.write_table(pa.table({"k": ["y", "z"], "v": ["3", "4"]}), b)
+    kept = KeptRows()
+    assert kept.matching([a], "k", ["y"], ("v",)) == [("2",)]
+    assert kept.keys(a, ("k",)) == {"x", "y"}
+    pq.write_table(pa.concat_tables([pq.read_table(a), pq.read_table(b)]), merged)
+    kept.adopt(merged, [a, b])  # b, written by the same commit, is read; the merged file is not
+    reads = kept.reads
+    assert sorted(kept.matching([merged], "k", ["y", "z"], ("v",))) == [("2",), ("3",), ("4",)]
+    assert kept.keys(merged, ("k",)) == {"x", "y", "z"}
+    assert kept.reads == reads
+
+
+def test_lookups_past_the_kept_rows_budget_scan_the_files(tmp_path):
+    """A KeptRows keeps at most `max_rows` rows; a lookup that would pass it scans instead, and
+    the store is the same."""
+    st_, kept, events = Store.open(str(tmp_path / "s")), KeptRows(max_rows=40), []
+    for n in range(1, 6):
+        batch = [run_event(2 * n, "START", rid(n), "j", [dataset(f"d{n - 1}")]),
+                 run_event(2 * n + 1, "COMPLETE", rid(n), "j", [], [dataset(f"d{n}", ["x"])])]
+        st_.refresh()
+        ingest_events(st_, [Event(f"b{n}", i, b) for i, b in enumerate(batch)], f"b{n}", kept=kept)
+        events += batch
+        assert kept.held() <= 40
+    assert len(kept) and rows(st_) == reference_rows(tmp_path, events)

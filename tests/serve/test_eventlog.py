@@ -125,3 +125,27 @@ def test_the_folder_calls_after_each_round_with_whether_it_is_idle(tmp_path):
     assert rounds == [False, True]  # b waited after the first round; nothing after the second
     folder.stop()
     assert rounds == [False, True]  # a stop runs no upkeep
+
+
+def test_the_folder_starts_a_round_at_most_every_gap_while_events_keep_arriving(tmp_path):
+    """Events arriving during the gap wake the folder but wait for its end: one bigger commit
+    per gap, not one per arrival."""
+    log = EventLog(str(tmp_path))
+    starts: list[float] = []
+
+    def commit(paths):
+        starts.append(time.monotonic())
+        events, read = distinct(paths)
+        return len(events), read
+
+    folder = Folder(log, commit, gap_s=0.3)
+    folder.start()
+    for i in range(30):  # for about 0.6 s
+        log.append(logged(1, f"e{i}-"))
+        folder.notify(1)
+        time.sleep(0.02)
+    stopped = time.monotonic()
+    folder.stop()  # cuts the gap short: the rest is folded now
+    rounds = [t for t in starts if t < stopped]
+    assert 2 <= len(rounds) <= 4
+    assert all(b - a >= 0.29 for a, b in zip(rounds, rounds[1:], strict=False))

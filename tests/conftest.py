@@ -43,8 +43,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# No wall-clock deadline for an example (hypothesis' default is 200 ms): the suite shares two cores
+# among three pytest processes and their JVMs, where an example of a few milliseconds can take
+# hundreds; what a property test checks is the answer, and benchmarks/ measure the time.
+settings.register_profile("strata", deadline=None)
+settings.load_profile("strata")
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

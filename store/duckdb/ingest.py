@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +31,7 @@ from store.duckdb.validate import Existing, LocalResolved, validate
 from store.engine import duckdb_connect
 from store.ingest import IngestCounts
 from store.kept import KeptRows
-from store.segments import parquet_files
+from store.segments import segment_files
 
 
 # ---------------------------------------------------------------------------- the store's tables
@@ -40,20 +41,15 @@ class TxTables:
     def __init__(self, stx, kept: KeptRows | None = None) -> None:
         self.stx = stx
         self.kept = kept  # the writer's lookups kept across commits (store/kept.py), if any
-        self._con = None
 
-    @property
+    @cached_property
     def con(self):
-        if self._con is None:
-            self._con = duckdb_connect()
-        return self._con
+        """A DuckDB connection, opened when a lookup first scans (kept rows need none)."""
+        return duckdb_connect()
 
     def files(self, name: str) -> list[str]:
         entry = self.stx._tx.tables.get(name)
-        out: list[str] = []
-        for seg in entry.segments if entry is not None else ():
-            out += parquet_files(self.stx.store.storage.file_path(seg))
-        return out
+        return segment_files(self.stx.store.storage, entry.segments if entry is not None else ())
 
     def relation(self, name: str):
         files = self.files(name)

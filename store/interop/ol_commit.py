@@ -31,6 +31,7 @@ import json
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -116,23 +117,21 @@ class _Stored:
     def __init__(self, st, kept: KeptRows | None = None) -> None:
         self.st = st
         self.kept = kept
-        self._con = None
 
-    @property
+    @cached_property
     def con(self):
-        if self._con is None:
-            from store.engine import duckdb_connect  # deferred: duckdb, for a store on this machine
+        """A DuckDB connection, opened when a lookup first scans (kept rows need none)."""
+        from store.engine import duckdb_connect  # deferred: duckdb, for a store on this machine
 
-            self._con = duckdb_connect()
-        return self._con
+        return duckdb_connect()
 
     def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
+        if "con" in self.__dict__:  # opened
+            self.con.close()
 
     def files(self, name: str) -> list[str]:
         entry = self.st.manifest.tables.get(name)
-        return [f for seg in (entry.segments if entry else ()) for f in parquet_files(self.st.storage.file_path(seg))]
+        return segment_files(self.st.storage, entry.segments if entry else ())
 
     def _relation(self, name: str):
         files = self.files(name)

@@ -58,7 +58,7 @@ from store.interop.openlineage import (
     to_bundle,
 )
 from store.kept import KeptRows
-from store.segments import parquet_files, segment_files
+from store.segments import segment_files
 
 EVENTS_TABLE = "openlineage_events"
 REFS_TABLE = "openlineage_refs"
@@ -181,10 +181,9 @@ def stored_events(st) -> dict[str, str]:
         return {}
     if st.storage.on_this_machine:
         out: dict[str, str] = {}
-        for seg in entry.segments:
-            for f in parquet_files(st.storage.file_path(seg)):
-                t = pq.read_table(f, columns=["key", "event"])
-                out.update(zip(t.column("key").to_pylist(), t.column("event").to_pylist(), strict=True))
+        for f in segment_files(st.storage, entry.segments):
+            t = pq.read_table(f, columns=["key", "event"])
+            out.update(zip(t.column("key").to_pylist(), t.column("event").to_pylist(), strict=True))
         return out
     return {r["key"]: r["event"] for r in st.table(EVENTS_TABLE).select("key", "event").collect()}
 
@@ -222,8 +221,7 @@ def ingest_events(st, events: Sequence[Event], message: str, kept: KeptRows | No
     if not st.storage.on_this_machine:
         return rederive_all(st, events, message)
     if kept is not None:
-        kept.retain(f for entry in st.manifest.tables.values() for seg in entry.segments
-                    for f in parquet_files(st.storage.file_path(seg)))
+        kept.retain(f for entry in st.manifest.tables.values() for f in segment_files(st.storage, entry.segments))
     stored = _Stored(st, kept)
     try:
         candidates: dict[str, Event] = {}

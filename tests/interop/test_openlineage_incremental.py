@@ -26,6 +26,7 @@ from store.interop import ol_commit
 from store.interop.ol_commit import ingest_events
 from store.interop.openlineage import Event, to_bundle
 from store.kept import KeptRows
+from store.segments import segment_files
 
 DATASETS = ("a", "b", "c")
 FIELDS = ("x", "y")
@@ -364,8 +365,7 @@ def test_kept_lookups_read_a_file_once_and_follow_another_writers_commits(tmp_pa
         events += batch
     st_.refresh()
     assert ingest_events(st_, [Event("theirs", 0, events[-1])], "theirs", kept=kept).new_events == 0
-    listed = {f for entry in st_.manifest.tables.values() for seg in entry.segments
-              for f in ol_commit.parquet_files(st_.storage.file_path(seg))}
+    listed = {f for entry in st_.manifest.tables.values() for f in segment_files(st_.storage, entry.segments)}
     assert set(kept._seen) <= listed  # nothing kept of files the newest version no longer lists
     late = [run_event(0, "START", rid(30), "w2"), run_event(1, "COMPLETE", rid(30), "w2", [], [dataset("a")])]
     ingest_events(st_, [Event("late", i, b) for i, b in enumerate(late)], "late", kept=kept)

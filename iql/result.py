@@ -88,8 +88,13 @@ def cell_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str)
+        if type(value) is list and all(type(v) is int for v in value):  # a trace's operator ids, per row
+            return "[" + ", ".join(map(str, value)) + "]"
+        return _ENCODER.encode(value)
     return str(value)
+
+
+_ENCODER = json.JSONEncoder(default=str)
 
 
 def format_table(columns, rows) -> str:

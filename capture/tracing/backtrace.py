@@ -244,17 +244,17 @@ class Backtrace:
         return "\n".join(lines)
 
 
-def _finish(dataset: str, item_id: int, tree: Tree) -> TracedItem:
+def _nodes(tree: Tree) -> tuple[TracedNode, ...]:
+    """A traced item's nodes: the tree's, with every ancestor path, sorted by path."""
     full: Tree = {p: n.copy() for p, n in tree.items()}
     for p, n in tree.items():
         for i in range(1, len(p)):
             anc = full.setdefault(p[:i], _Node(False))
             anc.contrib = anc.contrib or n.contrib
-    nodes = tuple(
+    return tuple(
         TracedNode(join_path(p), n.contrib, tuple(sorted(n.accessed)), tuple(sorted(n.manipulated)))
         for p, n in sorted(full.items(), key=lambda kv: _sort_key(kv[0]))
     )
-    return TracedItem(dataset, item_id, nodes)
 
 
 def _sort_key(path: Path) -> tuple:
@@ -265,6 +265,15 @@ def _shape(tree: Tree) -> tuple:
     """A hashable value equal for equal trees (the key of step_back's memo)."""
     return tuple(sorted((p, n.contrib, tuple(sorted(n.accessed)), tuple(sorted(n.manipulated)))
                         for p, n in tree.items()))
+
+
+def _uses_pos(op: OperatorProv) -> bool:
+    """Whether :func:`step_back` through ``op`` depends on an association's position: only where
+    a flatten's or an aggregation's paths hold a position segment (``[pos]`` or ``[n]``). Where
+    it does not, the members of a group (every one at its own position) step back alike."""
+    if op.type not in (OpType.FLATTEN, OpType.AGGREGATION) or op.manipulated is None:
+        return False
+    return any(seg.startswith("[") for m in op.manipulated for seg in (*split(m.src), *split(m.dst)))
 
 
 # ---- Algorithm 1 ---------------------------------------------------------------------------
@@ -295,12 +304,20 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
         rows: Iterable[AssocRow] = (
             [(i, 0, i, None) for i in ids] if op.type.keeps_ids else fetch(oid, ids)
         )
-        memo: dict[tuple, Tree | None] = {}  # many items have trees of the same shape
+        # Many items have trees of the same shape, and many share one tree object (the members
+        # of a group): step back once per (input, position, shape), and take each tree object's
+        # shape once. The position only counts where the operator's paths use it.
+        memo: dict[tuple, Tree | None] = {}
+        shapes: dict[int, tuple] = {}
+        uses_pos = _uses_pos(op)
         for out_id, k, in_id, pos in rows:
             tree = bag.get(out_id)
             if tree is None:
                 continue
-            key = (k, pos, _shape(tree))
+            shape = shapes.get(id(tree))
+            if shape is None:
+                shape = shapes[id(tree)] = _shape(tree)
+            key = (k, pos if uses_pos else None, shape)
             if key not in memo:
                 memo[key] = step_back(op, k, pos, tree)
             new = memo[key]  # shared between items: trees are never changed once built
@@ -308,8 +325,13 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
                 continue
             target = pending.setdefault(op.inputs[k].pred, {})
             target[in_id] = merge_trees(target[in_id], new) if in_id in target else new
-    items = tuple(_finish(d, i, t) for (d, i), t in sorted(done.items()))
-    return Backtrace(items, len(matched))
+    nodes: dict[int, tuple[TracedNode, ...]] = {}  # per tree object: items that share a tree share its nodes
+    items = []
+    for (d, i), t in sorted(done.items()):
+        if id(t) not in nodes:
+            nodes[id(t)] = _nodes(t)
+        items.append(TracedItem(d, i, nodes[id(t)]))
+    return Backtrace(tuple(items), len(matched))
 
 
 def below(ops: dict[int, OperatorProv], start: int) -> set[int]:

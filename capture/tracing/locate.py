@@ -28,7 +28,9 @@ what the wings share (a :class:`Place`, the value at a path, the texts of unread
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
+from contextlib import contextmanager
 
 from capture.ids import item_element_id
 from capture.locator import Locator
@@ -92,16 +94,31 @@ def trace_rows(store, bt, where: bool = True, values: bool = True) -> list[tuple
     value: ``iql.TRACE_COLUMNS``): one per node of each traced input item's tree,
     with the item's store element, its ``source`` (when ``where``) and the value at the node's
     path (when ``values``); input items are located only when one of the two is asked for."""
-    places: dict[Key, Place] = {}
-    if (where or values) and bt.items and bt.run is not None:
-        places = locate(store, read_head(store, bt.run), {(i.dataset, i.item_id) for i in bt.items}, values)
-    rows = []
-    for item in bt.items:
-        place = places.get((item.dataset, item.item_id))
-        source = place.source if place is not None and where else None
-        element = item_element_id(item.dataset, item.item_id)
-        for n in item.nodes:
-            value = place.value(n.path) if place is not None and values else None
-            rows.append((item.dataset, element, item.item_id, n.path, n.role, list(n.accessed),
-                         list(n.manipulated), source, value))
-    return rows
+    with _no_cyclic_gc():
+        places: dict[Key, Place] = {}
+        if (where or values) and bt.items and bt.run is not None:
+            places = locate(store, read_head(store, bt.run), {(i.dataset, i.item_id) for i in bt.items}, values)
+        rows = []
+        for item in bt.items:
+            place = places.get((item.dataset, item.item_id))
+            source = place.source if place is not None and where else None
+            element = item_element_id(item.dataset, item.item_id)
+            for n in item.nodes:
+                value = place.value(n.path) if place is not None and values else None
+                rows.append((item.dataset, element, item.item_id, n.path, n.role, list(n.accessed),
+                             list(n.manipulated), source, value))
+        return rows
+
+
+@contextmanager
+def _no_cyclic_gc():
+    """Python's cyclic garbage collector paused: a large trace builds millions of rows (no cycles
+    among them), and each full collection would walk every record read back so far (without the
+    pause they took most of the time of a 150,000-item trace)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

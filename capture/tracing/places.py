@@ -36,8 +36,25 @@ class Place:
         """The record's value at ``path`` as JSON text; None when the record was not read back."""
         if not self.found:
             return None
-        return json.dumps(value_at(self.record, path.split(".") if path else []), ensure_ascii=False,
-                          default=_plain)
+        return json_text(value_at(self.record, path.split(".") if path else []))
+
+
+def json_text(v) -> str:
+    """``v`` as JSON text (non-ASCII kept; dates, decimals and bytes as strings: ``_plain``). A
+    trace prints one per node of every traced item, millions for a large group: the common scalars
+    skip the encoder."""
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "true" if v else "false"
+    kind = type(v)
+    if kind is str:
+        return _encode_string(v)
+    if kind is int:
+        return int.__repr__(v)
+    if kind in (dt.datetime, dt.date, dt.time, decimal.Decimal):
+        return _encode_string(str(v))
+    return _ENCODER.encode(v)
 
 
 def _plain(v):
@@ -49,6 +66,10 @@ def _plain(v):
         except UnicodeDecodeError:
             return base64.b64encode(bytes(v)).decode()
     return str(v)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_plain)
+_encode_string = json.encoder.encode_basestring  # what _ENCODER does with a str
 
 
 def value_at(record, segments: list[str]):

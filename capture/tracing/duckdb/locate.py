@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capture.ids import SEED, mix
@@ -113,17 +114,17 @@ def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local:
     hit = np.flatnonzero(np.isin(ids, np.fromiter(wanted, dtype=np.int64, count=len(wanted))))
     if not len(hit):
         return
-    starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
-    groups: dict[int, object] = {}
+    records: dict[int, object] = {}
+    if values:  # each row group that holds a hit read once, its hits taken in one go
+        starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+        group_of = np.searchsorted(starts, hit, side="right") - 1
+        for g in np.unique(group_of).tolist():
+            rows = hit[group_of == g]
+            taken = pf.read_row_group(g).take(pa.array(rows - starts[g])).to_pylist()
+            records.update(zip(rows.tolist(), taken, strict=True))
     for row in hit.tolist():
-        record = None
-        if values:
-            g = int(np.searchsorted(starts, row, side="right") - 1)
-            if g not in groups:
-                groups[g] = pf.read_row_group(g)
-            record = groups[g].slice(row - int(starts[g]), 1).to_pylist()[0]
         for key in wanted.pop(int(ids[row])):
-            out[key] = Place(label(loc, f"{local}#{row}"), record, values)
+            out[key] = Place(label(loc, f"{local}#{row}"), records.get(row), values)
 
 
 def _delimiter(options: dict[str, str]) -> str:

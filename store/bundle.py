@@ -64,6 +64,10 @@ SECTION_FIELDS = {
 
 
 # ---------------------------------------------------------------------------- record shapes
+# an attribute value of exactly one of these types: its type's name (AttrType.of_value's answer)
+_PLAIN = {str: "string", int: "int", float: "float", bool: "bool"}
+
+
 def _attrs(obj: Any) -> tuple[dict | None, dict | None, str | None]:
     if obj is None:
         return None, None, None
@@ -77,6 +81,11 @@ def _attrs(obj: Any) -> tuple[dict | None, dict | None, str | None]:
     values: dict[str, str | None] = {}
     types: dict[str, str | None] = {}
     for k, v in obj.items():
+        plain = _PLAIN.get(type(v))  # the usual values, without AttrType's checks (the same result)
+        if plain is not None and type(k) is str:
+            types[k] = plain
+            values[k] = v if plain == "string" else ("true" if v else "false") if plain == "bool" else str(v)
+            continue
         t = AttrType.of_value(v)
         types[str(k)] = t.value if t else (None if v is None else "invalid")
         if v is None:

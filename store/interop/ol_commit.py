@@ -48,7 +48,6 @@ from store.interop.openlineage import (
     ROLE_OUT,
     Event,
     Produced,
-    canonical,
     dataset_id,
     event_refs,
     owners,
@@ -252,7 +251,7 @@ def ingest_events(st, events: Sequence[Event], message: str, kept: KeptRows | No
         tx.set_meta(META_KEY, {**meta, "shard_segments": counts.pop("shard_segments")})
         if counts["edges_changed"] and tx.meta(INDEX_META_KEY):
             tx.set_meta(INDEX_META_KEY, None)  # edges were replaced, not appended: rebuild the index
-        _append_log(tx, EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
+        _append_log(tx, EVENTS_TABLE, [(k, e.canonical_text, f"{e.source}#{e.index}") for k, e in new.items()],
                     events_schema(), kept)
         _append_log(tx, REFS_TABLE, plan.refs, refs_schema(), kept)
     return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True, len(plan.whole))
@@ -277,6 +276,11 @@ class _Plan:
     whole: set[str] = field(default_factory=set)
 
 
+def _texts(events: dict[str, Event]) -> dict[int, str]:
+    """id(body) -> canonical JSON of these events (to_bundle's `texts`)."""
+    return {id(e.body): e.canonical_text for e in events.values()}
+
+
 def _refs_rows(key: str, body: dict[str, Any]) -> list[tuple]:
     return [(key, *r) for r in event_refs(body)]
 
@@ -288,9 +292,12 @@ def _static(bundle: dict[str, Any]) -> set[str]:
 def _everything(stored: _Stored, new: dict[str, Event], shards: int, with_stored_refs: bool) -> _Plan:
     """Re-derive the whole OpenLineage part from every event (first ingest, more shards, or a
     store written before shards)."""
-    bodies = {k: json.loads(t) for k, t in stored.all_rows(EVENTS_TABLE, ("key", "event"))}
+    stored_texts = stored.all_rows(EVENTS_TABLE, ("key", "event"))
+    bodies = {k: json.loads(t) for k, t in stored_texts}
+    texts = {id(bodies[k]): t for k, t in stored_texts}
     bodies.update({k: e.body for k, e in new.items()})
-    bundle = to_bundle(bodies.values())
+    texts.update(_texts(new))
+    bundle = to_bundle(bodies.values(), texts=texts)
     refs = [r for k, b in (bodies.items() if with_stored_refs else ((k, e.body) for k, e in new.items()))
             for r in _refs_rows(k, b)]
     return _Plan(bundle, owners(bundle), _static(bundle), set(), set(), set(range(shards)), True, refs)
@@ -310,10 +317,13 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     changed = {r[1] for r in new_refs if r[1] is not None}
     datasets = refs.datasets_of(changed)
     old: dict[str, dict[str, Any]] = {}
+    texts = _texts(new)  # the canonical JSON of the events, by id(body): to_bundle orders by it
 
     def load(runs: set[str]) -> None:
         keys = refs.keys_of(runs) - old.keys() - new.keys()
-        old.update((k, json.loads(t)) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event")))
+        for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event")):
+            body = old[k] = json.loads(t)
+            texts[id(body)] = t
 
     writes = refs.writes_of(changed)
     candidates = refs.readers_of(writes) - changed
@@ -337,8 +347,8 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
         loaded = {_run_of(b) for b in old.values()} | changed
         bodies = [*old.values(), *(e.body for e in new.values())]
         given = known.produced(loaded, since=min(parse_time(b["eventTime"]) for b in bodies))
-        after = to_bundle(bodies, given)
-        before = to_bundle(old.values(), given)
+        after = to_bundle(bodies, given, texts)
+        before = to_bundle(old.values(), given, texts)
         appended, failed = _appended(known, before, after, datasets - whole)
         if not failed:
             break
@@ -776,6 +786,6 @@ def rederive_all(st, events: Sequence[Event], message: str) -> OLIngest:
                             for name in S.CORE_TABLES}
         meta["events"] = len(bodies)
         tx.set_meta(META_KEY, meta)
-        tx.append_rows(EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
+        tx.append_rows(EVENTS_TABLE, [(k, e.canonical_text, f"{e.source}#{e.index}") for k, e in new.items()],
                        events_schema())
     return OLIngest(st.version, len(new), len(bodies), counts.elements, counts.edges, True)

@@ -404,10 +404,10 @@ def test_an_ingest_after_many_versions_derives_with_the_last_of_them_only(tmp_pa
     given: list[int] = []
     bundle = ol_commit.to_bundle
 
-    def counted(bodies, known=()):
+    def counted(bodies, known=(), texts=None):
         known = list(known)
         given.append(len(known))
-        return bundle(bodies, known)
+        return bundle(bodies, known, texts)
 
     monkeypatch.setattr(ol_commit, "to_bundle", counted)
     after = [run_event(200, "START", rid(31), "w"), run_event(201, "COMPLETE", rid(31), "w", [], [dataset("a")]),

@@ -658,7 +658,9 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
         key = table.column(KEY_OF[name]).to_pylist()
         shard = pa.array([shard_of(plan.owner[k], shards) for k in key], pa.int32())
         for s in sorted(set(shard.to_pylist())):
-            tx.append_arrow(name, table.filter(pc.equal(shard, s)), stored_schema(name))
+            part = table.filter(pc.equal(shard, s))
+            tx.append_arrow(name, part, stored_schema(name))
+            _wrote(tx, kept, name, part)
             out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
     for s in sorted(out):
         for name, rel in out[s].items():
@@ -677,7 +679,10 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptR
     keeps about log(n)/log(LOG_RATIO) segments however many commits wrote it, and a row is
     rewritten about as many times. (Lookups read every segment: one per commit would make each
     ingest slower than the last.)"""
-    tx.append_rows(name, rows, schema)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    written = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+    tx.append_arrow(name, written, S.schema_json(schema))
+    _wrote(tx, kept, name, written)
     segments = list(tx.segments(name))
     total, first = _rows_of(tx, segments[-1], kept), len(segments) - 1
     while first > 0:
@@ -697,9 +702,23 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptR
 def _adopt(tx, kept: KeptRows | None, name: str, sources: list[str]) -> None:
     """The newest segment of table `name` was written with the rows of these files, one after
     another: what `kept` holds of them, it holds of that segment's file."""
-    merged = segment_files(tx.store.storage, [tx.segments(name)[-1]])
-    if kept is not None and len(merged) == 1:
-        kept.adopt(merged[0], sources)
+    merged = _newest_file(tx, name) if kept is not None else None
+    if merged is not None:
+        kept.adopt(merged, sources)
+
+
+def _wrote(tx, kept: KeptRows | None, name: str, table: pa.Table) -> None:
+    """The newest segment of table `name` was written with this table's rows: `kept` indexes
+    them from it for the next commit's lookups, without reading the file back."""
+    written = _newest_file(tx, name) if kept is not None else None
+    if written is not None:
+        kept.wrote(written, table)
+
+
+def _newest_file(tx, name: str) -> str | None:
+    """The file of the newest segment of table `name`, when it is one file."""
+    files = segment_files(tx.store.storage, [tx.segments(name)[-1]])
+    return files[0] if len(files) == 1 else None
 
 
 def _rows_of(tx, segment: str, kept: KeptRows | None = None) -> int:
@@ -742,6 +761,7 @@ def _without(tx, name: str, segment: str, plan: _Plan, kept: KeptRows | None = N
     if not rest.num_rows:
         return []
     tx.append_arrow(name, rest, stored_schema(name))
+    _wrote(tx, kept, name, rest)
     return [tx.segments(name)[-1]]
 
 

@@ -439,6 +439,25 @@ def test_kept_rows_of_a_merged_file_are_made_from_its_sources(tmp_path):
     assert kept.reads == reads
 
 
+def test_kept_rows_of_a_written_file_come_from_its_table_until_the_retain_after_next(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "w.parquet")
+    table = pa.table({"k": ["x", "y", "x"], "v": ["1", "2", "3"]})
+    pq.write_table(table, path)
+    kept = KeptRows()
+    kept.wrote(path, table)
+    kept.retain([path])  # the next commit's start: the table is still there
+    assert sorted(kept.matching([path], "k", ["x"], ("v",))) == [("1",), ("3",)]
+    assert kept.keys(path, ("k", "v")) == {("x", "1"), ("y", "2"), ("x", "3")}
+    assert kept.num_rows(path) == 3
+    kept.retain([path])
+    assert kept._written == {}  # dropped; what was indexed of it stays, the rest is read from the file
+    assert kept.matching([path], "k", ["y"], ("k", "v")) == [("y", "2")]
+    assert kept.matching([path], "k", ["x"], ("v",)) == [("1",), ("3",)]
+
+
 def test_lookups_past_the_kept_rows_budget_scan_the_files(tmp_path):
     """A KeptRows keeps at most `max_rows` rows; a lookup that would pass it scans instead, and
     the store is the same."""

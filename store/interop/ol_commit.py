@@ -116,6 +116,7 @@ class _Stored:
     def __init__(self, st, kept: KeptRows | None = None) -> None:
         self.st = st
         self.kept = kept
+        self._files: dict[str, list[str]] = {}  # the manifest at hand is read before the commit only
 
     @cached_property
     def con(self):
@@ -129,8 +130,12 @@ class _Stored:
             self.con.close()
 
     def files(self, name: str) -> list[str]:
-        entry = self.st.manifest.tables.get(name)
-        return segment_files(self.st.storage, entry.segments if entry else ())
+        """The files of table `name` in the store's manifest (listed once: every lookup asks)."""
+        files = self._files.get(name)
+        if files is None:
+            entry = self.st.manifest.tables.get(name)
+            files = self._files[name] = segment_files(self.st.storage, entry.segments if entry else ())
+        return files
 
     def _relation(self, name: str):
         files = self.files(name)

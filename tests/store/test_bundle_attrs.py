@@ -4,30 +4,17 @@ types, whatever the value's Python type (the usual ones take a shorter path to t
 from __future__ import annotations
 
 import enum
-import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store.bundle import _attrs
-from store.model import AttrType
+from store.bundle import _attr, _attrs
 
 
 def reference(obj: dict) -> tuple[dict, dict, None]:
-    """Every value through AttrType.of_value: what `_attrs` answers for any mapping."""
-    values, types = {}, {}
-    for k, v in obj.items():
-        t = AttrType.of_value(v)
-        types[str(k)] = t.value if t else (None if v is None else "invalid")
-        if v is None:
-            values[str(k)] = None
-        elif isinstance(v, bool):
-            values[str(k)] = "true" if v else "false"
-        elif isinstance(v, (int, float, str)):
-            values[str(k)] = str(v)
-        else:
-            values[str(k)] = json.dumps(v)
-    return values, types, None
+    """Every value through `_attr` (AttrType.of_value): what `_attrs` answers for any mapping."""
+    pairs = {str(k): _attr(v) for k, v in obj.items()}
+    return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}, None
 
 
 class Kind(str, enum.Enum):  # a str subclass: of_value's isinstance answers for it

@@ -18,9 +18,11 @@ of the core tables. An ingest with new events
    affected owners' old rows, then the new rows through the store's validated bundle path) and
    appends the new events and their refs.
 
-When the events outgrow the shards (more than EVENTS_PER_SHARD per shard), and for a store whose
-OpenLineage part was written before shards, the ingest re-derives everything once (`to_bundle`
-of all events) into the new number of shards. A store that is not on this machine re-derives
+When the events outgrow the shards (more than EVENTS_PER_SHARD per shard), the ingest first
+moves the stored rows, as they are, to the shards their owners have among the new number of
+shards (`_Reshard`: an owner follows from the stored elements), then derives what the new events
+change as above. A store whose OpenLineage part was written before shards or refs is re-derived
+once (`to_bundle` of all events) into shards. A store that is not on this machine re-derives
 everything at every ingest on Spark (the flat `openlineage.segments` of earlier versions).
 Re-ingesting events the store holds commits nothing.
 """
@@ -46,6 +48,7 @@ from store.interop.openlineage import (
     FIELD,
     JOB,
     ROLE_OUT,
+    TRANSFORMATION,
     Event,
     Produced,
     dataset_id,
@@ -238,10 +241,14 @@ def ingest_events(st, events: Sequence[Event], message: str, kept: KeptRows | No
         if not new:
             return OLIngest(st.version, 0, total)
         shards = shard_count(total)
-        if meta.get("shards") != shards or "refs" not in meta:
+        # more shards: the stored rows move to their owners' new shards as they are (`_Reshard`)
+        reshard = (_Reshard.of(st, meta["shard_segments"], shards)
+                   if "refs" in meta and meta.get("shards") != shards and meta.get("shard_segments") else None)
+        if "refs" not in meta or (meta.get("shards") != shards and reshard is None):
             plan = _everything(stored, new, shards, with_stored_refs="refs" not in meta)
         else:
             plan = _affected(stored, new, shards)
+            plan.reshard = reshard
     finally:
         stored.close()
     read_version = st.version
@@ -279,6 +286,65 @@ class _Plan:
     rebuild: bool
     refs: list[tuple]
     whole: set[str] = field(default_factory=set)
+    reshard: _Reshard | None = None  # the stored rows moved to more shards first
+
+
+@dataclass(frozen=True)
+class _Reshard:
+    """The stored rows of the shards' segments, each with the shard its owner has among `shards`
+    (more than they were written for): moved there as they are, nothing derived again. The rows
+    of a shard are those of its owners, and an owner follows from the stored elements as
+    `openlineage.owners` gives it from a bundle (`_owner_of`)."""
+
+    shards: int
+    tables: dict[str, tuple[list[str], pa.Table, pa.Array]]  # name -> (its segments, their rows, new shards)
+
+    @classmethod
+    def of(cls, st, shard_segments: dict[str, dict[str, list[str]]], shards: int) -> _Reshard | None:
+        """The move of these shards' rows; None when a row's owner is not among the stored
+        elements (then everything is derived again)."""
+        tables = {}
+        for name in S.CORE_TABLES:
+            segs = [seg for s in sorted(shard_segments) for seg in shard_segments[s].get(name, ())]
+            files = segment_files(st.storage, segs)
+            if files:
+                tables[name] = (segs, pa.concat_tables([pq.read_table(f) for f in files]))
+        if S.ELEMENTS not in tables:
+            return None
+        owner = _owner_of(tables[S.ELEMENTS][1], tables[S.PARENTS][1] if S.PARENTS in tables else None)
+        moved = {}
+        for name, (segs, table) in tables.items():
+            keys = table.column(KEY_OF[name]).to_pylist()
+            if not owner.keys() >= set(keys):
+                return None
+            moved[name] = (segs, table, pa.array([shard_of(owner[k], shards) for k in keys], pa.int32()))
+        return cls(shards, moved)
+
+    def write(self, tx, kept: KeptRows | None) -> tuple[dict[str, dict[str, list[str]]], bool]:
+        """Move the rows in `tx`: (the new `shard_segments`, whether edges moved)."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for name, (segs, table, shard) in self.tables.items():
+            tx.drop_segments(name, segs)
+            _stage_by_shard(tx, name, table, shard, out, kept)
+        return out, S.EDGES in self.tables
+
+
+def _owner_of(elements: pa.Table, parents: pa.Table | None) -> dict[str, str]:
+    """element id -> its owner, from stored element and parent rows: a `Transformation` or a
+    `DatasetVersion` its (one) parent's, a `Field` its version's parent; any other itself."""
+    first: dict[str, str] = {}
+    if parents is not None:
+        for i, p in sorted(zip(parents.column(S.ID).to_pylist(), parents.column(S.PARENT).to_pylist(), strict=True)):
+            first.setdefault(i, p)  # the first in order, as a bundle lists an element's parents
+    out: dict[str, str] = {}
+    for i, g in zip(elements.column(S.ID).to_pylist(), elements.column(S.GRANULARITY).to_pylist(), strict=True):
+        if g in (TRANSFORMATION, DATASET_VERSION) and i in first:
+            out[i] = first[i]
+        elif g == FIELD and first.get(i) in first:
+            out[i] = first[first[i]]
+        elif g not in (TRANSFORMATION, DATASET_VERSION, FIELD):
+            out[i] = i
+    return out
 
 
 def _texts(events: dict[str, Event]) -> dict[int, str]:
@@ -627,16 +693,17 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
     replaces is rewritten without those rows (the others stay), the new rows are validated as one
     bundle and staged shard by shard, and a shard's table that has gathered more than
     SEGMENTS_PER_SHARD segments is merged into one. Returns counts and the new `shard_segments`."""
-    import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
-
     from store.duckdb.bundle import from_dict  # deferred: the DuckDB wing, for a store on this machine
-    from store.duckdb.ingest import TxTables, stored_schema, table_rows  # deferred: the DuckDB wing
+    from store.duckdb.ingest import TxTables, table_rows  # deferred: the DuckDB wing
     from store.duckdb.validate import validate  # deferred: the DuckDB wing
 
     old_shards: dict[str, dict[str, list[str]]] = meta.get("shard_segments") or {}
+    edges_changed = plan.rebuild or bool(plan.replaced_edges)
+    if plan.reshard is not None:
+        old_shards, moved = plan.reshard.write(tx, kept)
+        edges_changed |= moved
     out: dict[str, dict[str, list[str]]] = {s: {name: list(rel) for name, rel in segs.items()}
                                              for s, segs in old_shards.items() if not plan.rebuild}
-    edges_changed = plan.rebuild or bool(plan.replaced_edges)
     if plan.rebuild:
         for name, segs in (meta.get("segments") or {}).items():  # a store written before shards
             tx.drop_segments(name, segs)
@@ -661,12 +728,8 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
         if not table.num_rows:
             continue
         key = table.column(KEY_OF[name]).to_pylist()
-        shard = pa.array([shard_of(plan.owner[k], shards) for k in key], pa.int32())
-        for s in sorted(set(shard.to_pylist())):
-            part = table.filter(pc.equal(shard, s))
-            tx.append_arrow(name, part, stored_schema(name))
-            _wrote(tx, kept, name, part)
-            out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
+        _stage_by_shard(tx, name, table, pa.array([shard_of(plan.owner[k], shards) for k in key], pa.int32()),
+                        out, kept)
     for s in sorted(out):
         for name, rel in out[s].items():
             if len(rel) > SEGMENTS_PER_SHARD:
@@ -675,6 +738,21 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
     tx.set_catalog(resolved.catalog)
     return {"elements": rows[S.ELEMENTS].num_rows, "edges": rows[S.EDGES].num_rows,
             "edges_changed": edges_changed, "shard_segments": out}
+
+
+def _stage_by_shard(tx, name: str, table: pa.Table, shard: pa.Array, out: dict[str, dict[str, list[str]]],
+                    kept: KeptRows | None) -> None:
+    """Stage the rows of `table` (of core table `name`) as one new segment per shard, `shard`
+    naming each row's; the segments are added to `out` (shard -> table -> segments)."""
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
+
+    from store.duckdb.ingest import stored_schema  # deferred: the DuckDB wing
+
+    for s in sorted(set(shard.to_pylist())):
+        part = table.filter(pc.equal(shard, s))
+        tx.append_arrow(name, part, stored_schema(name))
+        _wrote(tx, kept, name, part)
+        out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
 
 
 def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptRows | None = None) -> None:

@@ -24,7 +24,7 @@ from store import Store
 from store.errors import ConcurrentWriteError
 from store.interop import ol_commit
 from store.interop.ol_commit import ingest_events
-from store.interop.openlineage import Event, to_bundle
+from store.interop.openlineage import Event, owners, to_bundle
 from store.kept import KeptRows
 from store.segments import segment_files
 
@@ -129,6 +129,7 @@ def test_incremental_ingests_equal_the_full_rederivation(tiny_shards, specs, sta
         got, want = rows(store), reference_rows(folder, events)
         assert {n: set(c) for n, c in got.items()} == {n: set(c) for n, c in want.items()}
         assert got == want  # and no row twice
+        assert shards_hold_their_owners(store, events)
         assert store.meta("openlineage")["events"] == len({Event("", 0, e).key for e in events})
 
 
@@ -206,6 +207,43 @@ def test_a_store_written_before_shards_is_rederived_once_into_them(tmp_path):
     assert "segments" not in meta and meta["refs"] and meta["events"] == 4
     assert rows(st_) == reference_rows(tmp_path, first + late)
     assert {r["run"] for r in table(st_, "openlineage_refs")} == {rid(1), rid(2)}
+
+
+def shards_hold_their_owners(store: Store, bodies: list[dict]) -> bool:
+    """Whether every row of every shard's segments belongs to an owner of that shard (the owners
+    of `to_bundle` of the events)."""
+    import pyarrow.parquet as pq
+
+    meta = store.meta("openlineage")
+    owner = owners(to_bundle(bodies))
+    for shard, tables in meta["shard_segments"].items():
+        for name, segments in tables.items():
+            for f in segment_files(store.storage, segments):
+                keys = pq.read_table(f, columns=[ol_commit.KEY_OF[name]]).column(0).to_pylist()
+                if any(ol_commit.shard_of(owner[k], meta["shards"]) != int(shard) for k in keys):
+                    return False
+    return True
+
+
+@pytest.mark.parametrize("batches", [(3, 3, 3), (1, 5, 3), (9,)], ids=["thirds", "uneven", "one"])
+def test_more_shards_move_the_stored_rows_without_deriving_them_again(tmp_path, monkeypatch, tiny_shards, batches):
+    """When the events outgrow the shards, the stored rows move to their owners' new shards as they
+    are, and only what the new events change is derived (no `_everything` after the first ingest);
+    the rows are the full re-derivation's, each in its owner's shard."""
+    events = [e for n in range(1, 4) for e in run_events(n, {
+        "start": 10 * n, "length": 2, "state": "COMPLETE", "running": True, "ins": {"a"} if n % 2 else {"b"},
+        "outs": {"b", "c"} if n % 2 else {"c"}, "schema": True, "lineage": "both", "parent": n - 1,
+        "named": None, "job": n % 2})]
+    everything = []
+    derive_all = ol_commit._everything
+    monkeypatch.setattr(ol_commit, "_everything", lambda *a, **k: everything.append(1) or derive_all(*a, **k))
+    st_, at = Store.open(str(tmp_path / "s")), 0
+    for n in batches:
+        ingest_events(st_, [Event("b", i, b) for i, b in enumerate(events[at:at + n])], f"{at}")
+        at += n
+    assert len(everything) == 1 and st_.meta("openlineage")["shards"] == ol_commit.shard_count(len(events)) > 1
+    assert rows(st_) == reference_rows(tmp_path, events)
+    assert shards_hold_their_owners(st_, events)
 
 
 def _dataset_level(name: str, source: str) -> dict:

@@ -291,12 +291,11 @@ class _Plan:
 
 @dataclass(frozen=True)
 class _Reshard:
-    """The stored rows of the shards' segments, each with the shard its owner has among `shards`
-    (more than they were written for): moved there as they are, nothing derived again. The rows
+    """The stored rows of the shards' segments, each with the shard its owner has among more
+    shards than they were written for: moved there as they are, nothing derived again. The rows
     of a shard are those of its owners, and an owner follows from the stored elements as
     `openlineage.owners` gives it from a bundle (`_owner_of`)."""
 
-    shards: int
     tables: dict[str, tuple[list[str], pa.Table, pa.Array]]  # name -> (its segments, their rows, new shards)
 
     @classmethod
@@ -318,7 +317,7 @@ class _Reshard:
             if not owner.keys() >= set(keys):
                 return None
             moved[name] = (segs, table, pa.array([shard_of(owner[k], shards) for k in keys], pa.int32()))
-        return cls(shards, moved)
+        return cls(moved)
 
     def write(self, tx, kept: KeptRows | None) -> tuple[dict[str, dict[str, list[str]]], bool]:
         """Move the rows in `tx`: (the new `shard_segments`, whether edges moved)."""
@@ -361,8 +360,8 @@ def _static(bundle: dict[str, Any]) -> set[str]:
 
 
 def _everything(stored: _Stored, new: dict[str, Event], shards: int, with_stored_refs: bool) -> _Plan:
-    """Re-derive the whole OpenLineage part from every event (first ingest, more shards, or a
-    store written before shards)."""
+    """Re-derive the whole OpenLineage part from every event (first ingest, a store written
+    before shards or refs, or more shards when a stored row's owner is not known)."""
     stored_texts = stored.all_rows(EVENTS_TABLE, ("key", "event"))
     bodies = {k: json.loads(t) for k, t in stored_texts}
     texts = {id(bodies[k]): t for k, t in stored_texts}

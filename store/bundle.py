@@ -64,6 +64,10 @@ SECTION_FIELDS = {
 
 
 # ---------------------------------------------------------------------------- record shapes
+# an attribute value of exactly one of these types: its type's name (AttrType.of_value's answer)
+_PLAIN = {str: "string", int: "int", float: "float", bool: "bool"}
+
+
 def _attrs(obj: Any) -> tuple[dict | None, dict | None, str | None]:
     if obj is None:
         return None, None, None
@@ -77,17 +81,27 @@ def _attrs(obj: Any) -> tuple[dict | None, dict | None, str | None]:
     values: dict[str, str | None] = {}
     types: dict[str, str | None] = {}
     for k, v in obj.items():
-        t = AttrType.of_value(v)
-        types[str(k)] = t.value if t else (None if v is None else "invalid")
-        if v is None:
-            values[str(k)] = None
-        elif isinstance(v, bool):
-            values[str(k)] = "true" if v else "false"
-        elif isinstance(v, (int, float, str)):
-            values[str(k)] = str(v)
-        else:
-            values[str(k)] = json.dumps(v)
+        plain = _PLAIN.get(type(v))  # the usual values, without AttrType's checks (the same result)
+        if plain is not None and type(k) is str:
+            types[k] = plain
+            values[k] = v if plain == "string" else ("true" if v else "false") if plain == "bool" else str(v)
+            continue
+        values[str(k)], types[str(k)] = _attr(v)
     return values, types, None
+
+
+def _attr(v: Any) -> tuple[str | None, str | None]:
+    """Any attribute value as text and its type (AttrType.of_value's, "invalid" for a list or
+    an object, None for null)."""
+    t = AttrType.of_value(v)
+    kind = t.value if t else (None if v is None else "invalid")
+    if v is None:
+        return None, kind
+    if isinstance(v, bool):
+        return ("true" if v else "false"), kind
+    if isinstance(v, (int, float, str)):
+        return str(v), kind
+    return json.dumps(v), kind
 
 
 def _str(rec: Mapping[str, Any], key: str, required: bool = True) -> tuple[str | None, str | None]:

@@ -28,6 +28,7 @@ Plain Python: no Spark, no pandas, no store import beyond errors.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -49,7 +50,8 @@ log = logging.getLogger("strata.eventlog")
 @dataclass(frozen=True)
 class Logged:
     """One event of the log: its key (sha256 of its canonical JSON) and its JSON body; `text`,
-    when given, is the body as JSON text (its canonical JSON: written as it is, not encoded again)."""
+    when given, is the body as JSON text (its canonical JSON: written as it is, not encoded again;
+    read back with the line, for the commit)."""
 
     key: str
     body: dict[str, Any]
@@ -134,12 +136,23 @@ def read_segment(path: str) -> list[Logged]:
             continue
         try:
             rec = json.loads(line)
-            out.append(Logged(rec["key"], rec["event"]))
+            out.append(Logged(rec["key"], rec["event"], _event_text(line, rec["key"])))
         except (ValueError, KeyError, TypeError):
             if n < len(lines) - 1 and any(x.strip() for x in lines[n + 1:]):
                 log.warning("event log %s: line %d is not an event; skipped", path, n + 1)
             # else: the torn tail of a write a crash cut short, never acknowledged
     return out
+
+
+def _event_text(line: bytes, key: str) -> str | None:
+    """The event's JSON text in a line `Logged.line` wrote with its canonical JSON (the server's
+    appends), so that the commit need not encode it again; None for any other line. The text is
+    canonical exactly when its SHA-256 is the key."""
+    head = f'{{"key":"{key}","event":'.encode()
+    if not (line.startswith(head) and line.endswith(b"}")):
+        return None
+    text = line[len(head):-1]
+    return text.decode("utf-8") if hashlib.sha256(text).hexdigest() == key else None
 
 
 def distinct(paths: Sequence[str]) -> tuple[list[Logged], int]:

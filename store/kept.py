@@ -9,7 +9,8 @@ has not read before, up to MAX_ROWS rows kept (past them, the lookup scans as be
 a lookup reads comes from the manifest of the transaction or version at hand, never from here: a
 commit by another writer lists other files, and those are read when first asked for. `retain`
 drops what was kept of the files a manifest no longer lists, and of a file that changed on disk
-(size or modification time) since it was read.
+(size or modification time) since it was read. A file its writer wrote from an Arrow table it
+hands over (`wrote`) is indexed from that table, not read back, by the lookups of the next commit.
 
 The server's commits' worker keeps one per store (strata/serve/fold.py), for the OpenLineage
 ingest (store/interop/ol_commit.py): without it, each commit scans every segment of the refs,
@@ -52,12 +53,29 @@ class KeptRows:
         self._keys: dict[tuple[str, tuple[str, ...]], frozenset] = {}
         self._counts: dict[str, int] = {}
         self._seen: dict[str, _Signature | None] = {}
+        # path -> the Arrow table it was written from (`wrote`), kept until the retain after next:
+        # the lookups of the commit after the one that wrote it index it from here
+        self._written: dict[str, Any] = {}
+        self._fresh: set[str] = set()  # the files written since the last retain
         self.reads = 0  # files read (for tests: a second lookup reads none)
 
     def _note(self, path: str) -> None:
         if path not in self._seen:
             self._seen[path] = _signature(path)
         self.reads += 1
+
+    def wrote(self, path: str, table: Any) -> None:
+        """`path` was just written with this pyarrow Table's rows (the file as written: the same
+        columns and types): its next lookups index them without reading the file."""
+        self._written[path] = table
+        self._fresh.add(path)
+        self._counts[path] = table.num_rows
+        self._seen[path] = _signature(path)
+
+    def _read(self, path: str, columns: list[str]):
+        """These columns of a file: of the table it was written from, while that is kept."""
+        table = self._written.get(path)
+        return pq.read_table(path, columns=columns) if table is None else table.select(columns)
 
     def _index(self, path: str, column: str, select: tuple[str, ...],
                convert: Convert | None = None) -> dict[Any, list[tuple]]:
@@ -67,7 +85,7 @@ class KeptRows:
         if index is None:
             self._note(path)
             names = list(dict.fromkeys((column, *select)))
-            table = pq.read_table(path, columns=names)
+            table = self._read(path, names)
             index = {}
             rows = zip(*(table.column(c).to_pylist() for c in select), strict=True) if select else ()
             if convert is not None:
@@ -108,7 +126,7 @@ class KeptRows:
         keys = self._keys.get(key)
         if keys is None:
             self._note(path)
-            table = pq.read_table(path, columns=list(columns))
+            table = self._read(path, list(columns))
             cols = [table.column(c).to_pylist() for c in columns]
             keys = self._keys[key] = frozenset(cols[0] if len(cols) == 1 else zip(*cols, strict=True))
         return keys
@@ -173,6 +191,8 @@ class KeptRows:
         self._rows = {k: v for k, v in self._rows.items() if k[0] in live}
         self._keys = {k: v for k, v in self._keys.items() if k[0] in live}
         self._counts = {k: v for k, v in self._counts.items() if k in live}
+        self._written = {k: v for k, v in self._written.items() if k in live and k in self._fresh}
+        self._fresh = set()
 
     def __len__(self) -> int:
         return len(self._seen)

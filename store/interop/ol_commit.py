@@ -18,9 +18,11 @@ of the core tables. An ingest with new events
    affected owners' old rows, then the new rows through the store's validated bundle path) and
    appends the new events and their refs.
 
-When the events outgrow the shards (more than EVENTS_PER_SHARD per shard), and for a store whose
-OpenLineage part was written before shards, the ingest re-derives everything once (`to_bundle`
-of all events) into the new number of shards. A store that is not on this machine re-derives
+When the events outgrow the shards (more than EVENTS_PER_SHARD per shard), the ingest first
+moves the stored rows, as they are, to the shards their owners have among the new number of
+shards (`_Reshard`: an owner follows from the stored elements), then derives what the new events
+change as above. A store whose OpenLineage part was written before shards or refs is re-derived
+once (`to_bundle` of all events) into shards. A store that is not on this machine re-derives
 everything at every ingest on Spark (the flat `openlineage.segments` of earlier versions).
 Re-ingesting events the store holds commits nothing.
 """
@@ -46,9 +48,9 @@ from store.interop.openlineage import (
     FIELD,
     JOB,
     ROLE_OUT,
+    TRANSFORMATION,
     Event,
     Produced,
-    canonical,
     dataset_id,
     event_refs,
     owners,
@@ -117,6 +119,7 @@ class _Stored:
     def __init__(self, st, kept: KeptRows | None = None) -> None:
         self.st = st
         self.kept = kept
+        self._files: dict[str, list[str]] = {}  # the manifest at hand is read before the commit only
 
     @cached_property
     def con(self):
@@ -130,8 +133,12 @@ class _Stored:
             self.con.close()
 
     def files(self, name: str) -> list[str]:
-        entry = self.st.manifest.tables.get(name)
-        return segment_files(self.st.storage, entry.segments if entry else ())
+        """The files of table `name` in the store's manifest (listed once: every lookup asks)."""
+        files = self._files.get(name)
+        if files is None:
+            entry = self.st.manifest.tables.get(name)
+            files = self._files[name] = segment_files(self.st.storage, entry.segments if entry else ())
+        return files
 
     def _relation(self, name: str):
         files = self.files(name)
@@ -234,10 +241,14 @@ def ingest_events(st, events: Sequence[Event], message: str, kept: KeptRows | No
         if not new:
             return OLIngest(st.version, 0, total)
         shards = shard_count(total)
-        if meta.get("shards") != shards or "refs" not in meta:
+        # more shards: the stored rows move to their owners' new shards as they are (`_Reshard`)
+        reshard = (_Reshard.of(st, meta["shard_segments"], shards)
+                   if "refs" in meta and meta.get("shards") != shards and meta.get("shard_segments") else None)
+        if "refs" not in meta or (meta.get("shards") != shards and reshard is None):
             plan = _everything(stored, new, shards, with_stored_refs="refs" not in meta)
         else:
             plan = _affected(stored, new, shards)
+            plan.reshard = reshard
     finally:
         stored.close()
     read_version = st.version
@@ -252,7 +263,7 @@ def ingest_events(st, events: Sequence[Event], message: str, kept: KeptRows | No
         tx.set_meta(META_KEY, {**meta, "shard_segments": counts.pop("shard_segments")})
         if counts["edges_changed"] and tx.meta(INDEX_META_KEY):
             tx.set_meta(INDEX_META_KEY, None)  # edges were replaced, not appended: rebuild the index
-        _append_log(tx, EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
+        _append_log(tx, EVENTS_TABLE, [(k, e.canonical_text, f"{e.source}#{e.index}") for k, e in new.items()],
                     events_schema(), kept)
         _append_log(tx, REFS_TABLE, plan.refs, refs_schema(), kept)
     return OLIngest(st.version, len(new), total, counts["elements"], counts["edges"], True, len(plan.whole))
@@ -275,6 +286,69 @@ class _Plan:
     rebuild: bool
     refs: list[tuple]
     whole: set[str] = field(default_factory=set)
+    reshard: _Reshard | None = None  # the stored rows moved to more shards first
+
+
+@dataclass(frozen=True)
+class _Reshard:
+    """The stored rows of the shards' segments, each with the shard its owner has among more
+    shards than they were written for: moved there as they are, nothing derived again. The rows
+    of a shard are those of its owners, and an owner follows from the stored elements as
+    `openlineage.owners` gives it from a bundle (`_owner_of`)."""
+
+    tables: dict[str, tuple[list[str], pa.Table, pa.Array]]  # name -> (its segments, their rows, new shards)
+
+    @classmethod
+    def of(cls, st, shard_segments: dict[str, dict[str, list[str]]], shards: int) -> _Reshard | None:
+        """The move of these shards' rows; None when a row's owner is not among the stored
+        elements (then everything is derived again)."""
+        tables = {}
+        for name in S.CORE_TABLES:
+            segs = [seg for s in sorted(shard_segments) for seg in shard_segments[s].get(name, ())]
+            files = segment_files(st.storage, segs)
+            if files:
+                tables[name] = (segs, pa.concat_tables([pq.read_table(f) for f in files]))
+        if S.ELEMENTS not in tables:
+            return None
+        owner = _owner_of(tables[S.ELEMENTS][1], tables[S.PARENTS][1] if S.PARENTS in tables else None)
+        moved = {}
+        for name, (segs, table) in tables.items():
+            keys = table.column(KEY_OF[name]).to_pylist()
+            if not owner.keys() >= set(keys):
+                return None
+            moved[name] = (segs, table, pa.array([shard_of(owner[k], shards) for k in keys], pa.int32()))
+        return cls(moved)
+
+    def write(self, tx, kept: KeptRows | None) -> tuple[dict[str, dict[str, list[str]]], bool]:
+        """Move the rows in `tx`: (the new `shard_segments`, whether edges moved)."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for name, (segs, table, shard) in self.tables.items():
+            tx.drop_segments(name, segs)
+            _stage_by_shard(tx, name, table, shard, out, kept)
+        return out, S.EDGES in self.tables
+
+
+def _owner_of(elements: pa.Table, parents: pa.Table | None) -> dict[str, str]:
+    """element id -> its owner, from stored element and parent rows: a `Transformation` or a
+    `DatasetVersion` its (one) parent's, a `Field` its version's parent; any other itself."""
+    first: dict[str, str] = {}
+    if parents is not None:
+        for i, p in sorted(zip(parents.column(S.ID).to_pylist(), parents.column(S.PARENT).to_pylist(), strict=True)):
+            first.setdefault(i, p)  # the first in order, as a bundle lists an element's parents
+    out: dict[str, str] = {}
+    for i, g in zip(elements.column(S.ID).to_pylist(), elements.column(S.GRANULARITY).to_pylist(), strict=True):
+        if g in (TRANSFORMATION, DATASET_VERSION) and i in first:
+            out[i] = first[i]
+        elif g == FIELD and first.get(i) in first:
+            out[i] = first[first[i]]
+        elif g not in (TRANSFORMATION, DATASET_VERSION, FIELD):
+            out[i] = i
+    return out
+
+
+def _texts(events: dict[str, Event]) -> dict[int, str]:
+    """id(body) -> canonical JSON of these events (to_bundle's `texts`)."""
+    return {id(e.body): e.canonical_text for e in events.values()}
 
 
 def _refs_rows(key: str, body: dict[str, Any]) -> list[tuple]:
@@ -286,11 +360,14 @@ def _static(bundle: dict[str, Any]) -> set[str]:
 
 
 def _everything(stored: _Stored, new: dict[str, Event], shards: int, with_stored_refs: bool) -> _Plan:
-    """Re-derive the whole OpenLineage part from every event (first ingest, more shards, or a
-    store written before shards)."""
-    bodies = {k: json.loads(t) for k, t in stored.all_rows(EVENTS_TABLE, ("key", "event"))}
+    """Re-derive the whole OpenLineage part from every event (first ingest, a store written
+    before shards or refs, or more shards when a stored row's owner is not known)."""
+    stored_texts = stored.all_rows(EVENTS_TABLE, ("key", "event"))
+    bodies = {k: json.loads(t) for k, t in stored_texts}
+    texts = {id(bodies[k]): t for k, t in stored_texts}
     bodies.update({k: e.body for k, e in new.items()})
-    bundle = to_bundle(bodies.values())
+    texts.update(_texts(new))
+    bundle = to_bundle(bodies.values(), texts=texts)
     refs = [r for k, b in (bodies.items() if with_stored_refs else ((k, e.body) for k, e in new.items()))
             for r in _refs_rows(k, b)]
     return _Plan(bundle, owners(bundle), _static(bundle), set(), set(), set(range(shards)), True, refs)
@@ -310,10 +387,13 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
     changed = {r[1] for r in new_refs if r[1] is not None}
     datasets = refs.datasets_of(changed)
     old: dict[str, dict[str, Any]] = {}
+    texts = _texts(new)  # the canonical JSON of the events, by id(body): to_bundle orders by it
 
     def load(runs: set[str]) -> None:
         keys = refs.keys_of(runs) - old.keys() - new.keys()
-        old.update((k, json.loads(t)) for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event")))
+        for k, t in stored.matching(EVENTS_TABLE, "key", keys, ("key", "event")):
+            body = old[k] = json.loads(t)
+            texts[id(body)] = t
 
     writes = refs.writes_of(changed)
     candidates = refs.readers_of(writes) - changed
@@ -337,8 +417,8 @@ def _affected(stored: _Stored, new: dict[str, Event], shards: int) -> _Plan:
         loaded = {_run_of(b) for b in old.values()} | changed
         bodies = [*old.values(), *(e.body for e in new.values())]
         given = known.produced(loaded, since=min(parse_time(b["eventTime"]) for b in bodies))
-        after = to_bundle(bodies, given)
-        before = to_bundle(old.values(), given)
+        after = to_bundle(bodies, given, texts)
+        before = to_bundle(old.values(), given, texts)
         appended, failed = _appended(known, before, after, datasets - whole)
         if not failed:
             break
@@ -612,16 +692,17 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
     replaces is rewritten without those rows (the others stay), the new rows are validated as one
     bundle and staged shard by shard, and a shard's table that has gathered more than
     SEGMENTS_PER_SHARD segments is merged into one. Returns counts and the new `shard_segments`."""
-    import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
-
     from store.duckdb.bundle import from_dict  # deferred: the DuckDB wing, for a store on this machine
-    from store.duckdb.ingest import TxTables, stored_schema, table_rows  # deferred: the DuckDB wing
+    from store.duckdb.ingest import TxTables, table_rows  # deferred: the DuckDB wing
     from store.duckdb.validate import validate  # deferred: the DuckDB wing
 
     old_shards: dict[str, dict[str, list[str]]] = meta.get("shard_segments") or {}
+    edges_changed = plan.rebuild or bool(plan.replaced_edges)
+    if plan.reshard is not None:
+        old_shards, moved = plan.reshard.write(tx, kept)
+        edges_changed |= moved
     out: dict[str, dict[str, list[str]]] = {s: {name: list(rel) for name, rel in segs.items()}
                                              for s, segs in old_shards.items() if not plan.rebuild}
-    edges_changed = plan.rebuild or bool(plan.replaced_edges)
     if plan.rebuild:
         for name, segs in (meta.get("segments") or {}).items():  # a store written before shards
             tx.drop_segments(name, segs)
@@ -646,10 +727,8 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
         if not table.num_rows:
             continue
         key = table.column(KEY_OF[name]).to_pylist()
-        shard = pa.array([shard_of(plan.owner[k], shards) for k in key], pa.int32())
-        for s in sorted(set(shard.to_pylist())):
-            tx.append_arrow(name, table.filter(pc.equal(shard, s)), stored_schema(name))
-            out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
+        _stage_by_shard(tx, name, table, pa.array([shard_of(plan.owner[k], shards) for k in key], pa.int32()),
+                        out, kept)
     for s in sorted(out):
         for name, rel in out[s].items():
             if len(rel) > SEGMENTS_PER_SHARD:
@@ -660,6 +739,21 @@ def _write(tx, meta: dict, plan: _Plan, shards: int, kept: KeptRows | None = Non
             "edges_changed": edges_changed, "shard_segments": out}
 
 
+def _stage_by_shard(tx, name: str, table: pa.Table, shard: pa.Array, out: dict[str, dict[str, list[str]]],
+                    kept: KeptRows | None) -> None:
+    """Stage the rows of `table` (of core table `name`) as one new segment per shard, `shard`
+    naming each row's; the segments are added to `out` (shard -> table -> segments)."""
+    import pyarrow.compute as pc  # deferred: only this path needs pyarrow's compute kernels
+
+    from store.duckdb.ingest import stored_schema  # deferred: the DuckDB wing
+
+    for s in sorted(set(shard.to_pylist())):
+        part = table.filter(pc.equal(shard, s))
+        tx.append_arrow(name, part, stored_schema(name))
+        _wrote(tx, kept, name, part)
+        out.setdefault(str(s), {}).setdefault(name, []).append(tx.segments(name)[-1])
+
+
 def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptRows | None = None) -> None:
     """Append rows to one of the tables that only grow (events, refs) as a new segment, then merge
     the newest segments into one while the newest holds at least a LOG_RATIO-th of the rows of the
@@ -667,7 +761,10 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptR
     keeps about log(n)/log(LOG_RATIO) segments however many commits wrote it, and a row is
     rewritten about as many times. (Lookups read every segment: one per commit would make each
     ingest slower than the last.)"""
-    tx.append_rows(name, rows, schema)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    written = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+    tx.append_arrow(name, written, S.schema_json(schema))
+    _wrote(tx, kept, name, written)
     segments = list(tx.segments(name))
     total, first = _rows_of(tx, segments[-1], kept), len(segments) - 1
     while first > 0:
@@ -687,9 +784,23 @@ def _append_log(tx, name: str, rows: list[tuple], schema: pa.Schema, kept: KeptR
 def _adopt(tx, kept: KeptRows | None, name: str, sources: list[str]) -> None:
     """The newest segment of table `name` was written with the rows of these files, one after
     another: what `kept` holds of them, it holds of that segment's file."""
-    merged = segment_files(tx.store.storage, [tx.segments(name)[-1]])
-    if kept is not None and len(merged) == 1:
-        kept.adopt(merged[0], sources)
+    merged = _newest_file(tx, name) if kept is not None else None
+    if merged is not None:
+        kept.adopt(merged, sources)
+
+
+def _wrote(tx, kept: KeptRows | None, name: str, table: pa.Table) -> None:
+    """The newest segment of table `name` was written with this table's rows: `kept` indexes
+    them from it for the next commit's lookups, without reading the file back."""
+    written = _newest_file(tx, name) if kept is not None else None
+    if written is not None:
+        kept.wrote(written, table)
+
+
+def _newest_file(tx, name: str) -> str | None:
+    """The file of the newest segment of table `name`, when it is one file."""
+    files = segment_files(tx.store.storage, [tx.segments(name)[-1]])
+    return files[0] if len(files) == 1 else None
 
 
 def _rows_of(tx, segment: str, kept: KeptRows | None = None) -> int:
@@ -732,6 +843,7 @@ def _without(tx, name: str, segment: str, plan: _Plan, kept: KeptRows | None = N
     if not rest.num_rows:
         return []
     tx.append_arrow(name, rest, stored_schema(name))
+    _wrote(tx, kept, name, rest)
     return [tx.segments(name)[-1]]
 
 
@@ -776,6 +888,6 @@ def rederive_all(st, events: Sequence[Event], message: str) -> OLIngest:
                             for name in S.CORE_TABLES}
         meta["events"] = len(bodies)
         tx.set_meta(META_KEY, meta)
-        tx.append_rows(EVENTS_TABLE, [(k, canonical(e.body), f"{e.source}#{e.index}") for k, e in new.items()],
+        tx.append_rows(EVENTS_TABLE, [(k, e.canonical_text, f"{e.source}#{e.index}") for k, e in new.items()],
                        events_schema())
     return OLIngest(st.version, len(new), len(bodies), counts.elements, counts.edges, True)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import uuid
-from collections.abc import Callable, Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +62,22 @@ def field_id(version: str, path: str) -> str:
 # ---------------------------------------------------------------------------- reading
 @dataclass(frozen=True)
 class Event:
-    """One event as read: where it came from, its JSON body and its identity (`key`)."""
+    """One event as read: where it came from, its JSON body and its identity (`key`); `text`,
+    when the reader has it (a server's event log), the body's canonical JSON, not encoded again."""
 
     source: str
     index: int
     body: dict[str, Any]
+    text: str | None = field(default=None, repr=False, compare=False)
 
-    @property
+    @cached_property
+    def canonical_text(self) -> str:
+        """The body's canonical JSON (`canonical`), encoded at most once."""
+        return self.text if self.text is not None else canonical(self.body)
+
+    @cached_property
     def key(self) -> str:
-        return event_key(self.body)
+        return canonical_key(self.canonical_text)
 
 
 def event_key(body: dict[str, Any]) -> str:
@@ -176,12 +183,14 @@ def _is_time(value: Any) -> bool:
         return False
 
 
+# a UUID as `str(uuid.UUID(text))` writes it, in either case: the only texts `_is_uuid` takes
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def _is_uuid(value: Any) -> bool:
-    try:
-        text = str(value)
-        return str(uuid.UUID(text)) == text.lower()
-    except ValueError:
-        return False
+    """Whether the text is a UUID in its canonical form, `str(uuid.UUID(text)) == text.lower()`
+    (one regular expression instead of parsing it: every request's runId is checked)."""
+    return _UUID.fullmatch(str(value)) is not None
 
 
 def _check_time(value: Any) -> bool:
@@ -265,18 +274,26 @@ class Run:
         return self.state == "COMPLETE"
 
 
-def _ordered(bodies: Iterable[dict[str, Any]]) -> list[tuple[_dt.datetime, str, dict[str, Any]]]:
-    """Events in a canonical order: by time, then by their canonical JSON."""
-    rows = [(parse_time(b["eventTime"]), canonical(b), b) for b in bodies]
+# the canonical JSON of some event bodies, by id(body): what a caller holding it passes on, so
+# that ordering the events does not encode them again (`to_bundle`'s `texts`)
+Texts = Mapping[int, str]
+
+
+def _ordered(bodies: Iterable[dict[str, Any]], texts: Texts | None = None,
+             ) -> list[tuple[_dt.datetime, str, dict[str, Any]]]:
+    """Events in a canonical order: by time, then by their canonical JSON (from `texts` where it
+    holds a body's)."""
+    texts = texts or {}
+    rows = [(parse_time(b["eventTime"]), texts.get(id(b)) or canonical(b), b) for b in bodies]
     rows.sort(key=lambda r: (r[0], r[1]))
     return rows
 
 
-def merge_runs(bodies: Iterable[dict[str, Any]]) -> dict[str, Run]:
+def merge_runs(bodies: Iterable[dict[str, Any]], texts: Texts | None = None) -> dict[str, Run]:
     """RunEvents grouped by runId: the first event's time, the state of the last terminal event
     (else of the last event), inputs and outputs unioned with later facets winning."""
     runs: dict[str, Run] = {}
-    for when, _text, body in _ordered(b for b in bodies if event_kind(b) == "RunEvent"):
+    for when, _text, body in _ordered((b for b in bodies if event_kind(b) == "RunEvent"), texts):
         rid = body["run"]["runId"]
         job = (body["job"]["namespace"], body["job"]["name"])
         etype = body.get("eventType", "OTHER")
@@ -412,12 +429,13 @@ class _Builder:
         return dataset_id(*ds)
 
 
-def to_bundle(bodies: Iterable[dict[str, Any]], known: Iterable[Produced] = ()) -> dict[str, Any]:
+def to_bundle(bodies: Iterable[dict[str, Any]], known: Iterable[Produced] = (),
+              texts: Texts | None = None) -> dict[str, Any]:
     """The bundle of a set of (validated) events; the same set gives the same bundle. `known`:
     versions produced by runs whose events are not in the set (their versions are in the bundle
-    too, without fields)."""
+    too, without fields); `texts`: the canonical JSON of bodies the caller holds it of."""
     bodies = list(bodies)
-    runs = merge_runs(bodies)
+    runs = merge_runs(bodies, texts)
     versions = _Versions(runs, known)
     b = _Builder()
     for body in bodies:

@@ -6,6 +6,10 @@ access log (one JSON line per request), the request-size limit (413 before the b
 read past the limit), CORS when configured, and innermost `ingest.Receive`, which answers
 POST /api/v1/lineage without the routers (its route stays in the OpenAPI document). Every
 error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its traceback here and sends none.
+
+POST /api/v1/lineage, the request every event takes, goes to that same chain of middleware
+(`Front`) without passing FastAPI's own (its error, telemetry and body-limit layers): Receive
+answers every error of it itself.
 """
 
 from __future__ import annotations
@@ -79,9 +83,35 @@ def create_app(service: Service, settings: Settings) -> Any:
     ui.mount(app)  # the page and its assets: public, like health (the page asks for the key)
     app.add_middleware(ingest.Receive, service=service, settings=settings)  # POST /api/v1/lineage
     if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
-                           allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type",
-                                                                         "Content-Encoding"])
+        app.add_middleware(CORSMiddleware, **_cors(settings))
     app.add_middleware(BodyLimit, limit=settings.max_body)
     app.add_middleware(AccessLog)
-    return app
+    receive = ingest.Receive(_unrouted, service, settings)
+    if settings.cors_origins:
+        receive = CORSMiddleware(receive, **_cors(settings))
+    return Front(app, AccessLog(BodyLimit(receive, settings.max_body)))
+
+
+def _cors(settings: Settings) -> dict[str, Any]:
+    return {"allow_origins": list(settings.cors_origins), "allow_methods": ["GET", "POST"],
+            "allow_headers": ["Authorization", "Content-Type", "Content-Encoding"]}
+
+
+async def _unrouted(scope, receive, send):  # pragma: no cover - Front sends Receive only its own requests
+    raise AssertionError(f"{scope['method']} {scope['path']} reached the ingest chain")
+
+
+class Front:
+    """ASGI: POST /api/v1/lineage to `lineage` (the access log, size limit, CORS and Receive, as
+    in `app`), every other request to `app`, the FastAPI application, whose attributes it shows."""
+
+    def __init__(self, app: FastAPI, lineage: Any) -> None:
+        self.app, self.lineage = app, lineage
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == ingest.PATH and scope["method"] == "POST":
+            return await self.lineage(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)

@@ -62,7 +62,7 @@ def commit(root: str, engine: str | None, paths: list[str]) -> tuple[int | None,
     if not events:
         return None, 0, 0, read
     st = _store(root, engine)
-    r = ingest_events(st, [Event("strata serve", i, e.body) for i, e in enumerate(events)],
+    r = ingest_events(st, [Event("strata serve", i, e.body, e.text) for i, e in enumerate(events)],
                       f"strata serve: {len(events)} event(s)", kept=_KEPT.setdefault(root, KeptRows()))
     return r.version, r.new_events, len(events), read
 

@@ -132,6 +132,9 @@ class AccessLog:
             entry = {"method": scope["method"], "path": scope["path"], "status": status,
                      "ms": round((time.perf_counter() - start) * 1000, 2)}
             # the fields ride on the record (`access`), for strata/serve/run.py's JSON lines to
-            # write as they are; the message says the same for any other handler
-            access.info("%s %s %s %s ms", entry["method"], entry["path"], status, entry["ms"],
-                        extra={"access": entry})
+            # write as they are; the message says the same for any other handler. The record is
+            # made here: `access.info` would search the stack for its caller at every request
+            if access.isEnabledFor(logging.INFO):
+                access.handle(access.makeRecord(access.name, logging.INFO, __file__, 0, "%s %s %s %s ms",
+                                                (entry["method"], entry["path"], status, entry["ms"]), None,
+                                                "AccessLog.__call__", {"access": entry}))

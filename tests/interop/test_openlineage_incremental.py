@@ -24,7 +24,7 @@ from store import Store
 from store.errors import ConcurrentWriteError
 from store.interop import ol_commit
 from store.interop.ol_commit import ingest_events
-from store.interop.openlineage import Event, to_bundle
+from store.interop.openlineage import Event, owners, to_bundle
 from store.kept import KeptRows
 from store.segments import segment_files
 
@@ -129,6 +129,7 @@ def test_incremental_ingests_equal_the_full_rederivation(tiny_shards, specs, sta
         got, want = rows(store), reference_rows(folder, events)
         assert {n: set(c) for n, c in got.items()} == {n: set(c) for n, c in want.items()}
         assert got == want  # and no row twice
+        assert shards_hold_their_owners(store, events)
         assert store.meta("openlineage")["events"] == len({Event("", 0, e).key for e in events})
 
 
@@ -206,6 +207,43 @@ def test_a_store_written_before_shards_is_rederived_once_into_them(tmp_path):
     assert "segments" not in meta and meta["refs"] and meta["events"] == 4
     assert rows(st_) == reference_rows(tmp_path, first + late)
     assert {r["run"] for r in table(st_, "openlineage_refs")} == {rid(1), rid(2)}
+
+
+def shards_hold_their_owners(store: Store, bodies: list[dict]) -> bool:
+    """Whether every row of every shard's segments belongs to an owner of that shard (the owners
+    of `to_bundle` of the events)."""
+    import pyarrow.parquet as pq
+
+    meta = store.meta("openlineage")
+    owner = owners(to_bundle(bodies))
+    for shard, tables in meta["shard_segments"].items():
+        for name, segments in tables.items():
+            for f in segment_files(store.storage, segments):
+                keys = pq.read_table(f, columns=[ol_commit.KEY_OF[name]]).column(0).to_pylist()
+                if any(ol_commit.shard_of(owner[k], meta["shards"]) != int(shard) for k in keys):
+                    return False
+    return True
+
+
+@pytest.mark.parametrize("batches", [(3, 3, 3), (1, 5, 3), (9,)], ids=["thirds", "uneven", "one"])
+def test_more_shards_move_the_stored_rows_without_deriving_them_again(tmp_path, monkeypatch, tiny_shards, batches):
+    """When the events outgrow the shards, the stored rows move to their owners' new shards as they
+    are, and only what the new events change is derived (no `_everything` after the first ingest);
+    the rows are the full re-derivation's, each in its owner's shard."""
+    events = [e for n in range(1, 4) for e in run_events(n, {
+        "start": 10 * n, "length": 2, "state": "COMPLETE", "running": True, "ins": {"a"} if n % 2 else {"b"},
+        "outs": {"b", "c"} if n % 2 else {"c"}, "schema": True, "lineage": "both", "parent": n - 1,
+        "named": None, "job": n % 2})]
+    everything = []
+    derive_all = ol_commit._everything
+    monkeypatch.setattr(ol_commit, "_everything", lambda *a, **k: everything.append(1) or derive_all(*a, **k))
+    st_, at = Store.open(str(tmp_path / "s")), 0
+    for n in batches:
+        ingest_events(st_, [Event("b", i, b) for i, b in enumerate(events[at:at + n])], f"{at}")
+        at += n
+    assert len(everything) == 1 and st_.meta("openlineage")["shards"] == ol_commit.shard_count(len(events)) > 1
+    assert rows(st_) == reference_rows(tmp_path, events)
+    assert shards_hold_their_owners(st_, events)
 
 
 def _dataset_level(name: str, source: str) -> dict:
@@ -404,10 +442,10 @@ def test_an_ingest_after_many_versions_derives_with_the_last_of_them_only(tmp_pa
     given: list[int] = []
     bundle = ol_commit.to_bundle
 
-    def counted(bodies, known=()):
+    def counted(bodies, known=(), texts=None):
         known = list(known)
         given.append(len(known))
-        return bundle(bodies, known)
+        return bundle(bodies, known, texts)
 
     monkeypatch.setattr(ol_commit, "to_bundle", counted)
     after = [run_event(200, "START", rid(31), "w"), run_event(201, "COMPLETE", rid(31), "w", [], [dataset("a")]),
@@ -437,6 +475,25 @@ def test_kept_rows_of_a_merged_file_are_made_from_its_sources(tmp_path):
     assert sorted(kept.matching([merged], "k", ["y", "z"], ("v",))) == [("2",), ("3",), ("4",)]
     assert kept.keys(merged, ("k",)) == {"x", "y", "z"}
     assert kept.reads == reads
+
+
+def test_kept_rows_of_a_written_file_come_from_its_table_until_the_retain_after_next(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "w.parquet")
+    table = pa.table({"k": ["x", "y", "x"], "v": ["1", "2", "3"]})
+    pq.write_table(table, path)
+    kept = KeptRows()
+    kept.wrote(path, table)
+    kept.retain([path])  # the next commit's start: the table is still there
+    assert sorted(kept.matching([path], "k", ["x"], ("v",))) == [("1",), ("3",)]
+    assert kept.keys(path, ("k", "v")) == {("x", "1"), ("y", "2"), ("x", "3")}
+    assert kept.num_rows(path) == 3
+    kept.retain([path])
+    assert kept._written == {}  # dropped; what was indexed of it stays, the rest is read from the file
+    assert kept.matching([path], "k", ["y"], ("k", "v")) == [("y", "2")]
+    assert kept.matching([path], "k", ["x"], ("v",)) == [("1",), ("3",)]
 
 
 def test_lookups_past_the_kept_rows_budget_scan_the_files(tmp_path):

@@ -53,9 +53,12 @@ def test_an_event_logged_with_its_canonical_text_reads_back_the_same(tmp_path):
     body = {"run": {"runId": "r"}, "eventTime": "2024-01-01T00:00:00Z", "job": {"name": "ü", "namespace": "n"}}
     text = canonical(body)
     log = EventLog(str(tmp_path))
-    log.append([Logged(canonical_key(text), body, text), Logged("plain", {"i": 1})])
+    log.append([Logged(canonical_key(text), body, text), Logged("plain", {"i": 1}),
+                Logged(canonical_key(text), {"i": 2}, canonical({"i": 2}))])  # a text that is not its key's
     [seg] = log.rotate()
-    assert log.read(seg) == [Logged(event_key(body), body), Logged("plain", {"i": 1})]
+    # the text comes back where it is the key's canonical JSON (the commit uses it as it is)
+    assert log.read(seg) == [Logged(event_key(body), body, text), Logged("plain", {"i": 1}),
+                             Logged(event_key(body), {"i": 2})]
 
 
 def test_a_torn_last_line_is_skipped(tmp_path):

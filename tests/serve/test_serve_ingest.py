@@ -147,3 +147,31 @@ def test_the_requests_of_one_loop_turn_reach_the_log_as_one_submission(tmp_path)
 
     assert [type(e) for e in asyncio.run(failing())] == [OSError] * 3
     service.writer.stop()
+
+
+def test_the_ingest_requests_take_the_access_log_and_cors_of_every_other_request(caplog):
+    """POST /api/v1/lineage skips FastAPI's layers (app.Front) but not the access log, the size
+    limit or CORS: its answers carry the same CORS headers as a route's, and it is logged."""
+    origin = "https://ui.example"
+    service = Service()
+    app = create_app(service, Settings(cors_origins=(origin,), max_body=4096))
+
+    async def call():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            head = {"Origin": origin, "Content-Type": "application/json"}
+            return [await client.post("/api/v1/lineage", content=dumps(run_event(job="a")), headers=head),
+                    await client.post("/api/v1/lineage", content=b"x" * 5000, headers=head),
+                    await client.options("/api/v1/lineage", headers={
+                        "Origin": origin, "Access-Control-Request-Method": "POST"}),
+                    await client.get("/openapi.json", headers={"Origin": origin})]
+
+    with caplog.at_level(logging.INFO, logger="strata.serve.access"):
+        posted, big, preflight, other = asyncio.run(call())
+    assert [posted.status_code, big.status_code, preflight.status_code] == [201, 413, 200]
+    assert {r.headers.get("access-control-allow-origin") for r in (posted, preflight, other)} == {origin}
+    assert "access-control-allow-origin" not in big.headers  # the size limit answers outside CORS
+    logged = [rec.access for rec in caplog.records if hasattr(rec, "access")]
+    assert [(e["method"], e["path"], e["status"]) for e in logged[:3]] == [
+        ("POST", "/api/v1/lineage", 201), ("POST", "/api/v1/lineage", 413), ("OPTIONS", "/api/v1/lineage", 200)]
+    assert [e["job"]["name"] for e in service.events] == ["a"]

@@ -1,7 +1,7 @@
 """Check the traces of captured TPC runs by replay (`capture.tracing.check`), in one process.
 
-    python check.py [--limit N | --sample N [--seed S]] [--master local[2]] [--tamper] [--trace-time]
-                    STORE [STORE ...]
+    python check.py [--limit N | --sample N [--seed S]] [--master local[2]] [--tamper]
+                    [--trace-time [--trace-only]] STORE [STORE ...]
 
 For every run of every store (benchmarks/tpc/run.py captures job.py into them): the first N
 result items (pattern ``/*``: any item with a non-null column), or N drawn from all of them by a
@@ -11,7 +11,8 @@ items checked, how many passed (ok), passed the weaker check, failed or were not
 the seconds; then the totals, and every failed or not checkable item's lines (then the exit
 code is 1, unless ``--tamper``). With ``--trace-time`` each run's first result item is also traced
 to its input records with their sources and values (``strata trace --limit 1``'s rows), twice:
-the first and the warm seconds (the second, the store's tables cached). With
+the first and the warm seconds (the second, the store's tables cached); with ``--trace-only``
+nothing is checked by replay. With
 ``--tamper`` each item's replay leaves one of its traced input items out (a damaged trace): the
 failed items are then the damage the check caught.
 """
@@ -37,6 +38,8 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--trace-time", action="store_true",
                         help="also time the trace of each run's first item with sources and values (first, warm)")
+    parser.add_argument("--trace-only", action="store_true",
+                        help="with --trace-time: only time the traces, check nothing by replay")
     parser.add_argument("--tamper", action="store_true",
                         help="leave one traced input item out of each item's replay (the first of its largest "
                              "source's): how many of these damaged traces the check catches")
@@ -64,6 +67,9 @@ def main() -> None:
                     if times[1] is not None:
                         warm.append(times[1])
                         timed = f"{times[0]:.2f}/{times[1]:.2f}"
+                if args.trace_only:
+                    print(f"{os.path.basename(output):>5}  trace s (first/warm) {timed or '-'}", flush=True)
+                    continue
                 t0 = time.perf_counter()
                 try:
                     done = check(store, run, pattern, args.limit, sample=args.sample, seed=args.seed, tamper=tamper)
@@ -85,9 +91,10 @@ def main() -> None:
                       f"{done.failed:>6}  {counts['not checkable']:>3}  {took:6.1f}  {timed}  {note}", flush=True)
                 trouble += [f"{os.path.basename(output)}: {i.line()}" for i in done.items
                             if i.failed or i.verdict == "not checkable"]
-    print(f"{totals['runs']} runs, {totals['items']} items checked: {totals['ok']} ok, {totals['weaker']} weaker "
-          f"check, {totals['failed']} failed, {totals['not checkable']} not checkable "
-          f"({time.perf_counter() - t_all:.0f} s)")
+    if not args.trace_only:
+        print(f"{totals['runs']} runs, {totals['items']} items checked: {totals['ok']} ok, {totals['weaker']} weaker "
+              f"check, {totals['failed']} failed, {totals['not checkable']} not checkable "
+              f"({time.perf_counter() - t_all:.0f} s)")
     if warm:
         print(f"trace of one item with sources and values, warm: median {statistics.median(warm):.2f} s, "
               f"max {max(warm):.2f} s over {len(warm)} runs")

@@ -29,6 +29,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store import Store
@@ -82,13 +84,35 @@ def event_segments(st: Store) -> tuple[str, ...]:
     return tuple(entry.segments) if entry is not None else ()
 
 
-def read_events(st: Store, segments: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The event bodies of these segments of the store's `openlineage_events` table."""
+def read_events(st: Store, segments: tuple[str, ...], leave_out: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The event bodies of these segments of the store's `openlineage_events` table, but those
+    whose key is in ``leave_out``."""
     out: list[dict[str, Any]] = []
     for seg in segments:
         for f in parquet_files(st.storage.file_path(seg)):
-            out += [json.loads(t) for t in pq.read_table(f, columns=["event"]).column("event").to_pylist()]
+            table = pq.read_table(f, columns=["key", "event"] if leave_out else ["event"])
+            if leave_out:
+                table = table.filter(pc.invert(pc.is_in(table.column("key"), value_set=pa.array(list(leave_out)))))
+            out += [json.loads(t) for t in table.column("event").to_pylist()]
     return out
+
+
+def added_events(st: Store, before: tuple[str, ...], now: tuple[str, ...]) -> list[dict[str, Any]] | None:
+    """The events that segments ``now`` of the events table hold and segments ``before`` (of an
+    earlier version) did not, read from the segments that differ alone: the table only grows, a
+    commit appending a segment and merging the newest ones into one (store/interop/ol_commit.py
+    `_append_log`), their rows again. None when a segment of ``before`` cannot be read."""
+    kept = set(now)
+    gone = [s for s in before if s not in kept]
+    had: set[str] = set()
+    for seg in gone:
+        files = parquet_files(st.storage.file_path(seg))
+        if not files:
+            return None
+        for f in files:
+            had.update(pq.read_table(f, columns=["key"]).column("key").to_pylist())
+    known = set(before)
+    return read_events(st, tuple(s for s in now if s not in known), frozenset(had))
 
 
 class Service:
@@ -223,16 +247,16 @@ class Service:
 
     def marquez(self, snap: Snapshot) -> MarquezView:
         """The Marquez view of a snapshot's events. The newest view is extended with the events a
-        later version added when they all come after it (the usual case: events arrive in time
-        order), else a view is built from every event of the version."""
+        later version added (`added_events`) when they all come after it (the usual case: events
+        arrive in time order), else a view is built from every event of the version."""
         with self._view_lock:
             if snap.marquez is not None:
                 return snap.marquez
             segments = event_segments(snap.store)
             newest = self._newest
-            if (newest is not None and newest.version < snap.version
-                    and segments[:len(newest.segments)] == newest.segments
-                    and newest.view.extend(read_events(snap.store, segments[len(newest.segments):]))):
+            added = (added_events(snap.store, newest.segments, segments)
+                     if newest is not None and newest.version < snap.version else None)
+            if added is not None and newest.view.extend(added):
                 newest.owner.marquez = None  # the view now holds later events: rebuilt if asked
                 view = newest.view
             else:

@@ -276,6 +276,11 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
 # Q47 at sf 0.01 (492,000 ids in 100 rows from three windowed copies of a CTE) exhausted a 1 GB
 # driver heap there and ran 45 minutes in a 2 GB one, against 35 s in all on the driver.
 DRIVER_MODEL_IDS = 1_000_000
+# The same with every slot at the top level (assoc_columns.columnar): the ids stay numbers
+# (numpy, about 150 bytes each at the peak) until the items and edges are staged in parts of at
+# most MODEL_PART_ROWS rows, each part's element ids formatted as it is staged.
+DRIVER_MODEL_IDS_COLUMNAR = 8_000_000
+MODEL_PART_ROWS = 1_000_000
 
 
 def _stored_ids(folder: str) -> int:
@@ -326,10 +331,13 @@ def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipel
         rel = known.matching(S.VERTICES, ids)
         return set() if rel is None else {r[0] for r in rel.select(S.ID).fetchall()}
 
-    small, items, edges = to_model.driver_items(run, pipeline, ops, assoc, existing, run_attrs, info_out)
-    if tx.ingest_items(small, items, edges, to_model.ITEM, source=run) is None:
-        tx.ingest(small)
-        tx.ingest(to_model.items_bundle(items, edges, existing(items.column("id").to_pylist())))
+    small, parts = to_model.driver_parts(run, pipeline, ops, assoc, existing, run_attrs, info_out, MODEL_PART_ROWS)
+    for n, (items, edges) in enumerate(parts):
+        bundle = small if n == 0 else {**small, "elements": []}
+        if tx.ingest_items(bundle, items, edges, to_model.ITEM, source=run) is None:
+            if bundle["elements"]:
+                tx.ingest(bundle)
+            tx.ingest(to_model.items_bundle(items, edges, existing(items.column("id").to_pylist())))
 
 
 def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, pipeline: str,
@@ -466,7 +474,8 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}
                 info_out = {"path": name, "format": fmt}
                 if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
-                        and _stored_ids(folder) <= DRIVER_MODEL_IDS:
+                        and _stored_ids(folder) <= (DRIVER_MODEL_IDS_COLUMNAR if assoc_columns.columnar(
+                            cap.slots, cap.derived) else DRIVER_MODEL_IDS):
                     phases["model"] = _timed(lambda: _driver_model(
                         tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out))
                 else:

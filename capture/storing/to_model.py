@@ -20,7 +20,8 @@ knows the store's section DataFrame layout (store/bundle.py SECTION_SCHEMAS).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -145,6 +146,19 @@ def driver_items(run: str, pipeline: str, ops: list[OperatorProv], assoc,
     for ``StoreTransaction.ingest_items`` (which leaves out items already in the store) —
     or, should its checks fail, :func:`items_bundle`. Computed column-wise (numpy, Arrow):
     an item is a (dataset, id) pair until its element id is formatted, once."""
+    small, parts = driver_parts(run, pipeline, ops, assoc, existing, run_attrs, output)
+    [(items, edges)] = parts
+    return small, items, edges
+
+
+def driver_parts(run: str, pipeline: str, ops: list[OperatorProv], assoc,
+                 existing: Callable[[Iterable[str]], set[str]], run_attrs: dict[str, Any],
+                 output: dict[str, Any], rows: int | None = None) -> tuple[dict[str, Any], Iterator[tuple[Any, Any]]]:
+    """:func:`driver_items` with its items and edges in parts of at most ``rows`` rows (None: one
+    part), each part's element ids formatted only when the part is taken, so that the text of a
+    large run's ids is never all in memory at once. Every part of items comes before the first
+    part of edges (then an edge's ends are items staged before it); a run of at most ``rows``
+    items and edges together is one part of both."""
     import numpy as np  # deferred: the Spark model does not need numpy
     import pyarrow as pa  # deferred: nor pyarrow
 
@@ -175,16 +189,25 @@ def driver_items(run: str, pipeline: str, ops: list[OperatorProv], assoc,
         return item_element_ids(datasets.take(codes(ds)), ids.to_numpy())
 
     procs = pa.array([operator_id(run, o) for o in range(top)], pa.string())
-    edge_table = pa.table({"src": element_ids(edge_rows["in_ds"], edge_rows["in_id"]),
-                           "process": procs.take(codes(edge_rows["oid"])),
-                           "dst": element_ids(edge_rows["out_ds"], edge_rows["out_id"])})
-    item_table = pa.table({"id": element_ids(item_rows["ds"], item_rows["id"]),
-                           "parent": datasets.take(codes(item_rows["ds"]))})
+
+    def edges_of(part):
+        return pa.table({"src": element_ids(part["in_ds"], part["in_id"]), "process": procs.take(codes(part["oid"])),
+                         "dst": element_ids(part["out_ds"], part["out_id"])})
+
+    def items_of(part):
+        return pa.table({"id": element_ids(part["ds"], part["id"]), "parent": datasets.take(codes(part["ds"]))})
+
     elements = small_elements(run, pipeline, ops, run_attrs, output)
     known = existing([e["id"] for e in elements])
     small = {"format": "strata-bundle/1", "gsets": GSETS, "types": [],
              "elements": [e for e in elements if e["id"] not in known], "vertices": [], "edges": []}
-    return small, item_table, edge_table
+    if rows is None or item_rows.num_rows + edge_rows.num_rows <= rows:
+        return small, iter([(items_of(item_rows), edges_of(edge_rows))])
+    no_items, no_edges = items_of(item_rows.slice(0, 0)), edges_of(edge_rows.slice(0, 0))
+    parts = itertools.chain(
+        ((items_of(item_rows.slice(i, rows)), no_edges) for i in range(0, item_rows.num_rows, rows)),
+        ((no_items, edges_of(edge_rows.slice(i, rows))) for i in range(0, edge_rows.num_rows, rows)))
+    return small, parts
 
 
 def items_bundle(items, edges, known: set[str]) -> dict[str, Any]:

@@ -217,8 +217,9 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     `table_rows` makes of the bundle of those elements and edges when: ``granularity`` is a data
     granularity; every parent is an element (of ``small``, committed or staged) strictly coarser
     than it; every edge end is one of ``items`` (new or already in the store: a data vertex either
-    way); and every process is a process vertex. Capture's model of a run has this shape
-    (capture/storing/to_model.py `driver_items`): millions of rows at the cost of a few joins."""
+    way) or a data vertex committed or staged before (an earlier part of a large run's items:
+    capture/storing/to_model.py `driver_parts`); and every process is a process vertex. Capture's
+    model of a run has this shape (`driver_items`): millions of rows at the cost of a few joins."""
     import numpy as np  # deferred: only this path needs numpy
     import pyarrow.compute as pc  # deferred with it
 
@@ -230,8 +231,11 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     if catalog.all_kinds().get(granularity) != "data":
         return None
     ends = pc.unique(pa.chunked_array([*edges.column(S.SRC).chunks, *edges.column(S.DST).chunks], pa.string()))
-    if len(ends) and not pc.all(pc.is_in(ends, value_set=items.column(S.ID).combine_chunks())).as_py():
-        return None
+    outside = ends.filter(pc.invert(pc.is_in(ends, value_set=items.column(S.ID).combine_chunks())))
+    if len(outside):  # ends that are not among the items must be data vertices already (staged before)
+        found = lookup(S.VERTICES, S.KIND, outside)
+        if len(found) < len(outside) or set(found.values()) - {"data"}:
+            return None
     processes = pc.unique(edges.column(S.PROCESS)) if edges.num_rows else pa.array([], pa.string())
     found = lookup(S.VERTICES, S.KIND, processes)
     if len(found) < len(processes) or set(found.values()) - {"process"}:

@@ -10,7 +10,7 @@ from support.running_example import TABLE_2, running_example
 
 from capture import Tracker
 from capture.id_columns import item_element_column
-from capture.storing import load_run
+from capture.storing import commit, load_run
 from capture.storing.associations import identity_rows
 from capture.storing.materialize import identity_frame
 from capture.storing.tables import OPERATORS, RUNS
@@ -211,14 +211,16 @@ def _model_rows(st, run_ids: list[str], folder) -> dict:
                       key=repr) for n in ("elements", "parents", "ancestors", "vertices", "complex", "edges")}
 
 
-def test_a_small_run_is_modelled_on_the_driver_as_spark_models_it(spark, tmp_path):
+def test_a_small_run_is_modelled_on_the_driver_as_spark_models_it(spark, tmp_path, monkeypatch):
     """A small run on a local store is mapped into the model without Spark (capture/storing/commit.py
-    `_driver_model`); forcing Spark gives the same rows in every core table. Two runs per store:
-    the first writes json (the one-pass store copy), the second Parquet (the split one) and
-    reuses the source items and the pipeline the first added."""
+    `_driver_model`); forcing Spark gives the same rows in every core table, and so does the
+    driver staging its items and edges in parts of 7 rows (as it stages a large run's, in parts of
+    `MODEL_PART_ROWS`). Two runs per store: the first writes json (the one-pass store copy), the
+    second Parquet (the split one) and reuses the source items and the pipeline the first added."""
     out = {}
-    for engine in ("auto", "spark"):
-        st = Store.open(tmp_path / engine / "store", spark=spark, engine=engine)
+    for engine in ("auto", "parts", "spark"):
+        monkeypatch.setattr(commit, "MODEL_PART_ROWS", 7 if engine == "parts" else commit.MODEL_PART_ROWS)
+        st = Store.open(tmp_path / engine / "store", spark=spark, engine="auto" if engine == "parts" else engine)
         tracker = Tracker(spark, st, pipeline="running-example")
         runs = []
         for k, fmt in enumerate(("json", "parquet")):
@@ -227,7 +229,9 @@ def test_a_small_run_is_modelled_on_the_driver_as_spark_models_it(spark, tmp_pat
             runs.append(info.run)
             assert info.split == (fmt == "parquet") and info.one_pass
         out[engine] = _model_rows(st.refresh(), runs, tmp_path / engine)
-    for name, rows in out["auto"].items():
-        other = out["spark"][name]
-        assert rows == other, (name, [r for r in rows if r not in other][:3], [r for r in other if r not in rows][:3])
+    for driver in ("auto", "parts"):
+        for name, rows in out[driver].items():
+            other = out["spark"][name]
+            assert rows == other, (driver, name, [r for r in rows if r not in other][:3],
+                                   [r for r in other if r not in rows][:3])
     assert len(out["auto"]["edges"]) == 90  # 45 associations per run (Table 6)

@@ -3,13 +3,13 @@
 Routers by resource: strata/serve/ingest.py (POST /api/v1/lineage), marquez.py (Marquez's read
 endpoints), strata_api.py (/api/strata/v1/...). Around them, as plain ASGI middleware: the
 access log (one JSON line per request), the request-size limit (413 before the body is
-read past the limit), CORS when configured, and innermost `ingest.Receive`, which answers
-POST /api/v1/lineage without the routers (its route stays in the OpenAPI document). Every
-error is a JSON body `{"error": ..., "hint": ...}`; a 500 logs its traceback here and sends none.
+read past the limit) and CORS when configured. Every error is a JSON body
+`{"error": ..., "hint": ...}`; a 500 logs its traceback here and sends none.
 
-POST /api/v1/lineage, the request every event takes, goes to that same chain of middleware
-(`Front`) without passing FastAPI's own (its error, telemetry and body-limit layers): Receive
-answers every error of it itself.
+POST /api/v1/lineage, the request every event takes, goes to a chain of the same middleware
+around `ingest.Receive` instead (`Front`), without passing FastAPI's own (its error, telemetry and
+body-limit layers) or its routers: Receive answers it and every error of it itself. Its route
+stays in the application, for the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ def create_app(service: Service, settings: Settings) -> Any:
     app.include_router(strata_api.router, dependencies=secured)
     app.include_router(ui.router, dependencies=secured)
     ui.mount(app)  # the page and its assets: public, like health (the page asks for the key)
-    app.add_middleware(ingest.Receive, service=service, settings=settings)  # POST /api/v1/lineage
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, **_cors(settings))
     app.add_middleware(BodyLimit, limit=settings.max_body)

@@ -38,7 +38,7 @@ from store.errors import UserError
 from store.eventlog import LOG_DIR, EventLog, Folder, GroupCommit, Logged
 from store.interop.ol_commit import EVENTS_TABLE
 from store.interop.openlineage import canonical, canonical_key
-from store.segments import parquet_files
+from store.segments import parquet_files, segment_files
 from store.writer_lock import WriterLock, acquire
 from strata.serve import fold
 from strata.serve.marquez_model import MarquezView
@@ -88,12 +88,12 @@ def read_events(st: Store, segments: tuple[str, ...], leave_out: frozenset[str] 
     """The event bodies of these segments of the store's `openlineage_events` table, but those
     whose key is in ``leave_out``."""
     out: list[dict[str, Any]] = []
-    for seg in segments:
-        for f in parquet_files(st.storage.file_path(seg)):
-            table = pq.read_table(f, columns=["key", "event"] if leave_out else ["event"])
-            if leave_out:
-                table = table.filter(pc.invert(pc.is_in(table.column("key"), value_set=pa.array(list(leave_out)))))
-            out += [json.loads(t) for t in table.column("event").to_pylist()]
+    left_out = pa.array(list(leave_out), pa.string()) if leave_out else None
+    for f in segment_files(st.storage, segments):
+        table = pq.read_table(f, columns=["event"] if left_out is None else ["key", "event"])
+        if left_out is not None:
+            table = table.filter(pc.invert(pc.is_in(table.column("key"), value_set=left_out)))
+        out += [json.loads(t) for t in table.column("event").to_pylist()]
     return out
 
 

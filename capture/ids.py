@@ -15,7 +15,8 @@ names as store elements, and the ids computed again on read instead of stored.
   source ids, positions, union sides, aggregation ids -- are stored, and collected into an
   aggregation's member structs. A :class:`Derived` says how to compute one of the others;
   ``capture.id_columns.hydrate`` adds them back to a DataFrame (inside collected arrays too) and
-  :func:`hydrate_rows` to rows on the driver (Spark's ``xxhash64`` with the ``xxhash`` package),
+  :func:`hydrate_rows` to rows on the driver (Spark's ``xxhash64`` with the ``xxhash`` package;
+  capture/storing/assoc_columns.py ``hydrate_columns`` to whole Arrow tables),
   so the readers of the hidden columns (``capture.storing.materialize``, the backtracer) see
   every id column as the tracked pipeline defined it.
 

@@ -29,10 +29,9 @@ from pyspark.sql.types import StructType
 
 from capture import jvm
 from capture.id_columns import hydrate
-from capture.ids import hydrate_rows, is_hidden
+from capture.ids import is_hidden
 from capture.operators import OperatorProv
 from capture.storing import assoc_columns, catalog_tables, tee, to_model
-from capture.storing.associations import assoc_rows, identity_rows
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.storing.runs import require_current_format, slots_json
 from capture.storing.tables import (
@@ -269,18 +268,14 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
 
 
 # The most ids a store copy may hold for the driver to map the run into the model itself
-# (``_driver_model``: about 2 KB per id at the peak, mostly the Arrow strings of the items and
-# edges and their staging: 1.3 GB for TPC-H Q1's 600,000 at sf 0.1, which make 1.2M items and
-# edges); a run with more is modelled with Spark (``_spark_model``). Below it the driver is also
-# much the faster, and the Spark model of some shapes needs far more memory than the run: TPC-DS
-# Q47 at sf 0.01 (492,000 ids in 100 rows from three windowed copies of a CTE) exhausted a 1 GB
-# driver heap there and ran 45 minutes in a 2 GB one, against 35 s in all on the driver.
-DRIVER_MODEL_IDS = 1_000_000
-# The same where the associations are computed column-wise (assoc_columns.columnar): the ids stay
-# int64 arrays until the items and edges are staged in parts of at most MODEL_PART_ROWS rows, each
-# part's element ids formatted as it is staged (TPC-H Q1 at scale factor 1, 5.9M ids, is modelled
-# so with a 4 GB driver beside it).
-DRIVER_MODEL_IDS_COLUMNAR = 8_000_000
+# (``_driver_model``); a run with more is modelled with Spark (``_spark_model``). The ids stay int64
+# arrays until the items and edges are staged in parts of at most MODEL_PART_ROWS rows, each part's
+# element ids formatted as it is staged (TPC-H Q1 at scale factor 1, 5.9M ids, is modelled so with a
+# 4 GB driver beside it). Below it the driver is also much the faster, and the Spark model of some
+# shapes needs far more memory than the run: TPC-DS Q47 at sf 0.01 (492,000 ids in 100 rows from
+# three windowed copies of a CTE) exhausted a 1 GB driver heap there and ran 45 minutes in a 2 GB
+# one.
+DRIVER_MODEL_IDS = 8_000_000
 MODEL_PART_ROWS = 1_000_000
 
 
@@ -307,25 +302,18 @@ def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipel
                   run_attrs: dict[str, Any], info_out: dict[str, Any]) -> None:
     """Ingest the run's bundle computed on the driver, no Spark job: the hidden columns of the
     store copy just written into ``folder`` read with pyarrow and the associations computed from
-    them — column-wise (capture/storing/assoc_columns.py) where the slots allow, else row by row
-    (the derived ids added by ``hydrate_rows``, ``assoc_rows``, ``identity_rows``); the few
-    elements ingested as a bundle, the items and edges column-wise
-    (``StoreTransaction.ingest_items``)."""
+    them column-wise (capture/storing/assoc_columns.py: the derived ids added, each slot's rows
+    read, the identity rows derived); the few elements ingested as a bundle, the items and edges
+    column-wise (``StoreTransaction.ingest_items``)."""
 
     parts = []
     for f in parquet_files(folder):
         parts.append(pq.read_table(f, columns=[n for n in pq.read_schema(f).names if is_hidden(n)]))
-    table = pa.concat_tables(parts, promote_options="permissive")
-    if assoc_columns.columnar(cap.slots, cap.derived):
-        stored = assoc_columns.assoc_columns(table, cap.slots)
-        assoc = np.concatenate([stored, assoc_columns.identity_columns(stored, ops, cap.result_oid,
-                                                                       table.column(cap.id_col))])
-    else:
-        rows = hydrate_rows(table.to_pylist(), cap.derived)
-        del table
-        tuples = assoc_rows(rows, cap.slots)
-        tuples += identity_rows(tuples, ops, cap.result_oid, (r[cap.id_col] for r in rows))
-        assoc = np.array([r[:4] for r in tuples], np.int64).reshape(-1, 4)
+    table = assoc_columns.hydrate_columns(pa.concat_tables(parts, promote_options="permissive"), cap.derived)
+    stored = assoc_columns.assoc_columns(table, cap.slots)
+    assoc = np.concatenate([stored, assoc_columns.identity_columns(stored, ops, cap.result_oid,
+                                                                   table.column(cap.id_col))])
+    del table
     known = TxTables(tx)
 
     def existing(ids):
@@ -475,8 +463,7 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}
                 info_out = {"path": name, "format": fmt}
                 if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
-                        and _stored_ids(folder) <= (DRIVER_MODEL_IDS_COLUMNAR if assoc_columns.columnar(
-                            cap.slots, cap.derived) else DRIVER_MODEL_IDS):
+                        and _stored_ids(folder) <= DRIVER_MODEL_IDS:
                     phases["model"] = _timed(lambda: _driver_model(
                         tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out))
                 else:

@@ -1,6 +1,7 @@
 """Derived ids (capture/ids.py): flatten, join and union ids are not carried into aggregations
 nor stored, but computed again when read. Reference: the eager annotated result, in which every
-aggregation collects every hidden column, over random small tweet sets."""
+aggregation collects every hidden column, over random small tweet sets; the driver's two ways
+(row by row, and column-wise as the driver model computes them) against it and each other."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from support.pipelines import PIPELINES, SCHEMA, double_flatten, tweet
 from capture import Tracker
 from capture.id_columns import hydrate
 from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate_rows
+from capture.storing.assoc_columns import assoc_columns, hydrate_columns
+from capture.storing.associations import assoc_rows
 from capture.storing.stored import load_run
 from capture.tracking import grouping
 from store import Store
@@ -87,6 +90,10 @@ def test_derived_ids_equal_the_eagerly_collected_ones(spark, pipeline, rows):
         assert len(lazy.compact.schema.simpleString()) < len(eager.annotated.schema.simpleString())
     driver = hydrate_rows(lazy.compact.toArrow().to_pylist(), lazy.derived)
     assert sorted((plain(r) for r in driver), key=repr) == want
+    columns = hydrate_columns(lazy.compact.toArrow(), lazy.derived)  # the driver model's way
+    assert sorted((plain(r) for r in columns.to_pylist()), key=repr) == want
+    assert sorted(map(tuple, assoc_columns(columns, lazy.slots).tolist())) == \
+        sorted(a[:4] for a in assoc_rows(driver, lazy.slots))
     assert sorted(eager.stored_associations().collect()) == sorted(lazy.stored_associations(lazy.compact).collect())
 
 
@@ -102,6 +109,7 @@ def test_driver_hashes_are_sparks_xxhash64(spark, values, oid):
     df = spark.createDataFrame(values, "a long, p int, s tinyint")
     got = hydrate_rows([r.asDict() for r in df.collect()], derived)
     assert got == [r.asDict() for r in hydrate(df, derived).collect()]
+    assert hydrate_columns(df.toArrow(), derived).to_pylist() == got
 
 
 def test_a_stored_run_keeps_only_what_cannot_be_derived(spark, tmp_path):

@@ -163,7 +163,7 @@ def test_associations_computed_column_wise_are_the_row_wise_ones(rows):
     import pyarrow as pa
 
     from capture.operators import InRef
-    from capture.storing.assoc_columns import assoc_columns, columnar, identity_columns
+    from capture.storing.assoc_columns import assoc_columns, identity_columns
     from capture.storing.associations import assoc_rows, identity_rows
 
     ops = [OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="t"),
@@ -173,7 +173,6 @@ def test_associations_computed_column_wise_are_the_row_wise_ones(rows):
            OperatorProv(5, OpType.SORT, "orderBy", (OpInput(4, None),), None)]
     slots = [Slot(4, "__strata_id_4", InRef("__strata_id_3"), array="__strata_agg_4"),
              Slot(3, "__strata_id_3", InRef("__strata_id_1")), Slot(3, "__strata_id_3", InRef("__strata_id_2", 1))]
-    assert columnar(slots, ())
     table = pa.Table.from_pylist(rows, schema=pa.schema([
         ("__strata_id_4", pa.int64()), ("__strata_agg_4", pa.list_(pa.struct([("__strata_id_3", pa.int64())]))),
         ("__strata_id_3", pa.int64()), ("__strata_id_1", pa.int64()), ("__strata_id_2", pa.int64())]))
@@ -183,3 +182,83 @@ def test_associations_computed_column_wise_are_the_row_wise_ones(rows):
     ident = identity_columns(stored, ops, 5, table.column("__strata_id_4"))
     want = identity_rows(tuples, ops, 5, (r["__strata_id_4"] for r in rows))
     assert sorted(map(tuple, ident.tolist())) == sorted(r[:4] for r in want)
+
+
+_i64 = st.none() | st.integers(-(2**63), 2**63 - 1)
+_small = st.none() | st.integers(-3, 3)
+_inner = st.none() | st.lists(st.none() | st.fixed_dictionaries({"x": _small, "y": _i64}), max_size=3)
+_member = st.none() | st.fixed_dictionaries({"m1": _small, "m2": _i64, "ms": st.none() | st.integers(0, 1),
+                                             "inner": _inner})
+
+
+@given(st.lists(st.fixed_dictionaries({"a": _small, "b": _i64, "s": st.none() | st.integers(0, 1),
+                                       "p": st.none() | st.integers(-(2**31), 2**31 - 1), "l": _small, "r": _i64,
+                                       "members": st.none() | st.lists(_member, max_size=3)}),
+                max_size=10))
+def test_derived_ids_and_nested_slots_column_wise_are_the_row_wise_ones(rows):
+    """The driver model's column-wise path (capture/storing/assoc_columns.py: `hydrate_columns`,
+    `assoc_columns`, `identity_columns`) against the row-wise reference (`hydrate_rows`,
+    `assoc_rows`, `identity_rows`) on the same rows: every kind of derived id, one derived from
+    another, a column with two alternatives by a union's side, ids two collected arrays deep,
+    slots under aggregations with conditions at their own level, nulls anywhere."""
+    import pyarrow as pa
+
+    from capture.ids import FLATTEN, JOIN, UNION, Derived, hydrate_rows
+    from capture.operators import InRef
+    from capture.storing.assoc_columns import assoc_columns, hydrate_columns, identity_columns
+    from capture.storing.associations import assoc_rows, identity_rows
+
+    derived = (Derived("j", JOIN, 3, ("a", "b")), Derived("jj", JOIN, 4, ("j", "l")),
+               Derived("f", FLATTEN, 5, ("a", "p")), Derived("u", UNION, 6, ("s", "l", "r")),
+               Derived("alt", JOIN, 7, ("a", "b"), when=(("s", 0),)),
+               Derived("alt", FLATTEN, 8, ("b", "p"), when=(("s", 1),)),
+               Derived("mj", JOIN, 10, ("m1", "m2"), nest=("members",)),
+               Derived("ij", JOIN, 11, ("x", "y"), nest=("members", "inner")))
+    slots = (Slot(3, "j", InRef("a")), Slot(3, "j", InRef("b", 1)), Slot(4, "jj", InRef("j")),
+             Slot(5, "f", InRef("a"), pos_col="p"), Slot(6, "u", InRef("l"), when=((0, "s", 0),)),
+             Slot(6, "u", InRef("r", 1), when=((0, "s", 1),)), Slot(7, "alt", InRef("b")),
+             Slot(12, "jj", InRef("mj"), array="members"),
+             Slot(10, "mj", InRef("m1"), nest=("members",)),
+             Slot(10, "mj", InRef("m2", 1), nest=("members",), when=((1, "ms", 1),)),
+             Slot(13, "mj", InRef("ij"), nest=("members",), array="inner"),
+             Slot(11, "ij", InRef("x"), nest=("members", "inner"), when=((0, "s", 0),)))
+    ops = [OperatorProv(1, OpType.SOURCE, "read.json", (), (), dataset="t"),
+           OperatorProv(14, OpType.FILTER, "filter", (OpInput(1, None),), None),
+           OperatorProv(3, OpType.JOIN, "join", (OpInput(14, None), OpInput(1, None)), None),
+           OperatorProv(12, OpType.AGGREGATION, "groupBy.agg", (OpInput(3, None),), None),
+           OperatorProv(15, OpType.SORT, "orderBy", (OpInput(12, None),), None)]
+    inner = pa.list_(pa.struct([("x", pa.int64()), ("y", pa.int64())]))
+    schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("s", pa.int8()), ("p", pa.int32()),
+                        ("l", pa.int64()), ("r", pa.int64()),
+                        ("members", pa.list_(pa.struct([("m1", pa.int64()), ("m2", pa.int64()), ("ms", pa.int32()),
+                                                        ("inner", inner)])))])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    want = hydrate_rows(table.to_pylist(), derived)
+    got = hydrate_columns(table, derived)
+    assert got.to_pylist() == want
+    stored = assoc_columns(got, slots)
+    tuples = assoc_rows(want, slots)
+    assert sorted(map(tuple, stored.tolist())) == sorted(r[:4] for r in tuples)
+    ident = identity_columns(stored, ops, 15, got.column("jj"))
+    assert sorted(map(tuple, ident.tolist())) == \
+        sorted(r[:4] for r in identity_rows(tuples, ops, 15, (r["jj"] for r in want)))
+
+
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**64 - 1), st.booleans()), max_size=20),
+       st.sampled_from(["<i", "<q"]))
+def test_column_wise_hashes_are_xxhash64(values, width):
+    """`mix_columns` against `capture.ids.mix` (the xxhash package's XXH64), 4- and 8-byte
+    values, every seed, nulls keeping the seed."""
+    import numpy as np
+
+    from capture.ids import mix
+    from capture.storing.assoc_columns import mix_columns
+
+    if width == "<i":
+        values = [(v % 2**32 - 2**31, seed, ok) for v, seed, ok in values]
+    v = np.array([x for x, _, _ in values], np.int64)
+    seeds = np.array([s for _, s, _ in values], np.uint64)
+    ok = np.array([o for _, _, o in values], bool)
+    got = mix_columns(seeds, v, ok, width).view(np.int64).tolist()
+    signed = [s - 2**64 if s >= 2**63 else s for _, s, _ in values]
+    assert got == [mix(s, x if o else None, width) for (x, _, o), s in zip(values, signed, strict=True)]

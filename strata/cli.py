@@ -33,6 +33,8 @@ LAZY_COMMANDS = {
               "Build or update the component index (components, connected sets, set dependencies)."),
     "lineage": ("strata.cli_index:lineage",
                 "Lineage of ITEM: every value with a path to it (or from it, with --forward)."),
+    "model": ("strata.cli_capture:model",
+              "Map runs captured with --no-model into the multi-granularity model (default: every such run)."),
     "query": ("strata.cli_query:query", 'Run one IQL statement, e.g. strata query "select p.id from WebPage p".'),
     "repl": ("strata.repl:repl", "Interactive IQL shell: statements end with ;, \\? lists commands, Ctrl-D quits."),
     "report": ("strata.cli_report:report",

@@ -1,4 +1,5 @@
-"""`strata capture [--pipeline NAME] -- SCRIPT.py [ARGS...]` (docs/cli.md, docs/capture.md).
+"""`strata capture [--pipeline NAME] [--no-model] -- SCRIPT.py [ARGS...]` and `strata model [RUN...]`
+(docs/cli.md, docs/capture.md).
 
 Runs an unmodified PySpark script in this process, as `spark-submit` would (`runpy`, with
 `sys.argv` set to the script and its arguments, `__name__ == "__main__"`), inside
@@ -8,7 +9,9 @@ SparkSession, configured as it would be without Strata (its builder's settings,
 `spark-defaults.conf`; `--master` and `--conf` given to Strata act as `spark-submit`'s), with
 capture's jar added (`strata.spark.job_spark`); the store commits in that session. A summary line per captured run
 goes to stderr, so the script's stdout stays its own; on a terminal, a progress line per write
-(translated, written and committed) too.
+(translated, written and committed) too. With `--no-model` each write commits its capture tables
+only (TRACE sees the run; IQL over elements and edges, lineage and export do not, until
+`strata model` maps the runs captured so into the multi-granularity model, one commit per run).
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ class ScriptFailed(StrataError):
 
 @click.command("capture", context_settings={"ignore_unknown_options": True})
 @click.option("--pipeline", metavar="NAME", help="Pipeline name of the captured runs [default: the script's name].")
+@click.option("--model/--no-model", default=True, show_default=True,
+              help="Map each run into the multi-granularity model as it commits; --no-model commits the capture "
+                   "tables only (cheaper; `strata model` adds the model later).")
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
 @progress.around
-def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) -> None:
+def capture(app: App, pipeline: str | None, model: bool, script: str, args: tuple[str, ...]) -> None:
     """Run an unmodified PySpark script and capture every write it makes (one run per write)."""
 
     if not os.path.isfile(script):
@@ -49,7 +55,8 @@ def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) 
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
-        with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name, program=program) as cap:
+        with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name, model=model,
+                                                                             program=program) as cap:
             run_script(script, ScriptFailed)
     finally:
         sys.argv = argv
@@ -60,3 +67,23 @@ def capture(app: App, pipeline: str | None, script: str, args: tuple[str, ...]) 
                        f"{info.operators} operators, version {info.version})", err=True)
     if not cap.runs:
         click.echo("strata capture: the script made no write to capture", err=True)
+
+
+@click.command("model")
+@click.argument("runs", nargs=-1, metavar="[RUN]...")
+@click.pass_obj
+@progress.around
+def model(app: App, runs: tuple[str, ...]) -> None:
+    """Map runs captured with --no-model into the multi-granularity model (default: every such run)."""
+
+    from capture.storing.model_later import model_runs  # deferred: `strata --help` imports no capture code
+
+    store = app.writer()
+
+    def each(done) -> None:
+        where = "Spark" if done.spark else "the driver"
+        click.echo(f"modelled {done.run}: {done.elements} elements, {done.edges} edges on {where} in "
+                   f"{done.seconds:.1f} s (version {done.version})", err=True)
+
+    if not model_runs(store, runs or None, each):
+        click.echo("strata model: every captured run is in the model already", err=True)

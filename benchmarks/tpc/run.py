@@ -2,6 +2,7 @@
 
     python benchmarks/tpc/run.py --suite tpch|tpcds --sf 0.01 [--queries 1,2,3] [--batch 10]
                                  [--work benchmarks/out/tpc] [--check N] [--prepare] [--driver-memory 2g]
+                                 [--no-model]
 
 1. Data, query texts and answers come from DuckDB's TPC extensions (benchmarks/tpc/gen.py), run
    in their own environment ``build/tpc-venv`` (made here with uv or pip: ``duckdb==1.5.5`` and the
@@ -24,6 +25,9 @@
    its plain seconds: median, max, min), the provenance stored (the capture stores' bytes on disk
    over the input Parquet's) and the refusals grouped by reason (names and numbers blanked).
    Every Spark process runs ``local[2]`` with a ``--driver-memory`` driver (2 GB by default).
+   With ``--no-model`` the queries are captured ``strata capture --no-model`` (the capture tables
+   only) and each store's runs are then modelled by ``strata model`` in a process of its own,
+   timed apart (the model's cost, moved out of the queries' own time).
 5. With ``--check N``: N result items of each query this run captured, drawn by seed 0, checked
    by replay (benchmarks/tpc/check.py ``--sample``: ``capture.tracing.check``, docs/tracing.md
    "Checking a trace by replay"), one process for all its stores: per query the items ok, passing
@@ -99,10 +103,12 @@ def _env(memory: str) -> dict[str, str]:
     return env
 
 
-def _job(out: Path, target: Path, queries: Path, numbers: list[str], memory: str, capture: Path | None = None):
+def _job(out: Path, target: Path, queries: Path, numbers: list[str], memory: str, capture: Path | None = None,
+         model: bool = True):
     args = [str(HERE / "job.py"), str(out / "data"), str(target), str(queries), "--keep-going", *numbers]
     if capture is not None:
-        args = ["-m", "strata.cli", "--store", str(capture), "--master", "local[2]", "capture", "--", *args]
+        args = ["-m", "strata.cli", "--store", str(capture), "--master", "local[2]", "capture",
+                *([] if model else ["--no-model"]), "--", *args]
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=_env(memory), cwd=out)
     return done, time.perf_counter() - t0
@@ -150,6 +156,8 @@ def main() -> None:
                         help="then check N traced result items per captured query by replay (check.py)")
     parser.add_argument("--prepare", action="store_true", help="only make the data and the Spark SQL texts")
     parser.add_argument("--driver-memory", default="2g", help="of every Spark process [default: 2g]")
+    parser.add_argument("--no-model", action="store_true",
+                        help="capture --no-model, then time `strata model` of each store apart")
     args = parser.parse_args()
     out = generate(args.work.resolve(), args.suite, args.sf)
     queries = spark_queries(out, args.suite)
@@ -172,7 +180,8 @@ def main() -> None:
         store = out / "stores" / f"q{batch[0]}"
         stores.append(str(store))
         shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
-        done, took = _job(out, out / "captured", queries, batch, args.driver_memory, capture=store)
+        done, took = _job(out, out / "captured", queries, batch, args.driver_memory, capture=store,
+                          model=not args.no_model)
         captured.update(_outcomes(done, batch))
         capt_took += took
         print(f"captured q{batch[0]}..q{batch[-1]}: {sum(captured[n][0] for n in batch)} of {len(batch)} "
@@ -183,12 +192,23 @@ def main() -> None:
             store = out / "stores" / f"q{n}-alone"
             stores.append(str(store))
             shutil.rmtree(store, ignore_errors=True)
-            done, took = _job(out, out / "captured", queries, [n], args.driver_memory, capture=store)
+            done, took = _job(out, out / "captured", queries, [n], args.driver_memory, capture=store,
+                              model=not args.no_model)
             again.append((n, captured[n][1]))
             captured.update(_outcomes(done, [n]))
             capt_took += took
             print(f"captured q{n} alone: {'ok' if captured[n][0] else 'no'} ({took:.0f} s)", file=sys.stderr,
                   flush=True)
+    modelled = 0.0
+    if args.no_model:  # the model of every captured run, added afterwards and timed apart
+        for store in stores:
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "strata.cli", "--store", store, "--master", "local[2]",
+                                   "model"], capture_output=True, text=True, env=_env(args.driver_memory), cwd=out)
+            modelled += time.perf_counter() - t0
+            if done.returncode != 0:
+                print(f"strata model {store} failed: {done.stderr[-1000:]}", file=sys.stderr)
+                sys.exit(1)
     print(f"{'query':>5}  {'plain':>6}  {'captured':>8}  {'same':>4}  {'answer':>6}  {'s plain':>7}  "
           f"{'s capt':>6}  why")
     counts = {"captured": 0, "same": 0, "answer": 0}
@@ -212,7 +232,8 @@ def main() -> None:
               f"{why[:160]}")
     print(f"{args.suite} sf {args.sf:g}: {counts['captured']} of {len(numbers)} captured, {counts['same']} "
           f"equal to the plain run, {counts['answer']} with the answer's row count; plain process "
-          f"{plain_took:.0f} s, captured processes {capt_took:.0f} s")
+          f"{plain_took:.0f} s, captured processes {capt_took:.0f} s"
+          + (f" (--no-model; then `strata model` {modelled:.0f} s)" if args.no_model else ""))
     ratios = sorted((float(captured[n][1]) / max(float(plain[n][1]), 0.01), n) for n in numbers
                     if captured[n][0] and plain[n][0])
     if ratios:

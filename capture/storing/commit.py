@@ -19,9 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
@@ -29,9 +26,8 @@ from pyspark.sql.types import StructType
 
 from capture import jvm
 from capture.id_columns import hydrate
-from capture.ids import is_hidden
 from capture.operators import OperatorProv
-from capture.storing import assoc_columns, catalog_tables, tee, to_model
+from capture.storing import catalog_tables, driver_model, tee, to_model
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.storing.runs import require_current_format, slots_json
 from capture.storing.tables import (
@@ -49,8 +45,6 @@ from capture.storing.tables import (
     part_of,
     result_table,
 )
-from store import schema as S
-from store.duckdb.ingest import TxTables
 from store.engine import Engine
 from store.errors import StoreError, UserError
 from store.segments import parquet_files
@@ -267,68 +261,6 @@ def _write_cached(tx, table: str, ordered: DataFrame, visible: list[str], save: 
     return cached, int(counted.get["n"])
 
 
-# The most ids a store copy may hold for the driver to map the run into the model itself
-# (``_driver_model``); a run with more is modelled with Spark (``_spark_model``). The ids stay int64
-# arrays until the items and edges are staged in parts of at most MODEL_PART_ROWS rows, each part's
-# element ids formatted as it is staged (TPC-H Q1 at scale factor 1, 5.9M ids, is modelled so with a
-# 4 GB driver beside it). Below it the driver is also much the faster, and the Spark model of some
-# shapes needs far more memory than the run: TPC-DS Q47 at sf 0.01 (492,000 ids in 100 rows from
-# three windowed copies of a CTE) exhausted a 1 GB driver heap there and ran 45 minutes in a 2 GB
-# one.
-DRIVER_MODEL_IDS = 8_000_000
-MODEL_PART_ROWS = 1_000_000
-
-
-def _stored_ids(folder: str) -> int:
-    """About how many ids the store copy in ``folder`` holds: per file and hidden column, the most
-    values any of its Parquet leaf columns has (an id array's ids; a plain id column's rows), read
-    from the files' footers alone."""
-    total = 0
-    for f in parquet_files(folder):
-        meta = pq.ParquetFile(f).metadata
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            per_column: dict[str, int] = {}
-            for c in range(group.num_columns):
-                chunk = group.column(c)
-                top = chunk.path_in_schema.split(".")[0]
-                if is_hidden(top):
-                    per_column[top] = max(per_column.get(top, 0), chunk.num_values)
-            total += sum(per_column.values())
-    return total
-
-
-def _driver_model(tx, folder: str, cap, ops: list[OperatorProv], run: str, pipeline: str,
-                  run_attrs: dict[str, Any], info_out: dict[str, Any]) -> None:
-    """Ingest the run's bundle computed on the driver, no Spark job: the hidden columns of the
-    store copy just written into ``folder`` read with pyarrow and the associations computed from
-    them column-wise (capture/storing/assoc_columns.py: the derived ids added, each slot's rows
-    read, the identity rows derived); the few elements ingested as a bundle, the items and edges
-    column-wise (``StoreTransaction.ingest_items``)."""
-
-    parts = []
-    for f in parquet_files(folder):
-        parts.append(pq.read_table(f, columns=[n for n in pq.read_schema(f).names if is_hidden(n)]))
-    table = assoc_columns.hydrate_columns(pa.concat_tables(parts, promote_options="permissive"), cap.derived)
-    stored = assoc_columns.assoc_columns(table, cap.slots)
-    assoc = np.concatenate([stored, assoc_columns.identity_columns(stored, ops, cap.result_oid,
-                                                                   table.column(cap.id_col))])
-    del table
-    known = TxTables(tx)
-
-    def existing(ids):
-        rel = known.matching(S.VERTICES, ids)
-        return set() if rel is None else {r[0] for r in rel.select(S.ID).fetchall()}
-
-    small, parts = to_model.driver_parts(run, pipeline, ops, assoc, existing, run_attrs, info_out, MODEL_PART_ROWS)
-    for n, (items, edges) in enumerate(parts):
-        bundle = small if n == 0 else {**small, "elements": []}
-        if tx.ingest_items(bundle, items, edges, to_model.ITEM, source=run) is None:
-            if bundle["elements"]:
-                tx.ingest(bundle)
-            tx.ingest(to_model.items_bundle(items, edges, existing(items.column("id").to_pylist())))
-
-
 def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, pipeline: str,
                  run_attrs: dict[str, Any], info_out: dict[str, Any], cleanup: list[DataFrame],
                  checkpoints: list[DataFrame]) -> None:
@@ -347,6 +279,22 @@ def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, 
         to_model.sections(result.sparkSession, run, pipeline, ops, full, existing, run_attrs, info_out))
     checkpoints += [sections[k] for k in to_model.CHECKPOINTED]
     tx.ingest(sections)
+
+
+def model_stored(tx, store, head, pipeline: str, run_attrs: dict[str, Any], info_out: dict[str, Any]) -> None:
+    """``_spark_model`` of a committed run (``head``: its capture/storing/runs.py ``RunHead``) from
+    its stored copy, for runs captured without the model that the driver cannot model
+    (capture/storing/driver_model.py ``model_runs``)."""
+    cleanup: list[DataFrame] = []
+    checkpoints: list[DataFrame] = []
+    try:
+        _spark_model(tx, store.table(result_table(head.run)), head, list(head.operators), head.run, pipeline,
+                     run_attrs, info_out, cleanup, checkpoints)
+    finally:
+        for df in cleanup:
+            df.unpersist()
+        for df in checkpoints:
+            _drop_checkpoint(df)
 
 
 def _drop_checkpoint(df: DataFrame) -> None:
@@ -463,9 +411,9 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}
                 info_out = {"path": name, "format": fmt}
                 if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
-                        and _stored_ids(folder) <= DRIVER_MODEL_IDS:
-                    phases["model"] = _timed(lambda: _driver_model(
-                        tx, folder, cap, ops, run, tracker.pipeline, run_attrs, info_out))
+                        and driver_model.stored_ids(parquet_files(folder)) <= driver_model.DRIVER_MODEL_IDS:
+                    phases["model"] = _timed(lambda: driver_model.model_files(
+                        tx, parquet_files(folder), cap, ops, run, tracker.pipeline, run_attrs, info_out))
                 else:
                     phases["model"] = _timed(lambda: _spark_model(
                         tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup, checkpoints))

@@ -337,8 +337,10 @@ def start_in_background() -> None:
     (work / "out").mkdir()
 
     def run() -> None:
-        _COMMAND["corpus"] = _strata(work / "store", "capture", "--", str(CORPUS / "semi_anti.py"), str(inputs),
-                                     str(work / "out"), "x")
+        _COMMAND["corpus"] = _strata(work / "store", "capture", "--no-model", "--", str(CORPUS / "semi_anti.py"),
+                                     str(inputs), str(work / "out"), "x")
+        _COMMAND["model"] = [_strata(work / "store", "model"), _strata(work / "store", "model"),
+                             _strata(work / "store", "model", "semi_anti/run-none")]
         _COMMAND["example"] = _strata(work / "example", "capture", "--", str(EXAMPLE / "tweets_job.py"),
                                       str(EXAMPLE / "tweets.json"), str(work / "by_user"))
         _COMMAND["trace"] = _strata(work / "example", "trace", "/texts = 'Bonjour'")
@@ -436,7 +438,9 @@ def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(sp
 
 def test_strata_capture_command(spark, tmp_path):
     """`strata capture -- script ARGS` in a new process: exit 0, one run per write, the output;
-    the example job's run traced by `strata trace` to the input line and its values."""
+    the script's runs captured with --no-model then modelled by `strata model` (on the driver;
+    again: nothing left to model; an unknown run: exit 2); the example job's run traced by
+    `strata trace` to the input line and its values."""
     start_in_background()
     _COMMAND["thread"].join(timeout=600)
     corpus, out = _COMMAND.get("corpus"), _COMMAND["work"] / "out"
@@ -444,6 +448,13 @@ def test_strata_capture_command(spark, tmp_path):
     assert corpus.returncode == 0, corpus.stderr[-2000:]
     assert corpus.stderr.count("captured semi_anti/run-") == 2
     assert (out / "buyers.parquet").is_dir() and (out / "idle.parquet").is_dir()
+    modelled, again, unknown = _COMMAND["model"]  # the two runs were captured --no-model
+    assert modelled.returncode == 0, modelled.stderr[-2000:]
+    runs = re.findall(r"captured (semi_anti/run-\S+):", corpus.stderr)
+    assert re.findall(r"modelled (\S+): \d+ elements, \d+ edges on the driver", modelled.stderr) == runs
+    assert again.returncode == 0 and "every captured run is in the model already" in again.stderr
+    assert unknown.returncode == 2 and "no captured run 'semi_anti/run-none'" in unknown.stderr, unknown.stderr
+    assert "Traceback" not in unknown.stderr
     example, traced = _COMMAND["example"], _COMMAND["trace"]
     assert example.returncode == 0 and example.stderr.count("captured tweets_job/run-") == 1, example.stderr[-2000:]
     assert traced.returncode == 0, traced.stderr[-2000:]

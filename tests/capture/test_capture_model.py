@@ -78,13 +78,14 @@ def test_first_copy_survives_nesting_until_a_filter_or_join():
 @given(rows=st.lists(st.tuples(st.integers(0, 9), st.lists(st.integers(0, 99), max_size=6)), max_size=30),
        groups=st.integers(1, 4))
 def test_the_ids_a_store_copy_holds_are_counted_from_its_footers(tmp_path_factory, rows, groups):
-    """`_stored_ids` (which picks the driver or Spark for a run's model): the hidden columns' ids,
+    """`stored_ids` (which picks the driver or Spark for a run's model): the hidden columns' ids,
     an array's elements counted one by one, the visible columns not at all, over files and row
     groups."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from capture.storing.commit import _stored_ids
+    from capture.storing.driver_model import stored_ids
+    from store.segments import parquet_files
 
     folder = tmp_path_factory.mktemp("copy")
     table = pa.table({"name": [str(k) for k, _ in rows], "__strata_id_1": [k for k, _ in rows],
@@ -92,7 +93,7 @@ def test_the_ids_a_store_copy_holds_are_counted_from_its_footers(tmp_path_factor
     half = len(rows) // 2
     pq.write_table(table.slice(0, half), folder / "part-0.parquet", row_group_size=max(1, half // groups))
     pq.write_table(table.slice(half), folder / "part-1.parquet")
-    assert _stored_ids(str(folder)) == len(rows) + sum(max(len(ids), 1) for _, ids in rows)
+    assert stored_ids(parquet_files(str(folder))) == len(rows) + sum(max(len(ids), 1) for _, ids in rows)
 
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))

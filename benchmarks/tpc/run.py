@@ -2,7 +2,7 @@
 
     python benchmarks/tpc/run.py --suite tpch|tpcds --sf 0.01 [--queries 1,2,3] [--batch 10]
                                  [--work benchmarks/out/tpc] [--check N] [--prepare] [--driver-memory 2g]
-                                 [--no-model]
+                                 [--model now|later|off]
 
 1. Data, query texts and answers come from DuckDB's TPC extensions (benchmarks/tpc/gen.py), run
    in their own environment ``build/tpc-venv`` (made here with uv or pip: ``duckdb==1.5.5`` and the
@@ -25,9 +25,9 @@
    its plain seconds: median, max, min), the provenance stored (the capture stores' bytes on disk
    over the input Parquet's) and the refusals grouped by reason (names and numbers blanked).
    Every Spark process runs ``local[2]`` with a ``--driver-memory`` driver (2 GB by default).
-   With ``--no-model`` the queries are captured ``strata capture --no-model`` (the capture tables
-   only) and each store's runs are then modelled by ``strata model`` in a process of its own,
-   timed apart (the model's cost, moved out of the queries' own time).
+   ``--model later`` captures with ``strata capture --no-model`` (the capture tables only) and then
+   models each store's runs by ``strata model`` in a process of its own, timed apart (the model's
+   cost, moved out of the queries' own time); ``--model off`` leaves the model out.
 5. With ``--check N``: N result items of each query this run captured, drawn by seed 0, checked
    by replay (benchmarks/tpc/check.py ``--sample``: ``capture.tracing.check``, docs/tracing.md
    "Checking a trace by replay"), one process for all its stores: per query the items ok, passing
@@ -156,8 +156,9 @@ def main() -> None:
                         help="then check N traced result items per captured query by replay (check.py)")
     parser.add_argument("--prepare", action="store_true", help="only make the data and the Spark SQL texts")
     parser.add_argument("--driver-memory", default="2g", help="of every Spark process [default: 2g]")
-    parser.add_argument("--no-model", action="store_true",
-                        help="capture --no-model, then time `strata model` of each store apart")
+    parser.add_argument("--model", choices=("now", "later", "off"), default="now",
+                        help="map the runs into the model at capture [now, the default], by `strata model` "
+                             "afterwards, timed apart [later], or not at all [off]")
     args = parser.parse_args()
     out = generate(args.work.resolve(), args.suite, args.sf)
     queries = spark_queries(out, args.suite)
@@ -181,7 +182,7 @@ def main() -> None:
         stores.append(str(store))
         shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
         done, took = _job(out, out / "captured", queries, batch, args.driver_memory, capture=store,
-                          model=not args.no_model)
+                          model=args.model == "now")
         captured.update(_outcomes(done, batch))
         capt_took += took
         print(f"captured q{batch[0]}..q{batch[-1]}: {sum(captured[n][0] for n in batch)} of {len(batch)} "
@@ -193,14 +194,14 @@ def main() -> None:
             stores.append(str(store))
             shutil.rmtree(store, ignore_errors=True)
             done, took = _job(out, out / "captured", queries, [n], args.driver_memory, capture=store,
-                              model=not args.no_model)
+                              model=args.model == "now")
             again.append((n, captured[n][1]))
             captured.update(_outcomes(done, [n]))
             capt_took += took
             print(f"captured q{n} alone: {'ok' if captured[n][0] else 'no'} ({took:.0f} s)", file=sys.stderr,
                   flush=True)
-    modelled = 0.0
-    if args.no_model:  # the model of every captured run, added afterwards and timed apart
+    modelled, unmodelled_bytes = 0.0, sum(_bytes(Path(s)) for s in stores)
+    if args.model == "later":  # the model of every captured run, added afterwards and timed apart
         for store in stores:
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "strata.cli", "--store", store, "--master", "local[2]",
@@ -233,7 +234,8 @@ def main() -> None:
     print(f"{args.suite} sf {args.sf:g}: {counts['captured']} of {len(numbers)} captured, {counts['same']} "
           f"equal to the plain run, {counts['answer']} with the answer's row count; plain process "
           f"{plain_took:.0f} s, captured processes {capt_took:.0f} s"
-          + (f" (--no-model; then `strata model` {modelled:.0f} s)" if args.no_model else ""))
+          + {"now": "", "later": f" (--no-model; then `strata model` {modelled:.0f} s)",
+             "off": " (--no-model)"}[args.model])
     ratios = sorted((float(captured[n][1]) / max(float(plain[n][1]), 0.01), n) for n in numbers
                     if captured[n][0] and plain[n][0])
     if ratios:
@@ -242,7 +244,8 @@ def main() -> None:
               f"max {ratios[-1][0]:.2f}× (q{ratios[-1][1]}), min {ratios[0][0]:.2f}× (q{ratios[0][1]})")
     data_bytes, prov_bytes = _bytes(out / "data"), sum(_bytes(Path(s)) for s in stores)
     print(f"provenance stored: {prov_bytes / 1e6:.1f} MB in {len(stores)} store(s) for {data_bytes / 1e6:.1f} MB "
-          f"of input Parquet ({prov_bytes / max(data_bytes, 1):.2f} bytes per input byte)")
+          f"of input Parquet ({prov_bytes / max(data_bytes, 1):.2f} bytes per input byte)"
+          + (f"; before `strata model` {unmodelled_bytes / max(data_bytes, 1):.2f}" if args.model == "later" else ""))
     for reason, k in refused.most_common():
         print(f"{k:>4} × {reason}")
     for n, why in again:

@@ -57,7 +57,14 @@ def capture(app: App, pipeline: str | None, model: bool, script: str, args: tupl
     try:
         with job_spark(app.master, parse_conf(app.conf)), capturing(None, store, pipeline=name, model=model,
                                                                              program=program) as cap:
-            run_script(script, ScriptFailed)
+            try:
+                run_script(script, ScriptFailed)
+            except ScriptFailed as e:
+                if cap.failed:  # the script went on after a failed capture and failed for its sake
+                    raise cap.failed[0] from e
+                raise
+            if cap.failed:  # the script caught the capture's error and finished: still a failed capture
+                raise cap.failed[0]
     finally:
         sys.argv = argv
         if path0 is not None and sys.path and sys.path[0] != path0:

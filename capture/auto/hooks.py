@@ -17,7 +17,7 @@ from __future__ import annotations
 import runpy
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,7 @@ class Capture:
     runs: list = field(default_factory=list)
     program: dict | None = None  # the script captured (script, args, cwd): recorded with each run
     writes: int = 0  # writes the program made so far, captured or refused (a replay counts them alike)
+    failed: list = field(default_factory=list)  # the CaptureErrors raised to the program (it may catch them)
 
     def write(self, df, target: str, fmt: str, mode: str, options: dict[str, str],
               table: tuple[str, str] | None = None, sink=None, source=None):
@@ -79,17 +80,34 @@ class Capture:
             except StrataError:
                 raise
             except Exception as e:  # noqa: BLE001 - Strata's own failure, never the script's
-                raise CaptureError(
+                raise self._failed(CaptureError(
                     f"capture failed on write {len(self.runs) + 1} ({target}), not the script: {type(e).__name__}: "
                     f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}. Nothing was written",
                     hint="run with --debug for the traceback and report it; run the script without capture to "
-                         "write it untracked") from e
+                         "write it untracked")) from e
             step.advance()
-            with _writing():
-                info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, sink=sink, **options)
+            try:
+                with _writing():
+                    info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, sink=sink, **options)
+            except StrataError:
+                raise
+            except Exception as e:  # the write's own error goes to the script as Spark raised it ...
+                how = _jvm_stopped(df.sparkSession)
+                if how is None:
+                    raise
+                raise self._failed(CaptureError(  # ... unless Spark's JVM is gone, most often out of memory
+                    f"Spark's JVM stopped while writing the captured result of write {len(self.runs) + 1} "
+                    f"({target}): {how}. Nothing of this write was committed",
+                    hint="a captured aggregate holds the ids of every row of each group (docs/capture.md, "
+                         "\"Cost\"): give Spark more memory ($STRATA_DRIVER_MEMORY=8g, or --conf "
+                         "spark.driver.memory=8g), or run the script without capture")) from e
             step.advance()
         self.runs.append(info)
         return info
+
+    def _failed(self, error: CaptureError) -> CaptureError:
+        self.failed.append(error)
+        return error
 
 
 class _Writer:
@@ -342,6 +360,32 @@ def _list(jseq) -> list:
     return [jseq.apply(i) for i in range(jseq.size())]
 
 
+def _jvm_stopped(spark) -> str | None:
+    """None while the session's SparkContext runs; else how its JVM stopped, as far as its exit code
+    tells (Spark exits with 52 when a task runs out of memory: SparkExitCode.OOM)."""
+    try:
+        if not spark.sparkContext._jsc.sc().isStopped():  # a JVM that has gone refuses the connection
+            return None
+    except Exception:  # noqa: BLE001 - whatever py4j raises for a gateway that is gone
+        pass
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    code = None
+    if proc is not None:
+        with suppress(Exception):
+            code = proc.wait(timeout=10)
+    if code == 52:
+        return "out of memory (Spark's exit code 52)"
+    return "it no longer answers" if code is None else f"exit code {code}"
+
+
+def _message(e: BaseException) -> str:
+    """``str(e)``, or what can be said when that fails (a Py4J error asks its JVM, which may be gone)."""
+    try:
+        return str(e)
+    except Exception:  # noqa: BLE001 - the message itself could not be read
+        return "(its message could not be read: Spark's JVM no longer answers)"
+
+
 def run_script(script: str, error: type[StrataError], context: str = "") -> None:
     """Run ``script`` as ``__main__`` (``runpy``, as ``spark-submit`` runs a script; the caller
     sets ``sys.argv`` and ``sys.path``). Its own failure -- a non-zero ``sys.exit`` or an
@@ -355,7 +399,7 @@ def run_script(script: str, error: type[StrataError], context: str = "") -> None
     except StrataError:
         raise
     except Exception as e:  # noqa: BLE001 - the script's own error, reported as such
-        raise error(f"{script} failed{context}: {type(e).__name__}: {e}",
+        raise error(f"{script} failed{context}: {type(e).__name__}: {_message(e)}",
                     hint="run with --debug for the traceback") from e
 
 

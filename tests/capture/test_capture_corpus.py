@@ -344,6 +344,8 @@ def start_in_background() -> None:
         _COMMAND["example"] = _strata(work / "example", "capture", "--", str(EXAMPLE / "tweets_job.py"),
                                       str(EXAMPLE / "tweets.json"), str(work / "by_user"))
         _COMMAND["trace"] = _strata(work / "example", "trace", "/texts = 'Bonjour'")
+        _COMMAND["stops"] = _strata(work / "stopped", "capture", "--", str(JOBS / "jvm_stops.py"),
+                                    str(work / "stopped_out"))
         _COMMAND["plain"] = _plain(JOBS / "settings_visible.py", str(work / "plain"))
         _COMMAND["captured"] = _strata(work / "job", "capture", "--", str(JOBS / "settings_visible.py"),
                                        str(work / "captured"))
@@ -439,8 +441,10 @@ def test_hive_tables_captured_as_the_plain_job_runs_and_traced_to_their_lines(sp
 def test_strata_capture_command(spark, tmp_path):
     """`strata capture -- script ARGS` in a new process: exit 0, one run per write, the output;
     the script's runs captured with --no-model then modelled by `strata model` (on the driver;
-    again: nothing left to model; an unknown run: exit 2); the example job's run traced by
-    `strata trace` to the input line and its values."""
+    again: nothing left to model; an unknown run: exit 2); a job whose write stops Spark's JVM
+    (as running out of memory does) and which goes on: the capture named as what failed, exit 1,
+    nothing committed; the example job's run traced by `strata trace` to the input line and its
+    values."""
     start_in_background()
     _COMMAND["thread"].join(timeout=600)
     corpus, out = _COMMAND.get("corpus"), _COMMAND["work"] / "out"
@@ -462,6 +466,13 @@ def test_strata_capture_command(spark, tmp_path):
     assert lines[0].startswith(f"{EXAMPLE / 'tweets.json'}:3  dataset:")
     assert '  text  contributing  accessed by 3; manipulated by 3  = "Bonjour"' in lines
     assert "  retweet_cnt  influencing  accessed by 2  = 0" in lines
+    stops = _COMMAND["stops"]  # the JVM stopped by a write (as out of memory): the capture failed, said so
+    assert stops.returncode == 1 and "the write failed: CaptureError" in stops.stdout, stops.stderr[-2000:]
+    assert ("strata: Spark's JVM stopped while writing the captured result of write 1 "
+            f"({_COMMAND['work'] / 'stopped_out'}): out of memory (Spark's exit code 52). Nothing of this write "
+            "was committed") in stops.stderr, stops.stderr[-2000:]
+    assert "spark.driver.memory" in stops.stderr and "Traceback" not in stops.stderr
+    assert Store.open(_COMMAND["work"] / "stopped").version == 0
     refused = subprocess.run(
         [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",
          "capture", "--", str(tmp_path / "missing.py")], capture_output=True, text=True, env=_ENV, timeout=120)

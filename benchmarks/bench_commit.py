@@ -8,10 +8,10 @@ as Parquet. In one process with one SparkSession (local[2]), after a warm-up, in
 
 * ``plain``     the untracked pipeline's write (what the user pays anyway);
 * ``auto``      ``tracker.write`` on a local store with the default engine (the multi-granularity
-                bundle is built and ingested on the driver, capture/storing/commit.py
-                ``_driver_model``);
+                bundle is built and ingested on the driver, capture/storing/driver_model.py
+                ``model_files``);
 * ``spark``     the same on a store forced to Spark (``Store.open(engine="spark")``: the bundle is
-                built and ingested with Spark jobs, as every capture did before the local path).
+                built and ingested with Spark jobs, as a run over the driver's limit is).
 
 It prints, per format, the median wall seconds of each and the extra a capture costs over the
 plain write (captured - plain), with the `model` phase on its own.

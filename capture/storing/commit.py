@@ -284,7 +284,7 @@ def _spark_model(tx, result: DataFrame, cap, ops: list[OperatorProv], run: str, 
 def model_stored(tx, store, head, pipeline: str, run_attrs: dict[str, Any], info_out: dict[str, Any]) -> None:
     """``_spark_model`` of a committed run (``head``: its capture/storing/runs.py ``RunHead``) from
     its stored copy, for runs captured without the model that the driver cannot model
-    (capture/storing/driver_model.py ``model_runs``)."""
+    (capture/storing/model_later.py ``model_runs``)."""
     cleanup: list[DataFrame] = []
     checkpoints: list[DataFrame] = []
     try:

@@ -90,6 +90,11 @@ def model_runs(store, runs: Iterable[str] | None = None,
                             hint="`strata model` with no run names models every run captured with --no-model")
     done = []
     for run in todo:
+        store = store.refresh()
+        if _modelled(store, [run]):  # modelled meanwhile (another `strata model`)
+            if runs is not None:
+                raise UserError(f"run {run!r} is already in the model", hint="another process modelled it meanwhile")
+            continue
         t0 = time.perf_counter()
         head = read_head(store, run)  # a UserError naming the known runs when there is no such run
         rows = local_rows(store, RUNS, run)
@@ -100,7 +105,9 @@ def model_runs(store, runs: Iterable[str] | None = None,
         files = _files(store, result_table(run))
         spark = files is None or driver_model.stored_ids(files) > driver_model.DRIVER_MODEL_IDS
         before = _rows(store, S.ELEMENTS), _rows(store, S.EDGES)
-        with store.transaction(f"model {run}") as tx:
+        with store.transaction(f"model {run}") as tx:  # from the version just checked, else it fails to commit
+            if tx.version != store.version + 1:
+                raise UserError(f"the store changed while modelling {run!r}", hint="run `strata model` again")
             if spark:
                 from capture.storing.commit import model_stored  # deferred: pyspark only when needed
 

@@ -363,9 +363,11 @@ def _list(jseq) -> list:
 def _jvm_stopped(spark) -> str | None:
     """None while the session's SparkContext runs; else how its JVM stopped, as far as its exit code
     tells (Spark exits with 52 when a task runs out of memory: SparkExitCode.OOM)."""
+    answers = False
     try:
         if not spark.sparkContext._jsc.sc().isStopped():  # a JVM that has gone refuses the connection
             return None
+        answers = True  # stopped, but the JVM is still there: exiting, or the script stopped it
     except Exception:  # noqa: BLE001 - whatever py4j raises for a gateway that is gone
         pass
     proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
@@ -375,7 +377,9 @@ def _jvm_stopped(spark) -> str | None:
             code = proc.wait(timeout=10)
     if code == 52:
         return "out of memory (Spark's exit code 52)"
-    return "it no longer answers" if code is None else f"exit code {code}"
+    if code is None:  # still running: a context the script stopped is the script's own doing
+        return None if answers else "it no longer answers"
+    return f"exit code {code}"
 
 
 def _message(e: BaseException) -> str:

@@ -217,32 +217,33 @@ def test_a_small_run_is_modelled_on_the_driver_as_spark_models_it(spark, tmp_pat
     (capture/storing/driver_model.py `model_files`); forcing Spark gives the same rows in every core
     table, and so does the driver staging its items and edges in parts of 7 rows (as it stages a
     large run's, in parts of `MODEL_PART_ROWS`), and so do runs captured without the model and
-    modelled afterwards (capture/storing/model_later.py `model_runs`, `strata model`: on the
-    driver, and with Spark where the driver's limit is 0). Two runs per store: the first writes
-    json (the one-pass store copy), the second Parquet (the split one) and reuses the source items
-    and the pipeline the first added."""
+    modelled afterwards (capture/storing/model_later.py `model_runs`, `strata model`: the second,
+    split, run first with Spark, where the driver's limit is 0, then the first on the driver). Two
+    runs per store: the first writes json (the one-pass store copy), the second Parquet (the split
+    one) and reuses the source items and the pipeline the first added."""
     out = {}
-    for engine in ("auto", "parts", "spark", "later", "later-spark"):
+    for engine in ("auto", "parts", "spark", "later"):
         monkeypatch.setattr(driver_model, "MODEL_PART_ROWS", 7 if engine == "parts" else 1_000_000)
-        monkeypatch.setattr(driver_model, "DRIVER_MODEL_IDS", 0 if engine == "later-spark" else 8_000_000)
         st = Store.open(tmp_path / engine / "store", spark=spark, engine=engine if engine == "spark" else "auto")
-        tracker = Tracker(spark, st, pipeline="running-example", model=not engine.startswith("later"))
+        tracker = Tracker(spark, st, pipeline="running-example", model=engine != "later")
         runs = []
         for k, fmt in enumerate(("json", "parquet")):
             info = tracker.write(running_example(tracker.read.json(TWEETS, name="tweets")),
                                  str(tmp_path / engine / f"out{k}"), format=fmt)
             runs.append(info.run)
             assert info.split == (fmt == "parquet") and info.one_pass
-        if engine.startswith("later"):
+        if engine == "later":
             st = st.refresh()
             assert model_later.unmodelled(st) == runs
-            done = model_later.model_runs(st)
-            assert [d.run for d in done] == runs and all(d.spark == (engine == "later-spark") for d in done)
+            with monkeypatch.context() as m:
+                m.setattr(driver_model, "DRIVER_MODEL_IDS", 0)
+                assert [(d.run, d.spark) for d in model_later.model_runs(st, [runs[1]])] == [(runs[1], True)]
+            assert [(d.run, d.spark) for d in model_later.model_runs(st.refresh())] == [(runs[0], False)]
             assert model_later.unmodelled(st.refresh()) == []
             with pytest.raises(UserError, match="already in the model"):
                 model_later.model_runs(st.refresh(), [runs[0]])
         out[engine] = _model_rows(st.refresh(), runs, tmp_path / engine)
-    for driver in ("auto", "parts", "later", "later-spark"):
+    for driver in ("auto", "parts", "later"):
         for name, rows in out[driver].items():
             other = out["spark"][name]
             assert rows == other, (driver, name, [r for r in rows if r not in other][:3],

@@ -200,8 +200,9 @@ def main() -> None:
             capt_took += took
             print(f"captured q{n} alone: {'ok' if captured[n][0] else 'no'} ({took:.0f} s)", file=sys.stderr,
                   flush=True)
-    modelled, unmodelled_bytes = 0.0, sum(_bytes(Path(s)) for s in stores)
+    modelled, unmodelled_bytes = 0.0, 0
     if args.model == "later":  # the model of every captured run, added afterwards and timed apart
+        unmodelled_bytes = sum(_bytes(Path(s)) for s in stores)
         for store in stores:
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "strata.cli", "--store", store, "--master", "local[2]",

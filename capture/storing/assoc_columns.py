@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from capture.ids import FLATTEN, JOIN, SEED, Derived, arrays_below, levels_of
+from capture.ids import FLATTEN, JOIN, SEED, Derived, arrays_below, levels_of, mix
 from capture.operators import OperatorProv, Slot
 from capture.storing.associations import slot_conds
 
@@ -95,8 +95,7 @@ class _Level:
             v, ok = self.value(c)
             holds &= ok & (v == want)
         args = [self.value(a) for a in d.args]
-        h = mix_columns(np.full(self.n, SEED, np.uint64), np.full(self.n, d.oid, np.int64),
-                        np.ones(self.n, bool), "<i")
+        h = np.full(self.n, mix(SEED, d.oid, "<i"), np.int64).view(np.uint64)  # the same for every row
         (v0, ok0), every = args[0], np.ones(self.n, bool)
         if d.kind == FLATTEN:
             v1, ok1 = args[1]

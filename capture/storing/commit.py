@@ -410,10 +410,11 @@ def write_and_commit(tracker: Tracker, tdf: TrackedDataFrame, path: str, fmt: st
             if tracker.model:
                 run_attrs = {"started": started, "finished": finished, "output": name, "format": fmt}
                 info_out = {"path": name, "format": fmt}
-                if folder is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
-                        and driver_model.stored_ids(parquet_files(folder)) <= driver_model.DRIVER_MODEL_IDS:
+                files = parquet_files(folder) if folder is not None else None
+                if files is not None and store.choose(n_items * len(ops)).engine is Engine.LOCAL \
+                        and driver_model.stored_ids(files) <= driver_model.DRIVER_MODEL_IDS:
                     phases["model"] = _timed(lambda: driver_model.model_files(
-                        tx, parquet_files(folder), cap, ops, run, tracker.pipeline, run_attrs, info_out))
+                        tx, files, cap, ops, run, tracker.pipeline, run_attrs, info_out))
                 else:
                     phases["model"] = _timed(lambda: _spark_model(
                         tx, result, cap, ops, run, tracker.pipeline, run_attrs, info_out, cleanup, checkpoints))

@@ -19,7 +19,7 @@ from capture.storing.runs import RUNS, local_rows, read_head
 from capture.storing.tables import result_table
 from store import schema as S
 from store.errors import UserError
-from store.segments import parquet_files
+from store.segments import segment_files
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,9 @@ def _modelled(store, runs: list[str]) -> set[str]:
 
 def _files(store, table: str) -> list[str] | None:
     """The Parquet files of a committed table on this machine, or None on a cluster path."""
-    entry = store.manifest.tables[table]
-    folders = [store.storage.file_path(seg) for seg in entry.segments]
-    return None if any(f is None for f in folders) else [f for folder in folders for f in parquet_files(folder)]
+    if not store.storage.on_this_machine:
+        return None
+    return segment_files(store.storage, store.manifest.tables[table].segments)
 
 
 def _rows(store, table: str) -> int:

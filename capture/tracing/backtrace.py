@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from capture.ids import item_element_id
 from capture.operators import POS, OperatorProv, OpType
 from capture.storing.associations import assoc_rows
@@ -126,7 +128,7 @@ def access(tree: Tree, path: Path, oid: int) -> None:
     for p, n in tree.items():
         if _is_prefix(path, p):
             n.accessed.add(oid)
-            hit = hit or len(p) == len(path)
+            hit = hit or p == path
     if not hit:
         tree[path] = _Node(False, {oid}, set())
 
@@ -288,50 +290,88 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
     pending: dict[int, dict[int, Tree]] = {result_oid: {}}
     for item_id, paths in matched.items():
         pending[result_oid][item_id] = {split(p): _Node(True) for p in paths}
-    done: dict[tuple[str, int], Tree] = {}
+    done: dict[str, dict[int, Tree]] = {}  # dataset -> item id -> tree
     for oid in sorted(ops, reverse=True):  # predecessors always have smaller ids
         bag = pending.pop(oid, None)
         if not bag:
             continue
         op = ops[oid]
         if op.type is OpType.SOURCE:
-            name = op.dataset or f"op{oid}"
+            found = done.setdefault(op.dataset or f"op{oid}", {})
+            if found.keys().isdisjoint(bag):
+                found.update(bag)
+                continue
             for item_id, tree in bag.items():
-                key = (name, item_id)
-                done[key] = merge_trees(done[key], tree) if key in done else tree
+                found[item_id] = merge_trees(found[item_id], tree) if item_id in found else tree
             continue
-        ids = sorted(bag)
-        rows: Iterable[AssocRow] = (
-            [(i, 0, i, None) for i in ids] if op.type.keeps_ids else fetch(oid, ids)
-        )
         # Many items have trees of the same shape, and many share one tree object (the members
         # of a group): step back once per (input, position, shape), and take each tree object's
-        # shape once. The position only counts where the operator's paths use it.
+        # shape once. The position only counts where the operator's paths use it; where it does
+        # not, the items that reach one input from one tree go over together.
         memo: dict[tuple, Tree | None] = {}
         shapes: dict[int, tuple] = {}
-        uses_pos = _uses_pos(op)
-        for out_id, k, in_id, pos in rows:
-            tree = bag.get(out_id)
-            if tree is None:
-                continue
+
+        def stepped(k: int, pos: int | None, tree: Tree, op=op, memo=memo, shapes=shapes) -> Tree | None:
             shape = shapes.get(id(tree))
             if shape is None:
                 shape = shapes[id(tree)] = _shape(tree)
-            key = (k, pos if uses_pos else None, shape)
+            key = (k, pos, shape)
             if key not in memo:
                 memo[key] = step_back(op, k, pos, tree)
-            new = memo[key]  # shared between items: trees are never changed once built
-            if new is None:
-                continue
-            target = pending.setdefault(op.inputs[k].pred, {})
-            target[in_id] = merge_trees(target[in_id], new) if in_id in target else new
+            return memo[key]  # shared between items: trees are never changed once built
+
+        together: dict[tuple[int, int], list[int]] = {}  # (tree object, input) -> ids it reaches
+        trees: dict[int, Tree] = {}
+        if op.type.keeps_ids and len(set(map(id, bag.values()))) == 1:  # one tree: a group's members
+            tree = next(iter(bag.values()))
+            together[id(tree), 0], trees[id(tree)] = list(bag), tree
+        elif op.type.keeps_ids:
+            for item_id, tree in bag.items():
+                ids = together.get((id(tree), 0))
+                if ids is None:
+                    ids = together[id(tree), 0] = []
+                    trees[id(tree)] = tree
+                ids.append(item_id)
+        else:
+            uses_pos = _uses_pos(op)
+            for out_id, k, in_id, pos in fetch(oid, sorted(bag)):
+                tree = bag.get(out_id)
+                if tree is None:
+                    continue
+                if uses_pos:
+                    _put(pending, op.inputs[k].pred, [in_id], stepped(k, pos, tree))
+                    continue
+                ids = together.get((id(tree), k))
+                if ids is None:
+                    ids = together[id(tree), k] = []
+                    trees[id(tree)] = tree
+                ids.append(in_id)
+        for (tree_id, k), ids in together.items():
+            _put(pending, op.inputs[k].pred, ids, stepped(k, None, trees[tree_id]))
     nodes: dict[int, tuple[TracedNode, ...]] = {}  # per tree object: items that share a tree share its nodes
     items = []
-    for (d, i), t in sorted(done.items()):
-        if id(t) not in nodes:
-            nodes[id(t)] = _nodes(t)
-        items.append(TracedItem(d, i, nodes[id(t)]))
+    for d in sorted(done):  # by dataset, then item id
+        found = done[d]
+        ids = np.fromiter(found, dtype=np.int64, count=len(found))
+        for i in ids[np.argsort(ids, kind="stable")].tolist():
+            t = found[i]
+            if id(t) not in nodes:
+                nodes[id(t)] = _nodes(t)
+            items.append(TracedItem(d, i, nodes[id(t)]))
     return Backtrace(tuple(items), len(matched))
+
+
+def _put(pending: dict[int, dict[int, Tree]], pred: int, ids: list[int], new: Tree | None) -> None:
+    """Tree ``new`` (None: the items drop out) for items ``ids`` of operator ``pred``, merged into
+    the trees they have there already."""
+    if new is None:
+        return
+    target = pending.setdefault(pred, {})
+    if target.keys().isdisjoint(ids):
+        target.update(dict.fromkeys(ids, new))
+        return
+    for i in ids:
+        target[i] = merge_trees(target[i], new) if i in target else new
 
 
 def below(ops: dict[int, OperatorProv], start: int) -> set[int]:

@@ -32,13 +32,16 @@ import gc
 from collections.abc import Iterable
 from contextlib import contextmanager
 
+import numpy as np
+import pyarrow as pa
+
 from capture.ids import item_element_id
 from capture.locator import Locator
 from capture.operators import OpType
 from capture.storing.runs import local_rows, read_head
 from capture.storing.tables import SOURCES
 from capture.tracing import duckdb
-from capture.tracing.places import Key, Place, every, place_of_input
+from capture.tracing.places import Key, Place, every, json_column, place_of_input
 from store.engine import Engine
 
 
@@ -91,23 +94,131 @@ def locate(store, head, keys: Iterable[Key], values: bool = True) -> dict[Key, P
 
 def trace_rows(store, bt, where: bool = True, values: bool = True) -> list[tuple]:
     """The rows of TRACE (dataset, item, item_id, path, role, accessed_by, manipulated_by, source,
-    value: ``iql.TRACE_COLUMNS``): one per node of each traced input item's tree,
-    with the item's store element, its ``source`` (when ``where``) and the value at the node's
-    path (when ``values``); input items are located only when one of the two is asked for."""
+    value: ``iql.TRACE_COLUMNS``) as tuples: :func:`trace_table`'s rows."""
+    table = trace_table(store, bt, where, values)
+    with _no_cyclic_gc():
+        return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
+
+
+_NAMES = pa.dictionary(pa.int32(), pa.string())  # a text repeated row after row: each stored once
+TRACE_SCHEMA = pa.schema([("dataset", _NAMES), ("item", _NAMES), ("item_id", pa.int64()),
+                          ("path", _NAMES), ("role", _NAMES), ("accessed_by", pa.list_(pa.int32())),
+                          ("manipulated_by", pa.list_(pa.int32())), ("source", _NAMES),
+                          ("value", pa.string())])
+
+
+def trace_table(store, bt, where: bool = True, values: bool = True) -> pa.Table:
+    """The rows of TRACE as an Arrow table (:data:`TRACE_SCHEMA`): one per node of each traced
+    input item's tree, with the item's store element, its ``source`` (when ``where``) and the value
+    at the node's path (when ``values``); input items are located only when one of the two is
+    asked for.
+
+    Built column by column: the items that share a tree (the members of a group) share its node
+    columns, and the values of a path are written for all records of a file at once
+    (:func:`~capture.tracing.places.json_column`) -- a trace of one aggregate over 150,000 input
+    rows is millions of rows."""
     with _no_cyclic_gc():
         places: dict[Key, Place] = {}
         if (where or values) and bt.items and bt.run is not None:
             places = locate(store, read_head(store, bt.run), {(i.dataset, i.item_id) for i in bt.items}, values)
-        rows = []
-        for item in bt.items:
-            place = places.get((item.dataset, item.item_id))
-            source = place.source if place is not None and where else None
-            element = item_element_id(item.dataset, item.item_id)
-            for n in item.nodes:
-                value = place.value(n.path) if place is not None and values else None
-                rows.append((item.dataset, element, item.item_id, n.path, n.role, list(n.accessed),
-                             list(n.manipulated), source, value))
-        return rows
+        return table_of(bt.items, places, where, values)
+
+
+def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.Table:
+    """TRACE's rows of traced ``items`` whose inputs live at ``places`` (see :func:`trace_table`)."""
+    with _no_cyclic_gc():
+        shape_of: dict[int, int] = {}
+        flat: list = []  # the nodes of every distinct tree, one after the other
+        first: list[int] = []  # where each distinct tree's nodes start in ``flat``
+        item_shape = np.empty(len(items), dtype=np.int64)
+        for i, item in enumerate(items):
+            s = shape_of.get(id(item.nodes))
+            if s is None:
+                s = shape_of[id(item.nodes)] = len(first)
+                first.append(len(flat))
+                flat.extend(item.nodes)
+            item_shape[i] = s
+        sizes = np.diff(np.append(np.asarray(first, dtype=np.int64), len(flat)))
+        counts = sizes[item_shape] if len(items) else np.zeros(0, dtype=np.int64)
+        item_of_row = np.repeat(np.arange(len(items), dtype=np.int64), counts)
+        row_start = np.cumsum(counts) - counts
+        node_of_row = (np.asarray(first, dtype=np.int64)[item_shape][item_of_row]
+                       + np.arange(len(item_of_row), dtype=np.int64) - row_start[item_of_row])
+        node_paths = [n.path for n in flat]
+        node_columns = {
+            "path": pa.array(node_paths, pa.string()),
+            "role": pa.array([n.role for n in flat], pa.string()),
+            "accessed_by": pa.array([list(n.accessed) for n in flat], pa.list_(pa.int32())),
+            "manipulated_by": pa.array([list(n.manipulated) for n in flat], pa.list_(pa.int32())),
+        }
+        keys = [(i.dataset, i.item_id) for i in items]
+        item_columns = {
+            "dataset": pa.array([i.dataset for i in items], pa.string()),
+            "item": pa.array([item_element_id(d, i) for d, i in keys], pa.string()),
+            "item_id": pa.array([i for _, i in keys], pa.int64()),
+            "source": pa.array([p.source if where and (p := places.get(k)) is not None else None for k in keys],
+                               pa.string()),
+        }
+        node_take, item_take = pa.array(node_of_row.astype(np.int32)), pa.array(item_of_row.astype(np.int32))
+        columns = {}
+        for field in TRACE_SCHEMA:
+            name, coded = field.name, pa.types.is_dictionary(field.type)
+            if name in node_columns:
+                at, column = node_take, node_columns[name]
+            elif name in item_columns:
+                at, column = item_take, item_columns[name]
+            else:
+                columns[name] = (_values(keys, places, node_paths, item_of_row, node_of_row) if values
+                                 else pa.nulls(len(item_of_row), pa.string()))
+                continue
+            columns[name] = pa.DictionaryArray.from_arrays(at, column) if coded else column.take(at)
+        return pa.table(columns, schema=TRACE_SCHEMA)
+
+
+def _values(keys: list[Key], places: dict[Key, Place], node_paths: list[str], item_of_row: np.ndarray,
+            node_of_row: np.ndarray) -> pa.Array:
+    """TRACE's ``value`` column: per row, the JSON text of its item's record at its node's path.
+    Records held column-wise (a Parquet file's) are written per (file's records, path) at once;
+    other records (JSON lines, text fields, a Spark job's rows) value by value."""
+    held = [places.get(k) for k in keys]
+    tag = np.fromiter((-1 if p is None or not p.found else -2 if p.rows is None else id(p.rows) for p in held),
+                      dtype=np.int64, count=len(held))  # -1: no record; -2: a Python record; else its table
+    row_of_item = np.fromiter((p.row if p is not None else 0 for p in held), dtype=np.int64, count=len(held))
+    tables, first_of, batch_of_item = np.unique(tag, return_index=True, return_inverse=True)
+    batch_of_item = batch_of_item.reshape(-1) - int(np.count_nonzero(tables < 0))
+    batch_of_item = np.where(tag < 0, tag, batch_of_item)
+    batches = [held[i].rows for t, i in zip(tables.tolist(), first_of.tolist(), strict=True) if t >= 0]
+    path_ix: dict[str, int] = {}
+    path_of_node = np.fromiter((path_ix.setdefault(p, len(path_ix)) for p in node_paths), dtype=np.int64,
+                               count=len(node_paths))
+    paths = list(path_ix)
+    path_of_row = path_of_node[node_of_row]
+    batch_of_row = batch_of_item[item_of_row]
+    positions: list[np.ndarray] = []
+    pieces: list[pa.Array] = []
+    on = np.flatnonzero(batch_of_row >= 0)
+    if len(on):
+        group = batch_of_row[on] * len(paths) + path_of_row[on]
+        order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")  # radix
+        ordered = group[order]
+        cuts = np.flatnonzero(np.diff(ordered)) + 1
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(order)], strict=True):
+            g, at = int(ordered[lo]), on[order[lo:hi]]
+            b, p = divmod(g, len(paths))
+            positions.append(at)
+            pieces.append(json_column(batches[b], paths[p]).take(pa.array(row_of_item[item_of_row[at]])))
+    python = np.flatnonzero(batch_of_row == -2)
+    if len(python):
+        positions.append(python)
+        pieces.append(pa.array([places[keys[i]].value(paths[p]) for i, p in
+                                zip(item_of_row[python].tolist(), path_of_row[python].tolist(), strict=True)],
+                               pa.string()))
+    missing = np.flatnonzero(batch_of_row == -1)
+    positions.append(missing)
+    pieces.append(pa.nulls(len(missing), pa.string()))
+    order = np.empty(len(item_of_row), dtype=np.int64)  # the pieces' positions are a permutation
+    order[np.concatenate(positions)] = np.arange(len(item_of_row), dtype=np.int64)
+    return pa.concat_arrays([p.cast(pa.string()) for p in pieces]).take(pa.array(order))
 
 
 @contextmanager

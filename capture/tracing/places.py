@@ -13,8 +13,10 @@ import datetime as dt
 import decimal
 import json
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from capture.operators import POS
 
@@ -24,19 +26,68 @@ if TYPE_CHECKING:
 Key = tuple[str, int]  # (dataset, item id)
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
-    """Where one input item lives (``source``) and, when it was read back, its record."""
+class Place(NamedTuple):  # a tuple: a large trace makes one per input item
+    """Where one input item lives (``source``) and, when it was read back, its record: a Python
+    value (``record``), or row ``row`` of the Arrow table ``rows`` that holds the records of a
+    file's traced items (read column-wise: :func:`json_column` turns a path of many such records
+    into JSON texts at once)."""
 
     source: str
     record: object = None
     found: bool = False  # the record was read back from the unchanged input
+    rows: pa.Table | None = None
+    row: int = 0
 
     def value(self, path: str) -> str | None:
         """The record's value at ``path`` as JSON text; None when the record was not read back."""
         if not self.found:
             return None
-        return json_text(value_at(self.record, path.split(".") if path else []))
+        record = self.record if self.rows is None else self.rows.slice(self.row, 1).to_pylist()[0]
+        return json_text(value_at(record, path.split(".") if path else []))
+
+
+def json_column(rows: pa.Table, path: str) -> pa.Array:
+    """:func:`json_text` of the value at ``path`` of every record (row) of ``rows``, as a string
+    array. A column or struct field of integers, booleans, dates, decimals of scale 0 to 6 or
+    strings with nothing to escape is written by Arrow, whose text for these is exactly Python's
+    (``str`` of the value, quoted where json_text quotes it); anything else goes value by value."""
+    segments = path.split(".") if path else []
+    if segments and segments[0] in rows.column_names and rows.column_names.count(segments[0]) == 1:
+        column = rows.column(segments[0]).combine_chunks()
+        found: pa.Array | None = column
+        for seg in segments[1:]:
+            if found is None or not pa.types.is_struct(found.type) or found.type.get_field_index(seg) < 0:
+                found = None
+                break
+            found = pc.struct_field(found, seg)
+        text = _arrow_json(found) if found is not None else None
+        if text is not None:
+            return text
+        return pa.array([json_text(value_at(v, segments[1:])) for v in column.to_pylist()], pa.string())
+    return pa.array([json_text(value_at(r, segments)) for r in rows.to_pylist()], pa.string())
+
+
+def _arrow_json(a: pa.Array) -> pa.Array | None:
+    """json_text of each value of ``a`` written by Arrow, or None where Arrow's text could differ."""
+    t = a.type
+    if pa.types.is_integer(t):
+        text = pc.cast(a, pa.string())
+    elif pa.types.is_boolean(t):
+        text = pc.if_else(a, "true", "false")
+    elif pa.types.is_date32(t) or (pa.types.is_decimal(t) and 0 <= t.scale <= 6):
+        # str(date) is ISO (years padded to 4); str(Decimal) of scale <= 6 is plain notation
+        text = _quoted(pc.cast(a, pa.string()))
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        if pc.any(pc.match_substring_regex(a, r'[\x00-\x1f"\\]')).as_py():
+            return None  # escapes: json's encoder writes them
+        text = _quoted(pc.cast(a, pa.string()))
+    else:
+        return None
+    return pc.fill_null(text, "null")
+
+
+def _quoted(a: pa.Array) -> pa.Array:
+    return pc.binary_join_element_wise('"', a, '"', "")
 
 
 def json_text(v) -> str:

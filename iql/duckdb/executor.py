@@ -180,14 +180,12 @@ class DuckDBExecutor(ExpressionCompiler):
         return df
 
     def visit_TraceScan(self, scan: P.TraceScan, domains):
-        from capture.tracing import trace, trace_rows  # deferred: it loads lark, numpy, pyarrow
+        from capture.tracing import trace, trace_table  # deferred: it loads lark, numpy, pyarrow
 
         t = scan.trace
-        rows = trace_rows(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.LOCAL),
-                          where="source" in scan.columns, values="value" in scan.columns)
-        names = [cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]
-        types = {n: vtype for n, (_, vtype) in zip(names, A.TRACE_COLUMNS, strict=True)}
-        df = self.frame({n: [r[i] for r in rows] for i, n in enumerate(names)}, types)
+        table = trace_table(self.st, trace(self.st, t.run, t.pattern, t.limit, engine=Engine.LOCAL),
+                            where="source" in scan.columns, values="value" in scan.columns)
+        df = self.con.from_arrow(table.rename_columns([cname(scan.source.uid, name) for name, _ in A.TRACE_COLUMNS]))
         if scan.filters:
             df = df.filter(_all([self.column(f, []) for f in scan.filters]))
         return df

@@ -10,13 +10,17 @@ import datetime as dt
 import decimal
 import json
 
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capture.operators import Manipulation as M
 from capture.operators import OperatorProv, OpInput, OpType
-from capture.tracing.backtrace import backtrace
-from capture.tracing.places import json_text
+from capture.tracing import TRACE_SCHEMA, item_element_id
+from capture.tracing.backtrace import TracedItem, TracedNode, backtrace
+from capture.tracing.locate import table_of
+from capture.tracing.places import Place, json_column, json_text, value_at
+from iql import TRACE_COLUMNS
 from iql.result import cell_text
 
 
@@ -47,7 +51,12 @@ PATHS = st.sampled_from(["k", "v", "s.x", "arr.[pos]", "arr.[pos].f", "vs.[pos].
 def _cases(draw):
     kind = draw(st.sampled_from([OpType.AGGREGATION, OpType.FLATTEN]))
     pairs = draw(st.lists(st.tuples(PATHS, PATHS), min_size=1, max_size=4, unique_by=lambda p: p[1]))
-    op = OperatorProv(2, kind, "op", (OpInput(1, tuple(draw(st.lists(PATHS, max_size=2)))),),
+    # an operator that keeps ids (a filter) between the source and the operator, or not
+    below = [OperatorProv(1, OpType.SOURCE, "read", (), (), dataset="d")]
+    if draw(st.booleans()):
+        below.append(OperatorProv(2, OpType.FILTER, "filter", (OpInput(1, tuple(draw(st.lists(PATHS, max_size=2)))),),
+                                  ()))
+    op = OperatorProv(len(below) + 1, kind, "op", (OpInput(len(below), tuple(draw(st.lists(PATHS, max_size=2)))),),
                       tuple(M(0, s, d) for s, d in pairs))
     outs = draw(st.lists(st.integers(100, 103), min_size=1, max_size=3, unique=True))
     rows = [(o, 0, draw(st.integers(1, 30)), draw(st.integers(1, 4))) for o in outs
@@ -56,16 +65,16 @@ def _cases(draw):
     matched = {o: [d.replace("[pos]", draw(positions)) for d in draw(st.lists(st.sampled_from([d for _, d in pairs]),
                                                                               min_size=1, max_size=2))]
                for o in outs}
-    return [OperatorProv(1, OpType.SOURCE, "read", (), (), dataset="d"), op], matched, rows
+    return [*below, op], matched, rows, op.oid
 
 
 @settings(max_examples=300, deadline=None)
 @given(_cases())
 def test_shared_steps_back_equal_stepping_back_every_association(case):
-    ops, matched, rows = case
-    got = backtrace(ops, 2, matched, lambda oid, ids: [r for r in rows if r[0] in ids])
+    ops, matched, rows, top = case
+    got = backtrace(ops, top, matched, lambda oid, ids: [r for r in rows if r[0] in ids])
     assert {(i.dataset, i.item_id): {n.path: (n.contributing, n.accessed, n.manipulated) for n in i.nodes}
-            for i in got.items} == _reference(ops, 2, matched, rows)
+            for i in got.items} == _reference(ops, top, matched, rows)
 
 
 def test_a_groups_members_share_one_step_back_when_positions_do_not_count():
@@ -103,3 +112,94 @@ def test_a_values_json_text_is_json_dumps(v):
        | st.just({"a": [dt.date(2020, 1, 1), decimal.Decimal("1.5")]}))
 def test_a_lists_cell_text_is_json_dumps(v):
     assert cell_text(v) == json.dumps(v, default=str)
+
+
+_TYPED = {  # an Arrow type and the values hypothesis draws for it
+    "i": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "u": (pa.uint8(), st.integers(0, 255)),
+    "b": (pa.bool_(), st.booleans()),
+    "t": (pa.string(), st.text(max_size=6) | st.text(st.sampled_from('a"\\\n\x01\x7fé'), max_size=3)),
+    "d": (pa.date32(), st.dates()),
+    "m": (pa.decimal128(9, 2), st.decimals(min_value=-9999999, max_value=9999999, places=2)),
+    "z": (pa.decimal128(5, 0), st.decimals(min_value=-99999, max_value=99999, places=0)),
+    "e": (pa.decimal128(12, 8), st.decimals(min_value=-999, max_value=999, places=8)
+          | st.sampled_from([decimal.Decimal("0E-8"), decimal.Decimal("-1E-8"), decimal.Decimal("1.5E-7")])),
+    "f": (pa.float64(), st.floats()),
+    "ts": (pa.timestamp("us"), st.datetimes()),
+    "s": (pa.struct([("a", pa.int32()), ("b", pa.string())]),
+          st.fixed_dictionaries({"a": st.none() | st.integers(-5, 5), "b": st.none() | st.text(max_size=3)})),
+    "l": (pa.list_(pa.int64()), st.lists(st.none() | st.integers(-5, 5), max_size=3)),
+}
+_PATHS = [*_TYPED, "s.a", "s.b", "s.c", "l.[1]", "l.[pos]", "i.x", "nothing", ""]
+
+
+@st.composite
+def _records(draw):
+    n = draw(st.integers(0, 6))
+    columns = {name: pa.array([draw(st.none() | values) for _ in range(n)], kind)
+               for name, (kind, values) in _TYPED.items()}
+    return pa.table(columns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_records())
+def test_a_columns_json_texts_are_each_values_json_text(rows):
+    """Each path's values over a file's records, written column-wise (Arrow where its text is
+    Python's), equal json_text of each record's value at the path."""
+    for path in _PATHS:
+        want = [json_text(value_at(r, path.split(".") if path else [])) for r in rows.to_pylist()]
+        assert json_column(rows, path).to_pylist() == want, path
+
+
+def test_the_trace_tables_columns_are_iqls_trace_columns():
+    """IQL's TRACE scan takes the Arrow table's columns by position under its own names."""
+    arrow = {"STRING": pa.string(), "INT": pa.int64(), "INT_ARRAY": pa.list_(pa.int32())}
+    def plain(t):
+        return t.value_type if pa.types.is_dictionary(t) else t
+
+    assert [(f.name, plain(f.type)) for f in TRACE_SCHEMA] == [(n, arrow[t.name]) for n, t in TRACE_COLUMNS]
+
+
+_NODES = st.lists(st.builds(TracedNode, st.sampled_from(["i", "t", "s", "s.a", "l", "l.[pos]", "f"]), st.booleans(),
+                            st.tuples(st.integers(1, 9)), st.tuples() | st.tuples(st.integers(1, 9))),
+                  min_size=1, max_size=4, unique_by=lambda n: n.path).map(tuple)
+
+
+@st.composite
+def _traced(draw):
+    """Traced items (some sharing one tree, as a group's members do) and where each lives: in one
+    of two files' records read column-wise, as a Python record, changed since the run, or not
+    located at all."""
+    files = [draw(_records()) for _ in range(2)]
+    trees = draw(st.lists(_NODES, min_size=1, max_size=3))
+    items, places = [], {}
+    for n, item_id in enumerate(draw(st.lists(st.integers(-5, 50), max_size=12, unique=True))):
+        item = TracedItem(draw(st.sampled_from(["a", "b"])), item_id, draw(st.sampled_from(trees)))
+        items.append(item)
+        where = draw(st.sampled_from(["file", "python", "changed", "none"]))
+        rows = draw(st.sampled_from(files))
+        if where == "file" and rows.num_rows:
+            places[item.dataset, item_id] = Place(f"f#{n}", None, True, rows, draw(st.integers(0, rows.num_rows - 1)))
+        elif where == "python":
+            places[item.dataset, item_id] = Place(f"p:{n}", draw(st.none() | st.fixed_dictionaries(
+                {"i": st.integers(), "s": st.fixed_dictionaries({"a": st.text(max_size=3)})})), True)
+        elif where == "changed":
+            places[item.dataset, item_id] = Place("changed since the run")
+    return tuple(items), places
+
+
+@settings(max_examples=150, deadline=None)
+@given(_traced(), st.booleans(), st.booleans())
+def test_the_trace_table_is_each_items_nodes_with_its_source_and_values(case, where, values):
+    """The column-wise table equals TRACE's rows made item by item and node by node."""
+    items, places = case
+    want = []
+    for i in items:
+        p = places.get((i.dataset, i.item_id))
+        for n in i.nodes:
+            want.append((i.dataset, item_element_id(i.dataset, i.item_id), i.item_id, n.path, n.role,
+                         list(n.accessed), list(n.manipulated), p.source if p is not None and where else None,
+                         p.value(n.path) if p is not None and values else None))
+    got = table_of(items, places, where, values)
+    assert got.schema == TRACE_SCHEMA
+    assert list(zip(*(c.to_pylist() for c in got.columns), strict=True)) == want

@@ -5,8 +5,8 @@ Hadoop split (a Hive text table) of each unchanged file is hashed with numpy as 
 ``xxhash64`` hashes it (capture/tracking/sources.py computes the same ids in the capture); a JSON
 or Hive item is then ``file:line`` (lines counted from 1) and its value the line's JSON or the
 line's fields, a Parquet item ``file#row`` (row indexes from 0) and its value the row, read from
-the row group that holds it. :func:`read_input` returns None for any other input (the
-Spark wing reads those: capture/tracing/spark/locate.py).
+the row group that holds it and kept as Arrow (a place's ``rows``). :func:`read_input` returns
+None for any other input (the Spark wing reads those: capture/tracing/spark/locate.py).
 """
 
 from __future__ import annotations
@@ -114,17 +114,19 @@ def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local:
     hit = np.flatnonzero(np.isin(ids, np.fromiter(wanted, dtype=np.int64, count=len(wanted))))
     if not len(hit):
         return
-    records: dict[int, object] = {}
-    if values:  # each row group that holds a hit read once, its hits taken in one go
+    records: dict[int, tuple[pa.Table, int]] = {}  # file row -> (its records, its row there)
+    if values:  # each row group that holds a hit read once, its hits taken in one go, kept as Arrow
         starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
         group_of = np.searchsorted(starts, hit, side="right") - 1
         for g in np.unique(group_of).tolist():
             rows = hit[group_of == g]
-            taken = pf.read_row_group(g).take(pa.array(rows - starts[g])).to_pylist()
-            records.update(zip(rows.tolist(), taken, strict=True))
-    for row in hit.tolist():
-        for key in wanted.pop(int(ids[row])):
-            out[key] = Place(label(loc, f"{local}#{row}"), records.get(row), values)
+            taken = pf.read_row_group(g).take(pa.array(rows - starts[g]))
+            records.update((r, (taken, j)) for j, r in enumerate(rows.tolist()))
+    for row, item in zip(hit.tolist(), ids[hit].tolist(), strict=True):
+        rows_at = records.get(row)
+        source = label(loc, f"{local}#{row}")
+        for key in wanted.pop(item):
+            out[key] = Place(source, None, True, *rows_at) if rows_at else Place(source)
 
 
 def _delimiter(options: dict[str, str]) -> str:

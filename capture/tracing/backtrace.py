@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -181,8 +182,7 @@ class TracedNode:
         return "contributing" if self.contributing else "influencing"
 
 
-@dataclass(frozen=True, slots=True)
-class TracedItem:
+class TracedItem(NamedTuple):  # a tuple: a trace of a large group makes one per member
     dataset: str
     item_id: int
     nodes: tuple[TracedNode, ...]  # every node, ancestors included, sorted by path

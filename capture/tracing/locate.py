@@ -35,7 +35,7 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
-from capture.ids import item_element_id
+from capture.ids import dataset_element_id, item_element_ids
 from capture.locator import Locator
 from capture.operators import OpType
 from capture.storing.runs import local_rows, read_head
@@ -104,7 +104,7 @@ _NAMES = pa.dictionary(pa.int32(), pa.string())  # a text repeated row after row
 TRACE_SCHEMA = pa.schema([("dataset", _NAMES), ("item", _NAMES), ("item_id", pa.int64()),
                           ("path", _NAMES), ("role", _NAMES), ("accessed_by", pa.list_(pa.int32())),
                           ("manipulated_by", pa.list_(pa.int32())), ("source", _NAMES),
-                          ("value", pa.string())])
+                          ("value", _NAMES)])
 
 
 def trace_table(store, bt, where: bool = True, values: bool = True) -> pa.Table:
@@ -154,7 +154,8 @@ def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.T
         keys = [(i.dataset, i.item_id) for i in items]
         item_columns = {
             "dataset": pa.array([i.dataset for i in items], pa.string()),
-            "item": pa.array([item_element_id(d, i) for d, i in keys], pa.string()),
+            "item": item_element_ids(pa.array([dataset_element_id(d) for d, _ in keys], pa.string()),
+                                     np.fromiter((i for _, i in keys), dtype=np.int64, count=len(keys))),
             "item_id": pa.array([i for _, i in keys], pa.int64()),
             "source": pa.array([p.source if where and (p := places.get(k)) is not None else None for k in keys],
                                pa.string()),
@@ -169,7 +170,7 @@ def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.T
                 at, column = item_take, item_columns[name]
             else:
                 columns[name] = (_values(keys, places, node_paths, item_of_row, node_of_row) if values
-                                 else pa.nulls(len(item_of_row), pa.string()))
+                                 else pa.nulls(len(item_of_row), field.type))
                 continue
             columns[name] = pa.DictionaryArray.from_arrays(at, column) if coded else column.take(at)
         return pa.table(columns, schema=TRACE_SCHEMA)
@@ -194,8 +195,11 @@ def _values(keys: list[Key], places: dict[Key, Place], node_paths: list[str], it
     paths = list(path_ix)
     path_of_row = path_of_node[node_of_row]
     batch_of_row = batch_of_item[item_of_row]
-    positions: list[np.ndarray] = []
-    pieces: list[pa.Array] = []
+    # The column is dictionary-coded: the texts of each (file's records, path) written once, in
+    # one dictionary with the Python records' texts after them; each row points at its text.
+    index = np.zeros(len(item_of_row), dtype=np.int32)
+    texts: list[pa.Array] = []
+    size = 0
     on = np.flatnonzero(batch_of_row >= 0)
     if len(on):
         group = batch_of_row[on] * len(paths) + path_of_row[on]
@@ -205,20 +209,17 @@ def _values(keys: list[Key], places: dict[Key, Place], node_paths: list[str], it
         for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(order)], strict=True):
             g, at = int(ordered[lo]), on[order[lo:hi]]
             b, p = divmod(g, len(paths))
-            positions.append(at)
-            pieces.append(json_column(batches[b], paths[p]).take(pa.array(row_of_item[item_of_row[at]])))
+            index[at] = size + row_of_item[item_of_row[at]]
+            texts.append(json_column(batches[b], paths[p]))
+            size += len(texts[-1])
     python = np.flatnonzero(batch_of_row == -2)
     if len(python):
-        positions.append(python)
-        pieces.append(pa.array([places[keys[i]].value(paths[p]) for i, p in
-                                zip(item_of_row[python].tolist(), path_of_row[python].tolist(), strict=True)],
-                               pa.string()))
-    missing = np.flatnonzero(batch_of_row == -1)
-    positions.append(missing)
-    pieces.append(pa.nulls(len(missing), pa.string()))
-    order = np.empty(len(item_of_row), dtype=np.int64)  # the pieces' positions are a permutation
-    order[np.concatenate(positions)] = np.arange(len(item_of_row), dtype=np.int64)
-    return pa.concat_arrays([p.cast(pa.string()) for p in pieces]).take(pa.array(order))
+        index[python] = size + np.arange(len(python), dtype=np.int32)
+        texts.append(pa.array([places[keys[i]].value(paths[p]) for i, p in
+                               zip(item_of_row[python].tolist(), path_of_row[python].tolist(), strict=True)],
+                              pa.string()))
+    dictionary = pa.concat_arrays([t.cast(pa.string()) for t in texts]) if texts else pa.array([], pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(index, mask=batch_of_row == -1), dictionary)
 
 
 @contextmanager

@@ -122,9 +122,10 @@ def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local:
             rows = hit[group_of == g]
             taken = pf.read_row_group(g).take(pa.array(rows - starts[g]))
             records.update((r, (taken, j)) for j, r in enumerate(rows.tolist()))
+    head, tail = label(loc, f"{local}#\0").split("\0")  # the source of row n: head n tail
     for row, item in zip(hit.tolist(), ids[hit].tolist(), strict=True):
         rows_at = records.get(row)
-        source = label(loc, f"{local}#{row}")
+        source = f"{head}{row}{tail}"
         for key in wanted.pop(item):
             out[key] = Place(source, None, True, *rows_at) if rows_at else Place(source)
 

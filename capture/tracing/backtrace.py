@@ -291,6 +291,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
     for item_id, paths in matched.items():
         pending[result_oid][item_id] = {split(p): _Node(True) for p in paths}
     done: dict[str, dict[int, Tree]] = {}  # dataset -> item id -> tree
+    merged = _Merges()
     for oid in sorted(ops, reverse=True):  # predecessors always have smaller ids
         bag = pending.pop(oid, None)
         if not bag:
@@ -302,7 +303,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
                 found.update(bag)
                 continue
             for item_id, tree in bag.items():
-                found[item_id] = merge_trees(found[item_id], tree) if item_id in found else tree
+                found[item_id] = merged(found[item_id], tree) if item_id in found else tree
             continue
         # Many items have trees of the same shape, and many share one tree object (the members
         # of a group): step back once per (input, position, shape), and take each tree object's
@@ -339,7 +340,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
                 if tree is None:
                     continue
                 if uses_pos:
-                    _put(pending, op.inputs[k].pred, [in_id], stepped(k, pos, tree))
+                    _put(pending, op.inputs[k].pred, [in_id], stepped(k, pos, tree), merged)
                     continue
                 ids = together.get((id(tree), k))
                 if ids is None:
@@ -347,7 +348,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
                     trees[id(tree)] = tree
                 ids.append(in_id)
         for (tree_id, k), ids in together.items():
-            _put(pending, op.inputs[k].pred, ids, stepped(k, None, trees[tree_id]))
+            _put(pending, op.inputs[k].pred, ids, stepped(k, None, trees[tree_id]), merged)
     nodes: dict[int, tuple[TracedNode, ...]] = {}  # per tree object: items that share a tree share its nodes
     items = []
     for d in sorted(done):  # by dataset, then item id
@@ -361,7 +362,23 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
     return Backtrace(tuple(items), len(matched))
 
 
-def _put(pending: dict[int, dict[int, Tree]], pred: int, ids: list[int], new: Tree | None) -> None:
+class _Merges:
+    """merge_trees once per pair of tree objects: the items that reach an operator by the same
+    two trees (the members of groups that meet again, e.g. a table's rows under several scalar
+    subqueries) get one merged tree, shared as the trees it merges are. Each pair is held with its
+    result, so no tree is freed and its id reused while the memo lives."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[int, int], tuple[Tree, Tree, Tree]] = {}
+
+    def __call__(self, a: Tree, b: Tree) -> Tree:
+        hit = self._done.get((id(a), id(b)))
+        if hit is None:
+            hit = self._done[id(a), id(b)] = (a, b, merge_trees(a, b))
+        return hit[2]
+
+
+def _put(pending: dict[int, dict[int, Tree]], pred: int, ids: list[int], new: Tree | None, merged: _Merges) -> None:
     """Tree ``new`` (None: the items drop out) for items ``ids`` of operator ``pred``, merged into
     the trees they have there already."""
     if new is None:
@@ -371,7 +388,7 @@ def _put(pending: dict[int, dict[int, Tree]], pred: int, ids: list[int], new: Tr
         target.update(dict.fromkeys(ids, new))
         return
     for i in ids:
-        target[i] = merge_trees(target[i], new) if i in target else new
+        target[i] = merged(target[i], new) if i in target else new
 
 
 def below(ops: dict[int, OperatorProv], start: int) -> set[int]:

@@ -323,10 +323,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
 
         together: dict[tuple[int, int], list[int]] = {}  # (tree object, input) -> ids it reaches
         trees: dict[int, Tree] = {}
-        if op.type.keeps_ids and len(set(map(id, bag.values()))) == 1:  # one tree: a group's members
-            tree = next(iter(bag.values()))
-            together[id(tree), 0], trees[id(tree)] = list(bag), tree
-        elif op.type.keeps_ids:
+        if op.type.keeps_ids:
             for item_id, tree in bag.items():
                 ids = together.get((id(tree), 0))
                 if ids is None:

@@ -152,11 +152,11 @@ def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.T
             "manipulated_by": pa.array([list(n.manipulated) for n in flat], pa.list_(pa.int32())),
         }
         keys = [(i.dataset, i.item_id) for i in items]
+        ids = np.fromiter((i for _, i in keys), dtype=np.int64, count=len(keys))
         item_columns = {
-            "dataset": pa.array([i.dataset for i in items], pa.string()),
-            "item": item_element_ids(pa.array([dataset_element_id(d) for d, _ in keys], pa.string()),
-                                     np.fromiter((i for _, i in keys), dtype=np.int64, count=len(keys))),
-            "item_id": pa.array([i for _, i in keys], pa.int64()),
+            "dataset": pa.array([d for d, _ in keys], pa.string()),
+            "item": item_element_ids(pa.array([dataset_element_id(d) for d, _ in keys], pa.string()), ids),
+            "item_id": pa.array(ids),
             "source": pa.array([p.source if where and (p := places.get(k)) is not None else None for k in keys],
                                pa.string()),
         }

@@ -40,11 +40,13 @@ from capture.tracking.paths import (
     analyzed,
     attr_map,
     cls,
+    contains_any,
     maximal_paths,
+    names_ids,
     out_pairs,
     output_paths,
     seq,
-    visible_attrs,
+    visible_names_ids,
 )
 from capture.tracking.project import apply as project_apply
 from capture.tracking.project import column_of, map_in_arrow, map_in_pandas
@@ -69,6 +71,7 @@ _FORMATS = {
     "TextFileFormat": "text", "OrcFileFormat": "orc",
 }
 _SUBQUERY = frozenset({"Exists", "InSubquery", "ScalarSubquery", "ListQuery", "LateralSubquery"})
+_PREDICATE = frozenset({"Exists", "InSubquery", "ListQuery"})  # a Filter's: rewritten as semi/anti joins
 
 
 def refuse(node, reason: str) -> UnsupportedOperation:
@@ -116,32 +119,32 @@ class _Walk:
     def rebind(self, tdf: TrackedDataFrame, node) -> TrackedDataFrame:
         """``tdf`` with its visible columns carrying ``node``'s output names and attribute ids
         (by position); hidden columns kept. No operator: a Project of aliases."""
-        want = seq(node.output())
+        want = names_ids(node.output())
         plan = analyzed(tdf.annotated)
-        have = seq(plan.output())
-        visible = [a for a in have if not is_hidden(a.name())]
+        have = names_ids(plan.output())
+        visible = [a for a in have if not is_hidden(a[0])]
         if len(visible) != len(want):
             raise refuse(node, f"capture rebuilt {len(visible)} columns where Spark's plan has {len(want)}")
-        if all(v.exprId().equals(w.exprId()) and v.name() == w.name() for v, w in zip(visible, want, strict=True)):
+        if visible == want:
             return tdf
-        it = iter(want)
-        items = [a if is_hidden(a.name()) else self._as(a, next(it)) for a in have]
+        wanted = iter(zip(seq(node.output()), want, strict=True))
+        items = [a if is_hidden(named[0]) else self._as(a, named, *next(wanted))
+                 for a, named in zip(seq(plan.output()), have, strict=True)]
         project = getattr(self.jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(self.seq_of(items), plan)
         df = self.frame(project)
-        got = visible_attrs(analyzed(df))
-        if not all(g.exprId().equals(w.exprId()) for g, w in zip(got, want, strict=True)):
+        if [i for _, i in visible_names_ids(analyzed(df))] != [i for _, i in want]:
             # Spark renewed an alias whose id another alias below already produces: the nodes above
             # could not find their columns
             raise refuse(node, "capture cannot give its output Spark's own attribute ids here (a column "
                                "renamed by two operators it rebuilds); please report the query")
         return TrackedDataFrame(tdf.tracker, df, tdf.oid, tdf.id_column, tdf._slots, tdf._derived)
 
-    def _as(self, attr, want):
-        """``attr`` under ``want``'s name and id (itself when they already match: an alias that
-        repeats its child's id would make Spark renew it)."""
-        if attr.exprId().equals(want.exprId()) and attr.name() == want.name():
+    def _as(self, attr, named: tuple[str, int], want, want_named: tuple[str, int]):
+        """``attr`` (name and id ``named``) under ``want``'s name and id (itself when they already
+        match: an alias that repeats its child's id would make Spark renew it)."""
+        if named == want_named:
             return attr
-        return self.alias(attr, want.name(), want.exprId())
+        return self.alias(attr, want_named[0], want.exprId())
 
     def same(self, tdf: TrackedDataFrame, df: DataFrame) -> TrackedDataFrame:
         """``df`` (the same rows and columns as ``tdf``, e.g. repartitioned) as ``tdf``."""
@@ -153,30 +156,33 @@ class _Walk:
         Filter's IN / EXISTS; a scalar subquery, correlated or not, in a Filter, Project or
         Aggregate), else refused (its rows would not be tracked); a tracked operator's refusal is
         said in terms of the plan node."""
-        if cls(node) == "Filter" and self._predicate_subqueries(node):
+        kind = cls(node)
+        subs = self._subquery_exprs(node)
+        if kind == "Filter" and any(_find_class(e, _PREDICATE) for e in subs):
             # IN / EXISTS in a WHERE clause: the plan rewritten as semi/anti joins, then visited
             return self.rebind(self.run(self._joins_for_subqueries(node)), node)
-        if self._correlated_scalar(node):
+        if any(_correlated_scalar(e) for e in subs):
             # a correlated scalar subquery: the plan rewritten as a left outer join with the
             # subquery's aggregate, then visited
             return self.rebind(self.run(self._joins_for_scalars(node)), node)
-        if self._uncorrelated_scalar(node):
+        if kind in ("Filter", "Project", "Aggregate") and any(_uncorrelated_scalars(e) for e in subs):
             # an uncorrelated scalar subquery: its one-row result left-outer-joined to every row
             return self.rebind(self.run(self._join_for_uncorrelated(node)), node)
-        self._no_subqueries(node)
+        self._no_subqueries(node, subs)
         try:
-            out = self.visit(node)
+            out = self.visit(node, kind)
         except UnsupportedOperation as e:
             if getattr(e, "operation", None) is None:
                 raise
             raise refuse(node, f"{e.operation}: {e.reason}" if e.reason else e.operation) from None
         return self.rebind(out, node)
 
-    def visit(self, node) -> TrackedDataFrame:
+    def visit(self, node, kind: str | None = None) -> TrackedDataFrame:
         """``visit_<Kind>(node)``: the visitor idiom of iql/visit.py (capture cannot import iql, so
         it is spelled out here). ``node`` is a py4j object of Spark's analyzed plan, so the
-        dispatch key is the JVM node's simple class name (``cls(node)``), not a Python class."""
-        return getattr(self, "visit_" + cls(node), self.generic_visit)(node)
+        dispatch key is the JVM node's simple class name (``kind``, else ``cls(node)``), not a
+        Python class."""
+        return getattr(self, "visit_" + (kind or cls(node)), self.generic_visit)(node)
 
     def generic_visit(self, node) -> TrackedDataFrame:
         raise refuse(node, "no provenance rule for it yet")
@@ -197,8 +203,11 @@ class _Walk:
 
     visit_RepartitionByExpression = visit_RebalancePartitions = visit_Repartition
 
-    def _predicate_subqueries(self, node) -> bool:
-        return any(_find_class(e, frozenset({"Exists", "InSubquery", "ListQuery"})) for e in seq(node.expressions()))
+    def _subquery_exprs(self, node) -> list:
+        """The expressions of ``node`` that hold a subquery: Spark marks every expression tree
+        holding one with its ``PLAN_EXPRESSION`` tree pattern, so each expression is asked once
+        instead of walked node by node (most nodes hold none)."""
+        return [e for e in seq(node.expressions()) if contains_any(e, ("PLAN_EXPRESSION",))]
 
     def _joins_for_subqueries(self, node):
         """A Filter with IN/EXISTS subqueries as Spark's optimizer rewrites it: left semi joins
@@ -206,19 +215,12 @@ class _Walk:
         pulled up into the join condition (PullupCorrelatedPredicates, RewritePredicateSubquery)."""
         return self._optimized(node, "PullupCorrelatedPredicates$", "RewritePredicateSubquery$")
 
-    def _correlated_scalar(self, node) -> bool:
-        return any(_correlated_scalar(e) for e in seq(node.expressions()))
-
     def _joins_for_scalars(self, node):
         """A node with correlated scalar subqueries as Spark's optimizer rewrites it: each
         subquery's aggregate left-outer-joined on its correlated predicates, pulled up into the
         join condition (PullupCorrelatedPredicates, RewriteCorrelatedScalarSubquery); the value
         read from the joined column."""
         return self._optimized(node, "PullupCorrelatedPredicates$", "RewriteCorrelatedScalarSubquery$")
-
-    def _uncorrelated_scalar(self, node) -> bool:
-        return cls(node) in ("Filter", "Project", "Aggregate") and \
-            any(_uncorrelated_scalars(e) for e in seq(node.expressions()))
 
     def _join_for_uncorrelated(self, node):
         """A Filter, Project or Aggregate with uncorrelated scalar subqueries: each subquery's
@@ -291,8 +293,8 @@ class _Walk:
             node = getattr(getattr(opt, rule), "MODULE$").apply(node)
         return node
 
-    def _no_subqueries(self, node) -> None:
-        for e in seq(node.expressions()):
+    def _no_subqueries(self, node, exprs: list) -> None:
+        for e in exprs:
             found = _find_class(e, _SUBQUERY)
             if found:
                 raise refuse(node, f"a {found} subquery inside {cls(node)}: its rows would not be tracked "

@@ -27,10 +27,12 @@ from capture.tracking.paths import (
     analyzed,
     attr_map,
     cls,
+    computed_items,
     has_udf,
+    names_ids,
     out_pairs,
-    output_paths,
     seq,
+    visible_names_ids,
 )
 from capture.tracking.project import visible_columns
 
@@ -106,8 +108,9 @@ def compared_scalar(left: TrackedDataFrame, other) -> TrackedDataFrame:
 
 
 def _join_node(new: DataFrame) -> tuple:
-    """The Join node of ``new`` (a DataFrame join: the node, or a Project over it) and its visible
-    output items."""
+    """The Join node of ``new`` (a DataFrame join: the node, or a Project over it), its visible
+    output's (name, id) pairs, and the items computing them: a Project's item where it computes
+    one (a full outer USING join's coalesce), None where the column is an input's attribute."""
     plan = analyzed(new)
     jnode = plan
     while cls(jnode) != "Join":
@@ -115,14 +118,21 @@ def _join_node(new: DataFrame) -> tuple:
         if len(kids) != 1:
             raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
         jnode = kids[0]
-    items = [i for i in (seq(plan.projectList()) if cls(plan) == "Project" else seq(jnode.output()))
-             if not is_hidden(i.name())]
-    return jnode, items
+    named = names_ids(plan.output())
+    items: list = [None] * len(named)
+    if plan is not jnode:
+        listed = plan.projectList()
+        for k in computed_items(plan):
+            items[k] = listed.apply(k)
+    visible = [k for k, (n, _) in enumerate(named) if not is_hidden(n)]
+    return jnode, [named[k] for k in visible], [items[k] for k in visible]
 
 
-def _join_op(oid: int, left: TrackedDataFrame, right: TrackedDataFrame, jnode, items: list) -> OperatorProv:
-    """A join's operator: A per side = the condition's paths; M = each output column ``items``
-    from its side's columns."""
+def _join_op(oid: int, left: TrackedDataFrame, right: TrackedDataFrame, jnode, named: list[tuple[str, int]],
+             items: list | None = None) -> OperatorProv:
+    """A join's operator: A per side = the condition's paths; M = each output column (named
+    ``named``, computed by ``items``: None, or None at a position, for an input's attribute
+    itself) from its side's columns."""
     attrs = attr_map([jnode.left(), jnode.right()])
     cond = [jnode.condition().get()] if jnode.condition().isDefined() else []
     udf = any(has_udf(c) for c in cond)
@@ -132,10 +142,14 @@ def _join_op(oid: int, left: TrackedDataFrame, right: TrackedDataFrame, jnode, i
         for i, t in enumerate((left, right))
     )
     # a right column named as a left one is output path `name~2` (column_paths): two columns
-    manipulated = tuple(
-        m for item, dst in zip(items, output_paths(items), strict=True) for m in out_pairs(item, dst, attrs, {})
-    )
-    return OperatorProv(oid, OpType.JOIN, "join", inputs, manipulated, detail=str(jnode.simpleString(25)))
+    manipulated = []
+    for (_, i), item, dst in zip(named, items or [None] * len(named), column_paths(n for n, _ in named),
+                                 strict=True):
+        if item is not None:
+            manipulated.extend(out_pairs(item, dst, attrs, {}))
+        elif i in attrs:
+            manipulated.append(Manipulation(attrs[i].input, attrs[i].name, dst))
+    return OperatorProv(oid, OpType.JOIN, "join", inputs, tuple(manipulated), detail=str(jnode.simpleString(25)))
 
 
 def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column | None) -> TrackedDataFrame:
@@ -151,8 +165,7 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     oid = left.tracker._new_oid()
     new = build(left.annotated, right.annotated)
     jnode = analyzed(new)
-    items = [i for i in seq(jnode.left().output()) if not is_hidden(i.name())]
-    op = _join_op(oid, left, right, jnode, items)
+    op = _join_op(oid, left, right, jnode, visible_names_ids(jnode.left()))
     return _semi_next(left, right, new, op, on, (*left._slots, Slot(oid, left._cur, InRef(left._cur))))
 
 

@@ -31,8 +31,8 @@ from capture.tracking.paths import (
     attr_map,
     cls,
     has_udf,
+    names_ids,
     nodes_above,
-    output_paths,
     seq,
 )
 from capture.tracking.project import column_of, visible_columns
@@ -167,15 +167,18 @@ def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Colum
         raise UnsupportedOperation.named(method, "Spark did not plan an aggregation")
     attrs = attr_map([in_plan])
     grouping = seq(anode.groupingExpressions())
-    outputs = [e for e in seq(anode.aggregateExpressions())[0 if retain else len(grouping):]
-               if not is_hidden(e.name())]  # the grouping columns lead when retained (_grouped)
+    first = 0 if retain else len(grouping)  # the grouping columns lead when retained (_grouped)
+    named = [(k, n) for k, (n, _) in enumerate(names_ids(anode.output())) if k >= first and not is_hidden(n)]
+    listed = anode.aggregateExpressions()
+    outputs = [listed.apply(k) for k, _ in named]
     new = key_id(grouped, len(grouping), oid, idk, keep_keys=retain)
     if any(has_udf(e) for e in grouping + outputs):
         op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, None),), None,
                           detail=str(anode.simpleString(25)))
         return _finish(tdf, new, op, agg, idk)
     accessed = tuple(a.path for a in accesses(grouping + outputs, attrs))
-    dsts = output_paths(outputs) if paths is None else paths([e.name() for e in outputs])
+    names = [n for _, n in named]
+    dsts = column_paths(names) if paths is None else paths(names)
     cols = tdf.visible()
     pairs = (m for e, dst in zip(outputs, dsts, strict=True) for m in aggregate_pairs(e, dst, attrs, cols))
     manipulated = None if opaque else tuple(dict.fromkeys(pairs))

@@ -9,18 +9,64 @@ Nothing here parses user strings: the plan is Spark's own analysis of the user's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from pyspark import SparkContext
 
 from capture.ids import is_hidden
 from capture.operators import POS, Access, Manipulation, column_paths
 
-_UDF_CLASSES = frozenset({"PythonUDF", "PythonUDAF", "PythonUDTF", "ScalaUDF"})
+# Spark's tree patterns of user-defined functions: PythonUDF and PythonUDAF carry PYTHON_UDF,
+# ScalaUDF SCALA_UDF. A Python UDTF carries none: it is a Generate's generator, which capture
+# refuses by its class (capture/tracking/project.py)
+UDF_PATTERNS = ("PYTHON_UDF", "SCALA_UDF")
+_patterns: dict = {}
 
 
 def seq(jseq) -> list:
     """A Scala Seq as a Python list."""
     return [jseq.apply(i) for i in range(jseq.size())]
+
+
+# Spark writes an attribute as `name#id`, `L` after a long's id, `-T<delay>ms` after an event-time
+# column's (AttributeReference.toString); the last `#` is the id's
+_NAMED = re.compile(r"(.*)#(\d+)L?(?:-T\d+ms)?", re.DOTALL)
+_SEP = "\x1f"
+
+
+def names_ids(attrs) -> list[tuple[str, int]]:
+    """(name, attribute id) of each attribute of the Scala Seq ``attrs`` (a plan's output), in
+    order. Two py4j round trips (the size and one ``mkString``) where asking each attribute takes
+    five; a name holding the separator (the text no longer splits into ``size`` attributes) or
+    text of another shape falls back to asking each attribute."""
+    n = attrs.size()
+    parts = attrs.mkString(_SEP).split(_SEP) if n else []
+    if len(parts) == n:
+        out = [_NAMED.fullmatch(p) for p in parts]
+        if all(out):
+            return [(m.group(1), int(m.group(2))) for m in out]
+    return [(a.name(), a.exprId().id()) for a in seq(attrs)]
+
+
+def computed_items(project) -> list[int]:
+    """The positions of a Project's items that compute a column (an alias of an expression), not
+    its input's attribute itself. Spark writes an attribute as ``name#id`` and an alias as
+    ``child AS name#id``, so an item whose text is its output attribute's is that attribute: two
+    ``mkString`` round trips instead of a walk of every item. Texts that do not split into the
+    items (a separator in a literal) count every item as computed."""
+    items, output = project.projectList(), project.output()
+    n = items.size()
+    texts, attrs = items.mkString(_SEP).split(_SEP), output.mkString(_SEP).split(_SEP)
+    if len(texts) != n or len(attrs) != n:
+        return list(range(n))
+    return [k for k in range(n) if texts[k] != attrs[k]]
+
+
+def visible_names_ids(plan) -> list[tuple[str, int]]:
+    """:func:`names_ids` of a plan's visible output (capture's hidden columns left out)."""
+    return [a for a in names_ids(plan.output()) if not is_hidden(a[0])]
 
 
 def cls(node) -> str:
@@ -46,9 +92,9 @@ def attr_map(plans: list) -> AttrMap:
     (:func:`~capture.operators.column_paths`, the paths the operator that made it recorded)."""
     out: AttrMap = {}
     for i, plan in enumerate(plans):
-        visible = visible_attrs(plan)
-        for a, path in zip(visible, column_paths(a.name() for a in visible), strict=True):
-            out.setdefault(a.exprId().id(), Attr(i, path))  # a column repeated (select a, a): its first
+        visible = visible_names_ids(plan)
+        for (_, eid), path in zip(visible, column_paths(n for n, _ in visible), strict=True):
+            out.setdefault(eid, Attr(i, path))  # a column repeated (select a, a): its first
     return out
 
 
@@ -106,10 +152,28 @@ def maximal_paths(expr, attrs: AttrMap) -> Iterator[tuple[int, str]]:
         yield from maximal_paths(child, attrs)
 
 
+def tree_patterns(names: tuple[str, ...]):
+    """A Scala Seq of Spark's tree patterns ``names`` (``TreePattern``), made once per JVM."""
+    jvm = SparkContext._jvm
+    key = (id(jvm), names)
+    if key not in _patterns:
+        found = getattr(getattr(jvm, "org.apache.spark.sql.catalyst.trees.TreePattern$"), "MODULE$")
+        values = getattr(jvm, "java.util.ArrayList")()
+        for n in names:
+            values.add(getattr(found, n)())
+        _patterns[key] = (jvm, getattr(jvm, "org.apache.spark.api.python.PythonUtils").toSeq(values))
+    return _patterns[key][1]
+
+
+def contains_any(expr, names: tuple[str, ...]) -> bool:
+    """Whether ``expr``'s tree holds a node of one of Spark's tree patterns ``names``: Spark keeps
+    each tree's patterns as bits, so one round trip answers what a walk would ask node by node."""
+    return bool(expr.containsAnyPattern(tree_patterns(names)))
+
+
 def has_udf(expr) -> bool:
-    if cls(expr) in _UDF_CLASSES:
-        return True
-    return any(has_udf(c) for c in seq(expr.children()))
+    """Whether ``expr`` calls a user-defined function (its tree holds one of ``UDF_PATTERNS``)."""
+    return contains_any(expr, UDF_PATTERNS)
 
 
 def accesses(exprs: list, attrs: AttrMap) -> list[Access]:

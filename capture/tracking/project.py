@@ -20,17 +20,18 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 
 from capture.errors import CaptureError, UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden
-from capture.operators import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.operators import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
     analyzed,
     as_path,
     attr_map,
     cls,
+    computed_items,
     has_udf,
     maximal_paths,
+    names_ids,
     nodes_above,
     out_pairs,
-    output_paths,
     seq,
     visible_attrs,
 )
@@ -90,24 +91,29 @@ def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = Fal
         op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, method, (OpInput(tdf.oid, None),), None,
                           detail=str(plan.simpleString(25)))
         return tdf._next(new, op)
-    accessed, manipulated = _project_paths(items, attrs, {}, explicit)
+    accessed, manipulated = _project_paths(plan, items, attrs, {}, explicit)
     op = OperatorProv(tdf.tracker._new_oid(), OpType.SELECT, method, (OpInput(tdf.oid, accessed),),
                       manipulated, detail=str(plan.simpleString(25)))
     return tdf._next(new, op)
 
 
-def _project_paths(items, attrs, gen, explicit: bool) -> tuple[tuple[str, ...], tuple[Manipulation, ...]]:
+def _project_paths(plan, items: list, attrs, gen, explicit: bool) -> tuple[tuple[str, ...], tuple[Manipulation, ...]]:
+    """Project ``plan``'s accessed paths and path pairs (its items ``items``): an input's
+    attribute itself (:func:`computed_items` says which) is copied from its path, accessed only
+    when ``explicit``; a computed item maps and accesses the paths it reads."""
     accessed: dict[str, None] = {}
     manipulated: list[Manipulation] = []
-    items = [i for i in items if not is_hidden(i.name())]
-    for item, name in zip(items, output_paths(items), strict=True):
-        kind = cls(item)
-        if kind == "AttributeReference" and item.exprId().id() in attrs:
-            src = attrs[item.exprId().id()].name
+    computed = set(computed_items(plan))
+    visible = [(k, a) for k, a in enumerate(names_ids(plan.output())) if not is_hidden(a[0])]
+    for (k, (_, eid)), name in zip(visible, column_paths(n for _, (n, _) in visible), strict=True):
+        item = items[k] if k in computed else None
+        if eid in attrs and (item is None or cls(item) == "AttributeReference"):  # (texts that did not split)
+            src = attrs[eid].name
             manipulated.append(Manipulation(0, src, name))
             if explicit:
                 accessed.setdefault(src, None)
             continue
+        item = items[k] if item is None else item
         for m in out_pairs(item, name, attrs, gen):
             manipulated.append(m)
         for _, p in maximal_paths(item, attrs):
@@ -181,7 +187,7 @@ def _flatten(tdf, method, plan, gnode, in_plan, explicit) -> TrackedDataFrame:
         F.col(pos),
         F.xxhash64(F.lit(oid), F.col(cur), F.coalesce(F.col(pos), F.lit(-1))).alias(idk),
     )
-    accessed, manipulated = _project_paths(items, attrs, gen, explicit)
+    accessed, manipulated = _project_paths(plan, items, attrs, gen, explicit)
     accessed = tuple(dict.fromkeys([p for _, p in accessed_src] + list(accessed)))
     op = OperatorProv(oid, OpType.FLATTEN, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(plan.simpleString(25)))

@@ -14,8 +14,10 @@ passes through. A write that cannot be captured raises before any job runs.
 
 from __future__ import annotations
 
+import logging
 import runpy
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from store import progress
 from store.errors import StrataError
 
 _state = threading.local()
+_OOM_WAIT = 10.0  # seconds a JVM out of memory is given to stop its context (_jvm_stopped)
 _TERMINAL = ("save", "parquet", "json", "csv", "orc", "text", "saveAsTable", "insertInto")
 
 
@@ -92,7 +95,7 @@ class Capture:
             except StrataError:
                 raise
             except Exception as e:  # the write's own error goes to the script as Spark raised it ...
-                how = _jvm_stopped(df.sparkSession)
+                how = _jvm_stopped(df.sparkSession, e)
                 if how is None:
                     raise
                 raise self._failed(CaptureError(  # ... unless Spark's JVM is gone, most often out of memory
@@ -360,13 +363,20 @@ def _list(jseq) -> list:
     return [jseq.apply(i) for i in range(jseq.size())]
 
 
-def _jvm_stopped(spark) -> str | None:
+def _jvm_stopped(spark, error: BaseException | None = None) -> str | None:
     """None while the session's SparkContext runs; else how its JVM stopped, as far as its exit code
-    tells (Spark exits with 52 when a task runs out of memory: SparkExitCode.OOM)."""
+    tells (Spark exits with 52 when a task runs out of memory: SparkExitCode.OOM). When ``error``
+    (the write's) says the JVM ran out of memory (``java.lang.OutOfMemoryError``), Spark may still
+    be stopping as the error arrives: its context is asked again for up to ``_OOM_WAIT`` seconds."""
+    deadline = None
     answers = False
     try:
-        if not spark.sparkContext._jsc.sc().isStopped():  # a JVM that has gone refuses the connection
-            return None
+        while not spark.sparkContext._jsc.sc().isStopped():  # a JVM that has gone refuses the connection
+            if deadline is None:  # the JVM answered: the error's message can be asked for
+                deadline = time.monotonic() + (_OOM_WAIT if error is not None and _out_of_memory(error) else 0.0)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.25)
         answers = True  # stopped, but the JVM is still there: exiting, or the script stopped it
     except Exception:  # noqa: BLE001 - whatever py4j raises for a gateway that is gone
         pass
@@ -380,6 +390,23 @@ def _jvm_stopped(spark) -> str | None:
     if code is None:  # still running: a context the script stopped is the script's own doing
         return None if answers else "it no longer answers"
     return f"exit code {code}"
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` says the JVM ran out of memory, or its message can no longer be read (the
+    JVM is going away). A Py4J error's message is read from its JVM: when that fails, py4j logs
+    its failed call with a traceback, so the root logger drops that record meanwhile."""
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().endswith("while sending command.")
+
+    root = logging.getLogger()
+    root.addFilter(keep)
+    try:
+        return "java.lang.OutOfMemoryError" in str(error)
+    except Exception:  # noqa: BLE001 - the JVM no longer answers
+        return True
+    finally:
+        root.removeFilter(keep)
 
 
 def _message(e: BaseException) -> str:

@@ -206,7 +206,10 @@ class _Walk:
     def _subquery_exprs(self, node) -> list:
         """The expressions of ``node`` that hold a subquery: Spark marks every expression tree
         holding one with its ``PLAN_EXPRESSION`` tree pattern, so each expression is asked once
-        instead of walked node by node (most nodes hold none)."""
+        instead of walked node by node; a plan node's bits hold its subtree's, so a node with none
+        below it is asked once (most nodes hold none)."""
+        if not contains_any(node, ("PLAN_EXPRESSION",)):
+            return []
         return [e for e in seq(node.expressions()) if contains_any(e, ("PLAN_EXPRESSION",))]
 
     def _joins_for_subqueries(self, node):

@@ -17,7 +17,16 @@ from capture.errors import UnsupportedOperation
 from capture.ids import Derived, is_hidden
 from capture.operators import InRef, OperatorProv, OpInput, OpType, Slot
 from capture.tracking import binary, grouping, project
-from capture.tracking.paths import accesses, analyzed, attr_map, has_udf, node_exprs, nodes_above
+from capture.tracking.paths import (
+    UDF_PATTERNS,
+    accesses,
+    analyzed,
+    attr_map,
+    contains_any,
+    has_udf,
+    node_exprs,
+    nodes_above,
+)
 
 if TYPE_CHECKING:
     from capture.tracking.tracker import Tracker
@@ -136,7 +145,8 @@ class TrackedDataFrame:
         in_plan = analyzed(self._df)
         attrs = attr_map([in_plan])
         exprs = [e for n in nodes_above(analyzed(new), [in_plan]) for e in node_exprs(n)]
-        accessed = None if any(has_udf(e) for e in exprs) else tuple(a.path for a in accesses(exprs, attrs))
+        udf = contains_any(analyzed(new), UDF_PATTERNS) and any(has_udf(e) for e in exprs)
+        accessed = None if udf else tuple(a.path for a in accesses(exprs, attrs))
         op = OperatorProv(self._tracker._new_oid(), kind, method, (OpInput(self._oid, accessed),), (),
                           detail=_detail(new))
         if kind is OpType.SORT:

@@ -25,11 +25,13 @@ from capture.errors import UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
+    UDF_PATTERNS,
     accesses,
     aggregate_pairs,
     analyzed,
     attr_map,
     cls,
+    contains_any,
     has_udf,
     names_ids,
     nodes_above,
@@ -172,7 +174,7 @@ def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Colum
     listed = anode.aggregateExpressions()
     outputs = [listed.apply(k) for k, _ in named]
     new = key_id(grouped, len(grouping), oid, idk, keep_keys=retain)
-    if any(has_udf(e) for e in grouping + outputs):
+    if contains_any(anode, UDF_PATTERNS) and any(has_udf(e) for e in grouping + outputs):
         op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, None),), None,
                           detail=str(anode.simpleString(25)))
         return _finish(tdf, new, op, agg, idk)

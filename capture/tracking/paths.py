@@ -167,7 +167,9 @@ def tree_patterns(names: tuple[str, ...]):
 
 def contains_any(expr, names: tuple[str, ...]) -> bool:
     """Whether ``expr``'s tree holds a node of one of Spark's tree patterns ``names``: Spark keeps
-    each tree's patterns as bits, so one round trip answers what a walk would ask node by node."""
+    each tree's patterns as bits, so one round trip answers what a walk would ask node by node. A
+    plan node's bits hold its expressions' and its children's: a plan without the pattern holds it
+    nowhere below."""
     return bool(expr.containsAnyPattern(tree_patterns(names)))
 
 

@@ -22,11 +22,13 @@ from capture.errors import CaptureError, UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden
 from capture.operators import POS, InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.paths import (
+    UDF_PATTERNS,
     analyzed,
     as_path,
     attr_map,
     cls,
     computed_items,
+    contains_any,
     has_udf,
     maximal_paths,
     names_ids,
@@ -87,7 +89,7 @@ def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = Fal
         return _flatten(tdf, method, plan, gens[0], in_plan, explicit)
     attrs = attr_map([in_plan])
     items = seq(plan.projectList())
-    if any(has_udf(i) for i in items):
+    if contains_any(plan, UDF_PATTERNS) and any(has_udf(i) for i in items):
         op = OperatorProv(tdf.tracker._new_oid(), OpType.MAP, method, (OpInput(tdf.oid, None),), None,
                           detail=str(plan.simpleString(25)))
         return tdf._next(new, op)

@@ -62,5 +62,9 @@ def test_tree_patterns_find_subqueries_and_udfs_where_a_walk_does(spark):
         exprs = [e for node in (plan, *seq(plan.children())) for e in seq(node.expressions())]
         assert any(contains_any(e, ("PLAN_EXPRESSION",)) for e in exprs) is subquery, sql
         assert any(has_udf(e) for e in exprs) is udf, sql
+        # a plan node's bits hold its subtree's: capture asks the node before its expressions
+        assert contains_any(plan, ("PLAN_EXPRESSION",)) is subquery, sql
     udf_plan = analyzed(spark.range(3).select((plus(F.col("id")) * 2).alias("x")))
     assert [has_udf(e) for e in seq(udf_plan.projectList())] == [True]
+    above = analyzed(spark.range(3).select(plus(F.col("id")).alias("x")).where("x > 1").select("x"))
+    assert contains_any(above, ("PYTHON_UDF", "SCALA_UDF")), "the UDF two nodes below"

@@ -4,7 +4,11 @@ Paths are found on Catalyst expressions: an ``AttributeReference`` of an operato
 top-level path; ``GetStructField`` adds ``.field``; ``GetArrayStructFields`` adds
 ``.[pos].field``; ``GetArrayItem``/``ElementAt`` with a literal index add ``.[n]`` (1-based),
 otherwise ``.[pos]``. The *maximal* path expressions of an expression are its accessed paths.
-Nothing here parses user strings: the plan is Spark's own analysis of the user's call.
+Nothing here parses user strings: the plan is Spark's own analysis of the user's call. Each
+question to the plan is a py4j round trip, so the frequent ones are asked in bulk: a plan's
+output names and ids from Spark's own text of its attributes (:func:`names_ids`), which
+projection items are attributes (:func:`computed_items`), and whether a tree holds a subquery or
+a UDF from Spark's tree-pattern bits (:func:`contains_any`).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def test_names_ids_and_computed_items_agree_with_each_attribute(spark, columns):
     items = seq(plan.projectList())
     made = [k for k, it in enumerate(items) if cls(it) != "AttributeReference"]
     assert made == [k for k, c in enumerate(computed) if c]
-    if any("\x1f" in n for n, kind in columns if kind != "same"):  # the texts do not split: every item counts as computed
+    if any("\x1f" in n for n, kind in columns if kind != "same"):  # texts that do not split: all computed
         assert computed_items(plan) == list(range(len(items)))
     else:
         assert computed_items(plan) == made

@@ -112,15 +112,15 @@ def _join_node(new: DataFrame) -> tuple:
     output's (name, id) pairs, and the items computing them: a Project's item where it computes
     one (a full outer USING join's coalesce), None where the column is an input's attribute."""
     plan = analyzed(new)
-    jnode = plan
+    jnode, top = plan, cls(plan)
     while cls(jnode) != "Join":
         kids = seq(jnode.children())
         if len(kids) != 1:
             raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
         jnode = kids[0]
-    named = names_ids(plan.output())
+    named = names_ids((plan if top == "Project" else jnode).output())
     items: list = [None] * len(named)
-    if plan is not jnode:
+    if top == "Project":
         listed = plan.projectList()
         for k in computed_items(plan):
             items[k] = listed.apply(k)

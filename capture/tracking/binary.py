@@ -27,10 +27,10 @@ from capture.tracking.paths import (
     analyzed,
     attr_map,
     cls,
-    computed_items,
     has_udf,
     names_ids,
     out_pairs,
+    project_output,
     seq,
     visible_names_ids,
 )
@@ -113,17 +113,21 @@ def _join_node(new: DataFrame) -> tuple:
     one (a full outer USING join's coalesce), None where the column is an input's attribute."""
     plan = analyzed(new)
     jnode, top = plan, cls(plan)
-    while cls(jnode) != "Join":
+    kind = top  # of jnode
+    while kind != "Join":
         kids = seq(jnode.children())
         if len(kids) != 1:
             raise UnsupportedOperation.named("join", f"unexpected plan node {jnode.nodeName()}")
         jnode = kids[0]
-    named = names_ids((plan if top == "Project" else jnode).output())
-    items: list = [None] * len(named)
+        kind = cls(jnode)
     if top == "Project":
-        listed = plan.projectList()
-        for k in computed_items(plan):
-            items[k] = listed.apply(k)
+        named, computed = project_output(plan)
+    else:
+        named, computed = names_ids(jnode.output()), []
+    items: list = [None] * len(named)
+    listed = plan.projectList() if computed else None
+    for k in computed:
+        items[k] = listed.apply(k)
     visible = [k for k, (n, _) in enumerate(named) if not is_hidden(n)]
     return jnode, [named[k] for k in visible], [items[k] for k in visible]
 

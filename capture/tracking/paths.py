@@ -7,7 +7,7 @@ otherwise ``.[pos]``. The *maximal* path expressions of an expression are its ac
 Nothing here parses user strings: the plan is Spark's own analysis of the user's call. Each
 question to the plan is a py4j round trip, so the frequent ones are asked in bulk: a plan's
 output names and ids from Spark's own text of its attributes (:func:`names_ids`), which
-projection items are attributes (:func:`computed_items`), and whether a tree holds a subquery or
+projection items are attributes (:func:`project_output`), and whether a tree holds a subquery or
 a UDF from Spark's tree-pattern bits (:func:`contains_any`).
 """
 
@@ -40,32 +40,45 @@ _NAMED = re.compile(r"(.*)#(\d+)L?(?:-T\d+ms)?", re.DOTALL)
 _SEP = "\x1f"
 
 
-def names_ids(attrs) -> list[tuple[str, int]]:
-    """(name, attribute id) of each attribute of the Scala Seq ``attrs`` (a plan's output), in
-    order. Two py4j round trips (the size and one ``mkString``) where asking each attribute takes
-    five; a name holding the separator (the text no longer splits into ``size`` attributes) or
-    text of another shape falls back to asking each attribute."""
-    n = attrs.size()
-    parts = attrs.mkString(_SEP).split(_SEP) if n else []
-    if len(parts) == n:
-        out = [_NAMED.fullmatch(p) for p in parts]
+def _texts(jseq, n: int) -> list[str] | None:
+    """Spark's text of each of the ``n`` elements of the Scala Seq ``jseq``, from one ``mkString``;
+    None when the text does not split into ``n`` (a separator in a name or a literal)."""
+    parts = jseq.mkString(_SEP).split(_SEP) if n else []
+    return parts if len(parts) == n else None
+
+
+def _named(attrs, texts: list[str] | None) -> list[tuple[str, int]]:
+    """(name, id) of each attribute of ``attrs`` from its ``texts``; asked of each attribute when
+    there are none or one has another shape."""
+    if texts is not None:
+        out = [_NAMED.fullmatch(p) for p in texts]
         if all(out):
             return [(m.group(1), int(m.group(2))) for m in out]
     return [(a.name(), a.exprId().id()) for a in seq(attrs)]
 
 
-def computed_items(project) -> list[int]:
-    """The positions of a Project's items that compute a column (an alias of an expression), not
-    its input's attribute itself. Spark writes an attribute as ``name#id`` and an alias as
-    ``child AS name#id``, so an item whose text is its output attribute's is that attribute: two
-    ``mkString`` round trips instead of a walk of every item. Texts that do not split into the
-    items (a separator in a literal) count every item as computed."""
-    items, output = project.projectList(), project.output()
-    n = items.size()
-    texts, attrs = items.mkString(_SEP).split(_SEP), output.mkString(_SEP).split(_SEP)
-    if len(texts) != n or len(attrs) != n:
-        return list(range(n))
-    return [k for k in range(n) if texts[k] != attrs[k]]
+def names_ids(attrs) -> list[tuple[str, int]]:
+    """(name, attribute id) of each attribute of the Scala Seq ``attrs`` (a plan's output), in
+    order. Two py4j round trips (the size and one ``mkString``) where asking each attribute takes
+    five; a name holding the separator (the text no longer splits into ``size`` attributes) or
+    text of another shape falls back to asking each attribute."""
+    return _named(attrs, _texts(attrs, attrs.size()))
+
+
+def project_output(project) -> tuple[list[tuple[str, int]], list[int]]:
+    """A Project's output as :func:`names_ids`, and the positions of its items that compute a
+    column (an alias of an expression), not its input's attribute itself. Spark writes an
+    attribute as ``name#id`` and an alias as ``child AS name#id``, so an item whose text is its
+    output attribute's is that attribute: one ``mkString`` of the items beside the output's
+    instead of a walk of every item. Texts that do not split into the items (a separator in a
+    literal) count every item as computed."""
+    output = project.output()
+    n = output.size()
+    attrs, items = _texts(output, n), _texts(project.projectList(), n)
+    named = _named(output, attrs)
+    if attrs is None or items is None:
+        return named, list(range(n))
+    return named, [k for k in range(n) if items[k] != attrs[k]]
 
 
 def visible_names_ids(plan) -> list[tuple[str, int]]:

@@ -27,13 +27,12 @@ from capture.tracking.paths import (
     as_path,
     attr_map,
     cls,
-    computed_items,
     contains_any,
     has_udf,
     maximal_paths,
-    names_ids,
     nodes_above,
     out_pairs,
+    project_output,
     seq,
     visible_attrs,
 )
@@ -101,12 +100,13 @@ def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = Fal
 
 def _project_paths(plan, items: list, attrs, gen, explicit: bool) -> tuple[tuple[str, ...], tuple[Manipulation, ...]]:
     """Project ``plan``'s accessed paths and path pairs (its items ``items``): an input's
-    attribute itself (:func:`computed_items` says which) is copied from its path, accessed only
+    attribute itself (:func:`project_output` says which) is copied from its path, accessed only
     when ``explicit``; a computed item maps and accesses the paths it reads."""
     accessed: dict[str, None] = {}
     manipulated: list[Manipulation] = []
-    computed = set(computed_items(plan))
-    visible = [(k, a) for k, a in enumerate(names_ids(plan.output())) if not is_hidden(a[0])]
+    named, made = project_output(plan)
+    computed = set(made)
+    visible = [(k, a) for k, a in enumerate(named) if not is_hidden(a[0])]
     for (k, (_, eid)), name in zip(visible, column_paths(n for _, (n, _) in visible), strict=True):
         item = items[k] if k in computed else None
         if eid in attrs and (item is None or cls(item) == "AttributeReference"):  # (texts that did not split)

@@ -1,6 +1,6 @@
 """Capture reads a plan's output names and attribute ids, and which projection items are input
 attributes, from Spark's text of them (capture/tracking/paths.py: ``names_ids``,
-``computed_items``) instead of asking every attribute over py4j. Any column name must come out
+``project_output``) instead of asking every attribute over py4j. Any column name must come out
 as Spark's own attribute says it, whatever characters it holds (``#``, digits, the separator,
 newlines, ``AS``), and the attribute items of a select must be told apart from computed ones."""
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from capture.tracking.paths import analyzed, cls, computed_items, contains_any, has_udf, names_ids, seq
+from capture.tracking.paths import analyzed, cls, contains_any, has_udf, names_ids, project_output, seq
 
 NAMES = st.text(st.sampled_from("ab###11L-T9ms \x1f\n AS,`."), min_size=1, max_size=8)
 
@@ -23,7 +23,7 @@ def _asked(attrs) -> list[tuple[str, int]]:
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(NAMES, st.sampled_from(["long", "int", "string", "computed", "same"])),
                 min_size=1, max_size=6))
-def test_names_ids_and_computed_items_agree_with_each_attribute(spark, columns):
+def test_names_ids_and_project_output_agree_with_each_attribute(spark, columns):
     base = spark.range(2).select(F.col("id"), F.col("id").cast("int").alias("i"), F.lit("s").alias("s"))
     picked, computed = [], []
     for k, (name, kind) in enumerate(columns):
@@ -38,13 +38,15 @@ def test_names_ids_and_computed_items_agree_with_each_attribute(spark, columns):
     plan = analyzed(base.select(*picked))
     assert cls(plan) == "Project"
     assert names_ids(plan.output()) == _asked(plan.output())
+    named, by_text = project_output(plan)
+    assert named == _asked(plan.output())
     items = seq(plan.projectList())
     made = [k for k, it in enumerate(items) if cls(it) != "AttributeReference"]
     assert made == [k for k, c in enumerate(computed) if c]
     if any("\x1f" in n for n, kind in columns if kind != "same"):  # texts that do not split: all computed
-        assert computed_items(plan) == list(range(len(items)))
+        assert by_text == list(range(len(items)))
     else:
-        assert computed_items(plan) == made
+        assert by_text == made
 
 
 def test_tree_patterns_find_subqueries_and_udfs_where_a_walk_does(spark):

@@ -17,9 +17,11 @@ entry points over a store, :func:`trace` and :func:`describe`, are in capture/tr
 
 from __future__ import annotations
 
+import gc
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -436,11 +438,26 @@ def backtrace_rows(rows: list[dict], slots, operators, result_oid, t: dict) -> B
     """Backtrace the matched rows of a run as either wing brings them to the driver (``id``,
     ``_paths`` and the hidden columns); records the ``associations`` and ``backtrace`` phases'
     seconds in ``t``."""
-    t1 = time.perf_counter()
-    matched = {r["id"]: list(r["_paths"]) for r in rows}
-    fetch = _rows_fetcher(assoc_rows(rows, slots))
-    t["associations"] = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    out = backtrace(operators, result_oid, matched, fetch)
-    t["backtrace"] = time.perf_counter() - t2
+    with no_cyclic_gc():
+        t1 = time.perf_counter()
+        matched = {r["id"]: list(r["_paths"]) for r in rows}
+        fetch = _rows_fetcher(assoc_rows(rows, slots))
+        t["associations"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        out = backtrace(operators, result_oid, matched, fetch)
+        t["backtrace"] = time.perf_counter() - t2
     return out
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: a large trace builds hundreds of thousands of
+    objects (items, trees, millions of rows; no cycles among them), and each collection would walk
+    every one made so far (without the pause they took most of the time of a 150,000-item trace)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from capture.storing.runs import RunHead, read_head
 from capture.tracing import duckdb
-from capture.tracing.backtrace import Backtrace, backtrace_rows, walk
+from capture.tracing.backtrace import Backtrace, backtrace_rows, no_cyclic_gc, walk
 from capture.tracing.pattern import Pattern
 from store.engine import Choice, Engine
 from store.errors import UserError
@@ -78,7 +78,8 @@ def trace(store, run: str | None, pattern: Pattern, limit: int | None = None, *,
     found = wing(store, head, engine)
     t["run"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    rows = found.matched_rows(store, head, pattern, limit, compiled)
+    with no_cyclic_gc():  # the matched rows' members can be 150,000 dicts (backtrace_rows pauses it too)
+        rows = found.matched_rows(store, head, pattern, limit, compiled)
     t["match"] = time.perf_counter() - t1
     out = backtrace_rows(rows, head.slots, head.operators, head.result_oid, t)
     t["total"] = time.perf_counter() - t0

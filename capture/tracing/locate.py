@@ -23,14 +23,14 @@ duckdb/locate.py: local JSON Lines and Parquet files, no JVM) whenever it can, w
 traced the run -- it is the cheaper read -- and one Spark job (capture/tracing/spark/locate.py)
 for any other file input, unless the store's engine is set to local (then the source says so).
 That rule is decided once per input here; the wings do not ask. capture/tracing/places.py holds
-what the wings share (a :class:`Place`, the value at a path, the texts of unread items).
+what the wings share (a :class:`Place`, a :class:`Located`, the value at a path, the texts of
+unread items).
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable
-from contextlib import contextmanager
+from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +41,18 @@ from capture.operators import OpType
 from capture.storing.runs import local_rows, read_head
 from capture.storing.tables import SOURCES
 from capture.tracing import duckdb
-from capture.tracing.places import Key, Place, every, json_column, place_of_input
+from capture.tracing.backtrace import no_cyclic_gc
+from capture.tracing.places import (
+    NO_RECORD,
+    PYTHON_RECORD,
+    Located,
+    json_column,
+    json_text,
+    located,
+    located_all,
+    place_of_input,
+    value_at,
+)
 from store.engine import Engine
 
 
@@ -57,9 +68,9 @@ def read_locators(store, run: str) -> dict[int, Locator]:
     return {r["oid"]: Locator.from_json(r["locator"]) for r in rows}
 
 
-def locate(store, head, keys: Iterable[Key], values: bool = True) -> dict[Key, Place]:
-    """Where each traced input item ``(dataset, item id)`` of run ``head`` lives, and (``values``)
-    its record read back from the unchanged input."""
+def locate(store, head, wanted: Mapping[str, np.ndarray], values: bool = True) -> dict[str, Located]:
+    """Where the traced input items ``wanted`` (dataset -> distinct item ids) of run ``head`` live, and
+    (``values``) their records read back from the unchanged input, per dataset."""
     spark_allowed = store.engine is not Engine.LOCAL
     locators = read_locators(store, head.run)
     by_dataset: dict[str, Locator] = {}
@@ -69,26 +80,28 @@ def locate(store, head, keys: Iterable[Key], values: bool = True) -> dict[Key, P
             detail.setdefault(op.dataset, op.detail or op.method)
             if op.oid in locators:
                 by_dataset.setdefault(op.dataset, locators[op.oid])
-    wanted: dict[str, dict[int, list[Key]]] = {}
-    for key in keys:
-        wanted.setdefault(key[0], {}).setdefault(key[1], []).append(key)
-    out: dict[Key, Place] = {}
-    for dataset, items in wanted.items():
+    out: dict[str, Located] = {}
+    for dataset, ids in wanted.items():
+        ids = np.asarray(ids, np.int64)
         loc = by_dataset.get(dataset)
         if loc is None:
-            found = every(items, f"{detail.get(dataset, dataset)} "
-                                  "(where its items live was not recorded with this run)")
+            found = located_all(ids, f"{detail.get(dataset, dataset)} "
+                                     "(where its items live was not recorded with this run)")
         elif loc.ids == "program":
-            found = every(items, f"rows the program made ({detail.get(dataset, loc.format)}): nothing to read back")
+            found = located_all(ids, f"rows the program made ({detail.get(dataset, loc.format)}): "
+                                     "nothing to read back")
         else:
-            found = duckdb.read_input(dataset, loc, items, values)
+            found = duckdb.read_input(dataset, loc, ids, values)
             if found is None and not spark_allowed:
-                found = every(items, f"{place_of_input(loc)} (finding its rows needs Spark: not with --engine local)")
+                found = located_all(ids, f"{place_of_input(loc)} "
+                                         "(finding its rows needs Spark: not with --engine local)")
             elif found is None:
                 from capture.tracing import spark  # deferred: the Spark wing imports pyspark
 
-                found = spark.read_input(store.spark, dataset, loc, items, values)
-        out.update(found)
+                items = {i: [(dataset, i)] for i in ids.tolist()}
+                found = located(spark.read_input(store.spark, dataset, loc, items, values)).get(dataset)
+        if found is not None:
+            out[dataset] = found
     return out
 
 
@@ -96,7 +109,7 @@ def trace_rows(store, bt, where: bool = True, values: bool = True) -> list[tuple
     """The rows of TRACE (dataset, item, item_id, path, role, accessed_by, manipulated_by, source,
     value: ``iql.TRACE_COLUMNS``) as tuples: :func:`trace_table`'s rows."""
     table = trace_table(store, bt, where, values)
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 
 
@@ -114,19 +127,78 @@ def trace_table(store, bt, where: bool = True, values: bool = True) -> pa.Table:
     asked for.
 
     Built column by column: the items that share a tree (the members of a group) share its node
-    columns, and the values of a path are written for all records of a file at once
+    columns, the items' places are arrays per dataset (:class:`~capture.tracing.places.Located`),
+    and the values of a path are written for all records of a file at once
     (:func:`~capture.tracing.places.json_column`) -- a trace of one aggregate over 150,000 input
     rows is millions of rows."""
-    with _no_cyclic_gc():
-        places: dict[Key, Place] = {}
+    with no_cyclic_gc():
+        found: dict[str, Located] = {}
         if (where or values) and bt.items and bt.run is not None:
-            places = locate(store, read_head(store, bt.run), {(i.dataset, i.item_id) for i in bt.items}, values)
-        return table_of(bt.items, places, where, values)
+            _, code, names, ids = _items_by_dataset(bt.items)
+            found = locate(store, read_head(store, bt.run), {d: ids[code == k] for k, d in enumerate(names)}, values)
+        return table_of(bt.items, found, where, values)
 
 
-def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.Table:
-    """TRACE's rows of traced ``items`` whose inputs live at ``places`` (see :func:`trace_table`)."""
-    with _no_cyclic_gc():
+def _items_by_dataset(items) -> tuple[pa.Array, np.ndarray, list[str], np.ndarray]:
+    """The items' datasets (a string array), each one's dataset as a number (``code``) into the
+    distinct ``names``, and their ids."""
+    datasets = pa.array([i.dataset for i in items], pa.string())
+    coded = datasets.dictionary_encode()
+    code = coded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = np.fromiter((i.item_id for i in items), dtype=np.int64, count=len(items))
+    return datasets, code, coded.dictionary.to_pylist(), ids
+
+
+class _Places(NamedTuple):
+    """Each traced item's place (:func:`_places`): index into ``sources`` (-1: not located), its
+    record's table (or NO_RECORD / PYTHON_RECORD) and row, and the Python records by item."""
+
+    at: np.ndarray
+    sources: pa.Array
+    table: np.ndarray
+    row: np.ndarray
+    tables: list[pa.Table]
+    records: dict[int, object]  # item index -> record
+
+
+def _places(code: np.ndarray, names: list[str], ids: np.ndarray, found: Mapping[str, Located]) -> _Places:
+    """Each item (its dataset's number ``code`` into ``names`` and its id) looked up in its
+    dataset's :class:`Located` by a sorted search, with no Python step per item."""
+    n = len(ids)
+    at = np.full(n, -1, np.int64)
+    table = np.full(n, NO_RECORD, np.int64)
+    row = np.zeros(n, np.int64)
+    sources: list[pa.Array] = []
+    tables: list[pa.Table] = []
+    records: dict[int, object] = {}
+    offset = 0
+    for k, dataset in enumerate(names):
+        place = found.get(dataset)
+        if place is None or not len(place.ids):
+            continue
+        mine = np.flatnonzero(code == k)
+        order = np.argsort(place.ids, kind="stable")
+        ordered = place.ids[order]
+        pos = np.minimum(np.searchsorted(ordered, ids[mine]), len(ordered) - 1)
+        hit = ordered[pos] == ids[mine]
+        items, j = mine[hit], order[pos[hit]]
+        at[items] = offset + j
+        t = place.table[j]
+        table[items] = np.where(t >= 0, t + len(tables), t)
+        row[items] = place.row[j]
+        python = t == PYTHON_RECORD
+        records.update(zip(items[python].tolist(), (place.records[i] for i in place.ids[j[python]].tolist()),
+                           strict=True))
+        sources.append(place.source)
+        tables += place.tables
+        offset += len(place.ids)
+    joined = pa.concat_arrays(sources) if sources else pa.array([], pa.string())
+    return _Places(at, joined, table, row, tables, records)
+
+
+def table_of(items, found: Mapping[str, Located], where: bool, values: bool) -> pa.Table:
+    """TRACE's rows of traced ``items`` whose inputs were ``found`` (see :func:`trace_table`)."""
+    with no_cyclic_gc():
         shape_of: dict[int, int] = {}
         flat: list = []  # the nodes of every distinct tree, one after the other
         first: list[int] = []  # where each distinct tree's nodes start in ``flat``
@@ -138,12 +210,14 @@ def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.T
                 first.append(len(flat))
                 flat.extend(item.nodes)
             item_shape[i] = s
+        # Row-level arrays are int32 and made by np.repeat of item-level ones (a trace can be
+        # millions of rows): an item's rows are its tree's nodes, one after the other.
         sizes = np.diff(np.append(np.asarray(first, dtype=np.int64), len(flat)))
         counts = sizes[item_shape] if len(items) else np.zeros(0, dtype=np.int64)
-        item_of_row = np.repeat(np.arange(len(items), dtype=np.int64), counts)
+        item_of_row = np.repeat(np.arange(len(items), dtype=np.int32), counts)
         row_start = np.cumsum(counts) - counts
-        node_of_row = (np.asarray(first, dtype=np.int64)[item_shape][item_of_row]
-                       + np.arange(len(item_of_row), dtype=np.int64) - row_start[item_of_row])
+        shift = (row_start - np.asarray(first, dtype=np.int64)[item_shape]).astype(np.int32)
+        node_of_row = np.arange(len(item_of_row), dtype=np.int32) - np.repeat(shift, counts)
         node_paths = [n.path for n in flat]
         node_columns = {
             "path": pa.array(node_paths, pa.string()),
@@ -151,16 +225,17 @@ def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.T
             "accessed_by": pa.array([list(n.accessed) for n in flat], pa.list_(pa.int32())),
             "manipulated_by": pa.array([list(n.manipulated) for n in flat], pa.list_(pa.int32())),
         }
-        keys = [(i.dataset, i.item_id) for i in items]
-        ids = np.fromiter((i for _, i in keys), dtype=np.int64, count=len(keys))
+        datasets, code, names, ids = _items_by_dataset(items)
+        places = _places(code, names, ids, found)
+        elements = pa.array([dataset_element_id(d) for d in names], pa.string()).take(pa.array(code))
         item_columns = {
-            "dataset": pa.array([d for d, _ in keys], pa.string()),
-            "item": item_element_ids(pa.array([dataset_element_id(d) for d, _ in keys], pa.string()), ids),
+            "dataset": datasets,
+            "item": item_element_ids(elements, ids),
             "item_id": pa.array(ids),
-            "source": pa.array([p.source if where and (p := places.get(k)) is not None else None for k in keys],
-                               pa.string()),
+            "source": (places.sources.take(pa.array(places.at, mask=places.at < 0)) if where
+                       else pa.nulls(len(items), pa.string())),
         }
-        node_take, item_take = pa.array(node_of_row.astype(np.int32)), pa.array(item_of_row.astype(np.int32))
+        node_take, item_take = pa.array(node_of_row), pa.array(item_of_row)
         columns = {}
         for field in TRACE_SCHEMA:
             name, coded = field.name, pa.types.is_dictionary(field.type)
@@ -169,68 +244,46 @@ def table_of(items, places: dict[Key, Place], where: bool, values: bool) -> pa.T
             elif name in item_columns:
                 at, column = item_take, item_columns[name]
             else:
-                columns[name] = (_values(keys, places, node_paths, item_of_row, node_of_row) if values
+                columns[name] = (_values(places, node_paths, counts, node_of_row) if values
                                  else pa.nulls(len(item_of_row), field.type))
                 continue
             columns[name] = pa.DictionaryArray.from_arrays(at, column) if coded else column.take(at)
         return pa.table(columns, schema=TRACE_SCHEMA)
 
 
-def _values(keys: list[Key], places: dict[Key, Place], node_paths: list[str], item_of_row: np.ndarray,
-            node_of_row: np.ndarray) -> pa.Array:
-    """TRACE's ``value`` column: per row, the JSON text of its item's record at its node's path.
-    Records held column-wise (a Parquet file's) are written per (file's records, path) at once;
-    other records (JSON lines, text fields, a Spark job's rows) value by value."""
-    held = [places.get(k) for k in keys]
-    tag = np.fromiter((-1 if p is None or not p.found else -2 if p.rows is None else id(p.rows) for p in held),
-                      dtype=np.int64, count=len(held))  # -1: no record; -2: a Python record; else its table
-    row_of_item = np.fromiter((p.row if p is not None else 0 for p in held), dtype=np.int64, count=len(held))
-    tables, first_of, batch_of_item = np.unique(tag, return_index=True, return_inverse=True)
-    batch_of_item = batch_of_item.reshape(-1) - int(np.count_nonzero(tables < 0))
-    batch_of_item = np.where(tag < 0, tag, batch_of_item)
-    batches = [held[i].rows for t, i in zip(tables.tolist(), first_of.tolist(), strict=True) if t >= 0]
+def _values(places: _Places, node_paths: list[str], counts: np.ndarray, node_of_row: np.ndarray) -> pa.Array:
+    """TRACE's ``value`` column: per row (``counts[i]`` rows for item i, ``node_of_row`` their
+    nodes), the JSON text of its item's record at its node's path. Records held column-wise (a
+    Parquet file's) are written per (file's records, path) at once; other records (JSON lines,
+    text fields, a Spark job's rows) value by value."""
     path_ix: dict[str, int] = {}
-    path_of_node = np.fromiter((path_ix.setdefault(p, len(path_ix)) for p in node_paths), dtype=np.int64,
+    path_of_node = np.fromiter((path_ix.setdefault(p, len(path_ix)) for p in node_paths), dtype=np.int32,
                                count=len(node_paths))
     paths = list(path_ix)
     path_of_row = path_of_node[node_of_row]
-    batch_of_row = batch_of_item[item_of_row]
-    # The column is dictionary-coded: the texts of each (file's records, path) written once, in
-    # one dictionary with the Python records' texts after them; each row points at its text.
-    index = np.zeros(len(item_of_row), dtype=np.int32)
+    batch_of_row = np.repeat(places.table.astype(np.int32), counts)
+    # The column is dictionary-coded: the texts of each (file's records, path) that some row asks
+    # for written once, one block after the other, with the Python records' texts after them; a
+    # row points at its block's start plus its record's row.
+    index = np.zeros(len(node_of_row), dtype=np.int32)
     texts: list[pa.Array] = []
     size = 0
-    on = np.flatnonzero(batch_of_row >= 0)
-    if len(on):
-        group = batch_of_row[on] * len(paths) + path_of_row[on]
-        order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")  # radix
-        ordered = group[order]
-        cuts = np.flatnonzero(np.diff(ordered)) + 1
-        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(order)], strict=True):
-            g, at = int(ordered[lo]), on[order[lo:hi]]
+    if places.tables:  # over all rows at once (a row without a table's record is masked or overwritten)
+        group = np.maximum(batch_of_row, 0) * len(paths) + path_of_row
+        asked = np.bincount(group, weights=batch_of_row >= 0, minlength=len(places.tables) * len(paths))
+        start = np.zeros(len(asked), dtype=np.int32)
+        for g in np.flatnonzero(asked).tolist():
             b, p = divmod(g, len(paths))
-            index[at] = size + row_of_item[item_of_row[at]]
-            texts.append(json_column(batches[b], paths[p]))
+            start[g] = size
+            texts.append(json_column(places.tables[b], paths[p]))
             size += len(texts[-1])
-    python = np.flatnonzero(batch_of_row == -2)
+        index = start[group] + np.repeat(places.row.astype(np.int32), counts)
+    python = np.flatnonzero(batch_of_row == PYTHON_RECORD)
     if len(python):
         index[python] = size + np.arange(len(python), dtype=np.int32)
-        texts.append(pa.array([places[keys[i]].value(paths[p]) for i, p in
-                               zip(item_of_row[python].tolist(), path_of_row[python].tolist(), strict=True)],
-                              pa.string()))
+        item_of_row = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        texts.append(pa.array([json_text(value_at(places.records[i], paths[p].split(".") if paths[p] else []))
+                               for i, p in zip(item_of_row[python].tolist(), path_of_row[python].tolist(),
+                                               strict=True)], pa.string()))
     dictionary = pa.concat_arrays([t.cast(pa.string()) for t in texts]) if texts else pa.array([], pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(index, mask=batch_of_row == -1), dictionary)
-
-
-@contextmanager
-def _no_cyclic_gc():
-    """Python's cyclic garbage collector paused: a large trace builds millions of rows (no cycles
-    among them), and each full collection would walk every record read back so far (without the
-    pause they took most of the time of a 150,000-item trace)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    return pa.DictionaryArray.from_arrays(pa.array(index, mask=batch_of_row == NO_RECORD), dictionary)

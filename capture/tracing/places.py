@@ -2,8 +2,9 @@
 
 capture/tracing/locate.py finds the items (its docstring says how); this module holds what it and
 the two wings that read inputs (capture/tracing/duckdb/locate.py, capture/tracing/spark/locate.py)
-share: :class:`Place`, the value at an attribute path, Spark's names of files, and the ``source``
-texts of items that cannot be read back.
+share: :class:`Place` (one item) and :class:`Located` (one dataset's items, column-wise), the
+value at an attribute path, Spark's names of files, and the ``source`` texts of items that cannot
+be read back.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import datetime as dt
 import decimal
 import json
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,6 +47,77 @@ class Place(NamedTuple):  # a tuple: a large trace makes one per input item
             return None
         record = self.record if self.rows is None else self.rows.slice(self.row, 1).to_pylist()[0]
         return json_text(value_at(record, path.split(".") if path else []))
+
+
+NO_RECORD, PYTHON_RECORD = -1, -2  # Located.table: not read back; a Python record
+
+
+class Located(NamedTuple):
+    """Where one dataset's traced items live, column-wise: item ``ids[i]`` is at ``source[i]``
+    and its record is row ``row[i]`` of ``tables[table[i]]``, or (``table[i]`` is
+    :data:`PYTHON_RECORD`) the Python value ``records[ids[i]]``, or was not read back
+    (:data:`NO_RECORD`). The Parquet reader fills it without a Python object per item: a trace of
+    one aggregate can reach 150,000 input rows."""
+
+    ids: np.ndarray  # int64
+    source: pa.Array  # string
+    table: np.ndarray  # int64
+    row: np.ndarray  # int64
+    tables: tuple[pa.Table, ...] = ()
+    records: Mapping[int, object] = {}
+
+
+def located_all(ids: np.ndarray, source: str) -> Located:
+    """Items ``ids``, all at the same ``source`` (why they cannot be read back), no record."""
+    n = len(ids)
+    return Located(np.asarray(ids, np.int64), pa.repeat(pa.scalar(source, pa.string()), n),
+                   np.full(n, NO_RECORD, np.int64), np.zeros(n, np.int64))
+
+
+def concat(parts: list[Located]) -> Located:
+    """The items of ``parts`` in one :class:`Located` (their tables one after the other)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return located_all(np.zeros(0, np.int64), "")
+    tables: list[pa.Table] = []
+    table = []
+    records: dict[int, object] = {}
+    for part in parts:
+        table.append(np.where(part.table >= 0, part.table + len(tables), part.table))
+        tables += part.tables
+        records.update(part.records)
+    return Located(np.concatenate([p.ids for p in parts]), pa.concat_arrays([p.source for p in parts]),
+                   np.concatenate(table), np.concatenate([p.row for p in parts]), tuple(tables), records)
+
+
+def located(places: Mapping[Key, Place]) -> dict[str, Located]:
+    """Per dataset, the :class:`Located` of items found one by one (``places``: a wing that
+    makes a :class:`Place` per item)."""
+    grouped: dict[str, list[tuple[int, Place]]] = {}
+    for (dataset, item_id), place in places.items():
+        grouped.setdefault(dataset, []).append((item_id, place))
+    out = {}
+    for dataset, found in grouped.items():
+        tables: dict[int, int] = {}  # id(rows) -> its index
+        kept: list[pa.Table] = []
+        table, row, records = [], [], {}
+        for item_id, p in found:
+            if not p.found:
+                table.append(NO_RECORD)
+            elif p.rows is None:
+                table.append(PYTHON_RECORD)
+                records[item_id] = p.record
+            else:
+                if id(p.rows) not in tables:
+                    tables[id(p.rows)] = len(kept)
+                    kept.append(p.rows)
+                table.append(tables[id(p.rows)])
+            row.append(p.row)
+        out[dataset] = Located(np.fromiter((i for i, _ in found), np.int64, len(found)),
+                               pa.array([p.source for _, p in found], pa.string()), np.asarray(table, np.int64),
+                               np.asarray(row, np.int64), tuple(kept), records)
+    return out
 
 
 def json_column(rows: pa.Table, path: str) -> pa.Array:

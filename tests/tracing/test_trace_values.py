@@ -19,7 +19,7 @@ from capture.operators import OperatorProv, OpInput, OpType
 from capture.tracing import TRACE_SCHEMA, item_element_id
 from capture.tracing.backtrace import TracedItem, TracedNode, backtrace
 from capture.tracing.locate import table_of
-from capture.tracing.places import Place, json_column, json_text, value_at
+from capture.tracing.places import Place, json_column, json_text, located, value_at
 from iql import TRACE_COLUMNS
 from iql.result import cell_text
 
@@ -200,6 +200,62 @@ def test_the_trace_table_is_each_items_nodes_with_its_source_and_values(case, wh
             want.append((i.dataset, item_element_id(i.dataset, i.item_id), i.item_id, n.path, n.role,
                          list(n.accessed), list(n.manipulated), p.source if p is not None and where else None,
                          p.value(n.path) if p is not None and values else None))
-    got = table_of(items, places, where, values)
+    got = table_of(items, located(places), where, values)
     assert got.schema == TRACE_SCHEMA
     assert list(zip(*(c.to_pylist() for c in got.columns), strict=True)) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=3), groups=st.integers(1, 15),
+       picks=st.data(), changed=st.booleans(), values=st.booleans())
+def test_parquet_items_are_found_column_wise_as_row_by_row(tmp_path_factory, sizes, groups, picks, changed, values):
+    """The driver's Parquet reader (one Arrow array per dataset, no object per item) finds each
+    wanted item where a row-by-row walk over the files finds it: its ``file#row`` source and its
+    record, in any row group; ids in no file, and every item of a file changed since the run, get
+    the input's reason instead."""
+    import os
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from capture.locator import Locator
+    from capture.tracing.duckdb.locate import _seed, read_input
+    from capture.tracing.places import NO_RECORD, PYTHON_RECORD, gone, spark_file_path
+    from store.index.xxh import hash_longs
+
+    folder = tmp_path_factory.mktemp("pq")
+    files, expected = [], {}
+    for f, n in enumerate(sizes):
+        local = str(folder / f"part-{f}.parquet")
+        pq.write_table(pa.table({"a": list(range(n)), "s": [{"x": f"v{f}-{i}"} for i in range(n)]},
+                                schema=pa.schema([("a", pa.int64()), ("s", pa.struct([("x", pa.string())]))])),
+                       local, row_group_size=groups)
+        st_ = os.stat(local)
+        files.append((f"file:{local}", st_.st_size, st_.st_mtime_ns // 1_000_000))
+        ids = hash_longs(np.arange(n, dtype=np.int64), _seed("ds", spark_file_path(f"file:{local}")))
+        for row, item in enumerate(ids.tolist()):
+            expected.setdefault(item, (local, row, f))
+    spoilt = picks.draw(st.sampled_from(range(len(sizes)))) if changed else None
+    if spoilt is not None:  # a file rewritten since the run: its length differs
+        pq.write_table(pa.table({"a": [1]}), str(folder / f"part-{spoilt}.parquet"))
+    known = sorted(expected)
+    want = picks.draw(st.lists(st.sampled_from(known), unique=True) if known else st.just([]))
+    strangers = picks.draw(st.lists(st.integers(-(1 << 63), (1 << 63) - 1).filter(lambda i: i not in expected),
+                                    max_size=3, unique=True))
+    loc = Locator(ids="row_index", format="parquet", files=tuple(files), paths=(f"file:{folder}",))
+    got = read_input("ds", loc, np.asarray(want + strangers, np.int64), values)
+    assert sorted(got.ids.tolist()) == sorted(want + strangers)
+    changed_files = [str(folder / f"part-{spoilt}.parquet")] if spoilt is not None else []
+    for i, item in enumerate(got.ids.tolist()):
+        local, row, f = expected.get(item, (None, None, None))
+        if local is None or f == spoilt:
+            assert got.source[i].as_py() == gone(loc, changed_files)
+            assert got.table[i] == NO_RECORD
+            continue
+        assert got.source[i].as_py() == f"{local}#{row}"
+        if not values:
+            assert got.table[i] == NO_RECORD
+            continue
+        assert got.table[i] not in (NO_RECORD, PYTHON_RECORD)
+        record = got.tables[got.table[i]].slice(got.row[i], 1).to_pylist()[0]
+        assert record == {"a": row, "s": {"x": f"v{f}-{row}"}}

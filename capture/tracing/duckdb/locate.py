@@ -5,7 +5,8 @@ Hadoop split (a Hive text table) of each unchanged file is hashed with numpy as 
 ``xxhash64`` hashes it (capture/tracking/sources.py computes the same ids in the capture); a JSON
 or Hive item is then ``file:line`` (lines counted from 1) and its value the line's JSON or the
 line's fields, a Parquet item ``file#row`` (row indexes from 0) and its value the row, read from
-the row group that holds it and kept as Arrow (a place's ``rows``). :func:`read_input` returns
+the row group that holds it and kept as Arrow; a Parquet input's items are found column-wise
+(:class:`~capture.tracing.places.Located`: no Python object per item). :func:`read_input` returns
 None for any other input (the Spark wing reads those: capture/tracing/spark/locate.py).
 """
 
@@ -22,10 +23,25 @@ from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from capture.ids import SEED, mix
-from capture.tracing.places import Key, Place, every, file_path_of, gone, label, place_of_input, spark_file_path
+from capture.tracing.places import (
+    NO_RECORD,
+    Key,
+    Located,
+    Place,
+    concat,
+    every,
+    file_path_of,
+    gone,
+    label,
+    located,
+    located_all,
+    place_of_input,
+    spark_file_path,
+)
 from store.index.xxh import hash_longs
 
 if TYPE_CHECKING:
@@ -106,28 +122,27 @@ def _json_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: st
             out[key] = Place(label(loc, f"{local}:{i + 1}"), record, found)
 
 
-def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str,
-                  wanted: dict[int, list[Key]], out: dict[Key, Place], values: bool) -> None:
-
+def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local: str, want: pa.Array,
+                  values: bool) -> Located | None:
+    """The items ``want`` (an Arrow array) found in one Parquet file, column-wise; None when none is."""
     pf = pq.ParquetFile(local)
     ids = hash_longs(np.arange(pf.metadata.num_rows, dtype=np.int64), _seed(dataset, spark_file_path(file[0])))
-    hit = np.flatnonzero(np.isin(ids, np.fromiter(wanted, dtype=np.int64, count=len(wanted))))
+    hit = np.flatnonzero(pc.is_in(ids, value_set=want).to_numpy(zero_copy_only=False))  # a hash set
     if not len(hit):
-        return
-    records: dict[int, tuple[pa.Table, int]] = {}  # file row -> (its records, its row there)
+        return None
+    table = np.full(len(hit), NO_RECORD, np.int64)
+    row = np.zeros(len(hit), np.int64)
+    tables: list[pa.Table] = []
     if values:  # each row group that holds a hit read once, its hits taken in one go, kept as Arrow
         starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
         group_of = np.searchsorted(starts, hit, side="right") - 1
         for g in np.unique(group_of).tolist():
-            rows = hit[group_of == g]
-            taken = pf.read_row_group(g).take(pa.array(rows - starts[g]))
-            records.update((r, (taken, j)) for j, r in enumerate(rows.tolist()))
+            at = np.flatnonzero(group_of == g)
+            table[at], row[at] = len(tables), np.arange(len(at))
+            tables.append(pf.read_row_group(g).take(pa.array(hit[at] - starts[g])))
     head, tail = label(loc, f"{local}#\0").split("\0")  # the source of row n: head n tail
-    for row, item in zip(hit.tolist(), ids[hit].tolist(), strict=True):
-        rows_at = records.get(row)
-        source = f"{head}{row}{tail}"
-        for key in wanted.pop(item):
-            out[key] = Place(source, None, True, *rows_at) if rows_at else Place(source)
+    source = pc.binary_join_element_wise(head, pc.cast(pa.array(hit), pa.string()), tail, "")
+    return Located(ids[hit], source, table, row, tuple(tables))
 
 
 def _delimiter(options: dict[str, str]) -> str:
@@ -211,30 +226,39 @@ def _hive_text_file(dataset: str, loc: Locator, file: tuple[str, int, int], loca
                 out[key] = Place(label(loc, f"{local}:{line + 1}"), record, values)
 
 
-def read_input(dataset: str, loc: Locator, wanted: dict[int, list[Key]], values: bool) -> dict[Key, Place] | None:
-    """Items of a local JSON Lines, Parquet or Hive text input, or None when it is not one."""
+def read_input(dataset: str, loc: Locator, want: np.ndarray, values: bool) -> Located | None:
+    """Items ``want`` (distinct ids) of a local JSON Lines, Parquet or Hive text input, or None
+    when it is not one."""
     if loc.ids == "split" and loc.format != "hive-text":
-        return every(wanted, f"{place_of_input(loc)} (a Hive table of another format than text: "
-                             "its records are not read back)")
+        return located_all(want, f"{place_of_input(loc)} (a Hive table of another format than text: "
+                                 "its records are not read back)")
     if loc.ids not in ("offset", "row_index", "split") or not loc.files:
         return None
     locals_ = [file_path_of(f[0]) for f in loc.files]
     if any(p is None for p in locals_):
         return None
-    out: dict[Key, Place] = {}
     changed = []
+    if loc.ids == "row_index":  # column-wise: no Python object per item
+        parts: list[Located] = []
+        rest = pa.array(want, pa.int64())
+        for file, local in zip(loc.files, locals_, strict=True):
+            if not len(rest):
+                break
+            if not _unchanged(local, file[1], file[2]):
+                changed.append(local)
+            elif (part := _parquet_file(dataset, loc, file, local, rest, values)) is not None:
+                parts.append(part)
+                rest = rest.filter(pc.invert(pc.is_in(rest, value_set=pa.array(part.ids))))
+        return concat([*parts, located_all(rest.to_numpy(), gone(loc, changed))])
+    wanted: dict[int, list[Key]] = {i: [(dataset, i)] for i in np.asarray(want).tolist()}
+    out: dict[Key, Place] = {}
     for file, local in zip(loc.files, locals_, strict=True):
         if not wanted:
             break
         if not _unchanged(local, file[1], file[2]):
             changed.append(local)
-            continue
-        if loc.ids == "offset":
+        elif loc.ids == "offset":
             _json_file(dataset, loc, file, local, wanted, out, values)
-        elif loc.ids == "split":
-            _hive_text_file(dataset, loc, file, local, wanted, out, values)
         else:
-            _parquet_file(dataset, loc, file, local, wanted, out, values)
-    return out | every(wanted, gone(loc, changed))
-
-
+            _hive_text_file(dataset, loc, file, local, wanted, out, values)
+    return located(out | every(wanted, gone(loc, changed))).get(dataset, located_all(want[:0], ""))

@@ -61,26 +61,36 @@ def identity_rows(stored: Iterable[tuple], operators: Iterable[OperatorProv], re
 def assoc_rows(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
     """``assoc_frame(df, slots, complete=True)`` for result rows already on the driver (dicts of
     the annotated result's columns, nested structs as dicts): every association those rows derive
-    from, as ``(oid, out_id, input, in_id, pos)`` tuples (repeats possible). The backtracer runs
-    it over the matched rows only, so tracing needs no second Spark job."""
+    from, as ``(oid, out_id, input, in_id, pos)`` tuples (repeats possible)."""
+    return [(oid, out_id, k, i, p) for oid, out_id, k, ids, pos in assoc_groups(rows, slots)
+            for i, p in zip(ids, pos, strict=True)]
+
+
+def assoc_groups(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
+    """:func:`assoc_rows` grouped: ``(oid, out_id, input, in_ids, positions)`` per output item
+    and slot, ``positions`` the ``pos`` of each of ``in_ids``. A group's members come as one list
+    (the backtracer, which runs this over the matched rows only, steps them back together where
+    positions do not count), not a tuple each."""
     out: list[tuple] = []
     for slot in dict.fromkeys(slots):
         conds = slot_conds(slot, complete=True)
         level = [r for r in rows if holds(r, conds, 0)]
         for depth, arr in enumerate(slot.nest, start=1):
             level = [e for r in level for e in (r.get(arr) or ()) if e is not None and holds(e, conds, depth)]
-        k = slot.in_ref.input
+        k, id_col = slot.in_ref.input, slot.in_ref.id_col
         for r in level:
             out_id = r.get(slot.out_col)
             if out_id is None:
                 continue
             if slot.array is not None:
-                out += [(slot.oid, out_id, k, e[slot.in_ref.id_col], p)
-                        for p, e in enumerate(r.get(slot.array) or (), 1)
-                        if e is not None and e.get(slot.in_ref.id_col) is not None]
-            elif (in_id := r.get(slot.in_ref.id_col)) is not None:
+                ids = [None if e is None else e.get(id_col) for e in r.get(slot.array) or ()]
+                if None not in ids:  # the common case: every member at its position 1..n
+                    out.append((slot.oid, out_id, k, ids, range(1, len(ids) + 1)))
+                elif kept := [(p, i) for p, i in enumerate(ids, 1) if i is not None]:
+                    out.append((slot.oid, out_id, k, [i for _, i in kept], [p for p, _ in kept]))
+            elif (in_id := r.get(id_col)) is not None:
                 pos = r.get(slot.pos_col) if slot.pos_col else None
-                out.append((slot.oid, out_id, k, in_id, None if pos is None else pos + 1))
+                out.append((slot.oid, out_id, k, [in_id], [None if pos is None else pos + 1]))
     return out
 
 

@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
 
 from capture.ids import item_element_id
 from capture.operators import POS, OperatorProv, OpType
-from capture.storing.associations import assoc_rows
+from capture.storing.associations import assoc_groups
 
 Path = tuple[str, ...]
 AssocRow = tuple[int, int, int, int | None]  # out_id, input, in_id, pos
@@ -332,6 +333,16 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
                     ids = together[id(tree), 0] = []
                     trees[id(tree)] = tree
                 ids.append(item_id)
+        elif not _uses_pos(op) and (groups := getattr(fetch, "groups", None)) is not None:
+            for out_id, k, in_ids in groups(oid, sorted(bag)):  # a group's members at once
+                tree = bag.get(out_id)
+                if tree is None:
+                    continue
+                ids = together.get((id(tree), k))
+                if ids is None:
+                    ids = together[id(tree), k] = []
+                    trees[id(tree)] = tree
+                ids.extend(in_ids)
         else:
             uses_pos = _uses_pos(op)
             for out_id, k, in_id, pos in fetch(oid, sorted(bag)):
@@ -349,15 +360,20 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
         for (tree_id, k), ids in together.items():
             _put(pending, op.inputs[k].pred, ids, stepped(k, None, trees[tree_id]), merged)
     nodes: dict[int, tuple[TracedNode, ...]] = {}  # per tree object: items that share a tree share its nodes
-    items = []
-    for d in sorted(done):  # by dataset, then item id
+    items: list[TracedItem] = []
+    for d in sorted(done):  # by dataset, then item id; no Python step per item but the tuple
         found = done[d]
         ids = np.fromiter(found, dtype=np.int64, count=len(found))
-        for i in ids[np.argsort(ids, kind="stable")].tolist():
-            t = found[i]
-            if id(t) not in nodes:
-                nodes[id(t)] = _nodes(t)
-            items.append(TracedItem(d, i, nodes[id(t)]))
+        trees = list(found.values())
+        objects, first, which = np.unique(np.fromiter(map(id, trees), dtype=np.int64, count=len(trees)),
+                                          return_index=True, return_inverse=True)
+        shared = np.empty(len(objects), dtype=object)
+        for j, (obj, at) in enumerate(zip(objects.tolist(), first.tolist(), strict=True)):
+            if obj not in nodes:
+                nodes[obj] = _nodes(trees[at])
+            shared[j] = nodes[obj]
+        order = np.argsort(ids, kind="stable")
+        items += map(TracedItem._make, zip(repeat(d), ids[order].tolist(), shared[which.reshape(-1)[order]].tolist()))
     return Backtrace(tuple(items), len(matched))
 
 
@@ -420,18 +436,25 @@ def walk(operators: Iterable[OperatorProv], result_oid: int) -> list[tuple[Opera
 
 
 # ---- from matched rows on the driver (both wings bring them) ----------------------------------
-def _rows_fetcher(rows: Iterable[tuple]) -> Fetch:
-    """A fetch over association rows already on the driver (``oid, out_id, input, in_id, pos``),
-    those derived from the matched result rows."""
-    by_op: dict[int, dict[int, list[AssocRow]]] = {}
-    for oid, out_id, k, in_id, pos in rows:
-        by_op.setdefault(oid, {}).setdefault(out_id, []).append((out_id, k, in_id, pos))
+class GroupsFetcher:
+    """A fetch over associations already on the driver, as :func:`assoc_groups` gives them
+    (``oid, out_id, input, in_ids, positions``: those derived from the matched result rows).
+    Called, it returns rows; :meth:`groups` returns each output item's members of one input as
+    one list, for operators whose stepping back ignores positions."""
 
-    def fetch(oid: int, ids: list[int]) -> list[AssocRow]:
-        mine = by_op.get(oid, {})
-        return [r for i in ids for r in mine.get(i, ())]
+    def __init__(self, groups: Iterable[tuple]) -> None:
+        self._by_op: dict[int, dict[int, list[tuple]]] = {}
+        for oid, out_id, k, in_ids, pos in groups:
+            self._by_op.setdefault(oid, {}).setdefault(out_id, []).append((k, in_ids, pos))
 
-    return fetch
+    def __call__(self, oid: int, ids: list[int]) -> list[AssocRow]:
+        mine = self._by_op.get(oid, {})
+        return [(i, k, in_id, p) for i in ids for k, in_ids, pos in mine.get(i, ())
+                for in_id, p in zip(in_ids, pos, strict=True)]
+
+    def groups(self, oid: int, ids: list[int]) -> list[tuple[int, int, list[int]]]:
+        mine = self._by_op.get(oid, {})
+        return [(i, k, in_ids) for i in ids for k, in_ids, _ in mine.get(i, ())]
 
 
 def backtrace_rows(rows: list[dict], slots, operators, result_oid, t: dict) -> Backtrace:
@@ -441,7 +464,7 @@ def backtrace_rows(rows: list[dict], slots, operators, result_oid, t: dict) -> B
     with no_cyclic_gc():
         t1 = time.perf_counter()
         matched = {r["id"]: list(r["_paths"]) for r in rows}
-        fetch = _rows_fetcher(assoc_rows(rows, slots))
+        fetch = GroupsFetcher(assoc_groups(rows, slots))
         t["associations"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         out = backtrace(operators, result_oid, matched, fetch)

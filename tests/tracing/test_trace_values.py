@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from capture.operators import Manipulation as M
 from capture.operators import OperatorProv, OpInput, OpType
 from capture.tracing import TRACE_SCHEMA, item_element_id
-from capture.tracing.backtrace import TracedItem, TracedNode, backtrace
+from capture.tracing.backtrace import GroupsFetcher, TracedItem, TracedNode, backtrace
 from capture.tracing.locate import table_of
 from capture.tracing.places import Place, json_column, json_text, located, value_at
 from iql import TRACE_COLUMNS
@@ -72,9 +72,20 @@ def _cases(draw):
 @given(_cases())
 def test_shared_steps_back_equal_stepping_back_every_association(case):
     ops, matched, rows, top = case
+    want = _reference(ops, top, matched, rows)
     got = backtrace(ops, top, matched, lambda oid, ids: [r for r in rows if r[0] in ids])
     assert {(i.dataset, i.item_id): {n.path: (n.contributing, n.accessed, n.manipulated) for n in i.nodes}
-            for i in got.items} == _reference(ops, top, matched, rows)
+            for i in got.items} == want
+    # the same associations as the matched rows' groups (a group's members as one list: stepped
+    # back together where the operator's paths ignore positions)
+    groups: dict[int, tuple[list, list]] = {}
+    for out_id, _, in_id, pos in rows:
+        groups.setdefault(out_id, ([], []))[0].append(in_id)
+        groups[out_id][1].append(pos)
+    fetch = GroupsFetcher([(top, out_id, 0, ids, pos) for out_id, (ids, pos) in groups.items()])
+    grouped = backtrace(ops, top, matched, fetch)
+    assert [(i.dataset, i.item_id, i.nodes) for i in grouped.items] == [(i.dataset, i.item_id, i.nodes)
+                                                                          for i in got.items]
 
 
 def test_a_groups_members_share_one_step_back_when_positions_do_not_count():

@@ -49,7 +49,7 @@ def backtrace_run(stored: StoredRun, pattern: Pattern | str, limit: int | None =
     """Match ``pattern`` on the annotated result of ``stored`` (visible + hidden id columns) and
     backtrace the matches (at most ``limit`` matched result items): :func:`stored_rows`, then the
     associations of those rows alone, derived from their hidden columns
-    (:func:`capture.storing.associations.assoc_rows`, the driver-side twin of ``assoc_frame(...,
+    (:func:`capture.storing.associations.assoc_groups`, grouped ``assoc_frame(...,
     complete=True)``) -- no association table is scanned -- and the backtrace on the driver.
     ``timings`` (if given) receives the phases' seconds."""
     t = timings if timings is not None else {}

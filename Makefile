@@ -32,8 +32,12 @@ java-check:
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "error: Python >= 3.10 is needed")'
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	@# uv resolves, downloads and installs in parallel (about half pip's time here); pip if uv fails
+	@# uv resolves, downloads and installs in parallel (about half pip's time here); pip if uv fails.
+	@# PySpark is an sdist, and uv's cache keeps each install's build of it (~1 GB) beside the
+	@# older ones: `uv cache prune` then drops those it can no longer reach (seconds; a machine
+	@# that installs many clones otherwise fills its disk).
 	$(BIN)/python -m pip install -q uv && $(BIN)/python -m uv pip install -q --python $(BIN)/python -e '.[dev]' \
+	  && { $(BIN)/python -m uv cache prune -q 2>/dev/null || true; } \
 	  || { $(BIN)/python -m pip install -q --upgrade pip && $(BIN)/python -m pip install -q -e '.[dev]'; }
 	touch $(STAMP)
 

@@ -324,57 +324,65 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
                 memo[key] = step_back(op, k, pos, tree)
             return memo[key]  # shared between items: trees are never changed once built
 
-        together: dict[tuple[int, int], list[int]] = {}  # (tree object, input) -> ids it reaches
-        trees: dict[int, Tree] = {}
+        together = _Together()  # (tree object, input) -> the ids it reaches there
+        uses_pos = not op.type.keeps_ids and _uses_pos(op)
         if op.type.keeps_ids:
-            for item_id, tree in bag.items():
-                ids = together.get((id(tree), 0))
-                if ids is None:
-                    ids = together[id(tree), 0] = []
-                    trees[id(tree)] = tree
-                ids.append(item_id)
-        elif not _uses_pos(op) and (groups := getattr(fetch, "groups", None)) is not None:
+            if len(set(map(id, bag.values()))) == 1:  # one tree for all (a group's members): no step per item
+                together.ids(next(iter(bag.values())), 0).extend(bag)
+            else:
+                for item_id, tree in bag.items():
+                    together.ids(tree, 0).append(item_id)
+        elif not uses_pos and (groups := getattr(fetch, "groups", None)) is not None:
             for out_id, k, in_ids in groups(oid, sorted(bag)):  # a group's members at once
-                tree = bag.get(out_id)
-                if tree is None:
-                    continue
-                ids = together.get((id(tree), k))
-                if ids is None:
-                    ids = together[id(tree), k] = []
-                    trees[id(tree)] = tree
-                ids.extend(in_ids)
+                if (tree := bag.get(out_id)) is not None:
+                    together.ids(tree, k).extend(in_ids)
         else:
-            uses_pos = _uses_pos(op)
             for out_id, k, in_id, pos in fetch(oid, sorted(bag)):
-                tree = bag.get(out_id)
-                if tree is None:
+                if (tree := bag.get(out_id)) is None:
                     continue
                 if uses_pos:
                     _put(pending, op.inputs[k].pred, [in_id], stepped(k, pos, tree), merged)
-                    continue
-                ids = together.get((id(tree), k))
-                if ids is None:
-                    ids = together[id(tree), k] = []
-                    trees[id(tree)] = tree
-                ids.append(in_id)
-        for (tree_id, k), ids in together.items():
-            _put(pending, op.inputs[k].pred, ids, stepped(k, None, trees[tree_id]), merged)
+                else:
+                    together.ids(tree, k).append(in_id)
+        for (tree, k), ids in together.groups():
+            _put(pending, op.inputs[k].pred, ids, stepped(k, None, tree), merged)
     nodes: dict[int, tuple[TracedNode, ...]] = {}  # per tree object: items that share a tree share its nodes
     items: list[TracedItem] = []
     for d in sorted(done):  # by dataset, then item id; no Python step per item but the tuple
         found = done[d]
         ids = np.fromiter(found, dtype=np.int64, count=len(found))
-        trees = list(found.values())
-        objects, first, which = np.unique(np.fromiter(map(id, trees), dtype=np.int64, count=len(trees)),
+        held = list(found.values())
+        objects, first, which = np.unique(np.fromiter(map(id, held), dtype=np.int64, count=len(held)),
                                           return_index=True, return_inverse=True)
         shared = np.empty(len(objects), dtype=object)
         for j, (obj, at) in enumerate(zip(objects.tolist(), first.tolist(), strict=True)):
             if obj not in nodes:
-                nodes[obj] = _nodes(trees[at])
+                nodes[obj] = _nodes(held[at])
             shared[j] = nodes[obj]
         order = np.argsort(ids, kind="stable")
-        items += map(TracedItem._make, zip(repeat(d), ids[order].tolist(), shared[which.reshape(-1)[order]].tolist()))
+        fields = zip(repeat(d), ids[order].tolist(), shared[which.reshape(-1)[order]].tolist())
+        items += map(tuple.__new__, repeat(TracedItem), fields)  # TracedItem(*f), without a Python call each
     return Backtrace(tuple(items), len(matched))
+
+
+class _Together:
+    """The items that reach one input of an operator from one tree object, gathered to step back
+    once: ids per (tree object, input)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[int, int], list[int]] = {}
+        self._trees: dict[int, Tree] = {}
+
+    def ids(self, tree: Tree, k: int) -> list[int]:
+        """The list of ids that reach input ``k`` from ``tree`` (made on first use)."""
+        ids = self._ids.get((id(tree), k))
+        if ids is None:
+            ids = self._ids[id(tree), k] = []
+            self._trees[id(tree)] = tree
+        return ids
+
+    def groups(self) -> list[tuple[tuple[Tree, int], list[int]]]:
+        return [((self._trees[t], k), ids) for (t, k), ids in self._ids.items()]
 
 
 class _Merges:

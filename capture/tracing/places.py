@@ -31,9 +31,9 @@ Key = tuple[str, int]  # (dataset, item id)
 
 class Place(NamedTuple):  # a tuple: a large trace makes one per input item
     """Where one input item lives (``source``) and, when it was read back, its record: a Python
-    value (``record``), or row ``row`` of the Arrow table ``rows`` that holds the records of a
-    file's traced items (read column-wise: :func:`json_column` turns a path of many such records
-    into JSON texts at once)."""
+    value (``record``), or row ``row`` of an Arrow table ``rows``. The readers that find items one
+    by one (JSON Lines, Hive text, the Spark job) make one per item; :func:`located` turns them
+    into their dataset's :class:`Located`, the form the Parquet reader makes directly."""
 
     source: str
     record: object = None

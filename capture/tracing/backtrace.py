@@ -325,7 +325,7 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
             return memo[key]  # shared between items: trees are never changed once built
 
         together = _Together()  # (tree object, input) -> the ids it reaches there
-        uses_pos = not op.type.keeps_ids and _uses_pos(op)
+        uses_pos = _uses_pos(op)  # never for an operator that keeps ids
         if op.type.keeps_ids:
             if len(set(map(id, bag.values()))) == 1:  # one tree for all (a group's members): no step per item
                 together.ids(next(iter(bag.values())), 0).extend(bag)
@@ -352,17 +352,25 @@ def backtrace(operators: Iterable[OperatorProv], result_oid: int, matched: Mappi
         found = done[d]
         ids = np.fromiter(found, dtype=np.int64, count=len(found))
         held = list(found.values())
-        objects, first, which = np.unique(np.fromiter(map(id, held), dtype=np.int64, count=len(held)),
-                                          return_index=True, return_inverse=True)
-        shared = np.empty(len(objects), dtype=object)
-        for j, (obj, at) in enumerate(zip(objects.tolist(), first.tolist(), strict=True)):
-            if obj not in nodes:
-                nodes[obj] = _nodes(held[at])
-            shared[j] = nodes[obj]
+        first, which = by_identity(held)
+        shared = np.empty(len(first), dtype=object)
+        for j, at in enumerate(first.tolist()):
+            if id(held[at]) not in nodes:
+                nodes[id(held[at])] = _nodes(held[at])
+            shared[j] = nodes[id(held[at])]
         order = np.argsort(ids, kind="stable")
-        fields = zip(repeat(d), ids[order].tolist(), shared[which.reshape(-1)[order]].tolist())
+        fields = zip(repeat(d), ids[order].tolist(), shared[which[order]].tolist())
         items += map(tuple.__new__, repeat(TracedItem), fields)  # TracedItem(*f), without a Python call each
     return Backtrace(tuple(items), len(matched))
+
+
+def by_identity(objects: list) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct objects of ``objects`` by identity (a group's members share one tree, and
+    one node tuple): the index of each one's first place, and for every place the number of its
+    object among them -- with numpy, not a Python step per place."""
+    _, first, which = np.unique(np.fromiter(map(id, objects), dtype=np.int64, count=len(objects)),
+                                return_index=True, return_inverse=True)
+    return first, which.reshape(-1)
 
 
 class _Together:

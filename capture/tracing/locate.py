@@ -41,7 +41,7 @@ from capture.operators import OpType
 from capture.storing.runs import local_rows, read_head
 from capture.storing.tables import SOURCES
 from capture.tracing import duckdb
-from capture.tracing.backtrace import no_cyclic_gc
+from capture.tracing.backtrace import by_identity, no_cyclic_gc
 from capture.tracing.places import (
     NO_RECORD,
     PYTHON_RECORD,
@@ -133,10 +133,11 @@ def trace_table(store, bt, where: bool = True, values: bool = True) -> pa.Table:
     rows is millions of rows."""
     with no_cyclic_gc():
         found: dict[str, Located] = {}
+        by_dataset = _items_by_dataset(bt.items)
         if (where or values) and bt.items and bt.run is not None:
-            _, code, names, ids = _items_by_dataset(bt.items)
+            _, code, names, ids = by_dataset
             found = locate(store, read_head(store, bt.run), {d: ids[code == k] for k, d in enumerate(names)}, values)
-        return table_of(bt.items, found, where, values)
+        return _table(bt.items, by_dataset, found, where, values)
 
 
 def _items_by_dataset(items) -> tuple[pa.Array, np.ndarray, list[str], np.ndarray]:
@@ -198,25 +199,23 @@ def _places(code: np.ndarray, names: list[str], ids: np.ndarray, found: Mapping[
 
 def table_of(items, found: Mapping[str, Located], where: bool, values: bool) -> pa.Table:
     """TRACE's rows of traced ``items`` whose inputs were ``found`` (see :func:`trace_table`)."""
+    return _table(items, _items_by_dataset(items), found, where, values)
+
+
+def _table(items, by_dataset: tuple, found: Mapping[str, Located], where: bool, values: bool) -> pa.Table:
+    """:func:`table_of`, the items' datasets and ids given (:func:`_items_by_dataset`)."""
     with no_cyclic_gc():
-        shape_of: dict[int, int] = {}
-        flat: list = []  # the nodes of every distinct tree, one after the other
-        first: list[int] = []  # where each distinct tree's nodes start in ``flat``
-        item_shape = np.empty(len(items), dtype=np.int64)
-        for i, item in enumerate(items):
-            s = shape_of.get(id(item.nodes))
-            if s is None:
-                s = shape_of[id(item.nodes)] = len(first)
-                first.append(len(flat))
-                flat.extend(item.nodes)
-            item_shape[i] = s
+        tuples = [i.nodes for i in items]
+        shared, item_shape = by_identity(tuples)  # the distinct node tuples, and each item's
+        flat: list = [n for s in shared.tolist() for n in tuples[s]]  # their nodes, one after the other
+        sizes = np.fromiter((len(tuples[s]) for s in shared.tolist()), dtype=np.int64, count=len(shared))
+        first = np.cumsum(sizes) - sizes  # where each distinct tuple's nodes start in ``flat``
         # Row-level arrays are int32 and made by np.repeat of item-level ones (a trace can be
         # millions of rows): an item's rows are its tree's nodes, one after the other.
-        sizes = np.diff(np.append(np.asarray(first, dtype=np.int64), len(flat)))
-        counts = sizes[item_shape] if len(items) else np.zeros(0, dtype=np.int64)
+        counts = sizes[item_shape]
         item_of_row = np.repeat(np.arange(len(items), dtype=np.int32), counts)
         row_start = np.cumsum(counts) - counts
-        shift = (row_start - np.asarray(first, dtype=np.int64)[item_shape]).astype(np.int32)
+        shift = (row_start - first[item_shape]).astype(np.int32)
         node_of_row = np.arange(len(item_of_row), dtype=np.int32) - np.repeat(shift, counts)
         node_paths = [n.path for n in flat]
         node_columns = {
@@ -225,7 +224,7 @@ def table_of(items, found: Mapping[str, Located], where: bool, values: bool) -> 
             "accessed_by": pa.array([list(n.accessed) for n in flat], pa.list_(pa.int32())),
             "manipulated_by": pa.array([list(n.manipulated) for n in flat], pa.list_(pa.int32())),
         }
-        datasets, code, names, ids = _items_by_dataset(items)
+        datasets, code, names, ids = by_dataset
         places = _places(code, names, ids, found)
         elements = pa.array([dataset_element_id(d) for d in names], pa.string()).take(pa.array(code))
         item_columns = {

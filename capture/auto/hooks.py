@@ -368,6 +368,11 @@ def _jvm_stopped(spark, error: BaseException | None = None) -> str | None:
     tells (Spark exits with 52 when a task runs out of memory: SparkExitCode.OOM). When ``error``
     (the write's) says the JVM ran out of memory (``java.lang.OutOfMemoryError``), Spark may still
     be stopping as the error arrives: its context is asked again for up to ``_OOM_WAIT`` seconds."""
+    with _quiet_py4j():
+        return _stopped(spark, error)
+
+
+def _stopped(spark, error: BaseException | None) -> str | None:
     deadline = None
     answers = False
     try:
@@ -394,17 +399,25 @@ def _jvm_stopped(spark, error: BaseException | None = None) -> str | None:
 
 def _out_of_memory(error: BaseException) -> bool:
     """Whether ``error`` says the JVM ran out of memory, or its message can no longer be read (the
-    JVM is going away). A Py4J error's message is read from its JVM: when that fails, py4j logs
-    its failed call with a traceback, so the root logger drops that record meanwhile."""
+    JVM is going away)."""
+    try:
+        return "java.lang.OutOfMemoryError" in str(error)
+    except Exception:  # noqa: BLE001 - the JVM no longer answers
+        return True
+
+
+@contextmanager
+def _quiet_py4j() -> Iterator[None]:
+    """A call to a JVM that is going away fails, and py4j logs the failed call on the root logger
+    with a traceback (the write's error chained in); asking whether the JVM stopped expects that,
+    so the root logger drops those records meanwhile."""
     def keep(record: logging.LogRecord) -> bool:
         return not record.getMessage().endswith("while sending command.")
 
     root = logging.getLogger()
     root.addFilter(keep)
     try:
-        return "java.lang.OutOfMemoryError" in str(error)
-    except Exception:  # noqa: BLE001 - the JVM no longer answers
-        return True
+        yield
     finally:
         root.removeFilter(keep)
 
@@ -412,7 +425,8 @@ def _out_of_memory(error: BaseException) -> bool:
 def _message(e: BaseException) -> str:
     """``str(e)``, or what can be said when that fails (a Py4J error asks its JVM, which may be gone)."""
     try:
-        return str(e)
+        with _quiet_py4j():
+            return str(e)
     except Exception:  # noqa: BLE001 - the message itself could not be read
         return "(its message could not be read: Spark's JVM no longer answers)"
 

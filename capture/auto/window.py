@@ -20,9 +20,10 @@ the row's partition. :func:`translate` records it as what it computes:
 
 All of it is computed in one pass: the program's Window node over the annotated input, and over
 it a second Window node (same partition and order) with ``collect_list`` of the input's stored
-hidden columns over each aggregation's frame; Spark collapses the two into one Window operator
-(one shuffle, one sort). Output ids are stored for the aggregations (the partition key's hash,
-or the row's id for a per-row frame) and derived for the joins.
+hidden columns (or bare ids: ``grouping.member``) over each aggregation's frame; Spark collapses
+the two into one Window operator (one shuffle, one sort). Output ids are stored for the
+aggregations (the partition key's hash, or the row's id for a per-row frame) and derived for the
+joins.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from capture.id_columns import named, resolver
 from capture.ids import JOIN, Derived, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.grouping import key_hash
+from capture.tracking.grouping import key_hash, member
 from capture.tracking.paths import accesses, aggregate_pairs, analyzed, attr_map, cls, has_udf, out_pairs, seq
 from capture.tracking.project import column_of
 
@@ -204,9 +205,8 @@ def _compute(walk, node, child, groups: list[_Group], joins, keys):
     """The program's window over the annotated input, each group's members collected over its
     frame by a second Window node of the same partition and order, and the id columns."""
     spark = walk.spark
-    stored = [h for h in child.hidden() if h not in top(child._derived)]  # derived ids: not collected
-    member = F.struct(*[named(h) for h in stored])
-    probe = child.annotated.agg(*[F.collect_list(member).alias(f"_{i}") for i in range(len(groups))])
+    collected = member(child, named)  # stored hidden columns, or the bare id
+    probe = child.annotated.agg(*[F.collect_list(collected).alias(f"_{i}") for i in range(len(groups))])
     aggs = [a.child() for a in seq(analyzed(probe).aggregateExpressions())]
     ex = getattr(walk.jvm, "org.apache.spark.sql.catalyst.expressions")
     new_id = getattr(getattr(ex, "NamedExpression$"), "MODULE$").newExprId

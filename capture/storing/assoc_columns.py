@@ -190,7 +190,10 @@ def assoc_columns(table: pa.Table, slots: Iterable[Slot]) -> np.ndarray:
             parents = pc.list_parent_indices(lists)
             valid = pc.is_valid(members)
             members, parents = members.filter(valid), parents.filter(valid)
-            in_ids = _field(members, slot.in_ref.id_col) if len(members) else pa.array([], pa.int64())
+            if not pa.types.is_struct(members.type):  # bare ids (capture/tracking/grouping.py member)
+                in_ids = members
+            else:
+                in_ids = _field(members, slot.in_ref.id_col) if len(members) else pa.array([], pa.int64())
             out_ids = out.take(parents)
         else:
             in_ids, out_ids = _field(level, slot.in_ref.id_col), out

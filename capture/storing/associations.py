@@ -83,7 +83,9 @@ def assoc_groups(rows: Iterable[Mapping], slots: Iterable[Slot]) -> list[tuple]:
             if out_id is None:
                 continue
             if slot.array is not None:
-                ids = [None if e is None else e.get(id_col) for e in r.get(slot.array) or ()]
+                ids = r.get(slot.array) or ()  # bare ids, or structs (capture/tracking/grouping.py member)
+                if isinstance(next((e for e in ids if e is not None), None), Mapping):
+                    ids = [None if e is None else e.get(id_col) for e in ids]
                 if None not in ids:  # the common case: every member at its position 1..n
                     out.append((slot.oid, out_id, k, ids, range(1, len(ids) + 1)))
                 elif kept := [(p, i) for p, i in enumerate(ids, 1) if i is not None]:

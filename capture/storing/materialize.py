@@ -63,12 +63,13 @@ def _array_rows(df: DataFrame, slot: Slot, complete: bool) -> DataFrame:
     c = _cond(slot_conds(slot, complete), len(slot.nest))
     if c is not None:
         df = df.filter(c)
+    bare = not isinstance(df.schema[slot.array].dataType.elementType, StructType)  # grouping.member
     df = df.select(F.col(slot.out_col).alias(OUT_ID), F.posexplode(F.col(slot.array)).alias("_p", "_e"))
     return df.select(
         F.lit(slot.oid).cast("int").alias(OID),
         OUT_ID,
         F.lit(slot.in_ref.input).cast("int").alias(INPUT),
-        F.col("_e").getField(slot.in_ref.id_col).alias(IN_ID),
+        (F.col("_e") if bare else F.col("_e").getField(slot.in_ref.id_col)).alias(IN_ID),
         (F.col("_p") + 1).cast("int").alias(POS),
     )
 

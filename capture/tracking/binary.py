@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from capture.errors import UnsupportedOperation
 from capture.id_columns import named
-from capture.ids import JOIN, UNION, Derived, is_hidden, top
+from capture.ids import JOIN, UNION, Derived, is_hidden
 from capture.operators import (
     UNRECORDED_RIGHT,
     InRef,
@@ -22,6 +22,7 @@ from capture.operators import (
     Slot,
     column_paths,
 )
+from capture.tracking.grouping import member
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -199,19 +200,19 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
                   ) -> tuple[DataFrame, tuple[Slot, ...], tuple[Derived, ...]]:
     """A left semi (or existence) join's output ``new`` -- Spark's own join, one row per kept left
     row -- with the right items that match each row: a hidden array ``__strata_match_<oid>`` of
-    the stored hidden columns of every right row that meets the condition ``on`` with it (an
-    inner join of the two annotated sides on the same condition, grouped by the left id, joined
-    back to ``new`` on it: the rows of ``new`` stay as they are; null where none matches; ``on``
-    is a condition, never None: without one every pair matches and nothing is recorded). Returns
-    that DataFrame, the slots to add (the join's input 1, and the right side's own slots seen
-    inside the array, de-duplicated: a right row may match several left rows) and every derived id."""
+    the stored hidden columns (or bare ids: ``grouping.member``) of every right row that meets
+    the condition ``on`` with it (an inner join of the two annotated sides on the same condition,
+    grouped by the left id, joined back to ``new`` on it: the rows of ``new`` stay as they are;
+    null where none matches; ``on`` is a condition, never None: without one every pair matches
+    and nothing is recorded). Returns that DataFrame, the slots to add (the join's input 1, and
+    the right side's own slots seen inside the array, de-duplicated: a right row may match
+    several left rows) and every derived id."""
     arr, key = f"__strata_match_{oid}", f"__strata_key_{oid}"
     rename = {h: f"{h}_j{oid}" for h in set(left.hidden()) & set(right.hidden())}
     rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
-    stored = [h for h in right.hidden() if h not in top(right._derived)]  # derived ids: computed on read
     pairs = left.annotated.join(rdf, on, "inner")
-    matches = pairs.groupBy(named(left._cur).alias(key)).agg(
-        F.collect_list(F.struct(*(named(rename.get(h, h)).alias(h) for h in stored))).alias(arr))
+    matched = member(right, lambda h: named(rename.get(h, h)).alias(h))  # stored hidden columns, or the bare id
+    matches = pairs.groupBy(named(left._cur).alias(key)).agg(F.collect_list(matched).alias(arr))
     out = new.join(matches, named(left._cur) == named(key), "left").drop(key)
     slots = (*(s.repeated().nested_in(arr) for s in right._slots),
              Slot(oid, left._cur, InRef(right._cur, 1), array=arr))

@@ -1,10 +1,11 @@
 """Grouping + aggregation/nesting, distinct and dropDuplicates (Pebble: <ids_i, id_o>).
 
-Each output row carries a hidden ``collect_list(struct(<input hidden columns>))`` of every input
-item of its group, in the order the aggregation saw them (their 1-based position is the ``pos``
-of the association, equal to the position of the item's value in every ``collect_list`` output
-of the same call when the collected values are not null). Derived ids (flatten, join, union:
-capture/ids.py) are left out of the struct; reading a run computes them again.
+Each output row carries a hidden ``collect_list`` of every input item of its group: the struct
+of its stored hidden columns, or its bare id where that is all it holds (:func:`member`), in the
+order the aggregation saw them (their 1-based position is the ``pos`` of the association, equal
+to the position of the item's value in every ``collect_list`` output of the same call when the
+collected values are not null). Derived ids (flatten, join, union: capture/ids.py) are left out
+of the struct; reading a run computes them again.
 
 The output id is ``xxhash64(oid, group key)`` (:func:`key_id`): the grouping values identify a
 group within the operator's output, and hashing them per group costs less than hashing every
@@ -82,12 +83,23 @@ class TrackedGroupedData:
         raise UnsupportedOperation.named(f"groupBy().{name}")
 
 
-def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
-    """The members' stored hidden columns, collected (derived ids are not: capture/ids.py)."""
-    agg, idk = f"__strata_agg_{oid}", f"__strata_id_{oid}"
+def member(tdf: TrackedDataFrame, col: Callable[[str], Column] = F.col) -> Column:
+    """What an aggregation collects of each member row: its stored hidden columns as a struct
+    (derived ids are not stored: capture/ids.py), or the bare id when that is all the row holds
+    (one non-null id column, no association or derived id at its level, e.g. a source's rows):
+    a list of longs costs a third of a list of one-field structs to collect (docs/capture.md,
+    "Aggregation"). Readers tell the two apart by the element type. ``col`` makes a column of a name."""
     derived = top(tdf._derived)
-    kept = [F.col(h) for h in tdf.hidden() if h not in derived]
-    return F.collect_list(F.struct(*kept)).alias(agg), agg, idk
+    kept = [h for h in tdf.hidden() if h not in derived]
+    if len(kept) == 1 and not tdf._derived and not tdf._slots and not tdf.annotated.schema[kept[0]].nullable:
+        return col(kept[0])
+    return F.struct(*[col(h) for h in kept])
+
+
+def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
+    """The members, collected (:func:`member`)."""
+    agg, idk = f"__strata_agg_{oid}", f"__strata_id_{oid}"
+    return F.collect_list(member(tdf)).alias(agg), agg, idk
 
 
 def _positional(dtype: DataType) -> DataType:

@@ -471,7 +471,7 @@ def test_strata_capture_command(spark, tmp_path):
     assert ("strata: Spark's JVM stopped while writing the captured result of write 1 "
             f"({_COMMAND['work'] / 'stopped_out'}): out of memory (Spark's exit code 52). Nothing of this write "
             "was committed") in stops.stderr, stops.stderr[-2000:]
-    assert "spark.driver.memory" in stops.stderr and "Traceback" not in stops.stderr
+    assert "spark.driver.memory" in stops.stderr and "Traceback" not in stops.stderr, stops.stderr[-4000:]
     assert Store.open(_COMMAND["work"] / "stopped").version == 0
     refused = subprocess.run(
         [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",

@@ -154,3 +154,40 @@ def test_run_rows_keep_slots_and_derived_ids_and_read_older_runs():
     assert slots_from_json(slots_json(slots, derived)) == (slots, derived)
     older = json.dumps(json.loads(slots_json(slots))["slots"])
     assert slots_from_json(older) == (slots, ())
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(groups=st.lists(st.integers(0, 3), min_size=0, max_size=12))
+def test_an_aggregation_collects_bare_ids_where_a_member_holds_nothing_else(spark, groups, monkeypatch):
+    """A group's members are collected as bare ids where each holds only its id (rows of a
+    source), as structs where it holds more (rows of a join): both forms give every reader
+    (Spark's assoc_frame, the driver's rows and columns) the same associations as the struct form
+    always gives, one per member at its position."""
+    rows = [(i, g) for i, g in enumerate(groups)]
+    sides = [(g, 10 * g) for g in range(4)]
+
+    def captured(always_struct: bool, joined: bool):
+        tracker = Tracker(spark, None)
+        t = tracker.track(spark.createDataFrame(rows, "n int, g int"), name="t")
+        if joined:
+            t = t.join(tracker.track(spark.createDataFrame(sides, "g int, v int"), name="u"), "g")
+        if always_struct:
+            monkeypatch.setattr(grouping, "member", lambda tdf, col=F.col: F.struct(*[
+                col(h) for h in tdf.hidden() if h not in grouping.top(tdf._derived)]))
+        try:
+            return tracker.capture(t.groupBy("g").agg(F.sum("n").alias("s")))
+        finally:
+            monkeypatch.undo()
+
+    for joined in (False, True):
+        new, old = captured(False, joined), captured(True, joined)
+        collected = [f.dataType.elementType for f in new.compact.schema.fields if f.name.startswith("__strata_agg")]
+        assert [type(e).__name__ for e in collected] == ["StructType" if joined else "LongType"]
+        want = sorted(tuple(r) for r in old.stored_associations(old.compact).collect())
+        assert sorted(tuple(r) for r in new.stored_associations(new.compact).collect()) == want
+        assert sorted(a[4] for a in want if a[4] is not None) == sorted(  # each row once, at its place in its group
+            p for g in set(groups) for p in range(1, groups.count(g) + 1))
+        driver = hydrate_rows(new.compact.toArrow().to_pylist(), new.derived)
+        assert sorted(assoc_rows(driver, new.slots)) == want
+        columns = hydrate_columns(new.compact.toArrow(), new.derived)
+        assert sorted(map(tuple, assoc_columns(columns, new.slots).tolist())) == sorted(a[:4] for a in want)

@@ -45,6 +45,7 @@ from capture.tracking.paths import (
     names_ids,
     out_pairs,
     output_paths,
+    scala_map,
     seq,
     visible_names_ids,
 )
@@ -353,9 +354,7 @@ class _Walk:
 
     def _options(self, rel) -> dict[str, str]:
         """A file relation's reader options (its paths aside: they are the relation's root paths)."""
-        converters = getattr(self.jvm, "scala.jdk.javaapi.CollectionConverters")
-        return {k: v for k, v in dict(converters.asJava(rel.options())).items()
-                if k.lower() not in ("path", "paths")}
+        return {k: v for k, v in scala_map(rel.options()).items() if k.lower() not in ("path", "paths")}
 
     def _json_lines(self, node, rel, dataset: str, table) -> TrackedDataFrame | None:
         """A JSON Lines scan read again with capture's offset reader (capture/jvm), as

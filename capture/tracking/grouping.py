@@ -91,7 +91,8 @@ def member(tdf: TrackedDataFrame, col: Callable[[str], Column] = F.col) -> Colum
     "Aggregation"). Readers tell the two apart by the element type. ``col`` makes a column of a name."""
     derived = top(tdf._derived)
     kept = [h for h in tdf.hidden() if h not in derived]
-    if len(kept) == 1 and not tdf._derived and not tdf._slots and not tdf.annotated.schema[kept[0]].nullable:
+    if len(kept) == 1 and not tdf._derived and not tdf._slots \
+            and not tdf.annotated._jdf.schema().apply(kept[0]).nullable():  # one field, not the whole schema
         return col(kept[0])
     return F.struct(*[col(h) for h in kept])
 

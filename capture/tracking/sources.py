@@ -19,6 +19,7 @@ from pyspark.sql.types import StructType
 
 from capture import jvm
 from capture.locator import Locator
+from capture.tracking.paths import scala_map
 
 
 def item_ids(dataset: str, layout: str) -> F.Column:
@@ -192,8 +193,7 @@ def hive_locator(spark, node, table: str | None) -> Locator:
     locations = [p for p in locations if p != "None"]
     fmt = "hive-text" if (_option(storage.inputFormat()) == _TEXT_INPUT
                           and _option(storage.serde()) == _LAZY_SIMPLE) else "hive"
-    props = dict(getattr(spark._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(storage.properties()))
-    table_props = dict(getattr(spark._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(meta.properties()))
+    props, table_props = scala_map(storage.properties()), scala_map(meta.properties())
     if "skip.header.line.count" in table_props:
         props["skip.header.line.count"] = table_props["skip.header.line.count"]
     files: tuple = ()

@@ -1,8 +1,9 @@
 """Capture reads a plan's output names and attribute ids, and which projection items are input
 attributes, from Spark's text of them (capture/tracking/paths.py: ``names_ids``,
-``project_output``) instead of asking every attribute over py4j. Any column name must come out
-as Spark's own attribute says it, whatever characters it holds (``#``, digits, the separator,
-newlines, ``AS``), and the attribute items of a select must be told apart from computed ones."""
+``project_output``; a reader's options: ``scala_map``) instead of asking every attribute over
+py4j. Any column name must come out as Spark's own attribute says it, whatever characters it
+holds (``#``, digits, the separator, newlines, ``AS``), and the attribute items of a select must
+be told apart from computed ones."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from capture.tracking.paths import analyzed, cls, contains_any, has_udf, names_ids, project_output, seq
+from capture.tracking.paths import analyzed, cls, contains_any, has_udf, names_ids, project_output, scala_map, seq
 
 NAMES = st.text(st.sampled_from("ab###11L-T9ms \x1f\n AS,`."), min_size=1, max_size=8)
 
@@ -70,3 +71,15 @@ def test_tree_patterns_find_subqueries_and_udfs_where_a_walk_does(spark):
     assert [has_udf(e) for e in seq(udf_plan.projectList())] == [True]
     above = analyzed(spark.range(3).select(plus(F.col("id")).alias("x")).where("x > 1").select("x"))
     assert contains_any(above, ("PYTHON_UDF", "SCALA_UDF")), "the UDF two nodes below"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.dictionaries(NAMES, st.text(st.sampled_from("ab1 ,=->\x1f\n"), max_size=6), max_size=5))
+def test_a_scala_map_reads_as_the_dict_it_was_made_from(spark, options):
+    """A reader's options (a Scala ``Map[String, String]``) come out key for key, value for value,
+    separators and empty values included."""
+    jmap = spark._jvm.java.util.HashMap()
+    for k, v in options.items():
+        jmap.put(k, v)
+    converters = getattr(spark._jvm, "scala.jdk.javaapi.CollectionConverters")
+    assert scala_map(converters.asScala(jmap)) == options

@@ -87,8 +87,8 @@ def member(tdf: TrackedDataFrame, col: Callable[[str], Column] = F.col) -> Colum
     """What an aggregation collects of each member row: its stored hidden columns as a struct
     (derived ids are not stored: capture/ids.py), or the bare id when that is all the row holds
     (one non-null id column, no association or derived id at its level, e.g. a source's rows):
-    a list of longs costs a third of a list of one-field structs to collect (docs/capture.md,
-    "Aggregation"). Readers tell the two apart by the element type. ``col`` makes a column of a name."""
+    Spark collects longs without copying a row per member (docs/capture.md, "What an aggregation
+    collects"). Readers tell the two apart by the element type. ``col`` makes a column of a name."""
     derived = top(tdf._derived)
     kept = [h for h in tdf.hidden() if h not in derived]
     if len(kept) == 1 and not tdf._derived and not tdf._slots \

@@ -156,7 +156,7 @@ def test_run_rows_keep_slots_and_derived_ids_and_read_older_runs():
     assert slots_from_json(older) == (slots, ())
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(groups=st.lists(st.integers(0, 3), min_size=0, max_size=12))
 def test_an_aggregation_collects_bare_ids_where_a_member_holds_nothing_else(spark, groups, monkeypatch):
     """A group's members are collected as bare ids where each holds only its id (rows of a

@@ -84,6 +84,8 @@ class _Walk:
     tracker: object
     spark: object
     ctes: dict[int, object] = field(default_factory=dict)
+    # each CTE's definition translated once, the first time it is referenced
+    cte_frames: dict[int, TrackedDataFrame] = field(default_factory=dict)
     # the attribute ids of the values of a Filter's uncorrelated scalar subqueries, each joined
     # by a join that records no right item (binary.compared_scalar)
     compared: set[int] = field(default_factory=set)
@@ -413,10 +415,19 @@ class _Walk:
         return self.run(node.plan())
 
     def visit_CTERelationRef(self, node) -> TrackedDataFrame:
-        d = self.ctes.get(node.cteId())
+        """The CTE's definition, translated at its first reference; every later reference reuses
+        that translation, so the CTE's operators and item ids are the same wherever the query reads
+        it (one operator per operator of the program, as for a DataFrame used twice), and the plan
+        is built once. :meth:`run` rebinds each reference to its own attribute ids."""
+        cte = node.cteId()
+        done = self.cte_frames.get(cte)
+        if done is not None:
+            return done
+        d = self.ctes.get(cte)
         if d is None:
             raise refuse(node, "a reference to a CTE the plan does not define")
-        return self.run(d.child())
+        self.cte_frames[cte] = out = self.run(d.child())
+        return out
 
     # ---- rows kept with their ids ------------------------------------------------------------
     def visit_Filter(self, node) -> TrackedDataFrame:

@@ -17,6 +17,7 @@ capture/storing/associations.py, without pyspark.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from pyspark.sql import Column, DataFrame
@@ -100,28 +101,45 @@ def assoc_frame(annotated: DataFrame, slots: Iterable[Slot], complete: bool = Fa
 
     Slots at the same nesting level are read in one pass. Rows a later flatten repeated keep
     only their first copy (a filter); rows a later join repeated (or a flatten followed by a
-    filter) are de-duplicated, in one shuffle per level.
+    filter) are de-duplicated, in one shuffle per level. An operator whose rows reach the result
+    along several paths (a DataFrame joined with itself, a CTE read twice: its slots are there
+    once per path) has the rows of those slots de-duplicated together, in one more shuffle.
 
     ``complete=True`` is for a *subset* of the result rows (the backtracer's matched items): no
     copy is dropped and nothing is de-duplicated, so the rows hold every association those
     result rows derive from (possibly repeated), and no shuffle runs.
     """
     groups: dict[tuple, list[Slot]] = {}
-    for s in dict.fromkeys(slots):
+    unique = list(dict.fromkeys(slots))
+    paths = Counter((s.oid, s.in_ref.input) for s in unique)
+    for s in unique:
         above = tuple(c for c in slot_conds(s, complete) if c[0] < len(s.nest))
         shuffle = s.distinct and s.first is None and not complete
         key = (s.nest, above, shuffle, s.array if s.array is not None else "")
         groups.setdefault(key, []).append(s)
     spark = annotated.sparkSession
     out: DataFrame | None = None
+    repeated: DataFrame | None = None  # the rows of slots of an operator reached along several paths
     for (nest, above, distinct, array), members in groups.items():
         level = _descend(annotated, nest, above)
-        parts = [_array_rows(level, m, complete) for m in members] if array else [_flat_rows(level, members, complete)]
-        for rows in parts:
+        if not array and not complete:
+            parts = [(m, _flat_rows(level, [m], complete)) for m in members if paths[m.oid, m.in_ref.input] > 1]
+            once = [m for m in members if paths[m.oid, m.in_ref.input] == 1]
+            parts += [(once[0], _flat_rows(level, once, complete))] if once else []
+        else:
+            parts = [(m, _array_rows(level, m, complete)) for m in members] if array else \
+                [(members[0], _flat_rows(level, members, complete))]
+        for slot, rows in parts:
             rows = rows.filter(F.col(OUT_ID).isNotNull() & F.col(IN_ID).isNotNull())
+            if not complete and paths[slot.oid, slot.in_ref.input] > 1:
+                repeated = rows if repeated is None else repeated.unionByName(rows)
+                continue
             if distinct:
                 rows = rows.distinct()
             out = rows if out is None else out.unionByName(rows)
+    if repeated is not None:
+        repeated = repeated.distinct()
+        out = repeated if out is None else out.unionByName(repeated)
     if out is None:
         return local_frame(spark, [], ASSOC_SCHEMA)
     return out

@@ -213,6 +213,21 @@ def test_join_on_column_names_and_self_join(tracker, spark):
     assert {(inp, i) for _, inp, i, _ in rows} == {(0, aid["x"]), (1, aid["x"]), (0, aid["y"]), (1, aid["y"])}
 
 
+def test_an_aggregate_joined_with_itself_stores_each_association_once(tracker, spark):
+    """Both sides of the join read the same aggregation, so its collected members reach the
+    result twice (a slot per side); its associations are stored once each, as Pebble's P is a
+    set (capture/storing/materialize.py `assoc_frame`)."""
+    a = tracker.track(spark.createDataFrame([("x", 1), ("x", 2), ("y", 3)], "k string, v int"), name="a")
+    g = a.groupBy("k").agg(F.sum("v").alias("s"))
+    out = g.join(g.withColumnRenamed("s", "t"), on="k")
+    assert sorted((r.k, r.s, r.t) for r in out.collect()) == [("x", 3, 3), ("y", 3, 3)]
+    df = tracker.capture(out).associations()
+    rows = [(r.out_id, r.input, r.in_id, r.pos) for r in df.filter(df.oid == g.oid).collect()]
+    gid, aid = ids_by(g, "k"), ids_by(a, "v")
+    assert sorted(rows) == sorted([(gid["x"], 0, aid[1], 1), (gid["x"], 0, aid[2], 2), (gid["y"], 0, aid[3], 1)]) \
+        or sorted(rows) == sorted([(gid["x"], 0, aid[1], 2), (gid["x"], 0, aid[2], 1), (gid["y"], 0, aid[3], 1)])
+
+
 def test_union_records_which_input_each_item_came_from(tracker, tweets, users, src_ids):
     a = tweets.select(F.col("user.id_str").alias("id"))
     b = users.select("id")

@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from capture import OperatorProv, OpInput, OpType, capturing
+from capture.storing import load_run
 from capture.storing.runs import read_head
 from capture.tracing import check, parse_pattern
 from capture.tracing.checking import drawn, exactness
@@ -64,6 +65,9 @@ spark.sql("SELECT name, g FROM scores s WHERE EXISTS (SELECT 1 FROM scores t WHE
           ).write.mode("overwrite").parquet(sys.argv[2] + "/beaten")
 spark.sql("SELECT name, g FROM scores s WHERE NOT EXISTS (SELECT 1 FROM scores t WHERE t.g = s.g AND t.score > s.score)"
           ).write.mode("overwrite").parquet(sys.argv[2] + "/unbeaten")
+spark.sql("WITH best AS (SELECT g, max(score) AS top, count(*) AS n FROM scores GROUP BY g) "
+          "SELECT a.g, a.top, b.g AS other, b.n FROM best a JOIN best b ON a.top > b.top"
+          ).write.mode("overwrite").parquet(sys.argv[2] + "/cte")
 '''
 
 ORDERS = [{"cust": c, "amount": a, "item": i} for c, a, i in
@@ -137,7 +141,7 @@ def test_an_input_left_out_fails_and_says_where(runs):
 
 
 def test_order_by_limit_with_ties_is_a_weaker_check(runs):
-    store, _, (top, ranked, _, _), _ = runs
+    store, _, (top, ranked, *_), _ = runs
     done = check(store, top, parse_pattern("/name"))
     assert len(done.items) == 3 and done.passed, done.render()
     assert {i.verdict for i in done.items} == {"weaker"}
@@ -210,7 +214,7 @@ def test_samples_and_random_values_are_not_checkable_a_limit_is_weaker():
 
 
 def test_exists_replays_on_its_trace_alone(runs):
-    store, _, (_, _, beaten, _), _ = runs
+    store, _, (_, _, beaten, *_), _ = runs
     done = check(store, beaten, parse_pattern("/name"))
     # b, c (beaten by a), e, f (by d) and g (by d, e and f): each traced to its own row and the
     # rows that beat it (the semi join's matching right items), nothing read whole
@@ -228,13 +232,30 @@ def test_exists_replays_on_its_trace_alone(runs):
 
 
 def test_not_exists_reads_its_subquery_whole_and_says_so(runs):
-    store, _, (_, _, _, unbeaten), _ = runs
+    store, _, (_, _, _, unbeaten, _), _ = runs
     done = check(store, unbeaten, parse_pattern("/name"))
     # a and d: no row of their g scores higher; the anti join traces them to their own rows only
     assert sorted(i.expected["name"] for i in done.items) == ["a", "d"]
     assert {i.verdict for i in done.items} == {"weaker"}, done.render()
     assert len(done.weaker) == 1 and "left anti join" in done.weaker[0] and "scores.json (operator" in done.weaker[0]
     assert all(list(i.inputs.values()) == [-1] for i in done.items), done.render()  # the subquery's input: whole
+
+
+def test_a_cte_read_twice_is_one_set_of_operators_and_replays(runs):
+    """A CTE referenced twice is translated once (capture/auto/plan.py `visit_CTERelationRef`):
+    its aggregation is one operator, read by both sides of the join, and the joined row traces
+    to the rows of both groups and comes out again from them alone."""
+    store, _, (*_, cte), _ = runs
+    ops = load_run(store, cte).operators
+    assert [o.type for o in ops].count(OpType.AGGREGATION) == 1, ops
+    [join] = [o for o in ops if o.type is OpType.JOIN]
+    [agg] = [o for o in ops if o.type is OpType.AGGREGATION]
+    assert [i.pred for i in join.inputs] == [agg.oid, agg.oid]
+    done = check(store, cte, parse_pattern("/g"))
+    [item] = done.items
+    assert item.expected == {"g": "x", "top": 9, "other": "y", "n": 4}
+    assert item.verdict == "ok" and done.passed, done.render()
+    assert sum(item.inputs.values()) == 7, item.inputs  # every score: x's 3 and y's 4
 
 
 def test_cli_exit_code_1_when_an_item_comes_out_otherwise(spark, tmp_path):
@@ -282,7 +303,7 @@ def test_a_count_of_rows_traces_to_the_rows_it_counts(spark, tmp_path):
 
 
 def test_a_sample_is_drawn_from_every_matched_item_alike_on_both_engines(runs):
-    store, _, (_, ranked, _, _), _ = runs
+    store, _, (_, ranked, *_), _ = runs
     head = read_head(store, ranked)
     pattern = parse_pattern("/rk")
     matched = {e: wing(store, head, e).matched_rows(store, head, pattern, None, True)

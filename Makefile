@@ -83,7 +83,8 @@ bytecode: $(STAMP)
 # their own each, their child processes, Neo4j) in two, split by path (capture/, tracing/ and
 # iql's differential test; the rest, IQL's Table 1 runs on Spark included: the two then end within
 # a few seconds of each other), and the tests that need none (make test-fast's) at a lower CPU
-# priority. A JVM process spends much of its time waiting on Py4J and its child JVMs, so two of
+# priority, in two pytest-xdist workers (what is left of them when the JVM processes end then
+# runs on both cores). A JVM process spends much of its time waiting on Py4J and its child JVMs, so two of
 # them use the two cores that one leaves half idle. The tests that need no JVM start first, with
 # the class-data archive of Spark's classes (make classdata) built beside them: the Spark JVMs the
 # tests start from then on (some 25 `strata capture` and `strata` children) start in about two
@@ -95,7 +96,7 @@ bytecode: $(STAMP)
 JVM_A = tests/capture tests/tracing tests/iql/test_iql_differential.py
 test: java-check $(STAMP) bytecode style
 	@b=$$(mktemp); rest=$$(mktemp); \
-	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not neo4j" \
+	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
 	  $(BIN)/python -m strata.classdata > /dev/null 2>&1 & cpid=$$!; \
 	  $(MAKE) -s jvm || { wait $$rpid $$cpid; cat $$rest; rm -f $$b $$rest; exit 2; }; \

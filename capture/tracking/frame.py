@@ -22,6 +22,7 @@ from capture.tracking.paths import (
     accesses,
     analyzed,
     attr_map,
+    column_names,
     contains_any,
     has_udf,
     node_exprs,
@@ -70,10 +71,10 @@ class TrackedDataFrame:
         return self._df
 
     def hidden(self) -> list[str]:
-        return [c for c in self._df.columns if is_hidden(c)]
+        return [c for c in column_names(self._df) if is_hidden(c)]
 
     def visible(self) -> list[str]:
-        return [c for c in self._df.columns if not is_hidden(c)]
+        return [c for c in column_names(self._df) if not is_hidden(c)]
 
     @property
     def id_column(self) -> str:
@@ -108,7 +109,7 @@ class TrackedDataFrame:
     def __getattr__(self, name: str) -> Any:
         if name in _READERS:
             return getattr(self.untracked(), name)
-        if not name.startswith("_") and name in self._df.columns:
+        if not name.startswith("_") and name in column_names(self._df):
             return self._df[name]
         if hasattr(DataFrame, name):
             raise UnsupportedOperation.named(name)

@@ -109,6 +109,13 @@ def analyzed(df):
     return df._jdf.queryExecution().analyzed()
 
 
+def column_names(df) -> list[str]:
+    """``df.columns``, read off its analyzed plan's output (:func:`names_ids`: two py4j round
+    trips). pyspark's ``columns`` converts the whole schema to Python first, which takes tens of
+    milliseconds for a plan whose rows carry collected ids (TPC-DS Q4: 47 ms, against under 1 ms)."""
+    return [n for n, _ in names_ids(analyzed(df).output())]
+
+
 @dataclass(frozen=True, slots=True)
 class Attr:
     input: int

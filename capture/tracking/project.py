@@ -27,6 +27,7 @@ from capture.tracking.paths import (
     as_path,
     attr_map,
     cls,
+    column_names,
     contains_any,
     has_udf,
     maximal_paths,
@@ -69,11 +70,11 @@ def apply(tdf: TrackedDataFrame, method: str, build: Build, explicit: bool = Fal
     """Apply a projection-like user call; ``explicit``: the user listed the kept columns."""
     hidden = tdf.hidden()
     new = build(tdf.annotated, hidden) if explicit else None
-    if new is None or len(set(new.columns)) < len(new.columns):
+    if new is None or len(set(names := column_names(new))) < len(names):
         # not a select, or the user's columns already bring hidden ones ("*") or repeat a name:
         # build without them first to see which hidden columns are missing
         probe = build(tdf.annotated, [])
-        missing = [h for h in hidden if h not in probe.columns]
+        missing = [h for h in hidden if h not in column_names(probe)]
         new = build(tdf.annotated, missing) if missing else probe
     in_plan = analyzed(tdf.annotated)
     plan = analyzed(new)

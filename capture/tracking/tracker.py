@@ -19,6 +19,7 @@ from capture.operators import OperatorProv, OpType, Slot
 from capture.storing.commit import write_and_commit
 from capture.storing.materialize import assoc_frame, identity_frame
 from capture.tracking.frame import TrackedDataFrame
+from capture.tracking.paths import column_names
 from capture.tracking.sources import (
     file_line_ids,
     file_row_ids,
@@ -155,7 +156,7 @@ class Tracker:
         """A source operator over ``df`` with item ids ``ids``; ``internal`` names the reader's
         own columns the ids are computed from (dropped after); ``locator`` says where its items
         live (committed with the run: a trace reads values back through it)."""
-        bad = [c for c in df.columns if is_hidden(c) and c not in internal]
+        bad = [c for c in column_names(df) if is_hidden(c) and c not in internal]
         if bad:
             raise UnsupportedOperation.named(method, f"column names {bad} use the reserved prefix '__strata_'")
         oid = self._new_oid()
@@ -191,7 +192,7 @@ class Tracker:
         if not isinstance(tdf, TrackedDataFrame) or tdf.tracker is not self:
             raise UnsupportedOperation.named("capture", "expects a DataFrame tracked by this Tracker")
         derived = top(tdf._derived)
-        gone = [c for c in tdf.annotated.columns if c in derived]
+        gone = [c for c in column_names(tdf.annotated) if c in derived]
         compact = tdf.annotated.drop(*gone) if gone else tdf.annotated  # drop: one py4j call, not one per column
         return Captured(self.operators(tdf), tdf._slots, tdf.oid, tdf.annotated, tdf.id_column,
                         compact, tdf._derived)

@@ -11,8 +11,10 @@
    tpcds extension ships no answers this way (gen.py), so TPC-DS has no answer column.
 2. The texts are turned from DuckDB's dialect into Spark SQL by sqlglot; all 22 + 99 run in
    Spark as sqlglot writes them (no fixes needed).
-3. benchmarks/tpc/job.py runs all queries plainly in one process (``local[2]``), then under
-   ``strata capture`` in processes of ``--batch`` queries each (default 1: a process per query).
+3. benchmarks/tpc/job.py runs the queries in processes of ``--batch`` queries each (default 1: a
+   process per query; ``local[2]``), each batch plainly and then under ``strata capture``: a
+   query's two times are taken at the same place in a process of the same queries, minutes
+   apart (the first query of a process pays the JVM's warm-up both ways).
    The job goes on past a failed query (``--keep-going``) and says each query's outcome on
    stderr, so a refused query costs only itself; a query that failed in a batch runs again in a
    process of its own (a batch's JVM out of memory fails the later queries too), and the report
@@ -173,11 +175,13 @@ def main() -> None:
         parser.error(f"no query {', '.join(unknown)} in {args.suite}: "
                      f"its queries are 1..{len(texts)} (--queries 1,2,3)")
     answers = json.loads((out / "answers.json").read_text())
-    done, plain_took = _job(out, out / "plain", queries, numbers, args.driver_memory)
-    plain = _outcomes(done, numbers)
+    plain, plain_took = {}, 0.0
     captured, capt_took, stores, again = {}, 0.0, [], []
     for i in range(0, len(numbers), args.batch):
         batch = numbers[i:i + args.batch]
+        done, took = _job(out, out / "plain", queries, batch, args.driver_memory)
+        plain.update(_outcomes(done, batch))
+        plain_took += took
         store = out / "stores" / f"q{batch[0]}"
         stores.append(str(store))
         shutil.rmtree(store, ignore_errors=True)  # a store of an earlier run: checked runs are this run's
@@ -233,7 +237,7 @@ def main() -> None:
               f"{'yes' if match else '-':>6}  {float(p_s) if p_ok else 0:7.1f}  {float(c_s) if ok else 0:6.1f}  "
               f"{why[:160]}")
     print(f"{args.suite} sf {args.sf:g}: {counts['captured']} of {len(numbers)} captured, {counts['same']} "
-          f"equal to the plain run, {counts['answer']} with the answer's row count; plain process "
+          f"equal to the plain run, {counts['answer']} with the answer's row count; plain processes "
           f"{plain_took:.0f} s, captured processes {capt_took:.0f} s"
           + {"now": "", "later": f" (--no-model; then `strata model` {modelled:.0f} s)",
              "off": " (--no-model)"}[args.model])

@@ -56,6 +56,11 @@ def _writing() -> Iterator[None]:
         _state.writing = before
 
 
+_MEMORY_HINT = ("a captured aggregate holds the ids of every row of each group (docs/capture.md, \"Cost\"): give "
+                "Spark more memory ($STRATA_DRIVER_MEMORY=8g, or --conf spark.driver.memory=8g), or run the script "
+                "without capture")
+
+
 @dataclass
 class Capture:
     """What a ``capturing`` block did: one ``RunInfo`` per captured write, in order."""
@@ -83,6 +88,11 @@ class Capture:
             except StrataError:
                 raise
             except Exception as e:  # noqa: BLE001 - Strata's own failure, never the script's
+                how = _jvm_stopped(df.sparkSession, e)
+                if how is not None:  # Spark's JVM went away before or while the plan was built
+                    raise self._failed(CaptureError(
+                        f"Spark's JVM stopped while capture built the tracked plan of write {len(self.runs) + 1} "
+                        f"({target}): {how}. Nothing of this write was committed", hint=_MEMORY_HINT)) from e
                 raise self._failed(CaptureError(
                     f"capture failed on write {len(self.runs) + 1} ({target}), not the script: {type(e).__name__}: "
                     f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}. Nothing was written",
@@ -100,10 +110,7 @@ class Capture:
                     raise
                 raise self._failed(CaptureError(  # ... unless Spark's JVM is gone, most often out of memory
                     f"Spark's JVM stopped while writing the captured result of write {len(self.runs) + 1} "
-                    f"({target}): {how}. Nothing of this write was committed",
-                    hint="a captured aggregate holds the ids of every row of each group (docs/capture.md, "
-                         "\"Cost\"): give Spark more memory ($STRATA_DRIVER_MEMORY=8g, or --conf "
-                         "spark.driver.memory=8g), or run the script without capture")) from e
+                    f"({target}): {how}. Nothing of this write was committed", hint=_MEMORY_HINT)) from e
             step.advance()
         self.runs.append(info)
         return info
@@ -184,10 +191,13 @@ class _Writer:
 
     def _target(self, method: str, args: tuple) -> Any:
         spark = self._df.sparkSession
-        default = spark.conf.get("spark.sql.sources.default", "parquet")
+
+        def default() -> str:  # asked only where no format is given: a JVM gone is then capture.write's to say
+            return spark.conf.get("spark.sql.sources.default", "parquet")
+
         opts = dict(self._options)
         if method in ("saveAsTable", "insertInto"):
-            fmt = self._format or default
+            fmt = self._format or default()
             mode = self._mode
             if method == "insertInto":
                 mode = "overwrite" if mode == "overwrite" else "append"
@@ -198,7 +208,7 @@ class _Writer:
             if path is None:
                 raise UnsupportedOperation("capture: a save() without a path cannot be captured",
                                            hint="pass the path: df.write.save(path)")
-            fmt = self._format or default
+            fmt = self._format or default()
         else:
             path, fmt = args[0], method
         return self._capture.write(self._df, path, fmt, self._mode, opts,

@@ -346,6 +346,7 @@ def start_in_background() -> None:
         _COMMAND["trace"] = _strata(work / "example", "trace", "/texts = 'Bonjour'")
         _COMMAND["stops"] = _strata(work / "stopped", "capture", "--", str(JOBS / "jvm_stops.py"),
                                     str(work / "stopped_out"))
+        _COMMAND["gone"] = _strata(work / "gone", "capture", "--", str(JOBS / "jvm_gone.py"), str(work / "gone_out"))
         _COMMAND["plain"] = _plain(JOBS / "settings_visible.py", str(work / "plain"))
         _COMMAND["captured"] = _strata(work / "job", "capture", "--", str(JOBS / "settings_visible.py"),
                                        str(work / "captured"))
@@ -443,8 +444,8 @@ def test_strata_capture_command(spark, tmp_path):
     the script's runs captured with --no-model then modelled by `strata model` (on the driver;
     again: nothing left to model; an unknown run: exit 2); a job whose write stops Spark's JVM
     (as running out of memory does) and which goes on: the capture named as what failed, exit 1,
-    nothing committed; the example job's run traced by `strata trace` to the input line and its
-    values."""
+    nothing committed; a job whose JVM is gone before its write: the JVM's stop said, exit 1; the
+    example job's run traced by `strata trace` to the input line and its values."""
     start_in_background()
     _COMMAND["thread"].join(timeout=600)
     corpus, out = _COMMAND.get("corpus"), _COMMAND["work"] / "out"
@@ -473,6 +474,13 @@ def test_strata_capture_command(spark, tmp_path):
             "was committed") in stops.stderr, stops.stderr[-2000:]
     assert "spark.driver.memory" in stops.stderr and "Traceback" not in stops.stderr, stops.stderr[-4000:]
     assert Store.open(_COMMAND["work"] / "stopped").version == 0
+    gone = _COMMAND["gone"]  # the JVM gone before a write: building its plan fails, said as the JVM's stop
+    assert gone.returncode == 1, gone.stderr[-2000:]
+    assert ("strata: Spark's JVM stopped while capture built the tracked plan of write 1 "
+            f"({_COMMAND['work'] / 'gone_out'}): out of memory (Spark's exit code 52). Nothing of this write "
+            "was committed") in gone.stderr, gone.stderr[-2000:]
+    assert "report it" not in gone.stderr and "Traceback" not in gone.stderr, gone.stderr[-4000:]
+    assert not (_COMMAND["work"] / "gone_out").exists()
     refused = subprocess.run(
         [sys.executable, "-m", "strata.cli", "--store", str(tmp_path / "store"), "--master", "local[1]",
          "capture", "--", str(tmp_path / "missing.py")], capture_output=True, text=True, env=_ENV, timeout=120)

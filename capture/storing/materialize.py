@@ -96,6 +96,14 @@ def _flat_rows(df: DataFrame, slots: list[Slot], complete: bool) -> DataFrame:
     return df.select(F.explode(F.array(*structs)).alias("_a")).select("_a.*")
 
 
+def _level_rows(level: DataFrame, slots: list[Slot], array: bool, complete: bool) -> list[DataFrame]:
+    """The associations of ``slots`` of one nesting level, without null ids: a pass per
+    aggregation slot, one for the flat slots together."""
+    parts = [_array_rows(level, m, complete) for m in slots] if array else \
+        [_flat_rows(level, slots, complete)] if slots else []
+    return [r.filter(F.col(OUT_ID).isNotNull() & F.col(IN_ID).isNotNull()) for r in parts]
+
+
 def assoc_frame(annotated: DataFrame, slots: Iterable[Slot], complete: bool = False) -> DataFrame:
     """All id associations recorded in ``annotated`` (columns as ``ASSOC_SCHEMA``).
 
@@ -122,18 +130,10 @@ def assoc_frame(annotated: DataFrame, slots: Iterable[Slot], complete: bool = Fa
     repeated: DataFrame | None = None  # the rows of slots of an operator reached along several paths
     for (nest, above, distinct, array), members in groups.items():
         level = _descend(annotated, nest, above)
-        if not array and not complete:
-            parts = [(m, _flat_rows(level, [m], complete)) for m in members if paths[m.oid, m.in_ref.input] > 1]
-            once = [m for m in members if paths[m.oid, m.in_ref.input] == 1]
-            parts += [(once[0], _flat_rows(level, once, complete))] if once else []
-        else:
-            parts = [(m, _array_rows(level, m, complete)) for m in members] if array else \
-                [(members[0], _flat_rows(level, members, complete))]
-        for slot, rows in parts:
-            rows = rows.filter(F.col(OUT_ID).isNotNull() & F.col(IN_ID).isNotNull())
-            if not complete and paths[slot.oid, slot.in_ref.input] > 1:
-                repeated = rows if repeated is None else repeated.unionByName(rows)
-                continue
+        shared = [m for m in members if not complete and paths[m.oid, m.in_ref.input] > 1]
+        for rows in (r for m in shared for r in _level_rows(level, [m], bool(array), complete)):
+            repeated = rows if repeated is None else repeated.unionByName(rows)
+        for rows in _level_rows(level, [m for m in members if m not in shared], bool(array), complete):
             if distinct:
                 rows = rows.distinct()
             out = rows if out is None else out.unionByName(rows)

@@ -90,9 +90,7 @@ class Capture:
             except Exception as e:  # noqa: BLE001 - Strata's own failure, never the script's
                 how = _jvm_stopped(df.sparkSession, e)
                 if how is not None:  # Spark's JVM went away before or while the plan was built
-                    raise self._failed(CaptureError(
-                        f"Spark's JVM stopped while capture built the tracked plan of write {len(self.runs) + 1} "
-                        f"({target}): {how}. Nothing of this write was committed", hint=_MEMORY_HINT)) from e
+                    raise self._jvm_gone("capture built the tracked plan", target, how) from e
                 raise self._failed(CaptureError(
                     f"capture failed on write {len(self.runs) + 1} ({target}), not the script: {type(e).__name__}: "
                     f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}. Nothing was written",
@@ -108,12 +106,17 @@ class Capture:
                 how = _jvm_stopped(df.sparkSession, e)
                 if how is None:
                     raise
-                raise self._failed(CaptureError(  # ... unless Spark's JVM is gone, most often out of memory
-                    f"Spark's JVM stopped while writing the captured result of write {len(self.runs) + 1} "
-                    f"({target}): {how}. Nothing of this write was committed", hint=_MEMORY_HINT)) from e
+                # ... unless Spark's JVM is gone, most often out of memory
+                raise self._jvm_gone("writing the captured result", target, how) from e
             step.advance()
         self.runs.append(info)
         return info
+
+    def _jvm_gone(self, doing: str, target: str, how: str) -> CaptureError:
+        """The write's failure when Spark's JVM stopped ``how`` while capture was ``doing``."""
+        return self._failed(CaptureError(
+            f"Spark's JVM stopped while {doing} of write {len(self.runs) + 1} ({target}): {how}. Nothing of this "
+            "write was committed", hint=_MEMORY_HINT))
 
     def _failed(self, error: CaptureError) -> CaptureError:
         self.failed.append(error)

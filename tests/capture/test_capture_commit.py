@@ -249,3 +249,37 @@ def test_a_small_run_is_modelled_on_the_driver_as_spark_models_it(spark, tmp_pat
             assert rows == other, (driver, name, [r for r in rows if r not in other][:3],
                                    [r for r in other if r not in rows][:3])
     assert len(out["auto"]["edges"]) == 90  # 45 associations per run (Table 6)
+
+
+def test_a_write_after_an_expand_hashes_its_groups_and_leaves_the_setting_as_it_was(spark, tmp_path):
+    """A ROLLUP's captured write collects its members with Spark's object hash map for up to
+    OBJECT_AGG_GROUPS groups a task (after an expand, the sort Spark falls back to at 128 groups
+    orders every row once per grouping set); other writes, and a setting the program made, keep
+    their value; after each write the session's setting is what it was (docs/capture.md, "Memory")."""
+    from capture.auto.plan import translate
+    from capture.storing.commit import OBJECT_AGG_FALLBACK, OBJECT_AGG_GROUPS
+
+    st = Store.open(tmp_path / "store", spark=spark)
+    tracker = Tracker(spark, st, pipeline="rollup")
+    spark.createDataFrame([(i % 7, i % 3, i) for i in range(300)], "a int, b int, x int").createOrReplaceTempView("t")
+    rollup = "SELECT a, b, sum(x) AS s FROM t GROUP BY ROLLUP (a, b)"
+    seen = []
+
+    def write(sql: str, name: str):
+        def sink(df):
+            seen.append(spark.conf.get(OBJECT_AGG_FALLBACK, None))
+            df.write.parquet(str(tmp_path / name))
+        tracker.write(translate(tracker, spark.sql(sql)), str(tmp_path / name), sink=sink)
+        return sorted(map(repr, spark.read.parquet(str(tmp_path / name)).collect()))
+
+    assert spark.conf.get(OBJECT_AGG_FALLBACK, None) is None
+    assert write(rollup, "r1") == sorted(map(repr, spark.sql(rollup).collect()))
+    write("SELECT a, sum(x) AS s FROM t GROUP BY a", "g")
+    assert seen == [str(OBJECT_AGG_GROUPS), None]
+    assert spark.conf.get(OBJECT_AGG_FALLBACK, None) is None  # unset again after each write
+    spark.conf.set(OBJECT_AGG_FALLBACK, "64")
+    try:
+        write(rollup, "r2")
+        assert seen[-1] == "64" and spark.conf.get(OBJECT_AGG_FALLBACK) == "64"
+    finally:
+        spark.conf.unset(OBJECT_AGG_FALLBACK)

@@ -98,7 +98,7 @@ class Capture:
                          "write it untracked")) from e
             step.advance()
             try:
-                with _writing():
+                with _writing(), _quiet_py4j():  # a JVM that stops mid-write is reported below, once
                     info = tracker.write(tdf, target, format=fmt, mode=mode, table=table, sink=sink, **options)
             except StrataError:
                 raise
@@ -422,8 +422,9 @@ def _out_of_memory(error: BaseException) -> bool:
 @contextmanager
 def _quiet_py4j() -> Iterator[None]:
     """A call to a JVM that is going away fails, and py4j logs the failed call on the root logger
-    with a traceback (the write's error chained in); asking whether the JVM stopped expects that,
-    so the root logger drops those records meanwhile."""
+    with a traceback (the write's error chained in). Capture reports a JVM that stopped itself
+    (``Capture._jvm_gone``), so while a captured write runs, while capture asks whether the JVM
+    stopped and while it reads an error's message, the root logger drops those records."""
     def keep(record: logging.LogRecord) -> bool:
         return not record.getMessage().endswith("while sending command.")
 

@@ -84,7 +84,8 @@ class Capture:
             tracker.program = {**self.program, "write": self.writes}
         with progress.step(f"capture write {len(self.runs) + 1}: {target}", total=2) as step:
             try:
-                tdf = translate(tracker, df) if source is None else source(tracker)
+                with _quiet_py4j():  # a JVM gone before or while the plan is built is reported below, once
+                    tdf = translate(tracker, df) if source is None else source(tracker)
             except StrataError:
                 raise
             except Exception as e:  # noqa: BLE001 - Strata's own failure, never the script's
@@ -113,7 +114,9 @@ class Capture:
         return info
 
     def _jvm_gone(self, doing: str, target: str, how: str) -> CaptureError:
-        """The write's failure when Spark's JVM stopped ``how`` while capture was ``doing``."""
+        """The write's failure when Spark's JVM stopped ``how`` while capture was ``doing``. From here
+        on py4j's records of calls that fail for want of a JVM are dropped (:func:`_quiet_py4j`)."""
+        logging.getLogger().addFilter(_not_a_failed_send)
         return self._failed(CaptureError(
             f"Spark's JVM stopped while {doing} of write {len(self.runs) + 1} ({target}): {how}. Nothing of this "
             "write was committed", hint=_MEMORY_HINT))
@@ -419,21 +422,26 @@ def _out_of_memory(error: BaseException) -> bool:
         return True
 
 
+def _not_a_failed_send(record: logging.LogRecord) -> bool:
+    """False for py4j's record of a call that failed because its JVM is going away."""
+    return not record.getMessage().endswith("while sending command.")
+
+
 @contextmanager
 def _quiet_py4j() -> Iterator[None]:
     """A call to a JVM that is going away fails, and py4j logs the failed call on the root logger
     with a traceback (the write's error chained in). Capture reports a JVM that stopped itself
-    (``Capture._jvm_gone``), so while a captured write runs, while capture asks whether the JVM
-    stopped and while it reads an error's message, the root logger drops those records."""
-    def keep(record: logging.LogRecord) -> bool:
-        return not record.getMessage().endswith("while sending command.")
-
+    (``Capture._jvm_gone``, which then drops them for the rest of the process: the script's later
+    Spark calls fail alike), so while capture builds a write's plan, writes it, asks whether the
+    JVM stopped and reads an error's message, the root logger drops those records."""
     root = logging.getLogger()
-    root.addFilter(keep)
+    added = _not_a_failed_send not in root.filters  # already there: a stopped JVM's, for good
+    root.addFilter(_not_a_failed_send)
     try:
         yield
     finally:
-        root.removeFilter(keep)
+        if added:
+            root.removeFilter(_not_a_failed_send)
 
 
 def _message(e: BaseException) -> str:

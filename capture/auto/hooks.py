@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from capture.auto.plan import translate
 from capture.errors import CaptureError, UnsupportedOperation
-from capture.tracking.paths import analyzed
+from capture.tracking.paths import analyzed, frame_of
 from capture.tracking.sources import hive_locator, hive_split_ids
 from capture.tracking.tracker import Tracker
 from store import progress
@@ -279,7 +279,7 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
         provider = plan.tableSpec().provider()
         fmt = provider.get() if provider.isDefined() else default
         mode = "overwrite" if kind == "ReplaceTableAsSelect" else "errorifexists"
-        return _SqlWrite(_frame(spark, plan.query()), name, "saveAsTable", mode, fmt, _replay(spark, plan))
+        return _SqlWrite(frame_of(spark, plan.query()), name, "saveAsTable", mode, fmt, _replay(spark, plan))
     if kind == "InsertIntoStatement":
         table = plan.table()
         if table.getClass().getSimpleName() != "UnresolvedRelation":
@@ -290,7 +290,7 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
                 f"capture: INSERT OVERWRITE {name} PARTITION (…) IF NOT EXISTS cannot be captured yet. "
                 "Nothing was written", hint="drop IF NOT EXISTS under capture")
         mode = "overwrite" if plan.overwrite() else "append"
-        return _SqlWrite(_frame(spark, plan.query()), name, "insertInto", mode, default, _replay(spark, plan))
+        return _SqlWrite(frame_of(spark, plan.query()), name, "insertInto", mode, default, _replay(spark, plan))
     if kind == "LoadData":
         return _load_data(spark, plan, query)
     if kind == "InsertIntoDir":
@@ -299,7 +299,7 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
         target = str(location.get().toString()) if location.isDefined() else "directory"
         fmt = provider.get() if provider.isDefined() else "hive"
         mode = "overwrite" if plan.overwrite() else "append"
-        return _SqlWrite(_frame(spark, plan.child()), target, "insertIntoDirectory", mode, fmt, _replay(spark, plan))
+        return _SqlWrite(frame_of(spark, plan.child()), target, "insertIntoDirectory", mode, fmt, _replay(spark, plan))
     return None
 
 
@@ -335,7 +335,7 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
                                  st.properties(), getattr(meta, "withNewStorage$default$7")())
     scan = getattr(jvm, "org.apache.spark.sql.catalyst.catalog.HiveTableRelation")(
         loaded, relation.dataCols(), relation.partitionCols(), relation.tableStats(), relation.prunedPartitions())
-    df = _frame(spark, scan)
+    df = frame_of(spark, scan)
     dataset = where.removeprefix("file:")
 
     def source(tracker):
@@ -350,10 +350,6 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
     return _SqlWrite(df, str(meta.identifier().unquotedString()), "insertInto", mode, "hive", sink, source)
 
 
-def _frame(spark, plan):
-
-    dataset = getattr(spark._jvm, "org.apache.spark.sql.classic.Dataset")
-    return DataFrame(dataset.ofRows(spark._jsparkSession, plan), spark)
 
 
 def _replay(spark, statement):
@@ -370,7 +366,7 @@ def _replay(spark, statement):
         for k in swapped:
             jl.add(k)
         utils = getattr(spark._jvm, "org.apache.spark.api.python.PythonUtils")
-        return _frame(spark, statement.withNewChildren(utils.toSeq(jl)))
+        return frame_of(spark, statement.withNewChildren(utils.toSeq(jl)))
 
     return sink
 

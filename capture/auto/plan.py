@@ -41,6 +41,7 @@ from capture.tracking.paths import (
     attr_map,
     cls,
     contains_any,
+    frame_of,
     maximal_paths,
     names_ids,
     out_pairs,
@@ -105,8 +106,7 @@ class _Walk:
 
     def frame(self, plan) -> DataFrame:
         """The DataFrame of an (analyzed) logical plan."""
-        ds = getattr(self.jvm, "org.apache.spark.sql.classic.Dataset")
-        return DataFrame(ds.ofRows(self.spark._jsparkSession, plan), self.spark)
+        return frame_of(self.spark, plan)
 
     def replant(self, node, *children: DataFrame) -> DataFrame:
         """``node`` with its children replaced by the given (annotated) DataFrames' plans."""

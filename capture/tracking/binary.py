@@ -28,6 +28,7 @@ from capture.tracking.paths import (
     analyzed,
     attr_map,
     cls,
+    frame_of,
     has_udf,
     names_ids,
     out_pairs,
@@ -221,10 +222,8 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     if keyed is not None:
         spark, (lkeys, rkeys, rplan) = new.sparkSession, keyed
         names = [f"{key}_{i}" for i in range(len(lkeys))]
-        rows = DataFrame(getattr(spark._jvm, "org.apache.spark.sql.classic.Dataset").ofRows(
-            spark._jsparkSession, rplan), spark)
-        matches = rows.groupBy(*[column_of(spark, k).alias(n) for k, n in zip(rkeys, names, strict=True)]) \
-            .agg(F.collect_list(matched).alias(arr))
+        by = [column_of(spark, k).alias(n) for k, n in zip(rkeys, names, strict=True)]
+        matches = frame_of(spark, rplan).groupBy(*by).agg(F.collect_list(matched).alias(arr))
         cond = None
         for k, n in zip(lkeys, names, strict=True):
             eq = column_of(spark, k) == matches[n]

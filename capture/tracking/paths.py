@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark import SparkContext
+from pyspark.sql import DataFrame
 
 from capture.ids import is_hidden
 from capture.operators import POS, Access, Manipulation, column_paths
@@ -107,6 +108,12 @@ def cls(node) -> str:
 
 def analyzed(df):
     return df._jdf.queryExecution().analyzed()
+
+
+def frame_of(spark, plan):
+    """The DataFrame of an (analyzed) logical plan."""
+    return DataFrame(getattr(spark._jvm, "org.apache.spark.sql.classic.Dataset").ofRows(spark._jsparkSession, plan),
+                     spark)
 
 
 def column_names(df) -> list[str]:

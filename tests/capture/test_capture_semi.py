@@ -202,21 +202,27 @@ def test_intersect_records_each_values_right_copies_once(spark, tmp_path):
 
 def test_an_in_records_its_matches_without_reading_the_left_side_again(spark, tmp_path):
     """IN (and EXISTS correlated by equalities) is an equi-join: a row's matching right rows
-    depend on its key alone, so capture groups the right side by key and joins that to the
-    join's rows; the left side (here a scan of `orders`) is read once, as in the plain plan. A
-    condition beyond equalities (`l.c < o.v`) still needs the left rows themselves."""
-    spark.createDataFrame([(k, k % 5) for k in range(40)], "okey long, v long").write.parquet(str(tmp_path / "o"))
+    depend on its key alone, so where the right side is the smaller one capture groups it by key
+    and joins that to the join's rows; the left side (here a scan of `orders`, 2,000 rows beside
+    60 lines) is read once, as in the plain plan. A condition beyond equalities (`l.c < o.v`)
+    still needs the left rows themselves, and so does an IN whose right side is the larger:
+    joining first keeps only the right rows that match, where grouping it would take all."""
+    spark.createDataFrame([(k, k % 5, f"order {k}") for k in range(2000)], "okey long, v long, note string") \
+        .write.parquet(str(tmp_path / "o"))
     spark.createDataFrame([(i, i % 13, i % 4, 2) for i in range(60)], "lk long, lkey long, c long, r long") \
         .write.parquet(str(tmp_path / "l"))
     spark.read.parquet(str(tmp_path / "o")).createOrReplaceTempView("in_o")
     spark.read.parquet(str(tmp_path / "l")).createOrReplaceTempView("in_l")
 
-    def scans(sql: str) -> tuple[int, int]:
-        def count(df):  # the scans of orders: the only relation with a column okey
-            return len(re.findall(r"FileScan parquet \[okey#", df._jdf.queryExecution().executedPlan().toString()))
+    def scans(sql: str, table: str = "o") -> tuple[int, int]:
+        def count(df):  # the scans of the files of `table`, plain and captured
+            where = re.escape(f"[file:{tmp_path / table}]")
+            plan = df._jdf.queryExecution().executedPlan().toString()
+            return len(re.findall(rf"FileScan parquet [^\n]*{where}", plan))
         return count(spark.sql(sql)), count(translate(Tracker(spark), spark.sql(sql)).annotated)
 
     assert scans("SELECT okey, v FROM in_o WHERE okey IN (SELECT lkey FROM in_l WHERE c < r)") == (1, 1)
     assert scans("SELECT okey, v FROM in_o o WHERE EXISTS (SELECT 1 FROM in_l l WHERE l.lkey = o.okey)") == (1, 1)
     assert scans("SELECT okey, v FROM in_o o WHERE EXISTS (SELECT 1 FROM in_l l WHERE l.lkey = o.okey "
                  "AND l.c < o.v)") == (1, 2)
+    assert scans("SELECT lk FROM in_l WHERE lkey IN (SELECT okey FROM in_o WHERE note <> 'x')", "l") == (1, 2)

@@ -32,6 +32,7 @@ from capture.tracking.paths import (
     analyzed,
     attr_map,
     cls,
+    column_names,
     contains_any,
     has_udf,
     names_ids,
@@ -200,6 +201,45 @@ def aggregate(tdf: TrackedDataFrame, method: str, keys: tuple, exprs: list[Colum
     op = OperatorProv(oid, OpType.AGGREGATION, method, (OpInput(tdf.oid, accessed),), manipulated,
                       detail=str(anode.simpleString(25)))
     return _finish(tdf, new, op, agg, idk)
+
+
+def by_groups(out: TrackedDataFrame, below: TrackedDataFrame, expanded: TrackedDataFrame, sources: list[Column],
+              sets: list[list[Column]], partials: list[Column], merges: list[Column], places: list[int],
+              finish: Callable[[DataFrame], list[Column]]) -> DataFrame | None:
+    """``out`` -- the aggregation of ``expanded``, the expand (one copy per grouping set) of
+    ``below`` -- computed in two levels: the same columns, values and members; None where its
+    members are not the expand's rows' stored columns and position. ``below`` grouped by
+    ``sources`` (the columns the grouping sets read) collects its rows' stored columns and the
+    ``partials``; each group is copied once per set (``sets``: each copy's grouping columns and
+    grouping id, over ``sources``, as ``_k0``, ``_k1``, …), and the copies of a set's group
+    concatenate their lists, each member with its copy's position, and compute the ``merges``
+    over the partials. ``finish`` gives the visible columns (keys, then values) over that;
+    ``places``: each key's place among a copy's columns (capture/auto/plan.py ``_by_groups``)."""
+    derived = top(expanded._derived)
+    kept = [h for h in expanded.hidden() if h not in derived]
+    pos, agg, idk = f"__strata_pos_{expanded.oid}", f"__strata_agg_{out.oid}", f"__strata_id_{out.oid}"
+    rows, have = kept[:-1], set(below.hidden())
+    if kept[-1:] != [pos] or not rows or not set(rows) <= have or out.hidden() != [agg, idk]:
+        return None
+    m = f"__strata_rows_{out.oid}"
+    first = below.annotated.groupBy(*sources).agg(F.collect_list(F.struct(*[F.col(h) for h in rows])).alias(m),
+                                                  *partials)
+    names = [c for c in column_names(first)[len(sources) + 1:]]
+
+    def copy(j: int) -> Callable[[Column], Column]:
+        return lambda x: F.struct(*[x.getField(h).alias(h) for h in rows], F.lit(j).alias(pos))
+
+    copies = first.select(F.inline(F.array(*[
+        F.struct(*[c.alias(f"_k{k}") for k, c in enumerate(p)], F.transform(m, copy(j)).alias("_m"),
+                 *[F.col(n) for n in names])
+        for j, p in enumerate(sets)])))
+    keys = [f"_k{k}" for k in range(len(sets[0]))]
+    merged = copies.groupBy(*keys).agg(F.flatten(F.collect_list("_m")).alias(agg), *merges)
+    types = {f.name: f.dataType for f in merged.schema.fields[:len(keys)]}
+    by = [f"_k{k}" for k in places]
+    made = merged.select(*finish(merged), F.col(agg), key_hash(out.oid, [F.col(k) for k in by],
+                                                                [types[k] for k in by]).alias(idk))
+    return made if column_names(made) == column_names(out.annotated) else None
 
 
 def deduplicate(tdf: TrackedDataFrame, method: str, subset: list[str] | None) -> TrackedDataFrame:

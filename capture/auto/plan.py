@@ -63,6 +63,7 @@ from capture.tracking.sources import (
     program_locator,
 )
 from capture.tracking.tracker import line_delimited
+from store.storage import spark_conf
 
 _JOINS = {
     "INNER": "inner", "CROSS": "cross", "LEFT OUTER": "left", "RIGHT OUTER": "right",
@@ -667,10 +668,13 @@ class _Walk:
                 at.setdefault(i, p)  # a key output twice (SELECT k, k): its first column's path
             return [at.get(i, n) for i, n in enumerate(names)]
 
-        out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
-                                 [column_of(self.spark, e) for e in exprs], paths=None if None in order else paths)
-        if child.oid in self.expand_inputs:
-            out = self._by_groups(node, keys, exprs, self.expand_inputs[child.oid], child, out)
+        # a SQL GROUP BY outputs the keys it lists whatever spark.sql.retainGroupColumns says (it
+        # shapes the DataFrame API's groupBy().agg() only): the tracked aggregation keeps them
+        with spark_conf(self.spark, "spark.sql.retainGroupColumns", "true"):
+            out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
+                                     [column_of(self.spark, e) for e in exprs], paths=None if None in order else paths)
+            if child.oid in self.expand_inputs:
+                out = self._by_groups(node, keys, exprs, self.expand_inputs[child.oid], child, out)
         plan = analyzed(out.annotated)
         attrs = seq(plan.output())
         visible = [a for a in attrs if not is_hidden(a.name())]

@@ -222,9 +222,9 @@ def by_groups(out: TrackedDataFrame, below: TrackedDataFrame, expanded: TrackedD
     if kept[-1:] != [pos] or not rows or not set(rows) <= have or out.hidden() != [agg, idk]:
         return None
     m = f"__strata_rows_{out.oid}"
-    first = below.annotated.groupBy(*sources).agg(F.collect_list(F.struct(*[F.col(h) for h in rows])).alias(m),
-                                                  *partials)
-    names = [c for c in column_names(first)[len(sources) + 1:]]
+    first, _ = _grouped(below.annotated, sources, [F.collect_list(F.struct(*[F.col(h) for h in rows])).alias(m),
+                                                   *partials])
+    names = column_names(first)[len(sources) + 1:]
 
     def copy(j: int) -> Callable[[Column], Column]:
         return lambda x: F.struct(*[x.getField(h).alias(h) for h in rows], F.lit(j).alias(pos))
@@ -234,7 +234,7 @@ def by_groups(out: TrackedDataFrame, below: TrackedDataFrame, expanded: TrackedD
                  *[F.col(n) for n in names])
         for j, p in enumerate(sets)])))
     keys = [f"_k{k}" for k in range(len(sets[0]))]
-    merged = copies.groupBy(*keys).agg(F.flatten(F.collect_list("_m")).alias(agg), *merges)
+    merged, _ = _grouped(copies, keys, [F.flatten(F.collect_list("_m")).alias(agg), *merges])
     types = {f.name: f.dataType for f in merged.schema.fields[:len(keys)]}
     by = [f"_k{k}" for k in places]
     made = merged.select(*finish(merged), F.col(agg), key_hash(out.oid, [F.col(k) for k in by],

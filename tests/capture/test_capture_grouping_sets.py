@@ -119,3 +119,21 @@ def test_values_that_do_not_merge_exactly_keep_the_row_by_row_expand(spark, monk
     rows, used = _annotated(spark, query, False, monkeypatch)
     assert not used
     assert len(rows) == len(spark.sql(query).collect())
+
+
+
+@pytest.mark.parametrize("query", ["SELECT k1, k2, sum(v) AS s FROM gs_rows GROUP BY ROLLUP (k1, k2)",
+                                   "SELECT k1, sum(v) AS s FROM gs_rows GROUP BY k1"])
+def test_sql_aggregations_keep_their_keys_whatever_the_session_says_of_group_columns(spark, monkeypatch, query):
+    """`spark.sql.retainGroupColumns` shapes the DataFrame API's groupBy().agg(), not a SQL
+    GROUP BY, whose output lists its keys itself: captured, it gives the plain rows."""
+    spark.createDataFrame([(0, 1, "a", 3), (1, 1, "b", 4), (2, 2, None, 4)], ROWS).createOrReplaceTempView("gs_rows")
+    spark.conf.set("spark.sql.retainGroupColumns", "false")
+    try:
+        df = translate(Tracker(spark), spark.sql(query)).annotated
+        shown = df.select(*[c for c in df.columns if not c.startswith("__strata_")])
+        got = sorted(map(tuple, shown.collect()), key=str)
+        plain = sorted(map(tuple, spark.sql(query).collect()), key=str)
+    finally:
+        spark.conf.unset("spark.sql.retainGroupColumns")
+    assert got == plain

@@ -91,8 +91,9 @@ class _Walk:
     # the attribute ids of the values of a Filter's uncorrelated scalar subqueries, each joined
     # by a join that records no right item (binary.compared_scalar)
     compared: set[int] = field(default_factory=set)
-    # an expand's input, by the expand's operator id (:meth:`_by_groups`)
-    expand_inputs: dict[int, TrackedDataFrame] = field(default_factory=dict)
+    # an expand's input, projections and passed-through column count (:func:`_expand_parts`), by
+    # the expand's operator id (:meth:`_by_groups`)
+    expand_inputs: dict[int, tuple[TrackedDataFrame, list[list], int]] = field(default_factory=dict)
 
     # ---- JVM plumbing -------------------------------------------------------------------------
     @property
@@ -559,7 +560,7 @@ class _Walk:
                    for p in projections]
         rows = F.array(*structs)
         expanded = project_apply(child, "expand", lambda d, extra: d.select(*keep, F.inline(rows), *extra))
-        self.expand_inputs[expanded.oid] = child
+        self.expand_inputs[expanded.oid] = (child, projections, n)
         return expanded
 
     # ---- joins, unions, set operations ----------------------------------------------------------
@@ -674,7 +675,7 @@ class _Walk:
             out = grouping.aggregate(child, "groupBy.agg", tuple(column_of(self.spark, k) for k in keys),
                                      [column_of(self.spark, e) for e in exprs], paths=None if None in order else paths)
             if child.oid in self.expand_inputs:
-                out = self._by_groups(node, keys, exprs, self.expand_inputs[child.oid], child, out)
+                out = self._by_groups(node, keys, exprs, *self.expand_inputs[child.oid], child, out)
         plan = analyzed(out.annotated)
         attrs = seq(plan.output())
         visible = [a for a in attrs if not is_hidden(a.name())]
@@ -686,8 +687,8 @@ class _Walk:
             out = self.same(out, self.frame(project))
         return out
 
-    def _by_groups(self, node, keys: list, exprs: list, below: TrackedDataFrame, expanded: TrackedDataFrame,
-                   out: TrackedDataFrame) -> TrackedDataFrame:
+    def _by_groups(self, node, keys: list, exprs: list, below: TrackedDataFrame, projections: list[list], n: int,
+                   expanded: TrackedDataFrame, out: TrackedDataFrame) -> TrackedDataFrame:
         """The aggregation ``out`` over an expand (GROUPING SETS, ROLLUP, CUBE) computed in two
         levels where its values allow (:func:`_merged`): the same rows, values and stored members
         as ``out``, which copies every input row once per grouping set and collects the copies by
@@ -699,7 +700,6 @@ class _Walk:
         expand gives it, and merge their partial values. ``out`` where it does not apply
         (docs/capture.md, "Grouping sets")."""
         expand = seq(node.children())[0]
-        projections, n = _expand_parts(expand)
         sets = [p[n:] for p in projections]
         width = len(sets[0])
         outs = seq(expand.output())
@@ -730,14 +730,17 @@ class _Walk:
             """The keys and values over the merged groups: each value's aggregate functions read
             their merged column, its grouping columns the group's key."""
             attrs = {a.name(): a for a in seq(analyzed(merged).output())}
+
+            def merged_column(x):
+                kind = cls(x)
+                if kind == "AggregateExpression":
+                    return attrs[f"_v{texts.index(x.toString())}"]
+                if kind == "AttributeReference" and x.exprId().id() in key_ids:
+                    return attrs[key_ids[x.exprId().id()]]
+                return None
+
             cols = [column_of(self.spark, attrs[f"_k{p}"]).alias(k.name()) for k, p in zip(keys, places, strict=True)]
-            for e in exprs:
-                swapped = _swap(e, lambda x: attrs[f"_v{texts.index(x.toString())}"]
-                                if cls(x) == "AggregateExpression" else
-                                attrs[key_ids[x.exprId().id()]] if cls(x) == "AttributeReference"
-                                and x.exprId().id() in key_ids else None, self.seq_of)
-                cols.append(column_of(self.spark, swapped))
-            return cols
+            return cols + [column_of(self.spark, _swap(e, merged_column, self.seq_of)) for e in exprs]
 
         made = grouping.by_groups(out, below, expanded, [column_of(self.spark, a) for a in sources],
                                   [[column_of(self.spark, e) for e in p] for p in sets], partials, merges,
@@ -868,14 +871,11 @@ def _merged(spark, agg, passed: set[int]):
     if not set(reads) <= passed:
         return None
     inner = [cls(c.dataType()).rstrip("$") for c in seq(fn.children())]  # a Scala object: `IntegerType$`
-    whole = column_of(spark, agg)
     typed = agg.dataType().simpleString()
-    if kind == "Count":
-        return [whole], lambda n: F.sum(n[0]).cast(typed)
-    if kind == "Sum" and inner and (inner[0] in _INTEGRAL or inner[0] == "DecimalType"):
-        return [whole], lambda n: F.sum(n[0]).cast(typed)
+    if kind == "Count" or (kind == "Sum" and inner and (inner[0] in _INTEGRAL or inner[0] == "DecimalType")):
+        return [column_of(spark, agg)], lambda n: F.sum(n[0]).cast(typed)
     if kind in ("Min", "Max"):
-        return [whole], lambda n: (F.min if kind == "Min" else F.max)(n[0])
+        return [column_of(spark, agg)], lambda n: (F.min if kind == "Min" else F.max)(n[0])
     if kind == "Average" and inner and inner[0] in _INTEGRAL[:3]:
         x = column_of(spark, seq(fn.children())[0])
         return [F.sum(x), F.count(x)], lambda n: F.when(F.sum(n[1]) > 0, F.sum(n[0]).cast("double")

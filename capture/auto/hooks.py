@@ -350,8 +350,6 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
     return _SqlWrite(df, str(meta.identifier().unquotedString()), "insertInto", mode, "hive", sink, source)
 
 
-
-
 def _replay(spark, statement):
     """``sink(df)``: runs ``statement`` (a parsed CTAS, RTAS or INSERT) with ``df``'s plan in
     place of its query, and returns the statement run (its analyzed command maps the query's columns onto

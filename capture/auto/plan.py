@@ -127,13 +127,13 @@ class _Walk:
         """``tdf`` with its visible columns carrying ``node``'s output names and attribute ids
         (by position); hidden columns kept. No operator: a Project of aliases."""
         want = names_ids(node.output())
-        plan = analyzed(tdf.annotated)
-        have = names_ids(plan.output())
-        visible = [a for a in have if not is_hidden(a[0])]
+        visible = visible_names_ids(analyzed(tdf.raw))
         if len(visible) != len(want):
             raise refuse(node, f"capture rebuilt {len(visible)} columns where Spark's plan has {len(want)}")
         if visible == want:
             return tdf
+        plan = analyzed(tdf.annotated)
+        have = names_ids(plan.output())
         wanted = iter(zip(seq(node.output()), want, strict=True))
         items = [a if is_hidden(named[0]) else self._as(a, named, *next(wanted))
                  for a, named in zip(seq(plan.output()), have, strict=True)]
@@ -436,7 +436,7 @@ class _Walk:
     # ---- rows kept with their ids ------------------------------------------------------------
     def visit_Filter(self, node) -> TrackedDataFrame:
         child = self.child(node)
-        return child._rowwise("filter", OpType.FILTER, self.replant(node, child.annotated))
+        return child._rowwise("filter", OpType.FILTER, self.replant(node, child.raw), over_raw=True)
 
     def visit_Sample(self, node) -> TrackedDataFrame:
         if node.withReplacement():

@@ -64,11 +64,15 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         raise UnsupportedOperation.named(f"join(how={how!r})", f"known join types: {', '.join(sorted(_HOW))}")
     oid = left.tracker._new_oid()
     clash = set(left.hidden()) & set(right.hidden())
+    # an inner join of two inputs whose hidden columns differ leaves its id pending (frame.raw):
+    # computed above the chain of inner joins and filters it starts, not between them
+    lazy = kind in ("inner", "cross") and not clash and (on is None or isinstance(on, Column))
     rename = {h: f"{h}_j{oid}" for h in clash}
-    rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
+    rdf = right.raw if lazy else right.annotated.withColumnsRenamed(rename) if rename else right.annotated
+    ldf = left.raw if lazy else left.annotated
     rslots = tuple(s.renamed(rename) for s in right._slots)
     rcur = rename.get(right._cur, right._cur)
-    new = left.annotated.join(rdf, on, how) if how is not None else left.annotated.join(rdf, on)
+    new = ldf.join(rdf, on, how) if how is not None else ldf.join(rdf, on)
     op = _join_op(oid, left, right, *_join_node(new))
     if kind in ("semi", "anti"):  # a filter of the left input by the right one
         slots = (*(s.filtered() for s in left._slots), Slot(oid, left._cur, InRef(left._cur)))
@@ -76,9 +80,8 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
             return left._next(new, op, slots=slots)
         return _semi_next(left, right, new, op, on, slots)
     idk = f"__strata_id_{oid}"
-    new = new.withColumn(
-        idk, F.xxhash64(F.lit(oid), F.coalesce(F.col(left._cur), F.lit(-1)), F.coalesce(F.col(rcur), F.lit(-1)))
-    )
+    lid, rid = (left.id_value(), right.id_value()) if lazy else (F.col(left._cur), F.col(rcur))
+    value = F.xxhash64(F.lit(oid), F.coalesce(lid, F.lit(-1)), F.coalesce(rid, F.lit(-1)))
     slots = (
         *(s.repeated() for s in left._slots),
         *(s.repeated() for s in rslots),
@@ -86,7 +89,13 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
         Slot(oid, idk, InRef(rcur, 1)),
     )
     derived = (*left._derived, *(d.renamed(rename) for d in right._derived), Derived(idk, JOIN, oid, (left._cur, rcur)))
-    return left._next(new, op, cur=idk, slots=slots, derived=tuple(dict.fromkeys(derived)))
+    if not lazy:
+        return left._next(new.withColumn(idk, value), op, cur=idk, slots=slots, derived=tuple(dict.fromkeys(derived)))
+    lay, ray = left.layout(), right.layout()
+    n = sum(isinstance(k, int) for k in lay)
+    layout = (*lay, *(k + n if isinstance(k, int) else k for k in ray), idk)
+    return left._next(new, op, cur=idk, slots=slots, derived=tuple(dict.fromkeys(derived)),
+                      pending={**left.pending, **right.pending, idk: value}, layout=layout)
 
 
 def compared_scalar(left: TrackedDataFrame, other) -> TrackedDataFrame:

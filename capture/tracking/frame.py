@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame
 
 from capture.errors import UnsupportedOperation
+from capture.id_columns import named
 from capture.ids import Derived, is_hidden
 from capture.operators import InRef, OperatorProv, OpInput, OpType, Slot
 from capture.tracking import binary, grouping, project
@@ -24,6 +25,7 @@ from capture.tracking.paths import (
     attr_map,
     column_names,
     contains_any,
+    frame_of,
     has_udf,
     node_exprs,
     nodes_above,
@@ -44,16 +46,22 @@ _READERS = frozenset(
 class TrackedDataFrame:
     """A DataFrame whose operators are recorded; behaves like ``pyspark.sql.DataFrame``."""
 
-    __slots__ = ("_tracker", "_df", "_oid", "_cur", "_slots", "_derived")
+    __slots__ = ("_tracker", "_raw", "_oid", "_cur", "_slots", "_derived", "_pending", "_layout")
 
     def __init__(self, tracker: Tracker, df: DataFrame, oid: int, cur: str, slots: tuple[Slot, ...],
-                 derived: tuple[Derived, ...] = ()):
+                 derived: tuple[Derived, ...] = (), pending: dict[str, Column] | None = None,
+                 layout: tuple[int | str, ...] = ()):
         self._tracker = tracker
-        self._df = df
+        self._raw = df
         self._oid = oid
         self._cur = cur
         self._slots = slots
         self._derived = derived  # hidden columns computed again on read, not stored (capture/ids.py)
+        # Join ids not computed yet (:meth:`raw`): name -> expression over ``df``'s columns; and
+        # where each column of the annotated DataFrame comes from (a position in ``df``'s columns,
+        # or a pending name), so that computing them gives the column order of computing them at once
+        self._pending = dict(pending or {})
+        self._layout = layout
 
     # ---- plumbing -------------------------------------------------------------------------
     @property
@@ -68,13 +76,45 @@ class TrackedDataFrame:
     @property
     def annotated(self) -> DataFrame:
         """The DataFrame with the hidden provenance columns (for the capture layer)."""
-        return self._df
+        if self._pending:
+            self._raw = _computed(self._raw, self._pending, self._layout)
+            self._pending, self._layout = {}, ()
+        return self._raw
+
+    _df = annotated
+
+    @property
+    def raw(self) -> DataFrame:
+        """The DataFrame without the pending join ids: the plan of a chain of inner joins and the
+        filter above it as Spark's own plan has them, no projection between the joins, so Spark's
+        optimizer reorders the joins and pushes the filter's conditions into them as in the plain
+        query (ReorderJoin flattens only joins that are directly nested). The ids are computed by
+        :attr:`annotated`, above the chain."""
+        return self._raw
+
+    @property
+    def pending(self) -> dict[str, Column]:
+        return self._pending
+
+    def layout(self) -> tuple[int | str, ...]:
+        """Where each column of :attr:`annotated` comes from: a position in :attr:`raw`'s columns
+        or the name of a pending column."""
+        if self._pending:
+            return self._layout
+        return tuple(range(analyzed(self._raw).output().size()))
+
+    def id_value(self) -> Column:
+        """This DataFrame's id column over :attr:`raw`: its expression while it is pending."""
+        return self._pending.get(self._cur) if self._cur in self._pending else named(self._cur)
 
     def hidden(self) -> list[str]:
-        return [c for c in column_names(self._df) if is_hidden(c)]
+        if self._pending:
+            names = column_names(self._raw)
+            return [c for c in (names[k] if isinstance(k, int) else k for k in self._layout) if is_hidden(c)]
+        return [c for c in column_names(self._raw) if is_hidden(c)]
 
     def visible(self) -> list[str]:
-        return [c for c in column_names(self._df) if not is_hidden(c)]
+        return [c for c in column_names(self._raw) if not is_hidden(c)]
 
     @property
     def id_column(self) -> str:
@@ -91,7 +131,8 @@ class TrackedDataFrame:
         return self._df.select(*[self._df[c] for c in self.visible()])
 
     def _next(self, df: DataFrame, op: OperatorProv, cur: str | None = None,
-              slots: tuple[Slot, ...] | None = None, derived: tuple[Derived, ...] | None = None) -> TrackedDataFrame:
+              slots: tuple[Slot, ...] | None = None, derived: tuple[Derived, ...] | None = None,
+              pending: dict[str, Column] | None = None, layout: tuple[int | str, ...] = ()) -> TrackedDataFrame:
         self._tracker._register(op)
         if slots is None:  # output id = input id
             # filter/select/map/sort/limit: nothing to store, their <id, id> rows are derived
@@ -99,7 +140,7 @@ class TrackedDataFrame:
             # anti join keeps ids too but is a join, whose rows the backtracer reads
             slots = self._slots if op.type.keeps_ids else (*self._slots, Slot(op.oid, self._cur, InRef(self._cur)))
         return TrackedDataFrame(self._tracker, df, op.oid, cur or self._cur, slots,
-                                self._derived if derived is None else derived)
+                                self._derived if derived is None else derived, pending, layout)
 
     def _check_names(self, names, operation: str) -> None:
         for n in names:
@@ -142,18 +183,21 @@ class TrackedDataFrame:
     def limit(self, num: int) -> TrackedDataFrame:
         return self._rowwise("limit", OpType.LIMIT, self._df.limit(num))
 
-    def _rowwise(self, method: str, kind: OpType, new: DataFrame) -> TrackedDataFrame:
-        in_plan = analyzed(self._df)
+    def _rowwise(self, method: str, kind: OpType, new: DataFrame, over_raw: bool = False) -> TrackedDataFrame:
+        """``new``: this DataFrame's rows filtered, sorted or cut; ``over_raw``: ``new`` was built
+        over :attr:`raw` (a filter: the pending ids stay pending above it)."""
+        in_plan = analyzed(self._raw if over_raw else self._df)
         attrs = attr_map([in_plan])
         exprs = [e for n in nodes_above(analyzed(new), [in_plan]) for e in node_exprs(n)]
         udf = contains_any(analyzed(new), UDF_PATTERNS) and any(has_udf(e) for e in exprs)
         accessed = None if udf else tuple(a.path for a in accesses(exprs, attrs))
         op = OperatorProv(self._tracker._new_oid(), kind, method, (OpInput(self._oid, accessed),), (),
                           detail=_detail(new))
+        later = (self._pending, self._layout) if over_raw else (None, ())
         if kind is OpType.SORT:
-            return self._next(new, op)
+            return self._next(new, op, None, None, None, *later)
         # filter and limit may drop the first copy of a repeated row
-        return self._next(new, op, slots=tuple(s.filtered() for s in self._slots))
+        return self._next(new, op, slots=tuple(s.filtered() for s in self._slots), pending=later[0], layout=later[1])
 
     # ---- projections and flatten (capture/tracking/project.py) ------------------------------------
     def select(self, *cols) -> TrackedDataFrame:
@@ -227,6 +271,26 @@ class TrackedDataFrame:
         return grouping.deduplicate(self, "dropDuplicates", subset)
 
     drop_duplicates = dropDuplicates
+
+
+def _computed(raw: DataFrame, pending: dict[str, Column], layout: tuple[int | str, ...]) -> DataFrame:
+    """``raw`` with its ``pending`` columns computed, all columns in the order ``layout`` says
+    (one projection; its items rearranged in Spark's plan when the pending columns do not simply
+    come last)."""
+    df = raw.withColumns(pending)
+    n = len(layout) - len(pending)
+    if list(layout) == [*range(n), *pending]:
+        return df
+    plan = analyzed(df)
+    items, names = plan.projectList(), list(pending)
+    at = {name: n + k for k, name in enumerate(names)}
+    jvm = raw.sparkSession._jvm
+    listed = getattr(jvm, "java.util.ArrayList")()
+    for k in layout:
+        listed.add(items.apply(k if isinstance(k, int) else at[k]))
+    project = getattr(jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(
+        getattr(jvm, "org.apache.spark.api.python.PythonUtils").toSeq(listed), plan.child())
+    return frame_of(raw.sparkSession, project)
 
 
 def _detail(df: DataFrame) -> str:

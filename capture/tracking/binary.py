@@ -181,7 +181,8 @@ def existence(left: TrackedDataFrame, right: TrackedDataFrame, build, on: Column
     new = build(left.annotated, right.annotated)
     jnode = analyzed(new)
     op = _join_op(oid, left, right, jnode, visible_names_ids(jnode.left()))
-    return _semi_next(left, right, new, op, on, (*left._slots, Slot(oid, left._cur, InRef(left._cur))))
+    return _semi_next(left, right, new, op, on, (*left._slots, Slot(oid, left._cur, InRef(left._cur))),
+                      every_row=True)
 
 
 def _matches_recordable(right: TrackedDataFrame, on) -> bool:
@@ -196,18 +197,18 @@ def _matches_recordable(right: TrackedDataFrame, on) -> bool:
 
 
 def _semi_next(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, op: OperatorProv, on,
-               slots: tuple[Slot, ...]) -> TrackedDataFrame:
+               slots: tuple[Slot, ...], every_row: bool = False) -> TrackedDataFrame:
     """The output of semi (or existence) join ``op``: with the right items that match each row
     (:func:`_with_matches`) where :func:`_matches_recordable`, else with none and the operator's
     detail saying so (the replay check reads such a join's right side whole)."""
     if not _matches_recordable(right, on):
         return left._next(new, replace(op, detail=op.detail + UNRECORDED_RIGHT), slots=slots)
-    new, more, derived = _with_matches(left, right, new, on, op.oid)
+    new, more, derived = _with_matches(left, right, new, on, op.oid, every_row)
     return left._next(new, op, slots=(*slots, *more), derived=derived)
 
 
-def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, on, oid: int
-                  ) -> tuple[DataFrame, tuple[Slot, ...], tuple[Derived, ...]]:
+def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFrame, on, oid: int,
+                  every_row: bool = False) -> tuple[DataFrame, tuple[Slot, ...], tuple[Derived, ...]]:
     """A left semi (or existence) join's output ``new`` -- Spark's own join, one row per kept left
     row -- with the right items that match each row: a hidden array ``__strata_match_<oid>`` of
     the stored hidden columns (or bare ids: ``grouping.member``) of every right row that meets
@@ -221,10 +222,15 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     a row's matches depend on its key alone: the right rows are grouped by their key and joined
     to ``new`` on the row's key, so the left side is computed once (TPC-DS Q58: 3.5 s of its 5 s
     overhead was the left side computed again). Otherwise the two annotated sides are joined on
-    ``on``, grouped by the left id and joined back to ``new`` on it: the join keeps only the
-    right rows that match, where grouping a large right side whole would cost more than reading
-    a small left side twice (TPC-H Q4: 37 MB of orders against 150 MB of lineitem). Either way
-    the rows of ``new`` stay as they are (:func:`_keyed_matches`)."""
+    ``on`` and grouped by the left id: the join keeps only the right rows that match, where
+    grouping a large right side whole would cost more than reading a small left side twice
+    (TPC-H Q4: 37 MB of orders against 150 MB of lineitem). A semi join's rows are then the left
+    rows whose id has a group (an inner join of the left side with the groups: the rows Spark's
+    semi join keeps, each copy of a repeated row too), so the right side is read once, not once
+    for Spark's semi join and again for the matches (TPC-DS Q16, Q94: `EXISTS` over all of
+    catalog_sales with a `<>` beside the key); an existence join keeps every row (``every_row``),
+    so its groups are joined back to ``new``. Either way the rows of a semi join are those of
+    ``new`` (:func:`_keyed_matches`)."""
     arr, key = f"__strata_match_{oid}", f"__strata_key_{oid}"
     rename = {h: f"{h}_j{oid}" for h in set(left.hidden()) & set(right.hidden())}
     rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
@@ -243,10 +249,22 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
         out = new.join(matches, cond, "left").drop(*[matches[n] for n in names])
     else:
         matches = pairs.groupBy(named(left._cur).alias(key)).agg(F.collect_list(matched).alias(arr))
-        out = new.join(matches, named(left._cur) == named(key), "left").drop(key)
+        if every_row:
+            out = new.join(matches, named(left._cur) == named(key), "left").drop(key)
+        else:
+            out = left.annotated.join(_built(matches), named(left._cur) == named(key), "inner").drop(key)
     slots = (*(s.repeated().nested_in(arr) for s in right._slots),
              Slot(oid, left._cur, InRef(right._cur, 1), array=arr))
     return out, slots, (*left._derived, *(d.nested_in(arr) for d in right._derived))
+
+
+def _built(matches: DataFrame) -> DataFrame:
+    """``matches`` as the side Spark builds its join with the left rows from, where it is small
+    enough to broadcast: the rows then keep the order and partitioning of the left side, as
+    Spark's own semi join keeps them (an inner join would build the smaller side, often the left)."""
+    limit = matches.sparkSession._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
+    size = int(str(analyzed(matches).stats().sizeInBytes()))
+    return matches.hint("broadcast") if 0 <= size <= limit else matches
 
 
 def _keyed_matches(pairs: DataFrame) -> tuple[list, list, object] | None:

@@ -206,7 +206,8 @@ def test_an_in_records_its_matches_without_reading_the_left_side_again(spark, tm
     and joins that to the join's rows; the left side (here a scan of `orders`, 2,000 rows beside
     60 lines) is read once, as in the plain plan. A condition beyond equalities (`l.c < o.v`)
     still needs the left rows themselves, and so does an IN whose right side is the larger:
-    joining first keeps only the right rows that match, where grouping it would take all."""
+    joining first keeps only the right rows that match, where grouping it would take all; those
+    pairs then also say which left rows are kept, so the right side is read once."""
     spark.createDataFrame([(k, k % 5, f"order {k}") for k in range(2000)], "okey long, v long, note string") \
         .write.parquet(str(tmp_path / "o"))
     spark.createDataFrame([(i, i % 13, i % 4, 2) for i in range(60)], "lk long, lkey long, c long, r long") \
@@ -226,3 +227,8 @@ def test_an_in_records_its_matches_without_reading_the_left_side_again(spark, tm
     assert scans("SELECT okey, v FROM in_o o WHERE EXISTS (SELECT 1 FROM in_l l WHERE l.lkey = o.okey "
                  "AND l.c < o.v)") == (1, 2)
     assert scans("SELECT lk FROM in_l WHERE lkey IN (SELECT okey FROM in_o WHERE note <> 'x')", "l") == (1, 2)
+    # without keys alone, the matches are the pairs the join finds, and the rows kept are the
+    # left rows that have some: the right side is read once
+    assert scans("SELECT okey, v FROM in_o o WHERE EXISTS (SELECT 1 FROM in_l l WHERE l.lkey = o.okey "
+                 "AND l.c < o.v)", "l") == (1, 1)
+    assert scans("SELECT lk FROM in_l WHERE lkey IN (SELECT okey FROM in_o WHERE note <> 'x')", "o") == (1, 1)

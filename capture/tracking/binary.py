@@ -228,7 +228,7 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     rows whose id has a group (an inner join of the left side with the groups: the rows Spark's
     semi join keeps, each copy of a repeated row too), so the right side is read once, not once
     for Spark's semi join and again for the matches (TPC-DS Q16, Q94: `EXISTS` over all of
-    catalog_sales with a `<>` beside the key); an existence join keeps every row (``every_row``),
+    catalog_sales or web_sales with a `<>` beside the key); an existence join keeps every row (``every_row``),
     so its groups are joined back to ``new``. Either way the rows of a semi join are those of
     ``new`` (:func:`_keyed_matches`)."""
     arr, key = f"__strata_match_{oid}", f"__strata_key_{oid}"

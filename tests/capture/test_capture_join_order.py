@@ -3,7 +3,8 @@ order"): an inner join's id is computed above the chain of inner joins and filte
 so Spark's optimizer sees the plain plan's join tree and reorders it the same way. Listed as
 `FROM a, b, f WHERE f.ak = a.k AND f.bk = b.k`, the plain plan joins `a` to `f` first (`a` and `b`
 share no condition); a plan built join by join would multiply `a` by `b` before it meets `f`.
-The captured rows, their hidden columns' order and every output row's trace stay as they were.
+The captured rows, their hidden columns (in the order joining step by step gives) and every output
+row's trace stay as they were.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def test_a_captured_query_joins_its_tables_in_the_plain_querys_order(spark, tmp_
     assert sorted(captured.select("x", "y", "v").collect()) == sorted(plain.collect())
     # the join ids, computed above the chain, are the ones joining step by step gives: ops 1, 2
     # and 4 read a, b and f; op 3 joins a with b, op 5 that with f
+    assert [c for c in captured.columns if c.startswith("__strata")] == [f"__strata_id_{k}" for k in range(1, 6)]
     ids = [F.col(f"__strata_id_{k}") for k in range(1, 6)]
     rows = captured.select((F.xxhash64(F.lit(3), ids[0], ids[1]) == ids[2]).alias("j3"),
                            (F.xxhash64(F.lit(5), ids[2], ids[3]) == ids[4]).alias("j5")).collect()

@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from capture.auto.plan import translate
 from capture.errors import CaptureError, UnsupportedOperation
-from capture.tracking.paths import analyzed, frame_of
+from capture.tracking.paths import analyzed, frame_of, seq, to_seq
 from capture.tracking.sources import hive_locator, hive_split_ids
 from capture.tracking.tracker import Tracker
 from store import progress
@@ -163,15 +163,15 @@ class _Writer:
         return self._keep(self._j.options(opts))
 
     def partitionBy(self, cols):  # noqa: N802 - the JVM writer's name
-        self._layout.append(("partitionBy", tuple(_list(cols))))
+        self._layout.append(("partitionBy", tuple(seq(cols))))
         return self._keep(self._j.partitionBy(cols))
 
     def bucketBy(self, n, col, cols):  # noqa: N802
-        self._layout.append(("bucketBy", (int(n), str(col), *_list(cols))))
+        self._layout.append(("bucketBy", (int(n), str(col), *seq(cols))))
         return self._keep(self._j.bucketBy(n, col, cols))
 
     def sortBy(self, col, cols):  # noqa: N802
-        self._layout.append(("sortBy", (str(col), *_list(cols))))
+        self._layout.append(("sortBy", (str(col), *seq(cols))))
         return self._keep(self._j.sortBy(col, cols))
 
     def _sink(self, method: str, target: str, fmt: str, mode: str, opts: dict[str, str]):
@@ -272,7 +272,7 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
                                    hint="write the result with CREATE TABLE … AS SELECT, INSERT … SELECT or df.write")
     default = spark.conf.get("spark.sql.sources.default", "parquet")
     if kind in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
-        name = ".".join(str(p) for p in _list(plan.name().nameParts()))
+        name = ".".join(str(p) for p in seq(plan.name().nameParts()))
         if kind == "CreateTableAsSelect" and plan.ignoreIfExists() and \
                 spark._jsparkSession.catalog().tableExists(name):
             return None  # IF NOT EXISTS of a table that exists: Spark writes nothing
@@ -284,7 +284,7 @@ def _sql_write(spark, query: str) -> _SqlWrite | None:
         table = plan.table()
         if table.getClass().getSimpleName() != "UnresolvedRelation":
             return None
-        name = ".".join(str(p) for p in _list(table.multipartIdentifier()))
+        name = ".".join(str(p) for p in seq(table.multipartIdentifier()))
         if plan.ifPartitionNotExists():
             raise UnsupportedOperation(
                 f"capture: INSERT OVERWRITE {name} PARTITION (…) IF NOT EXISTS cannot be captured yet. "
@@ -310,7 +310,7 @@ def _load_data(spark, plan, query: str) -> _SqlWrite | None:
     table's, by file, split and record) and whose output is the table; the statement itself then
     runs, after the run's rows were computed (a moved file is gone after it). None (Spark reports
     the error) for a table Spark would refuse, e.g. a data source table."""
-    name = ".".join(str(p) for p in _list(plan.child().multipartIdentifier()))
+    name = ".".join(str(p) for p in seq(plan.child().multipartIdentifier()))
     try:
         relation = analyzed(spark.table(name))
     except Exception:  # noqa: BLE001 - no such table: Spark reports it when the statement runs
@@ -358,19 +358,10 @@ def _replay(spark, statement):
 
     def sink(df) -> DataFrame:
 
-        kids = _list(statement.children())
-        swapped = [analyzed(df) if k.equals(query) else k for k in kids]
-        jl = getattr(spark._jvm, "java.util.ArrayList")()
-        for k in swapped:
-            jl.add(k)
-        utils = getattr(spark._jvm, "org.apache.spark.api.python.PythonUtils")
-        return frame_of(spark, statement.withNewChildren(utils.toSeq(jl)))
+        swapped = [analyzed(df) if k.equals(query) else k for k in seq(statement.children())]
+        return frame_of(spark, statement.withNewChildren(to_seq(spark._jvm, swapped)))
 
     return sink
-
-
-def _list(jseq) -> list:
-    return [jseq.apply(i) for i in range(jseq.size())]
 
 
 def _jvm_stopped(spark, error: BaseException | None = None) -> str | None:

@@ -48,6 +48,7 @@ from capture.tracking.paths import (
     output_paths,
     scala_map,
     seq,
+    to_seq,
     visible_names_ids,
 )
 from capture.tracking.project import apply as project_apply
@@ -103,10 +104,7 @@ class _Walk:
         return self.spark._jvm
 
     def seq_of(self, items: list):
-        jl = getattr(self.jvm, "java.util.ArrayList")()
-        for i in items:
-            jl.add(i)
-        return getattr(self.jvm, "org.apache.spark.api.python.PythonUtils").toSeq(jl)
+        return to_seq(self.jvm, items)
 
     def frame(self, plan) -> DataFrame:
         """The DataFrame of an (analyzed) logical plan."""

@@ -68,8 +68,9 @@ def join(left: TrackedDataFrame, other, on, how: str | None) -> TrackedDataFrame
     # computed above the chain of inner joins and filters it starts, not between them
     lazy = kind in ("inner", "cross") and not clash and (on is None or isinstance(on, Column))
     rename = {h: f"{h}_j{oid}" for h in clash}
-    rdf = right.raw if lazy else right.annotated.withColumnsRenamed(rename) if rename else right.annotated
-    ldf = left.raw if lazy else left.annotated
+    ldf, rdf = (left.raw, right.raw) if lazy else (left.annotated, right.annotated)
+    if rename:
+        rdf = rdf.withColumnsRenamed(rename)
     rslots = tuple(s.renamed(rename) for s in right._slots)
     rcur = rename.get(right._cur, right._cur)
     new = ldf.join(rdf, on, how) if how is not None else ldf.join(rdf, on)

@@ -29,6 +29,7 @@ from capture.tracking.paths import (
     has_udf,
     node_exprs,
     nodes_above,
+    to_seq,
 )
 
 if TYPE_CHECKING:
@@ -193,11 +194,10 @@ class TrackedDataFrame:
         accessed = None if udf else tuple(a.path for a in accesses(exprs, attrs))
         op = OperatorProv(self._tracker._new_oid(), kind, method, (OpInput(self._oid, accessed),), (),
                           detail=_detail(new))
-        later = (self._pending, self._layout) if over_raw else (None, ())
-        if kind is OpType.SORT:
-            return self._next(new, op, None, None, None, *later)
+        pending, layout = (self._pending, self._layout) if over_raw else (None, ())
         # filter and limit may drop the first copy of a repeated row
-        return self._next(new, op, slots=tuple(s.filtered() for s in self._slots), pending=later[0], layout=later[1])
+        slots = None if kind is OpType.SORT else tuple(s.filtered() for s in self._slots)
+        return self._next(new, op, slots=slots, pending=pending, layout=layout)
 
     # ---- projections and flatten (capture/tracking/project.py) ------------------------------------
     def select(self, *cols) -> TrackedDataFrame:
@@ -282,14 +282,11 @@ def _computed(raw: DataFrame, pending: dict[str, Column], layout: tuple[int | st
     if list(layout) == [*range(n), *pending]:
         return df
     plan = analyzed(df)
-    items, names = plan.projectList(), list(pending)
-    at = {name: n + k for k, name in enumerate(names)}
+    items = plan.projectList()
+    at = {name: n + k for k, name in enumerate(pending)}
     jvm = raw.sparkSession._jvm
-    listed = getattr(jvm, "java.util.ArrayList")()
-    for k in layout:
-        listed.add(items.apply(k if isinstance(k, int) else at[k]))
-    project = getattr(jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(
-        getattr(jvm, "org.apache.spark.api.python.PythonUtils").toSeq(listed), plan.child())
+    listed = [items.apply(k if isinstance(k, int) else at[k]) for k in layout]
+    project = getattr(jvm, "org.apache.spark.sql.catalyst.plans.logical.Project")(to_seq(jvm, listed), plan.child())
     return frame_of(raw.sparkSession, project)
 
 

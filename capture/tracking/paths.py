@@ -35,6 +35,15 @@ def seq(jseq) -> list:
     return [jseq.apply(i) for i in range(jseq.size())]
 
 
+def to_seq(jvm, items) -> object:
+    """The JVM objects ``items`` as a Scala Seq (a Java list filled over py4j, then Spark's
+    ``PythonUtils.toSeq``)."""
+    listed = getattr(jvm, "java.util.ArrayList")()
+    for i in items:
+        listed.add(i)
+    return getattr(jvm, "org.apache.spark.api.python.PythonUtils").toSeq(listed)
+
+
 # Spark writes an attribute as `name#id`, `L` after a long's id, `-T<delay>ms` after an event-time
 # column's (AttributeReference.toString); the last `#` is the id's
 _NAMED = re.compile(r"(.*)#(\d+)L?(?:-T\d+ms)?", re.DOTALL)
@@ -204,10 +213,7 @@ def tree_patterns(names: tuple[str, ...]):
     key = (id(jvm), names)
     if key not in _patterns:
         found = getattr(getattr(jvm, "org.apache.spark.sql.catalyst.trees.TreePattern$"), "MODULE$")
-        values = getattr(jvm, "java.util.ArrayList")()
-        for n in names:
-            values.add(getattr(found, n)())
-        _patterns[key] = (jvm, getattr(jvm, "org.apache.spark.api.python.PythonUtils").toSeq(values))
+        _patterns[key] = (jvm, to_seq(jvm, [getattr(found, n)() for n in names]))
     return _patterns[key][1]
 
 

@@ -37,7 +37,7 @@ from capture.id_columns import named, resolver
 from capture.ids import JOIN, Derived, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
 from capture.tracking.frame import TrackedDataFrame
-from capture.tracking.grouping import key_hash, member
+from capture.tracking.grouping import collect, key_hash
 from capture.tracking.paths import accesses, aggregate_pairs, analyzed, attr_map, cls, has_udf, out_pairs, seq
 from capture.tracking.project import column_of
 
@@ -205,8 +205,8 @@ def _compute(walk, node, child, groups: list[_Group], joins, keys):
     """The program's window over the annotated input, each group's members collected over its
     frame by a second Window node of the same partition and order, and the id columns."""
     spark = walk.spark
-    collected = member(child, named)  # stored hidden columns, or the bare id
-    probe = child.annotated.agg(*[F.collect_list(collected).alias(f"_{i}") for i in range(len(groups))])
+    collected = collect(child, named)  # stored hidden columns, or the bare id
+    probe = child.annotated.agg(*[collected.alias(f"_{i}") for i in range(len(groups))])
     aggs = [a.child() for a in seq(analyzed(probe).aggregateExpressions())]
     ex = getattr(walk.jvm, "org.apache.spark.sql.catalyst.expressions")
     new_id = getattr(getattr(ex, "NamedExpression$"), "MODULE$").newExprId

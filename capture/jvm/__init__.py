@@ -1,4 +1,5 @@
-"""Strata's two JVM classes, Spark data sources with one addition each (Java sources next to this file):
+"""Strata's JVM classes (Java sources next to this file): two Spark data sources with one
+addition each, and one aggregate function.
 
 * ``io.strata.capture.OffsetJsonFileFormat``: Spark's JSON reader plus each record's line offset.
   It gives JSON input items ids that do not depend on row positions, so a filter after
@@ -6,6 +7,8 @@
 * ``io.strata.capture.SplitParquetFileFormat``: Spark's Parquet writer that writes a captured
   result's visible columns to the user's output and its hidden columns into the store in one pass,
   with no row leaving the JVM (docs/capture.md, "Commit").
+* ``io.strata.capture.CollectMembers``: ``collect_list`` of an aggregation's member ids, kept as
+  longs in one buffer per group (docs/capture.md, "What an aggregation collects").
 
 They are compiled against the installed PySpark's jars, one jar per Spark version: in a source
 checkout into ``build/jvm/`` (``make`` does it: ``python -m capture.jvm``), in an installed package
@@ -14,7 +17,8 @@ checkout into ``build/jvm/`` (``make`` does it: ``python -m capture.jvm``), in a
 (:func:`ensure_jar`, a few seconds, said on stderr). :func:`strata.spark.get_session` puts that jar
 on the classpath of the Spark it starts. Without the jar (no JDK's ``javac``: said on stderr once,
 or a SparkSession started elsewhere) JSON items get positional ids, as CSV items and tracked
-DataFrames do, and the hidden columns cross to Python through Arrow (capture/storing/tee.py).
+DataFrames do, the hidden columns cross to Python through Arrow (capture/storing/tee.py), and
+aggregations collect their members with Spark's ``collect_list``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 
 CLASS = "io.strata.capture.OffsetJsonFileFormat"
 SPLIT = "io.strata.capture.SplitParquetFileFormat"
+COLLECT = "io.strata.capture.CollectMembers"
 OFFSET = "__strata_offset"  # the reader's extra column (OffsetJsonFileFormat.OFFSET)
 # SplitParquetFileFormat's write options: the store folder of the hidden columns, their row groups' limits
 SPLIT_FOLDER = "strata.hidden.folder"

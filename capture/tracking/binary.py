@@ -22,7 +22,7 @@ from capture.operators import (
     Slot,
     column_paths,
 )
-from capture.tracking.grouping import member
+from capture.tracking.grouping import collect
 from capture.tracking.paths import (
     accesses,
     analyzed,
@@ -236,20 +236,20 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     rename = {h: f"{h}_j{oid}" for h in set(left.hidden()) & set(right.hidden())}
     rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
     pairs = left.annotated.join(rdf, on, "inner")
-    matched = member(right, lambda h: named(rename.get(h, h)).alias(h))  # stored hidden columns, or the bare id
+    matched = collect(right, lambda h: named(rename.get(h, h)).alias(h))  # stored hidden columns, or the bare id
     keyed = _keyed_matches(pairs)
     if keyed is not None:
         spark, (lkeys, rkeys, rplan) = new.sparkSession, keyed
         names = [f"{key}_{i}" for i in range(len(lkeys))]
         by = [column_of(spark, k).alias(n) for k, n in zip(rkeys, names, strict=True)]
-        matches = frame_of(spark, rplan).groupBy(*by).agg(F.collect_list(matched).alias(arr))
+        matches = frame_of(spark, rplan).groupBy(*by).agg(matched.alias(arr))
         cond = None
         for k, n in zip(lkeys, names, strict=True):
             eq = column_of(spark, k) == matches[n]
             cond = eq if cond is None else cond & eq
         out = new.join(matches, cond, "left").drop(*[matches[n] for n in names])
     else:
-        matches = pairs.groupBy(named(left._cur).alias(key)).agg(F.collect_list(matched).alias(arr))
+        matches = pairs.groupBy(named(left._cur).alias(key)).agg(matched.alias(arr))
         if every_row:
             out = new.join(matches, named(left._cur) == named(key), "left").drop(key)
         else:

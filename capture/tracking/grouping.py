@@ -20,8 +20,17 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, IntegerType, StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    IntegerType,
+    LongType,
+    StructField,
+    StructType,
+    _parse_datatype_string,
+)
 
+from capture import jvm
 from capture.errors import UnsupportedOperation
 from capture.ids import FLATTEN, Derived, is_hidden, top
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot, column_paths
@@ -84,24 +93,45 @@ class TrackedGroupedData:
         raise UnsupportedOperation.named(f"groupBy().{name}")
 
 
-def member(tdf: TrackedDataFrame, col: Callable[[str], Column] = F.col) -> Column:
+def member(tdf: TrackedDataFrame, col: Callable[[str], Column] = F.col) -> tuple[Column, bool]:
     """What an aggregation collects of each member row: its stored hidden columns as a struct
     (derived ids are not stored: capture/ids.py), or the bare id when that is all the row holds
     (one non-null id column, no association or derived id at its level, e.g. a source's rows):
     Spark collects longs without copying a row per member (docs/capture.md, "What an aggregation
-    collects"). Readers tell the two apart by the element type. ``col`` makes a column of a name."""
+    collects"). Readers tell the two apart by the element type. ``col`` makes a column of a name.
+    Also whether every field is a ``bigint`` or an ``int`` (:func:`collect` can take it)."""
     derived = top(tdf._derived)
     kept = [h for h in tdf.hidden() if h not in derived]
-    if len(kept) == 1 and not tdf._derived and not tdf._slots \
-            and not tdf.annotated._jdf.schema().apply(kept[0]).nullable():  # one field, not the whole schema
-        return col(kept[0])
-    return F.struct(*[col(h) for h in kept])
+    schema = tdf.annotated.schema
+    if len(kept) == 1 and not tdf._derived and not tdf._slots and not schema[kept[0]].nullable:
+        return col(kept[0]), schema[kept[0]].dataType == LongType()
+    return F.struct(*[col(h) for h in kept]), _fixed_width(schema, kept)
+
+
+def _fixed_width(schema: StructType, names: list[str]) -> bool:
+    return 0 < len(names) <= 64 and all(schema[h].dataType in (LongType(), IntegerType()) for h in names)
+
+
+def collect(tdf: TrackedDataFrame, col: Callable[[str], Column] = F.col) -> Column:
+    """``collect_list`` of the rows' :func:`member` values."""
+    value, fixed = member(tdf, col)
+    return collect_list(tdf.annotated.sparkSession, value, fixed)
+
+
+def collect_list(spark, value: Column, fixed: bool) -> Column:
+    """``F.collect_list(value)``; where ``value`` is a ``bigint`` or a struct of ``bigint`` and
+    ``int`` fields (``fixed``), computed by Strata's collector when Spark has the capture jar
+    (``io.strata.capture.CollectMembers``: the same array, the same order, each group's members
+    kept as longs in one buffer; docs/capture.md, "What an aggregation collects")."""
+    if fixed and jvm.available(spark, jvm.COLLECT):
+        return Column(getattr(spark._jvm, jvm.COLLECT).column(value._jc))
+    return F.collect_list(value)
 
 
 def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
     """The members, collected (:func:`member`)."""
     agg, idk = f"__strata_agg_{oid}", f"__strata_id_{oid}"
-    return F.collect_list(member(tdf)).alias(agg), agg, idk
+    return collect(tdf).alias(agg), agg, idk
 
 
 def _positional(dtype: DataType) -> DataType:
@@ -222,19 +252,28 @@ def by_groups(out: TrackedDataFrame, below: TrackedDataFrame, expanded: TrackedD
     if kept[-1:] != [pos] or not rows or not set(rows) <= have or out.hidden() != [agg, idk]:
         return None
     m = f"__strata_rows_{out.oid}"
-    first, _ = _grouped(below.annotated, sources, [F.collect_list(F.struct(*[F.col(h) for h in rows])).alias(m),
-                                                   *partials])
+    spark, fixed = below.annotated.sparkSession, _fixed_width(below.annotated.schema, rows)
+    first, _ = _grouped(below.annotated, sources,
+                        [collect_list(spark, F.struct(*[F.col(h) for h in rows]), fixed).alias(m), *partials])
     names = column_names(first)[len(sources) + 1:]
 
-    def copy(j: int) -> Callable[[Column], Column]:
-        return lambda x: F.struct(*[x.getField(h).alias(h) for h in rows], F.lit(j).alias(pos))
+    direct = fixed and jvm.available(spark, jvm.COLLECT)  # the copies' lists joined, positions added, in one pass
+
+    def listed(j: int) -> list[Column]:
+        """The j-th copy's list of members: as collected with the position beside it, or each
+        member given the position."""
+        if direct:
+            return [F.col(m).alias("_m"), F.lit(j).alias("_j")]
+        return [F.transform(m, lambda x: F.struct(*[x.getField(h).alias(h) for h in rows],
+                                                  F.lit(j).alias(pos))).alias("_m")]
 
     copies = first.select(F.inline(F.array(*[
-        F.struct(*[c.alias(f"_k{k}") for k, c in enumerate(p)], F.transform(m, copy(j)).alias("_m"),
-                 *[F.col(n) for n in names])
+        F.struct(*[c.alias(f"_k{k}") for k, c in enumerate(p)], *listed(j), *[F.col(n) for n in names])
         for j, p in enumerate(sets)])))
+    members = (Column(getattr(spark._jvm, jvm.COLLECT).copies(F.col("_m")._jc, F.col("_j")._jc, pos)) if direct
+               else F.flatten(F.collect_list("_m")))
     keys = [f"_k{k}" for k in range(len(sets[0]))]
-    merged, _ = _grouped(copies, keys, [F.flatten(F.collect_list("_m")).alias(agg), *merges])
+    merged, _ = _grouped(copies, keys, [members.alias(agg), *merges])
     types = {f.name: f.dataType for f in merged.schema.fields[:len(keys)]}
     by = [f"_k{k}" for k in places]
     made = merged.select(*finish(merged), F.col(agg), key_hash(out.oid, [F.col(k) for k in by],

@@ -172,8 +172,8 @@ def test_an_aggregation_collects_bare_ids_where_a_member_holds_nothing_else(spar
         if joined:
             t = t.join(tracker.track(spark.createDataFrame(sides, "g int, v int"), name="u"), "g")
         if always_struct:
-            monkeypatch.setattr(grouping, "member", lambda tdf, col=F.col: F.struct(*[
-                col(h) for h in tdf.hidden() if h not in grouping.top(tdf._derived)]))
+            monkeypatch.setattr(grouping, "member", lambda tdf, col=F.col: (F.struct(*[
+                col(h) for h in tdf.hidden() if h not in grouping.top(tdf._derived)]), False))
         try:
             return tracker.capture(t.groupBy("g").agg(F.sum("n").alias("s")))
         finally:

@@ -33,7 +33,8 @@ def test_an_installed_package_builds_its_jar_into_the_users_cache(installed_whee
     wheel, target = installed_wheel
     names = zipfile.ZipFile(wheel).namelist()
     assert {"capture/jvm/io/strata/capture/OffsetJsonFileFormat.java",
-            "capture/jvm/io/strata/capture/SplitParquetFileFormat.java"} <= set(names)
+            "capture/jvm/io/strata/capture/SplitParquetFileFormat.java",
+            "capture/jvm/io/strata/capture/CollectMembers.java"} <= set(names)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("STRATA_JVM_CACHE", None)
     run = _probe(tmp_path, target, env)

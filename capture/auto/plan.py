@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from pyspark.serializers import CloudPickleSerializer
@@ -913,4 +915,26 @@ def _without_ids(text: str) -> str:
 def translate(tracker, df: DataFrame) -> TrackedDataFrame:
     """The tracked DataFrame computing ``df``'s rows with provenance (raises
     :class:`UnsupportedOperation` naming the first operator it cannot track; no job has run)."""
-    return _Walk(tracker, df.sparkSession).run(analyzed(df))
+    with _no_call_sites():
+        return _Walk(tracker, df.sparkSession).run(analyzed(df))
+
+
+@contextmanager
+def _no_call_sites() -> Iterator[None]:
+    """PySpark sends the Python call site of every DataFrame and Column function to the JVM
+    (``spark.python.sql.dataFrameDebugging.enabled``, on by default: Spark names it in an error's
+    context), several py4j round trips a call, a sixth of the round trips of building a tracked
+    plan. The plan capture builds is Strata's, not the program's: it is built without them (the
+    program's own expressions, copied from its analyzed plan, keep the call sites they carry).
+    PySpark reads the setting once into a module global; it is switched off here and restored."""
+    import pyspark.errors.utils as pyspark_errors  # deferred: only this path changes it
+
+    if not hasattr(pyspark_errors, "_enable_debugging_cache"):  # another PySpark: nothing to switch
+        yield
+        return
+    before = pyspark_errors._enable_debugging_cache
+    pyspark_errors._enable_debugging_cache = False
+    try:
+        yield
+    finally:
+        pyspark_errors._enable_debugging_cache = before

@@ -549,3 +549,20 @@ def test_uncorrelated_scalar_subqueries(spark, inputs, store, tmp_path, source_i
     got = trace(store, cap.runs[0].run, parse_pattern("/k = 1 and /share"), limit=10).rows()
     assert {ids[r[1]] for r in got if r[3] == "contributing" and r[2] == "v"} == set(range(9))
     assert {ids[r[1]] for r in got if r[3] == "contributing" and r[2] == "k"} == {1, 4, 7}  # its group
+
+
+def test_translating_leaves_pysparks_call_sites_on(spark, monkeypatch):
+    """translate builds its plan without PySpark's call-site bookkeeping and switches it back on
+    after, also when it refuses a plan: the program's own DataFrame calls keep their call sites."""
+    import pyspark.errors.utils as pyspark_errors
+
+    monkeypatch.setattr(pyspark_errors, "_enable_debugging_cache", True)
+    seen = []
+    real = F.xxhash64
+    monkeypatch.setattr(F, "xxhash64", lambda *c: seen.append(pyspark_errors.is_debugging_enabled()) or real(*c))
+    translate(Tracker(spark), spark.range(4).groupBy((F.col("id") % 2).alias("k")).count())
+    assert seen and not any(seen) and pyspark_errors.is_debugging_enabled()
+    with pytest.raises(UnsupportedOperation):
+        translate(Tracker(spark), spark.sql("SELECT id, EXISTS (SELECT 1 FROM range(2) r WHERE r.id = t.id) AS e "
+                                            "FROM range(3) t"))
+    assert pyspark_errors.is_debugging_enabled()

@@ -69,7 +69,7 @@ public final class CollectMembers extends TypedImperativeAggregate<CollectMember
   private final int mutableAggBufferOffset;
   private final int inputAggBufferOffset;
   // set from child (resolved or not: dataType is only asked once it is)
-  private transient Expression[] fields;
+  private transient boolean ready;  // the fields below are set
   private transient int[] ordinals;  // the fields' input ordinals when all are bound references
   private transient boolean[] ints;  // which fields are int (the rest bigint)
   private transient boolean bare;    // the child is one bigint, not a struct
@@ -128,17 +128,17 @@ public final class CollectMembers extends TypedImperativeAggregate<CollectMember
   }
 
   private void layout() {
-    if (fields != null) {
+    if (ready) {
       return;
     }
     DataType type = elementType();
+    if (!accepts(type)) {
+      throw new IllegalArgumentException("strata_collect_members collects a bigint or bigint and int fields, not "
+          + type.simpleString());
+    }
     if (type instanceof StructType) {
       StructField[] fs = ((StructType) type).fields();
       int n = fs.length;
-      if (!accepts(type)) {
-        throw new IllegalArgumentException("strata_collect_members collects bigint and int fields, not " + type);
-      }
-      Expression[] es = new Expression[n];
       int[] ords = new int[n];
       boolean[] in = new boolean[n];
       boolean bound = position == null && child instanceof CreateNamedStruct;
@@ -148,7 +148,6 @@ public final class CollectMembers extends TypedImperativeAggregate<CollectMember
         anyNull |= fs[i].nullable();
         if (bound) {
           Expression e = ((CreateNamedStruct) child).valExprs().apply(i);
-          es[i] = e;
           if (e instanceof BoundReference) {
             ords[i] = ((BoundReference) e).ordinal();
           } else {
@@ -160,14 +159,13 @@ public final class CollectMembers extends TypedImperativeAggregate<CollectMember
       nullable = anyNull;
       width = n + (anyNull ? 1 : 0);
       ordinals = bound ? ords : null;
-      fields = es;
     } else {
       bare = true;
       ints = new boolean[] {false};
       width = 1;
       ordinals = child instanceof BoundReference ? new int[] {((BoundReference) child).ordinal()} : null;
-      fields = new Expression[] {child};
     }
+    ready = true;
   }
 
   @Override
@@ -197,45 +195,39 @@ public final class CollectMembers extends TypedImperativeAggregate<CollectMember
       return buf;
     }
     int n = ints.length;
-    if (ordinals != null) {
-      buf.ensure(width);
-      int at = buf.size;
-      long flags = 0;
-      for (int i = 0; i < n; i++) {
-        int o = ordinals[i];
-        if (input.isNullAt(o)) {
-          flags |= 1L << i;
-          buf.data[at + i] = 0;
-        } else {
-          buf.data[at + i] = ints[i] ? input.getInt(o) : input.getLong(o);
-        }
+    InternalRow row = input;
+    if (ordinals == null) {
+      row = (InternalRow) child.eval(input);
+      if (row == null) {  // collect_list skips a null struct
+        return buf;
       }
-      if (nullable) {
-        buf.data[at + n] = flags;
-      }
-      buf.size = at + width;
-      return buf;
-    }
-    InternalRow row = (InternalRow) child.eval(input);
-    if (row == null) {  // collect_list skips a null struct
-      return buf;
     }
     buf.ensure(width);
     int at = buf.size;
-    long flags = 0;
-    for (int i = 0; i < n; i++) {
-      if (row.isNullAt(i)) {
-        flags |= 1L << i;
-        buf.data[at + i] = 0;
-      } else {
-        buf.data[at + i] = ints[i] ? row.getInt(i) : row.getLong(i);
-      }
-    }
+    long flags = put(buf.data, at, row, ordinals, n);
     if (nullable) {
       buf.data[at + n] = flags;
     }
     buf.size = at + width;
     return buf;
+  }
+
+  /**
+   * Writes one member's {@code n} fields from {@code row} (field i at ordinal {@code ords[i]}, or
+   * at i without {@code ords}) into {@code data} from {@code at}; returns its null flags.
+   */
+  private long put(long[] data, int at, InternalRow row, int[] ords, int n) {
+    long flags = 0;
+    for (int i = 0; i < n; i++) {
+      int o = ords == null ? i : ords[i];
+      if (row.isNullAt(o)) {
+        flags |= 1L << i;
+        data[at + i] = 0;
+      } else {
+        data[at + i] = ints[i] ? row.getInt(o) : row.getLong(o);
+      }
+    }
+    return flags;
   }
 
   private Members updateCopies(Members buf, InternalRow input) {
@@ -251,16 +243,7 @@ public final class CollectMembers extends TypedImperativeAggregate<CollectMember
     long[] data = buf.data;
     int w = buf.size;
     for (int e = 0; e < count; e++, w += width) {
-      InternalRow row = array.getStruct(e, n);
-      long flags = 0;
-      for (int i = 0; i < n; i++) {
-        if (row.isNullAt(i)) {
-          flags |= 1L << i;
-          data[w + i] = 0;
-        } else {
-          data[w + i] = ints[i] ? row.getInt(i) : row.getLong(i);
-        }
-      }
+      long flags = put(data, w, array.getStruct(e, n), null, n);
       data[w + n] = pos;
       if (nullable) {
         data[w + n + 1] = flags;

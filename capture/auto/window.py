@@ -205,8 +205,8 @@ def _compute(walk, node, child, groups: list[_Group], joins, keys):
     """The program's window over the annotated input, each group's members collected over its
     frame by a second Window node of the same partition and order, and the id columns."""
     spark = walk.spark
-    collected = collect(child, named)  # stored hidden columns, or the bare id
-    probe = child.annotated.agg(*[collected.alias(f"_{i}") for i in range(len(groups))])
+    # each group's members (stored hidden columns, or the bare id) collected by an aggregate of its own
+    probe = child.annotated.agg(*[collect(child, named).alias(f"_{i}") for i in range(len(groups))])
     aggs = [a.child() for a in seq(analyzed(probe).aggregateExpressions())]
     ex = getattr(walk.jvm, "org.apache.spark.sql.catalyst.expressions")
     new_id = getattr(getattr(ex, "NamedExpression$"), "MODULE$").newExprId

@@ -236,7 +236,7 @@ def _with_matches(left: TrackedDataFrame, right: TrackedDataFrame, new: DataFram
     rename = {h: f"{h}_j{oid}" for h in set(left.hidden()) & set(right.hidden())}
     rdf = right.annotated.withColumnsRenamed(rename) if rename else right.annotated
     pairs = left.annotated.join(rdf, on, "inner")
-    matched = collect(right, lambda h: named(rename.get(h, h)).alias(h))  # stored hidden columns, or the bare id
+    matched = collect(right, lambda h: named(rename.get(h, h)).alias(h))  # the right rows' members, collected
     keyed = _keyed_matches(pairs)
     if keyed is not None:
         spark, (lkeys, rkeys, rplan) = new.sparkSession, keyed

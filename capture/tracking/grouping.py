@@ -123,9 +123,14 @@ def collect_list(spark, value: Column, fixed: bool) -> Column:
     ``int`` fields (``fixed``), computed by Strata's collector when Spark has the capture jar
     (``io.strata.capture.CollectMembers``: the same array, the same order, each group's members
     kept as longs in one buffer; docs/capture.md, "What an aggregation collects")."""
-    if fixed and jvm.available(spark, jvm.COLLECT):
-        return Column(getattr(spark._jvm, jvm.COLLECT).column(value._jc))
-    return F.collect_list(value)
+    collector = _collector(spark, fixed)
+    return Column(collector.column(value._jc)) if collector is not None else F.collect_list(value)
+
+
+def _collector(spark, fixed: bool):
+    """``io.strata.capture.CollectMembers`` where it can collect the values (``fixed``) and Spark
+    has the capture jar; else None (``collect_list``)."""
+    return getattr(spark._jvm, jvm.COLLECT) if fixed and jvm.available(spark, jvm.COLLECT) else None
 
 
 def _collected(tdf: TrackedDataFrame, oid: int) -> tuple[Column, str, str]:
@@ -257,7 +262,8 @@ def by_groups(out: TrackedDataFrame, below: TrackedDataFrame, expanded: TrackedD
                         [collect_list(spark, F.struct(*[F.col(h) for h in rows]), fixed).alias(m), *partials])
     names = column_names(first)[len(sources) + 1:]
 
-    direct = fixed and jvm.available(spark, jvm.COLLECT)  # the copies' lists joined, positions added, in one pass
+    collector = _collector(spark, fixed)  # joins the copies' lists and adds their positions in one pass
+    direct = collector is not None
 
     def listed(j: int) -> list[Column]:
         """The j-th copy's list of members: as collected with the position beside it, or each
@@ -270,7 +276,7 @@ def by_groups(out: TrackedDataFrame, below: TrackedDataFrame, expanded: TrackedD
     copies = first.select(F.inline(F.array(*[
         F.struct(*[c.alias(f"_k{k}") for k, c in enumerate(p)], *listed(j), *[F.col(n) for n in names])
         for j, p in enumerate(sets)])))
-    members = (Column(getattr(spark._jvm, jvm.COLLECT).copies(F.col("_m")._jc, F.col("_j")._jc, pos)) if direct
+    members = (Column(collector.copies(F.col("_m")._jc, F.col("_j")._jc, pos)) if direct
                else F.flatten(F.collect_list("_m")))
     keys = [f"_k{k}" for k in range(len(sets[0]))]
     merged, _ = _grouped(copies, keys, [members.alias(agg), *merges])

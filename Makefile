@@ -80,9 +80,9 @@ bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q store iql capture grammar strata
 
 # The suite as three pytest processes side by side: the tests that need a JVM (a SparkSession of
-# their own each, their child processes, Neo4j) in two, split by path (capture/, tracing/ and
-# iql's differential test; the rest, IQL's Table 1 runs on Spark included: the two then end within
-# a few seconds of each other), and the tests that need none (make test-fast's) at a lower CPU
+# their own each, their child processes, Neo4j) in two, split by path (capture/ and tracing/; the
+# rest, IQL's Table 1 runs and its differential test on Spark included: the two then end within
+# half a minute of each other), and the tests that need none (make test-fast's) at a lower CPU
 # priority, in two pytest-xdist workers (what is left of them when the JVM processes end then
 # runs on both cores). A JVM process spends much of its time waiting on Py4J and its child JVMs, so two of
 # them use the two cores that one leaves half idle. The tests that need no JVM start first, with
@@ -93,7 +93,7 @@ bytecode: $(STAMP)
 # made, the two preparations side by side.
 # Each report follows the one before; any failing fails the target (exit 5, "no tests", is
 # allowed where PYTEST_ARGS deselect a whole part).
-JVM_A = tests/capture tests/tracing tests/iql/test_iql_differential.py
+JVM_A = tests/capture tests/tracing
 test: java-check $(STAMP) bytecode style
 	@b=$$(mktemp); rest=$$(mktemp); \
 	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not spark and not neo4j" \

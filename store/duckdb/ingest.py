@@ -66,8 +66,8 @@ class TxTables:
             return None
         if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
             keys = pa.array(list(keys), pa.string())
-        probe = self.con.from_arrow(pa.table({key: keys}).group_by(key).aggregate([]))
-        return rel.join(probe, key, how="semi")
+        # a semi join keeps each row once however often its key comes: no need to drop repeats
+        return rel.join(self.con.from_arrow(pa.table({key: keys})), key, how="semi")
 
     def lookup(self, name: str, value: str, ids: Iterable[str]) -> dict[str, Any]:
         """id -> `value` of table `name`'s rows with those ids."""
@@ -75,6 +75,16 @@ class TxTables:
             return dict(self.kept.matching(self.files(name), S.ID, ids, (S.ID, value)))
         rel = self.matching(name, ids)
         return {} if rel is None else dict(rel.select(S.ID, value).fetchall())
+
+    def counts(self, name: str, value: str, ids: Any) -> dict[Any, int]:
+        """`value` -> how many of the distinct ``ids`` (a pyarrow array) are rows of table `name`
+        holding it, counted by DuckDB: what `lookup` says of them in a few rows, where `lookup`
+        makes a Python pair of every id (a large run's items: millions). It scans the files, kept
+        rows or not."""
+        if not len(ids):
+            return {}
+        rel = self.matching(name, ids)
+        return {} if rel is None else dict(rel.aggregate(f"{value}, count(DISTINCT {S.ID})", value).fetchall())
 
     def existing(self) -> Existing:
         return Existing(vertex_kinds=lambda ids: self.lookup(S.VERTICES, S.KIND, ids),
@@ -223,27 +233,36 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     import numpy as np  # deferred: only this path needs numpy
     import pyarrow.compute as pc  # deferred with it
 
-    def lookup(name: str, value: str, keys) -> dict[str, Any]:
-        here = small[name].filter(pc.is_in(small[name].column(S.ID), value_set=keys))
-        found = dict(zip(here.column(S.ID).to_pylist(), here.column(value).to_pylist(), strict=True))
-        return {**tables.lookup(name, value, [k for k in keys.to_pylist() if k not in found]), **found}
+    def found(name: str, value: str, keys) -> tuple[int, set]:
+        """How many of the distinct ``keys`` are rows of table `name` (of ``small``, else of the
+        store's), and the values of their column `value`: counted where the rows are, no Python
+        object per key."""
+        ids = small[name].column(S.ID).combine_chunks()
+        mine = pc.is_in(keys, value_set=ids)  # a hash set of the bundle's few ids, not of the keys
+        here = small[name].filter(pc.is_in(ids, value_set=keys.filter(mine)))
+        counts: dict[Any, int] = {}
+        for v in here.column(value).to_pylist():
+            counts[v] = counts.get(v, 0) + 1
+        for v, c in tables.counts(name, value, keys.filter(pc.invert(mine))).items():
+            counts[v] = counts.get(v, 0) + c
+        return sum(counts.values()), set(counts)
 
     if catalog.all_kinds().get(granularity) != "data":
         return None
     ends = pc.unique(pa.chunked_array([*edges.column(S.SRC).chunks, *edges.column(S.DST).chunks], pa.string()))
     outside = ends.filter(pc.invert(pc.is_in(ends, value_set=items.column(S.ID).combine_chunks())))
     if len(outside):  # ends that are not among the items must be data vertices already (staged before)
-        found = lookup(S.VERTICES, S.KIND, outside)
-        if len(found) < len(outside) or set(found.values()) - {"data"}:
+        n, kinds = found(S.VERTICES, S.KIND, outside)
+        if n < len(outside) or kinds - {"data"}:
             return None
     processes = pc.unique(edges.column(S.PROCESS)) if edges.num_rows else pa.array([], pa.string())
-    found = lookup(S.VERTICES, S.KIND, processes)
-    if len(found) < len(processes) or set(found.values()) - {"process"}:
+    n, kinds = found(S.VERTICES, S.KIND, processes)
+    if n < len(processes) or kinds - {"process"}:
         return None
     parents = pc.unique(items.column(S.PARENT)) if items.num_rows else pa.array([], pa.string())
     coarser = {p for c, p in catalog.strict_pairs() if c == granularity}
-    found = lookup(S.ELEMENTS, S.GRANULARITY, parents)
-    if len(found) < len(parents) or not set(found.values()) <= coarser:
+    n, grans = found(S.ELEMENTS, S.GRANULARITY, parents)
+    if n < len(parents) or not grans <= coarser:
         return None
     known = tables.matching(S.VERTICES, items.column(S.ID))
     if known is not None:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from capture.ids import FLATTEN, JOIN, SEED, Derived, arrays_below, levels_of, mix
 from capture.operators import OperatorProv, Slot
 from capture.storing.associations import slot_conds
+from store.arrays import unique
 
 # ---- Spark's xxhash64, column-wise ---------------------------------------------------------------
 _P1, _P2, _P3 = np.uint64(11400714785074694791), np.uint64(14029467366897019727), np.uint64(1609587929392839161)
@@ -235,6 +236,6 @@ def identity_columns(stored: np.ndarray, operators: Iterable[OperatorProv], resu
     for k in sorted(ops):
         got = ids_of(k) if ops[k].type.keeps_ids else None
         if got is not None and len(got):
-            u = np.unique(got)
+            u = unique(got)
             out.append(np.stack([np.full(len(u), k, np.int64), u, np.zeros(len(u), np.int64), u], axis=1))
     return np.concatenate(out)

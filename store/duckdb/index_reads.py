@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from store import progress
+from store.arrays import unique
 from store.engine import count_setting, within_memory
 from store.index import layout as L
 from store.index.files import bucket_files, condition, connection, key_rows, prefix_rows, read_buckets, read_sorted
@@ -249,7 +250,7 @@ class Component:
         seen[start] = True
         frontier = start
         while len(frontier):
-            reached = np.unique(nxt[_gather(groups, frontier)])
+            reached = unique(nxt[_gather(groups, frontier)])
             frontier = reached[~seen[reached]]
             seen[frontier] = True
         return set(ids.take(pa.array(np.flatnonzero(seen))).to_pylist())
@@ -576,7 +577,6 @@ class LocalIndex:
     def next_sets(self, ccid: str, csids: Sequence[str], forward: bool) -> set[str]:
         """The sets one set dependency away from `csids` (forward: the sets that derive from them),
         from the component's skeleton files when it has them, else from index_setdeps."""
-        import numpy as np  # deferred: only this path needs numpy
         import pyarrow as pa  # deferred: only this path needs pyarrow
 
         held = CACHE.peek(self, ccid)
@@ -585,7 +585,7 @@ class LocalIndex:
             codes = _codes_of(ids, csids, False)
             if not len(codes):
                 return set()
-            return set(ids.take(pa.array(np.unique(nxt[_gather(groups, codes)]))).to_pylist())
+            return set(ids.take(pa.array(unique(nxt[_gather(groups, codes)]))).to_pylist())
         here, there = (L.SRC_CSID, L.DST_CSID) if forward else (L.DST_CSID, L.SRC_CSID)
         if here == L.DST_CSID:  # the file's sort order: only the row groups of these sets
             found = read_sorted(self.folders[L.SETDEPS], L.bucket_of_value(ccid, self.buckets), L.CCID, ccid,

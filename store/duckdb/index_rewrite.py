@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from store.arrays import unique
 from store.duckdb import index as X
 from store.index import layout as L
 from store.index.files import bucket_files, holds_any
@@ -136,7 +137,7 @@ def rewrite_table(tx, name: str, old_folder: str, removed, added, buckets: int, 
     row_key = ROW_KEY[name]
     g_bucket = buckets_of(removed.column(key), buckets) if removed.num_rows else np.zeros(0, np.int32)
     a_bucket = buckets_of(added.column(key), buckets) if added.num_rows else np.zeros(0, np.int32)
-    g_present, a_present = set(np.unique(g_bucket).tolist()), set(np.unique(a_bucket).tolist())
+    g_present, a_present = set(unique(g_bucket).tolist()), set(unique(a_bucket).tolist())
     tag = uuid.uuid4()
     order = [(c, "ascending") for c in sort_by]
 

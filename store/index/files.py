@@ -11,6 +11,7 @@ import bisect
 import os
 from collections.abc import Iterable, Sequence
 
+from store.arrays import unique
 from store.engine import duckdb_connect
 from store.index import layout as L
 
@@ -197,7 +198,6 @@ def read_keys(folder: str, buckets: int, key: str, values, columns: Sequence[str
     only the row groups whose min/max statistics of `key` hold one of that bucket's values are
     read. Files sorted by `key` make that a few row groups per value (index_nodes by id, the
     ccid-bucketed tables by ccid); any order gives the right rows."""
-    import numpy as np  # deferred: only this path needs numpy
     import pyarrow as pa  # deferred: only this path needs pyarrow
     import pyarrow.compute as pc  # deferred: only this path needs pyarrow
 
@@ -235,7 +235,7 @@ def read_keys(folder: str, buckets: int, key: str, values, columns: Sequence[str
             return out
 
         with ThreadPoolExecutor(2) as pool:  # pyarrow decodes without the GIL
-            for found in pool.map(one, np.unique(of).tolist()):
+            for found in pool.map(one, unique(of).tolist()):
                 parts += found
     if not parts:
         return None

@@ -42,6 +42,7 @@ from capture.tracing.places import (
     place_of_input,
     spark_file_path,
 )
+from store.arrays import unique
 from store.index.xxh import hash_longs
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local:
     if values:  # each row group that holds a hit read once, its hits taken in one go, kept as Arrow
         starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
         group_of = np.searchsorted(starts, hit, side="right") - 1
-        for g in np.unique(group_of).tolist():
+        for g in unique(group_of).tolist():
             at = np.flatnonzero(group_of == g)
             table[at], row[at] = len(tables), np.arange(len(at))
             tables.append(pf.read_row_group(g).take(pa.array(hit[at] - starts[g])))

@@ -1,4 +1,4 @@
-"""NumPy helpers shared by the DuckDB engine's index reads and capture's driver paths.
+"""NumPy helpers shared by the DuckDB engine's index (build, update, reads) and capture's driver paths.
 
 `unique` is ``np.unique`` of a 1-D array by sorting. The NumPy this project installs (2.3 and
 later) answers ``np.unique`` of a 1-D integer array with a hash table, which takes seconds where

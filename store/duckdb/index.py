@@ -45,6 +45,7 @@ import numpy as np
 
 from store import progress
 from store import schema as S
+from store.arrays import unique
 from store.duckdb.tables import arrow_schema
 from store.engine import duckdb_connect
 from store.errors import UserError
@@ -91,18 +92,6 @@ def first_of_label(labels: np.ndarray, k: int) -> np.ndarray:
     first = np.full(k, len(labels), np.int64)
     np.minimum.at(first, labels, np.arange(len(labels), dtype=np.int64))
     return first[labels]
-
-
-def unique(a: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of an integer array (a sort: numpy's hashing `unique` is
-    several times slower on millions of int64 keys)."""
-    s = np.sort(a)
-    if len(s) < 2:
-        return s
-    keep = np.empty(len(s), bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
 
 
 def components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

@@ -61,6 +61,7 @@ import numpy as np
 
 from store import progress
 from store import schema as S
+from store.arrays import unique
 from store.duckdb import index as X
 from store.duckdb.index_rewrite import Fallback, conform, one_segment_folder, rewrite_table, row_strings, table_schema
 from store.duckdb.scope_update import update_scopes
@@ -244,9 +245,9 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     lab = X.components(len(ids_c), np.concatenate([s_c, ot_id]), np.concatenate([d_c, ot_cc]))
     is_old = np.zeros(len(ids_c), bool)
     is_old[ot_id] = True
-    o0 = X.unique(ot_cc)
+    o0 = unique(ot_cc)
     o0_ids, o0_lab = X._take(ids_c, o0), X._take(ids_c, lab[o0])
-    nv = X.unique(np.concatenate([s_c, d_c]))
+    nv = unique(np.concatenate([s_c, d_c]))
     nv = nv[~is_old[nv]]
     nv_ids, nv_lab = X._take(ids_c, nv), X._take(ids_c, lab[nv])
     timings["touched_s"] = time.perf_counter() - t0
@@ -320,7 +321,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
     n_ops = max(len(ops), 1)
     int_keys = n * n * n_ops < 2**62
     if int_keys:
-        keys = X.unique(np.concatenate([(tr_s.astype(np.int64) * n + tr_d) * n_ops + o_old,
+        keys = unique(np.concatenate([(tr_s.astype(np.int64) * n + tr_d) * n_ops + o_old,
                                         (n_s.astype(np.int64) * n + n_d) * n_ops + o_new]))
         k_op = (keys % n_ops).astype(np.int64)
         pair = keys // n_ops
@@ -354,7 +355,7 @@ def _incremental(st, params, meta: dict, extra_meta: dict, t0: float) -> dict:  
         ident[pos[same]] = True
         changes[L.TRIPLES] = (otr.filter(pa.array(~same)), fresh[L.TRIPLES].filter(pa.array(~ident)))
     cross = t_scs != t_dcs
-    pairs = X.unique(t_scs[cross] * n + t_dcs[cross])
+    pairs = unique(t_scs[cross] * n + t_dcs[cross])
     d_src, d_dst = pairs // n, pairs % n
     fresh[L.SETDEPS] = pa.table({L.CCID: take(ids, ccid[d_dst]), L.SRC_CSID: take(ids, d_src),
                                  L.DST_CSID: take(ids, d_dst)})

@@ -2,8 +2,8 @@
 
 `unique` is ``np.unique`` of a 1-D array by sorting. The NumPy this project installs (2.3 and
 later) answers ``np.unique`` of a 1-D integer array with a hash table, which takes seconds where
-a sort takes a fraction of one on millions of distinct values (6 million distinct int64: 21 s
-against 0.17 s here; benchmarks/RESULTS.md, TPC-H). The answer is the same: the distinct values,
+a sort takes a fraction of one on millions of distinct values (NumPy 2.4.6, 6 million distinct
+int64 on a 2-core machine: 13-21 s against 0.17 s). The answer is the same: the distinct values,
 in ascending order.
 """
 

@@ -2,10 +2,9 @@
 
 `unique` is ``np.unique`` of a 1-D array by sorting. NumPy 2.3 and later (pyproject.toml asks for
 1.24 or later; a fresh install gets 2.x) answer ``np.unique`` of a 1-D integer array with a hash
-table, which takes seconds where
-a sort takes a fraction of one on millions of distinct values (NumPy 2.4.6, 6 million distinct
-int64 on a 2-core machine: 13-21 s against 0.17 s). The answer is the same: the distinct values,
-in ascending order.
+table, which takes seconds where a sort takes a fraction of one on millions of distinct values
+(NumPy 2.4.6, 6 million distinct int64 on a 2-core machine: 13-21 s against 0.17 s). The answer is
+the same: the distinct values, in ascending order.
 """
 
 from __future__ import annotations

@@ -172,10 +172,9 @@ def _not_in(a, value_set):
     return a.filter(pc.invert(pc.is_in(a, value_set=value_set)))
 
 
-def _only(found: dict[str, Any], keys, want: str) -> bool:
-    """Every key was found, with the value `want`."""
-    keys = keys.to_pylist()
-    return len(found) == len(keys) and all(found.get(k) == want for k in keys)
+def _only(counts: dict[str, int], keys, want: str) -> bool:
+    """Every one of the distinct `keys` was found (``TxTables.counts``), all with the value `want`."""
+    return sum(counts.values()) == len(keys) and set(counts) <= {want}
 
 
 def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, Any] | None:
@@ -206,13 +205,13 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
     old_parents = _not_in(parent_tables, new[TABLE])
     if len(old_parents) < len(parent_tables) and TABLE not in coarser:
         return None
-    found = old.lookup(S.ELEMENTS, S.GRANULARITY, old_parents)
-    if len(found) < len(old_parents) or not set(found.values()) <= coarser:
+    found = old.counts(S.ELEMENTS, S.GRANULARITY, old_parents)
+    if sum(found.values()) < len(old_parents) or not set(found) <= coarser:
         return None
     ends = pc.unique(pa.chunked_array([*triples.column("src").chunks, *triples.column("dst").chunks], pa.string()))
     for keys, want in ((ends.filter(pc.is_in(ends, value_set=existing)), "data"),
                        (ids.ops.filter(pc.is_in(ids.ops, value_set=existing)), "process")):
-        if not _only(old.lookup(S.VERTICES, S.KIND, keys), keys, want):
+        if not _only(old.counts(S.VERTICES, S.KIND, keys), keys, want):
             return None
 
     grans = pa.concat_arrays([pa.array(np.full(len(a), g, dtype=object), pa.string()) for g, a in new.items()])

@@ -48,6 +48,9 @@ class StoreTransaction:
         self._tx = tx
         self.catalog = Catalog.from_json(tx.catalog)
         self.counts = IngestCounts(0, 0, 0)
+        # what this transaction's ingest_items calls have checked, for the calls after them
+        # (store.duckdb.ingest.CheckedItems; None until the first)
+        self.checked_items: Any = None
 
     @property
     def version(self) -> int:

@@ -104,6 +104,51 @@ class TxTables:
 
 
 # ---------------------------------------------------------------------------- rows
+class CheckedItems:
+    """What the `ingest_items` calls of one transaction have checked, kept for the calls after
+    them (``StoreTransaction.checked_items``): the 64-bit hashes (DuckDB's ``hash``) of the items
+    they staged or found in the store as data vertices, in a temporary table of a DuckDB
+    connection of its own, and the kind or granularity of each process and parent they found. A
+    large run is staged in parts, every part of items before the first part of edges
+    (capture/storing/to_model.py `driver_parts`), and a part of edges would otherwise look each of
+    its ends up in the store's vertex files again: a scan that takes longer the more the store
+    holds. An end whose hash is recorded is taken as one of those items (another id with the same
+    hash, about one chance in 2^64 / recorded items, would pass as a data vertex); every other end
+    is looked up as before. The record holds while the transaction's vertex and element tables
+    only gain segments, which `of` checks."""
+
+    def __init__(self, stx) -> None:
+        self.con = duckdb_connect()
+        self.con.execute("CREATE TEMP TABLE checked_items (h UBIGINT)")
+        self.known: dict[str, dict[str, Any]] = {S.VERTICES: {}, S.ELEMENTS: {}}  # table -> id -> kind / granularity
+        self.segments = self._segments(stx)
+
+    @staticmethod
+    def _segments(stx) -> tuple[tuple[str, ...], ...]:
+        return stx.segments(S.VERTICES), stx.segments(S.ELEMENTS)
+
+    @classmethod
+    def of(cls, stx) -> CheckedItems:
+        """The transaction's record, a new one when it has none or its tables lost segments."""
+        rec = stx.checked_items
+        now = cls._segments(stx)
+        if rec is None or any(s[:len(old)] != old for s, old in zip(now, rec.segments, strict=True)):
+            rec = stx.checked_items = cls(stx)
+        return rec
+
+    def staged(self, stx, ids) -> None:
+        """Record ``ids`` (a pyarrow string array: items now staged, or found as data vertices)
+        and the segments the tables have once the call staged its rows."""
+        if len(ids):
+            self.con.from_arrow(pa.table({S.ID: ids})).select(f"hash({S.ID}) AS h").insert_into("checked_items")
+        self.segments = self._segments(stx)
+
+
+def _arrow(rel) -> pa.Table:
+    out = rel.arrow()
+    return out if isinstance(out, pa.Table) else out.read_all()
+
+
 def stored_schema(name: str, triples: bool = False) -> str:
     """The schema JSON Spark's writer records for core table `name` when an ingest creates it:
     every column nullable but the ones Spark derives as never NULL (`store.spark.ingest.table_rows`
@@ -215,11 +260,12 @@ def stage_rows(stx, source: str, rows: Mapping[str, Any], catalog, triples: bool
 
 
 def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
-              granularity: str) -> dict[str, Any] | None:
+              granularity: str, checked: CheckedItems) -> tuple[dict[str, Any], Any] | None:
     """The rows a bulk of items and edges adds to each core table beside ``small`` (the rows of a
     bundle validated with them, not staged yet: `ingest_items`), computed column-wise with
-    Arrow — or None when a set-wise check fails, and the caller ingests them as a bundle instead
-    (record by record, `ingest_bundle`, which names the problem).
+    Arrow, and the ids to record in ``checked`` (below) — or None when a set-wise check fails,
+    and the caller ingests them as a bundle instead (record by record, `ingest_bundle`, which
+    names the problem).
 
     ``items``: a pyarrow Table (id, parent), each a new element of ``granularity`` with one
     parent, distinct ids; those already vertices in the store are left out, as a bundle producer
@@ -229,7 +275,12 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     than it; every edge end is one of ``items`` (new or already in the store: a data vertex either
     way) or a data vertex committed or staged before (an earlier part of a large run's items:
     capture/storing/to_model.py `driver_parts`); and every process is a process vertex. Capture's
-    model of a run has this shape (`driver_items`): millions of rows at the cost of a few joins."""
+    model of a run has this shape (`driver_items`): millions of rows at the cost of a few joins.
+
+    ``checked`` is the transaction's `CheckedItems`: ends, processes and parents that earlier calls
+    checked are not looked up again, and what this call checks is added to it — its processes
+    and parents at once, the ids of its items (staged, or found in the store as data vertices)
+    returned, for ``CheckedItems.staged`` once the rows are staged."""
     import numpy as np  # deferred: only this path needs numpy
     import pyarrow.compute as pc  # deferred with it
 
@@ -247,29 +298,45 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
             counts[v] = counts.get(v, 0) + c
         return sum(counts.values()), set(counts)
 
+    def values(name: str, value: str, keys) -> dict[str, Any]:
+        """id -> `value` of the few ``keys`` (processes, parents) that are rows of table `name`:
+        of ``small``, recorded by an earlier call, else of the store's."""
+        here = small[name].filter(pc.is_in(small[name].column(S.ID), value_set=keys))
+        out = dict(zip(here.column(S.ID).to_pylist(), here.column(value).to_pylist(), strict=True))
+        memo = checked.known[name]
+        out.update((k, memo[k]) for k in keys.to_pylist() if k not in out and k in memo)
+        rest = [k for k in keys.to_pylist() if k not in out]
+        return {**out, **tables.lookup(name, value, rest)} if rest else out
+
     if catalog.all_kinds().get(granularity) != "data":
         return None
-    ends = pc.unique(pa.chunked_array([*edges.column(S.SRC).chunks, *edges.column(S.DST).chunks], pa.string()))
-    outside = ends.filter(pc.invert(pc.is_in(ends, value_set=items.column(S.ID).combine_chunks())))
+    # in DuckDB: its set operations on a million strings take a fraction of Arrow's time here
+    con = checked.con
+    rel_edges, rel_items = con.from_arrow(edges), con.from_arrow(items)
+    ends = rel_edges.select(f"{S.SRC} AS {S.ID}").union(rel_edges.select(f"{S.DST} AS {S.ID}")).distinct()
+    ends = ends.join(rel_items.select(S.ID), S.ID, how="anti")  # nor need the items of earlier calls a second look:
+    ends = ends.select(f"{S.ID}, hash({S.ID}) AS h").join(con.table("checked_items"), "h", how="anti")
+    outside = _arrow(ends.select(S.ID)).column(0).combine_chunks()
+    processes = _arrow(rel_edges.select(S.PROCESS).distinct()).column(0).combine_chunks()
+    parents = _arrow(rel_items.select(S.PARENT).distinct()).column(0).combine_chunks()
     if len(outside):  # ends that are not among the items must be data vertices already (staged before)
         n, kinds = found(S.VERTICES, S.KIND, outside)
         if n < len(outside) or kinds - {"data"}:
             return None
-    processes = pc.unique(edges.column(S.PROCESS)) if edges.num_rows else pa.array([], pa.string())
-    n, kinds = found(S.VERTICES, S.KIND, processes)
-    if n < len(processes) or kinds - {"process"}:
+    process_kinds = values(S.VERTICES, S.KIND, processes)
+    if len(process_kinds) < len(processes) or set(process_kinds.values()) - {"process"}:
         return None
-    parents = pc.unique(items.column(S.PARENT)) if items.num_rows else pa.array([], pa.string())
     coarser = {p for c, p in catalog.strict_pairs() if c == granularity}
-    n, grans = found(S.ELEMENTS, S.GRANULARITY, parents)
-    if n < len(parents) or not grans <= coarser:
+    parent_grans = values(S.ELEMENTS, S.GRANULARITY, parents)
+    if len(parent_grans) < len(parents) or not set(parent_grans.values()) <= coarser:
         return None
-    known = tables.matching(S.VERTICES, items.column(S.ID))
-    if known is not None:
-        old = known.select(S.ID).arrow()
-        old = old if isinstance(old, pa.Table) else old.read_all()
-        if old.num_rows:
-            items = items.filter(pc.invert(pc.is_in(items.column(S.ID), value_set=old.column(S.ID).combine_chunks())))
+    checked_ids = items.column(S.ID)  # the items that are data vertices once this call is staged
+    stored = tables.relation(S.VERTICES) if items.num_rows else None
+    if stored is not None:  # each item with the kind of the vertex the store has of its id, if any
+        joined = _arrow(tables.con.from_arrow(items).join(stored.select(S.ID, S.KIND), S.ID, how="left"))
+        kind = joined.column(S.KIND)
+        checked_ids = joined.column(S.ID).filter(pc.fill_null(pc.equal(kind, "data"), True))
+        items = joined.filter(pc.is_null(kind)).select([S.ID, S.PARENT])
     new_ancestors: dict[str, list[tuple[str, int]]] = {}
     staged = small[S.ANCESTORS].filter(pc.is_in(small[S.ANCESTORS].column(S.ID), value_set=parents))
     for ident, anc, depth in zip(*(staged.column(c).to_pylist() for c in (S.ID, S.ANCESTOR, S.DEPTH)), strict=True):
@@ -289,8 +356,13 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     ancestors = pa.concat_tables(above)
     grans = pa.array(np.full(n, granularity, dtype=object), pa.string())
     kind = pa.array(np.full(n, "data", dtype=object), pa.string())
-    return element_rows(ids, grans, kind, (ids, items.column(S.PARENT)), ancestors,
+    rows = element_rows(ids, grans, kind, (ids, items.column(S.PARENT)), ancestors,
                         (edges.column(S.SRC), edges.column(S.DST), edges.column(S.PROCESS)))
+    # for the calls after it: the processes and parents found, and the bundle's elements (staged with the items)
+    for name, value, found_here in ((S.VERTICES, S.KIND, process_kinds), (S.ELEMENTS, S.GRANULARITY, parent_grans)):
+        checked.known[name].update(found_here)
+        checked.known[name].update(zip(*(small[name].column(c).to_pylist() for c in (S.ID, value)), strict=True))
+    return rows, checked_ids
 
 
 def ingest_items(stx, bundle: LocalBundle, items, edges, granularity: str) -> IngestCounts | None:
@@ -301,11 +373,14 @@ def ingest_items(stx, bundle: LocalBundle, items, edges, granularity: str) -> In
     catalog = stx.catalog.merge_gsets(bundle.gsets).merge_types(bundle.types)
     resolved = validate(bundle, catalog, tables.existing())
     small = table_rows(bundle, resolved, tables)
-    rows = item_rows(tables, resolved.catalog, small, items, edges, granularity)
-    if rows is None:
+    checked = CheckedItems.of(stx)
+    out = item_rows(tables, resolved.catalog, small, items, edges, granularity, checked)
+    if out is None:
         return None
+    rows, checked_ids = out
     stage_rows(stx, bundle.source, {name: pa.concat_tables([small[name], rows[name]]) for name in S.CORE_TABLES},
                resolved.catalog)
+    checked.staged(stx, checked_ids)
     counts = IngestCounts(*bundle.sizes())
     return counts + IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
 

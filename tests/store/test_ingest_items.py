@@ -65,9 +65,17 @@ def _second_bundle(new_ds, ops):
                    + [{"id": d, "granularity": "Dataset", "parents": ["area"]} for d in new_ds])
 
 
+def _parts(table: pa.Table, n: int) -> list[pa.Table]:
+    size = -(-table.num_rows // n) if table.num_rows else 1
+    return [table.slice(i, size) for i in range(0, table.num_rows, size)] or [table]
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(batches())
-def test_column_wise_items_equal_the_bundle_ingest(tmp_path_factory, batch):
+@given(batches(), st.integers(1, 3))
+def test_column_wise_items_equal_the_bundle_ingest(tmp_path_factory, batch, parts):
+    """In one call, or as a large run is staged (capture/storing/to_model.py `driver_parts`): the
+    items in ``parts`` calls, then the edges in as many, in one transaction; the calls after the
+    first take what earlier ones checked from the transaction's record (`CheckedItems`)."""
     old_ds, new_ds, old_items, items, ops, edges = batch
     base = tmp_path_factory.mktemp("items")
     columnar, records = (Store.open(str(base / n), spark=_no_spark, engine="local") for n in ("c", "r"))
@@ -79,11 +87,18 @@ def test_column_wise_items_equal_the_bundle_ingest(tmp_path_factory, batch):
                            for k, c in enumerate(("src", "process", "dst"))})
     second = _second_bundle(new_ds, ops)
     with columnar.transaction("columnar") as tx:
-        counts = tx.ingest_items(second, item_table, edge_table, "Item")
-    assert counts is not None
+        if parts == 1:
+            calls = [(second, item_table, edge_table)]
+        else:
+            calls = [(second if n == 0 else _bundle([]), part, edge_table.slice(0, 0))
+                     for n, part in enumerate(_parts(item_table, parts))]
+            calls += [(_bundle([]), item_table.slice(0, 0), part) for part in _parts(edge_table, parts)]
+        counts = [tx.ingest_items(b, i, e, "Item") for b, i, e in calls]
+    assert None not in counts
     new = [(i, d) for i, d in items.items() if i not in old_items]
-    assert (counts.elements, counts.edges) == (len(second["elements"]) + len(new), len(edges))
-    assert all(len(e.segments) == 2 for e in columnar.refresh().manifest.tables.values())  # one a commit
+    assert (sum(c.elements for c in counts), sum(c.edges for c in counts)) == (len(second["elements"]) + len(new),
+                                                                               len(edges))
+    assert all(len(e.segments) == 1 + len(calls) for e in columnar.refresh().manifest.tables.values())
     with records.transaction("records") as tx:
         tx.ingest(_second_bundle(new_ds, ops))
         tx.ingest(_bundle([{"id": i, "granularity": "Item", "parents": [d]} for i, d in new],
@@ -117,3 +132,66 @@ def test_a_failed_check_stages_nothing_and_the_bundle_names_the_problem(tmp_path
             tx.ingest(_bundle([{"id": i, "granularity": granularity, "parents": [d]} for i, d in items.items()],
                               [{"src": a, "process": p, "dst": b} for a, p, b in edges]))
     assert _rows(st_.refresh()) == before
+
+
+
+def _watch_lookups(monkeypatch, seen: list) -> None:
+    """Note in ``seen`` (table, sorted ids) for each look in the store's tables for at least one
+    id (`TxTables.matching`, under `counts` and `lookup` too)."""
+    from store.duckdb.ingest import TxTables
+
+    real = TxTables.matching
+
+    def matching(self, table, ids, *args):
+        if not isinstance(ids, (pa.Array, pa.ChunkedArray)):
+            ids = list(ids)
+        keys = ids.to_pylist() if isinstance(ids, (pa.Array, pa.ChunkedArray)) else ids
+        if keys:
+            seen.append((table, sorted(keys)))
+        return real(self, table, ids, *args)
+
+    monkeypatch.setattr(TxTables, "matching", matching)
+
+
+@pytest.mark.parametrize("case", ["an end no call staged", "an end that is a process", "an end's segment dropped"])
+def test_later_calls_of_a_transaction_check_what_earlier_ones_did_not(tmp_path, monkeypatch, case):
+    """A large run's edges come after its items, in calls of their own: their ends are not looked
+    up in the store again (the transaction's record of the items staged, `CheckedItems`) — but an
+    end no earlier call staged still is, and so is every end once a segment of the vertices is
+    dropped: such an edge part fails its check."""
+    st_ = Store.open(str(tmp_path / "s"), spark=_no_spark, engine="local")
+    _first(st_, ["ds0"], {"ds0#0": "ds0"})
+    items = pa.table({"id": ["ds0#0", "ds0#1", "ds0#2"], "parent": ["ds0"] * 3})
+    no_items, no_edges = items.slice(0, 0), pa.table({c: pa.array([], pa.string()) for c in ("src", "process", "dst")})
+    bad = {"an end no call staged": "ds0#9", "an end that is a process": "run/op0"}.get(case, "ds0#2")
+    edges = pa.table({"src": ["ds0#0", "ds0#1"], "process": ["run/op0"] * 2, "dst": ["ds0#1", bad]})
+    before = _rows(st_)
+    looked_up: list = []
+    with pytest.raises(BundleError):
+        with st_.transaction("parts") as tx:
+            assert tx.ingest_items(_second_bundle([], ["run/op0"]), items.slice(0, 2), no_edges, "Item") is not None
+            assert tx.ingest_items(_bundle([]), items.slice(2), no_edges, "Item") is not None
+            if case == "an end's segment dropped":
+                tx.drop_segments(S.VERTICES, tx.segments(S.VERTICES)[-1:])
+            _watch_lookups(monkeypatch, looked_up)
+            assert tx.ingest_items(_bundle([]), no_items, edges, "Item") is None  # nothing staged
+            assert [ids for table, ids in looked_up if table == S.VERTICES] == (
+                [["ds0#0", "ds0#1", "ds0#2"]] if case == "an end's segment dropped" else [[bad]])
+            tx.ingest(_bundle([], [{"src": a, "process": p, "dst": b} for a, p, b in zip(*edges.columns, strict=True)]))
+    assert _rows(st_.refresh()) == before
+
+
+def test_edges_after_their_items_look_none_of_their_ends_up(tmp_path, monkeypatch):
+    """The good case of the test above: the edge call looks up no end, nor its process."""
+    st_ = Store.open(str(tmp_path / "s"), spark=_no_spark, engine="local")
+    _first(st_, ["ds0"], {"ds0#0": "ds0"})
+    items = pa.table({"id": ["ds0#0", "ds0#1", "ds0#2"], "parent": ["ds0"] * 3})
+    no_edges = pa.table({c: pa.array([], pa.string()) for c in ("src", "process", "dst")})
+    edges = pa.table({"src": ["ds0#0", "ds0#1"], "process": ["run/op0"] * 2, "dst": ["ds0#1", "ds0#2"]})
+    looked_up: list = []
+    with st_.transaction("parts") as tx:
+        assert tx.ingest_items(_second_bundle([], ["run/op0"]), items, no_edges, "Item") is not None
+        _watch_lookups(monkeypatch, looked_up)
+        assert tx.ingest_items(_bundle([]), items.slice(0, 0), edges, "Item").edges == 2
+    assert looked_up == []
+    assert len(st_.refresh().local().relation(S.EDGES).fetchall()) == 2

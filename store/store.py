@@ -100,12 +100,34 @@ class StoreTransaction:
     def append_arrow(self, name: str, rows, schema_json: str) -> None:
         """Append a pyarrow Table to table ``name`` as one Parquet file written on the driver (a
         local store only; ``schema_json`` is recorded when the table is new)."""
+        for _ in self.append_arrows({name: (rows, schema_json)}):
+            pass
+
+    def append_arrows(self, tables: Mapping[str, tuple[Any, str]]) -> Iterator[str]:
+        """`append_arrow` of each table ``name -> (rows, schema_json)``, the files written side by
+        side, a thread a core (pyarrow encodes and compresses without Python's lock: about half the
+        time on 2 cores); yields each table's name as its file is written."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
         import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
-        folder = self._tx.append_local(name, schema_json)
-        if folder is None:
-            raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
-        pq.write_table(rows, os.path.join(folder, "part-00000.zstd.parquet"), compression="zstd")
+        folders = {}
+        for name, (_, schema_json) in tables.items():
+            folder = self._tx.append_local(name, schema_json)
+            if folder is None:
+                raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
+            folders[name] = os.path.join(folder, "part-00000.zstd.parquet")
+        if len(tables) == 1:
+            (name, (rows, _)), = tables.items()
+            pq.write_table(rows, folders[name], compression="zstd")
+            yield name
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(len(tables), os.cpu_count() or 1))) as pool:
+            done = {pool.submit(pq.write_table, rows, folders[name], compression="zstd"): name
+                    for name, (rows, _) in tables.items()}
+            for f in as_completed(done):
+                f.result()
+                yield done[f]
 
     def ingest_items(self, bundle: Mapping[str, Any], items, edges, granularity: str,
                      source: str = "items") -> IngestCounts | None:

@@ -108,7 +108,8 @@ class CheckedItems:
     """What the `ingest_items` calls of one transaction have checked, kept for the calls after
     them (``StoreTransaction.checked_items``): the 64-bit hashes (DuckDB's ``hash``) of the items
     they staged or found in the store as data vertices, in a temporary table of a DuckDB
-    connection of its own, and the kind or granularity of each process and parent they found. A
+    connection of its own, and the kind or granularity of each process and parent they found (and
+    the parents' ancestors). A
     large run is staged in parts, every part of items before the first part of edges
     (capture/storing/to_model.py `driver_parts`), and a part of edges would otherwise look each of
     its ends up in the store's vertex files again: a scan that takes longer the more the store
@@ -121,6 +122,7 @@ class CheckedItems:
         self.con = duckdb_connect()
         self.con.execute("CREATE TEMP TABLE checked_items (h UBIGINT)")
         self.known: dict[str, dict[str, Any]] = {S.VERTICES: {}, S.ELEMENTS: {}}  # table -> id -> kind / granularity
+        self.ancestors: dict[str, list[tuple[str, int]]] = {}  # parent -> its (ancestor, depth) rows
         self.segments = self._segments(stx)
 
     @staticmethod
@@ -253,8 +255,7 @@ def ingest_bundle(stx, bundle: LocalBundle, triples: bool = False, rows: dict[st
 def stage_rows(stx, source: str, rows: Mapping[str, Any], catalog, triples: bool = False) -> None:
     """Stage each core table's new rows (pyarrow Tables) as a segment of `stx` and its catalog."""
     with progress.step(f"write {source}", total=sum(t.num_rows for t in rows.values())) as step:
-        for name in S.CORE_TABLES:
-            stx.append_arrow(name, rows[name], stored_schema(name, triples))
+        for name in stx.append_arrows({n: (rows[n], stored_schema(n, triples)) for n in S.CORE_TABLES}):
             step.advance(rows[name].num_rows)
     stx.set_catalog(catalog)
 
@@ -341,7 +342,10 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     staged = small[S.ANCESTORS].filter(pc.is_in(small[S.ANCESTORS].column(S.ID), value_set=parents))
     for ident, anc, depth in zip(*(staged.column(c).to_pylist() for c in (S.ID, S.ANCESTOR, S.DEPTH)), strict=True):
         new_ancestors.setdefault(ident, []).append((anc, depth))
-    old_ancestors = tables.ancestors([p for p in parents.to_pylist() if p not in new_ancestors])
+    above_parents = [p for p in parents.to_pylist() if p not in new_ancestors]
+    old_ancestors = {p: checked.ancestors[p] for p in above_parents if p in checked.ancestors}
+    rest = [p for p in above_parents if p not in old_ancestors]
+    old_ancestors.update(tables.ancestors(rest) if rest else {})
     n = items.num_rows
     ids = items.column(S.ID)
     # ancestors: each item itself (depth 0), then its parent's ancestors one deeper (the parent
@@ -362,6 +366,8 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     for name, value, found_here in ((S.VERTICES, S.KIND, process_kinds), (S.ELEMENTS, S.GRANULARITY, parent_grans)):
         checked.known[name].update(found_here)
         checked.known[name].update(zip(*(small[name].column(c).to_pylist() for c in (S.ID, value)), strict=True))
+    checked.ancestors.update(old_ancestors)
+    checked.ancestors.update(new_ancestors)
     return rows, checked_ids
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,34 +100,30 @@ class StoreTransaction:
     def append_arrow(self, name: str, rows, schema_json: str) -> None:
         """Append a pyarrow Table to table ``name`` as one Parquet file written on the driver (a
         local store only; ``schema_json`` is recorded when the table is new)."""
-        for _ in self.append_arrows({name: (rows, schema_json)}):
-            pass
+        self.append_arrows({name: (rows, schema_json)})
 
-    def append_arrows(self, tables: Mapping[str, tuple[Any, str]]) -> Iterator[str]:
+    def append_arrows(self, tables: Mapping[str, tuple[Any, str]],
+                      written: Callable[[str], None] | None = None) -> None:
         """`append_arrow` of each table ``name -> (rows, schema_json)``, the files written side by
         side, a thread a core (pyarrow encodes and compresses without Python's lock: about half the
-        time on 2 cores); yields each table's name as its file is written."""
+        time on 2 cores); ``written(name)`` is called as each table's file is done."""
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
         import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 
-        folders = {}
+        paths = {}
         for name, (_, schema_json) in tables.items():
             folder = self._tx.append_local(name, schema_json)
             if folder is None:
                 raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
-            folders[name] = os.path.join(folder, "part-00000.zstd.parquet")
-        if len(tables) == 1:
-            (name, (rows, _)), = tables.items()
-            pq.write_table(rows, folders[name], compression="zstd")
-            yield name
-            return
+            paths[name] = os.path.join(folder, "part-00000.zstd.parquet")
         with ThreadPoolExecutor(max_workers=max(1, min(len(tables), os.cpu_count() or 1))) as pool:
-            done = {pool.submit(pq.write_table, rows, folders[name], compression="zstd"): name
+            done = {pool.submit(pq.write_table, rows, paths[name], compression="zstd"): name
                     for name, (rows, _) in tables.items()}
             for f in as_completed(done):
                 f.result()
-                yield done[f]
+                if written is not None:
+                    written(done[f])
 
     def ingest_items(self, bundle: Mapping[str, Any], items, edges, granularity: str,
                      source: str = "items") -> IngestCounts | None:

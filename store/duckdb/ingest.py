@@ -255,8 +255,8 @@ def ingest_bundle(stx, bundle: LocalBundle, triples: bool = False, rows: dict[st
 def stage_rows(stx, source: str, rows: Mapping[str, Any], catalog, triples: bool = False) -> None:
     """Stage each core table's new rows (pyarrow Tables) as a segment of `stx` and its catalog."""
     with progress.step(f"write {source}", total=sum(t.num_rows for t in rows.values())) as step:
-        for name in stx.append_arrows({n: (rows[n], stored_schema(n, triples)) for n in S.CORE_TABLES}):
-            step.advance(rows[name].num_rows)
+        stx.append_arrows({name: (rows[name], stored_schema(name, triples)) for name in S.CORE_TABLES},
+                          lambda name: step.advance(rows[name].num_rows))
     stx.set_catalog(catalog)
 
 

@@ -107,7 +107,7 @@ class StoreTransaction:
         """`append_arrow` of each table ``name -> (rows, schema_json)``, the files written side by
         side, a thread a core (pyarrow encodes and compresses without Python's lock: about half the
         time on 2 cores); ``written(name)`` is called as each table's file is done."""
-        from concurrent.futures import ThreadPoolExecutor, as_completed
+        from concurrent.futures import ThreadPoolExecutor, as_completed  # deferred: ~10 ms a CLI start need not pay
 
         import pyarrow.parquet as pq  # deferred: only this path needs pyarrow
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from store.arrays import distinct_rows
 from store.reach import index_warning
 from store.schema import DATA, DST, EDGES, ID, KIND, PARENT, PARENTS, PROCESS, SRC, VERTICES
 
@@ -121,7 +122,7 @@ class Neighbours:
             by_component.setdefault(x.ccid, []).append(x)
         for ccid, xs in by_component.items():
             table = self.index.direct(ccid, {x.item: x.csid for x in xs}, True).select(["src", "dst", "op"])
-            pairs = table.group_by(["src", "dst", "op"]).aggregate([]).group_by("src").aggregate([("dst", "count")])
+            pairs = distinct_rows(table, ["src", "dst", "op"]).group_by("src").aggregate([("dst", "count")])
             out.update(zip(pairs.column("src").to_pylist(), pairs.column("dst_count").to_pylist(), strict=True))
         return out
 

@@ -31,6 +31,7 @@ from capture.id_columns import item_element_column
 from capture.ids import dataset_element_id, item_element_ids, operator_id
 from capture.operators import OperatorProv, OpType
 from capture.storing.associations import IN_ID, INPUT, OID, OUT_ID
+from store.arrays import distinct_rows
 from store.bundle import normalize
 from store.spark.bundle import SECTION_SCHEMAS
 from store.spark.frames import local_frame
@@ -176,10 +177,10 @@ def driver_parts(run: str, pipeline: str, ops: list[OperatorProv], assoc,
     oid, out_id, k, in_id = np.asarray(assoc, np.int64).reshape(-1, 4).T
     edge_rows = pa.table({"oid": oid, "in_ds": in_code[oid * width + k], "in_id": in_id,
                           "out_ds": out_code[oid], "out_id": out_id})
-    edge_rows = edge_rows.group_by(["oid", "in_ds", "in_id", "out_ds", "out_id"]).aggregate([])
-    item_rows = pa.concat_tables([
+    edge_rows = distinct_rows(edge_rows, ["oid", "in_ds", "in_id", "out_ds", "out_id"])
+    item_rows = distinct_rows(pa.concat_tables([
         edge_rows.select(["in_ds", "in_id"]).rename_columns(["ds", "id"]),
-        edge_rows.select(["out_ds", "out_id"]).rename_columns(["ds", "id"])]).group_by(["ds", "id"]).aggregate([])
+        edge_rows.select(["out_ds", "out_id"]).rename_columns(["ds", "id"])]), ["ds", "id"])
     datasets = pa.array(names, pa.string())
 
     def codes(col):

@@ -61,7 +61,7 @@ import numpy as np
 
 from store import progress
 from store import schema as S
-from store.arrays import unique
+from store.arrays import distinct_rows, unique
 from store.duckdb import index as X
 from store.duckdb.index_rewrite import Fallback, conform, one_segment_folder, rewrite_table, row_strings, table_schema
 from store.duckdb.scope_update import update_scopes
@@ -139,7 +139,7 @@ def _new_edges(st, meta: dict):
     added = [s for s in current if s not in covered]
     rows = _read(segment_files(st.storage, added), (S.SRC, S.DST, S.PROCESS))
     rows = rows.rename_columns(["src", "dst", L.OP])
-    rows = rows.group_by(["src", "dst", L.OP]).aggregate([]) if rows.num_rows else rows
+    rows = distinct_rows(rows, ["src", "dst", L.OP]) if rows.num_rows else rows
     return rows.select(["src", "dst", L.OP]).cast(pa.schema([(c, pa.string()) for c in ("src", "dst", L.OP)])), current
 
 

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from store import progress
 from store import schema as S
+from store.arrays import distinct_rows
 from store.bundle import parquet_paths
 from store.duckdb.bundle import LocalBundle
 from store.duckdb.ingest import TxTables, element_rows, ingest_bundle, stage_rows
@@ -95,7 +96,7 @@ def load_triples(path: str | os.PathLike[str], tables: str | os.PathLike[str] | 
         shown = ", ".join(f"{c}={row[c]!r}" for c in df.column_names)
         raise BundleError(f"{where}: row {i + 1}: src, dst and op must all be non-empty ({shown}). "
                           "Nothing was committed.", hint="fix the row and ingest the file again")
-    triples = df.select(list(REQUIRED)).group_by(list(REQUIRED)).aggregate([])
+    triples = distinct_rows(df, list(REQUIRED))
     maps = []
     for side in ("src", "dst"):
         col = f"{side}_table"
@@ -110,7 +111,7 @@ def load_triples(path: str | os.PathLike[str], tables: str | os.PathLike[str] | 
         maps.append(m.filter(_present(m.column(TABLE))))
     if not maps:
         return triples, pa.table({ITEM: pa.array([], pa.string()), TABLE: pa.array([], pa.string())})
-    mapping = pa.concat_tables(maps).group_by([ITEM, TABLE]).aggregate([])
+    mapping = distinct_rows(pa.concat_tables(maps), [ITEM, TABLE])
     counts = mapping.group_by(ITEM).aggregate([(TABLE, "count")])
     clashing = counts.filter(pc.greater(counts.column(f"{TABLE}_count"), 1)).column(ITEM).to_pylist()
     if clashing:

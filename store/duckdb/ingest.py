@@ -314,10 +314,12 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     # in DuckDB: its set operations on a million strings take a fraction of Arrow's time here
     con = checked.con
     rel_edges, rel_items = con.from_arrow(edges), con.from_arrow(items)
-    ends = rel_edges.select(f"{S.SRC} AS {S.ID}").union(rel_edges.select(f"{S.DST} AS {S.ID}")).distinct()
-    ends = ends.join(rel_items.select(S.ID), S.ID, how="anti")  # nor need the items of earlier calls a second look:
+    # the ends, less the items of earlier calls (by hash: numbers, cheap to join) and of this one,
+    # then made distinct: what is left is normally nothing
+    ends = rel_edges.select(f"{S.SRC} AS {S.ID}").union(rel_edges.select(f"{S.DST} AS {S.ID}"))
     ends = ends.select(f"{S.ID}, hash({S.ID}) AS h").join(con.table("checked_items"), "h", how="anti")
-    outside = _arrow(ends.select(S.ID)).column(0).combine_chunks()
+    ends = ends.select(S.ID).join(rel_items.select(S.ID), S.ID, how="anti").distinct()
+    outside = _arrow(ends).column(0).combine_chunks()
     processes = _arrow(rel_edges.select(S.PROCESS).distinct()).column(0).combine_chunks()
     parents = _arrow(rel_items.select(S.PARENT).distinct()).column(0).combine_chunks()
     if len(outside):  # ends that are not among the items must be data vertices already (staged before)

@@ -59,13 +59,13 @@ class TxTables:
 
     def matching(self, name: str, keys: Any, key: str = S.ID):
         """Rows of table `name` whose column `key` is one of `keys` (a pyarrow array or an
-        iterable of strings), as a DuckDB relation (None: the table has no rows)."""
-
-        rel = self.relation(name)
-        if rel is None:
-            return None
+        iterable of strings), as a DuckDB relation (None: no row can match — the table has no
+        rows, or no key is given, when no file is opened)."""
         if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
             keys = pa.array(list(keys), pa.string())
+        rel = self.relation(name) if len(keys) else None
+        if rel is None:
+            return None
         # a semi join keeps each row once however often its key comes: no need to drop repeats
         return rel.join(self.con.from_arrow(pa.table({key: keys})), key, how="semi")
 

@@ -108,15 +108,14 @@ class CheckedItems:
     """What the `ingest_items` calls of one transaction have checked, kept for the calls after
     them (``StoreTransaction.checked_items``): the 64-bit hashes (DuckDB's ``hash``) of the items
     they staged or found in the store as data vertices, in a temporary table of a DuckDB
-    connection of its own, and the kind or granularity of each process and parent they found (and
-    the parents' ancestors). A
-    large run is staged in parts, every part of items before the first part of edges
-    (capture/storing/to_model.py `driver_parts`), and a part of edges would otherwise look each of
-    its ends up in the store's vertex files again: a scan that takes longer the more the store
-    holds. An end whose hash is recorded is taken as one of those items (another id with the same
-    hash, about one chance in 2^64 / recorded items, would pass as a data vertex); every other end
-    is looked up as before. The record holds while the transaction's vertex and element tables
-    only gain segments, which `of` checks."""
+    connection of its own, and the kind or granularity of each process and parent they found
+    (with the parents' ancestors). A large run is staged in parts, every part of items before the
+    first part of edges (capture/storing/to_model.py `driver_parts`), and a part of edges would
+    otherwise look each of its ends up in the store's vertex files again: a scan that takes
+    longer the more the store holds. An end whose hash is recorded is taken as one of those items
+    (another id with the same hash, about one chance in 2^64 / recorded items, would pass as a
+    data vertex); every other end is looked up as before. The record holds while the
+    transaction's vertex and element tables only gain segments, which `of` checks."""
 
     def __init__(self, stx) -> None:
         self.con = duckdb_connect()

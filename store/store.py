@@ -117,6 +117,12 @@ class StoreTransaction:
             if folder is None:
                 raise StoreError(f"store {self.store.root} is not a local folder; its rows are written with Spark")
             paths[name] = os.path.join(folder, "part-00000.zstd.parquet")
+        if len(tables) == 1:  # one file: no thread (the OpenLineage writer's commits write them one by one)
+            (name, (rows, _)), = tables.items()
+            pq.write_table(rows, paths[name], compression="zstd")
+            if written is not None:
+                written(name)
+            return
         with ThreadPoolExecutor(max_workers=max(1, min(len(tables), os.cpu_count() or 1))) as pool:
             done = {pool.submit(pq.write_table, rows, paths[name], compression="zstd"): name
                     for name, (rows, _) in tables.items()}

@@ -145,9 +145,18 @@ class CheckedItems:
         self.segments = self._segments(stx)
 
 
-def _arrow(rel) -> pa.Table:
+def arrow_table(rel) -> pa.Table:
+    """A DuckDB relation's rows as a pyarrow Table (its ``.arrow()`` gives a Table or, in newer
+    DuckDB, a RecordBatchReader)."""
     out = rel.arrow()
     return out if isinstance(out, pa.Table) else out.read_all()
+
+
+def arrow_column(rel, name: str) -> pa.Array:
+    """Column `name` of a DuckDB relation's rows as one pyarrow Array (of strings when it has no
+    rows)."""
+    table = arrow_table(rel)
+    return table.column(name).combine_chunks() if table.num_rows else pa.array([], pa.string())
 
 
 def stored_schema(name: str, triples: bool = False) -> str:
@@ -318,9 +327,9 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     ends = rel_edges.select(f"{S.SRC} AS {S.ID}").union(rel_edges.select(f"{S.DST} AS {S.ID}"))
     ends = ends.select(f"{S.ID}, hash({S.ID}) AS h").join(con.table("checked_items"), "h", how="anti")
     ends = ends.select(S.ID).join(rel_items.select(S.ID), S.ID, how="anti").distinct()
-    outside = _arrow(ends).column(0).combine_chunks()
-    processes = _arrow(rel_edges.select(S.PROCESS).distinct()).column(0).combine_chunks()
-    parents = _arrow(rel_items.select(S.PARENT).distinct()).column(0).combine_chunks()
+    outside = arrow_column(ends, S.ID)
+    processes = arrow_column(rel_edges.select(S.PROCESS).distinct(), S.PROCESS)
+    parents = arrow_column(rel_items.select(S.PARENT).distinct(), S.PARENT)
     if len(outside):  # ends that are not among the items must be data vertices already (staged before)
         n, kinds = found(S.VERTICES, S.KIND, outside)
         if n < len(outside) or kinds - {"data"}:
@@ -335,7 +344,7 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
     checked_ids = items.column(S.ID)  # the items that are data vertices once this call is staged
     stored = tables.relation(S.VERTICES) if items.num_rows else None
     if stored is not None:  # each item with the kind of the vertex the store has of its id, if any
-        joined = _arrow(tables.con.from_arrow(items).join(stored.select(S.ID, S.KIND), S.ID, how="left"))
+        joined = arrow_table(tables.con.from_arrow(items).join(stored.select(S.ID, S.KIND), S.ID, how="left"))
         kind = joined.column(S.KIND)
         checked_ids = joined.column(S.ID).filter(pc.fill_null(pc.equal(kind, "data"), True))
         items = joined.filter(pc.is_null(kind)).select([S.ID, S.PARENT])

@@ -28,7 +28,7 @@ from store import schema as S
 from store.arrays import distinct_rows
 from store.bundle import parquet_paths
 from store.duckdb.bundle import LocalBundle
-from store.duckdb.ingest import TxTables, element_rows, ingest_bundle, stage_rows
+from store.duckdb.ingest import TxTables, arrow_column, arrow_table, element_rows, ingest_bundle, stage_rows
 from store.errors import BundleError
 from store.triples import GSETS, ITEM, OPTIONAL, REQUIRED, TABLE, TRANSFORMATION, VALUE, sibling_tables
 
@@ -227,8 +227,7 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
     above = pa.table({S.ID: pa.array([], pa.string()), S.ANCESTOR: pa.array([], pa.string()),
                       S.DEPTH: pa.array([], pa.int32())})
     if old_anc is not None and under_old.num_rows:
-        rows = old_anc.select(S.ID, S.ANCESTOR, S.DEPTH).arrow()
-        rows = rows if isinstance(rows, pa.Table) else rows.read_all()
+        rows = arrow_table(old_anc.select(S.ID, S.ANCESTOR, S.DEPTH))
         joined = under_old.join(rows.rename_columns([S.PARENT, S.ANCESTOR, S.DEPTH]), S.PARENT)
         above = pa.table({S.ID: joined.column(S.ID), S.ANCESTOR: joined.column(S.ANCESTOR),
                           S.DEPTH: pc.add(pc.cast(joined.column(S.DEPTH), pa.int32()), 1)})
@@ -259,12 +258,10 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
         probe = store_tables.con.from_arrow(triples)
         known = old_edges.select(duckdb.ColumnExpression("src"), duckdb.ColumnExpression("process").alias("op"),
                                  duckdb.ColumnExpression("dst"))
-        triples = probe.join(known, "src, op, dst", how="anti").arrow()
-        if not isinstance(triples, pa.Table):
-            triples = triples.read_all()
+        triples = arrow_table(probe.join(known, "src, op, dst", how="anti"))
     ids = ids_of(triples, mapping, source)
     rel = store_tables.matching("elements", pa.concat_arrays([ids.values, ids.tables, ids.ops]))
-    existing = pa.array([], pa.string()) if rel is None else _column(rel.select("id").arrow(), "id")
+    existing = pa.array([], pa.string()) if rel is None else arrow_column(rel.select("id"), "id")
     if columnar:
         with progress.step(f"validate {source}"):
             catalog = stx.catalog.merge_gsets(GSETS).merge_types([])
@@ -274,9 +271,3 @@ def ingest_triples(stx, path: str | os.PathLike[str], tables: str | os.PathLike[
             return IngestCounts(rows[S.ELEMENTS].num_rows, 0, rows[S.EDGES].num_rows)
     return ingest_bundle(stx, triples_bundle(triples, mapping, ids, existing, source), triples=True)
 
-
-def _column(result, name: str):
-    """One column of a DuckDB `.arrow()` result (a Table or a RecordBatchReader) as one Array."""
-
-    table = result if isinstance(result, pa.Table) else result.read_all()
-    return table.column(name).combine_chunks() if table.num_rows else pa.array([], pa.string())

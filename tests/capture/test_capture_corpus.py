@@ -337,6 +337,12 @@ def start_in_background() -> None:
     (work / "out").mkdir()
 
     def run() -> None:
+        try:
+            commands()
+        except (subprocess.TimeoutExpired, OSError) as e:  # kept for the tests that wait on the commands
+            _COMMAND["error"] = e
+
+    def commands() -> None:
         _COMMAND["corpus"] = _strata(work / "store", "capture", "--no-model", "--", str(CORPUS / "semi_anti.py"),
                                      str(inputs), str(work / "out"), "x")
         _COMMAND["model"] = [_strata(work / "store", "model"), _strata(work / "store", "model"),
@@ -367,12 +373,19 @@ def start_in_background() -> None:
     _COMMAND["thread"].start()
 
 
+def _wait() -> None:
+    """Wait for the background thread's commands. No limit of its own: each command has one (300 s,
+    `_strata`, `_plain`), so the thread ends however slow the machine is; a command past its limit
+    ends it early, and the error is kept."""
+    start_in_background()
+    _COMMAND["thread"].join()
+
+
 def _both(plain: str, captured: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
     """A job's plain and captured runs from the background thread, both finished with exit 0."""
-    start_in_background()
-    _COMMAND["thread"].join(timeout=600)
+    _wait()
     runs = _COMMAND.get(plain), _COMMAND.get(captured)
-    assert None not in runs, "the runs did not finish in time"
+    assert None not in runs, f"the runs did not finish: {_COMMAND.get('error')!r}"
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
     return runs
@@ -446,10 +459,9 @@ def test_strata_capture_command(spark, tmp_path):
     (as running out of memory does) and which goes on: the capture named as what failed, exit 1,
     nothing committed; a job whose JVM is gone before its write: the JVM's stop said, exit 1; the
     example job's run traced by `strata trace` to the input line and its values."""
-    start_in_background()
-    _COMMAND["thread"].join(timeout=600)
+    _wait()
     corpus, out = _COMMAND.get("corpus"), _COMMAND["work"] / "out"
-    assert corpus is not None, "strata capture did not finish in time"
+    assert corpus is not None, f"strata capture did not finish: {_COMMAND.get('error')!r}"
     assert corpus.returncode == 0, corpus.stderr[-2000:]
     assert corpus.stderr.count("captured semi_anti/run-") == 2
     assert (out / "buyers.parquet").is_dir() and (out / "idle.parquet").is_dir()

@@ -581,7 +581,10 @@ def test_an_update_keeps_the_skeletons_of_unaffected_components(tmp_path, monkey
     st = Store.open(root, spark=_no_spark, engine="local")
     before = R.LocalIndex.of(st)
     old_folder = os.path.join(before.cache, os.path.basename(before.folders[L.TRIPLES]))
-    inode = {name: os.stat(os.path.join(old_folder, name)).st_ino for name in os.listdir(old_folder)}
+    # Each old skeleton (a folder) held open: one deleted and written again cannot then get its old
+    # inode back, so an inode found again means it was moved.
+    held = {name: os.open(os.path.join(old_folder, name), os.O_RDONLY) for name in os.listdir(old_folder)}
+    inode = {name: os.fstat(fd).st_ino for name, fd in held.items()}
     assert len(inode) > 1
     a, b, _op = next(t for t in triples if tables.get(t[0]) and tables.get(t[1]))
     append_graph(st, "test: one new value", [(a, f"{b}.new", "n")], [f"{b}.new"], {f"{b}.new": tables[b]}, {}, {})
@@ -598,6 +601,8 @@ def test_an_update_keeps_the_skeletons_of_unaffected_components(tmp_path, monkey
     (ccid,) = {r[L.CCID] for r in st.local().arrow(L.NODES).to_pylist() if r["id"] == a}
     touched = xxhash.xxh64_hexdigest(ccid.encode())
     kept = {name for name in os.listdir(folder) if inode.get(name) == os.stat(os.path.join(folder, name)).st_ino}
+    for fd in held.values():
+        os.close(fd)
     assert kept == set(inode) - {touched}  # moved, not written again; the touched one written again
     rows = st.local().arrow(L.TRIPLES).to_pylist()
     deps = st.local().arrow(L.SETDEPS).to_pylist()

@@ -7,12 +7,13 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv jvm classdata neo4j bytecode java-check test test-fast test-tpc tpc-data demo bench style clean ui
+.PHONY: help venv jvm classdata neo4j bytecode java-check test test-deep test-fast test-tpc tpc-data demo bench style clean ui
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
 	@echo "make test       create .venv, install dev dependencies, run the whole suite"
 	@echo "make test-fast  the tests that need no JVM (pytest -m 'not spark and not neo4j', over every core)"
+	@echo "make test-deep  make test with the deep tier: more property examples, the tests marked deep"
 	@echo "make test-tpc   all 22 TPC-H and 99 TPC-DS queries at sf 0.01 under capture, each checked by replay"
 	@echo "make neo4j      fetch the suite's Neo4j server with Maven into build/jvm/neo4j (make test does)"
 	@echo "make classdata  a class-data archive of Spark's classes: Spark starts in about half the time"
@@ -96,7 +97,7 @@ bytecode: $(STAMP)
 JVM_A = tests/capture tests/tracing
 test: java-check $(STAMP) bytecode style
 	@b=$$(mktemp); rest=$$(mktemp); \
-	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not spark and not neo4j" \
+	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
 	  $(BIN)/python -m strata.classdata > /dev/null 2>&1 & cpid=$$!; \
 	  $(MAKE) -s jvm || { wait $$rpid $$cpid; cat $$rest; rm -f $$b $$rest; exit 2; }; \
@@ -110,11 +111,17 @@ test: java-check $(STAMP) bytecode style
 	  ok=0; for rc in $$a $$bb $$other; do [ $$rc -eq 0 -o $$rc -eq 5 ] || ok=1; done; \
 	  [ $$ok -eq 0 ] && [ $$a -eq 0 -o $$bb -eq 0 -o $$other -eq 0 ]
 
+# The suite with its deep tier (tests/support/depth.py): the property tests' deep example counts and
+# the tests marked `deep`, which make test skips (each has a test in make test over the same code
+# path).
+test-deep:
+	STRATA_TEST_DEEP=1 $(MAKE) test
+
 # Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`), spread over
 # the machine's cores (pytest-xdist; at most 4 processes). JAVA_HOME points nowhere, so a test
 # that starts a JVM without a marker fails at once instead of running slowly.
 test-fast: $(STAMP) bytecode
-	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -n auto --maxprocesses 4 -m "not spark and not neo4j" $(PYTEST_ARGS)
+	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup -m "not spark and not neo4j" $(PYTEST_ARGS)
 
 # The web UI's script (docs/ui.md): ui/src/main.js bundled by esbuild, with the versions
 # ui/package-lock.json pins, into strata/serve/static/app.js, which is committed beside the page

@@ -235,8 +235,16 @@ def _uses(item, fixture: str) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests that use Spark or Neo4j; order the tests of modules with a background part last."""
+    """Mark the tests that use Spark or Neo4j; skip the `deep` ones outside `make test-deep`
+    (tests/support/depth.py); put the users of the installed wheel in one pytest-xdist group;
+    order the tests of modules with a background part last."""
+    from support.depth import DEEP, SKIP_REASON
+
     for item in items:
+        if not DEEP and item.get_closest_marker("deep") is not None:
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+        if _uses(item, "installed_wheel"):  # one pytest-xdist worker builds the wheel (--dist loadgroup)
+            item.add_marker(pytest.mark.xdist_group("installed_wheel"))
         for fixture, marker in (("spark", pytest.mark.spark), ("neo4j_server", pytest.mark.neo4j)):
             if _uses(item, fixture) and item.get_closest_marker(marker.name) is None:
                 item.add_marker(marker)

@@ -14,6 +14,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 from capture import capturing
 from capture.auto.plan import translate
@@ -72,7 +73,7 @@ def _reference(rows: list[tuple], keeps: tuple[str, ...], group: dict) -> set[in
     return {r[0] for r in rows if all(r[at[k]] == group[k] for k in keeps)}
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(2, 8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(rows=st.lists(st.tuples(st.sampled_from([0, 1, None]), st.sampled_from(["a", "b", None]),
                                st.integers(0, 5)), min_size=1, max_size=9))
 def test_grouping_sets_store_what_the_row_by_row_expand_stores(spark, tmp_path_factory, monkeypatch, rows):

@@ -25,6 +25,7 @@ import hypothesis.strategies as hst
 import pytest
 import xxhash
 from hypothesis import HealthCheck, Phase, given, settings
+from support.depth import examples
 from support.lineage_reference import batch_triples, reference_lineage
 from support.paths import ROOT, TESTS
 from support.progress import FailingReporter
@@ -325,7 +326,7 @@ def test_strata_index_builds_in_process_without_a_jvm(tmp_path):
     assert r.returncode == 0 and "index (unchanged" in r.stdout, r.stdout + r.stderr
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(60, 200), deadline=None, derandomize=True)
 @given(keys=hst.lists(hst.text(max_size=70), max_size=40), buckets=hst.integers(1, 64))
 def test_vectorized_hash_is_sparks_xxhash64(keys, buckets):
     import pyarrow as pa
@@ -360,7 +361,7 @@ def test_auto_builds_on_spark_when_the_build_would_not_fit_in_memory(tmp_path, m
 
 # Why an in-process update may recompute the whole index instead of merging (index_update.py)
 _PLAN_CHANGED = "the split plan changed"
-_INCREMENTAL_EXAMPLES = int(os.environ.get("STRATA_INCREMENTAL_EXAMPLES", "10"))
+_INCREMENTAL_EXAMPLES = int(os.environ.get("STRATA_INCREMENTAL_EXAMPLES", examples(4, 10)))
 _NO_EXPLAIN = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.ol_helpers import NS, attrs, dataset, facet, rid, run_event, split_into, table
 
 from store import Store
@@ -112,7 +113,7 @@ def tiny_shards(monkeypatch):
     monkeypatch.setattr(ol_commit, "SEGMENTS_PER_SHARD", 2)  # shards' segments merged often
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(10, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(run_strategy, min_size=1, max_size=6), static=st.booleans(), data=st.data())
 def test_incremental_ingests_equal_the_full_rederivation(tiny_shards, specs, static, data):
@@ -352,7 +353,7 @@ def test_many_small_ingests_keep_the_event_tables_few_segments(tmp_path):
 
 
 # ---------------------------------------------------------------------------- the worker's kept lookups
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(5, 15), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(run_strategy, min_size=1, max_size=6), static=st.booleans(), data=st.data())
 def test_ingests_through_kept_lookups_equal_fresh_ones(tiny_shards, specs, static, data):

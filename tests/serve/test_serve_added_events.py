@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.ol_helpers import dataset, rid, run_event
 
 from store import Store
@@ -27,7 +28,7 @@ def _keys(bodies: list[dict]) -> list[str]:
     return sorted(event_key(b) for b in bodies)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(5, 15), deadline=None)
 @given(st.lists(st.integers(1, 12), min_size=2, max_size=7))
 def test_added_events_are_what_the_later_version_holds_beyond_the_earlier(tmp_path_factory, sizes):
     root = tmp_path_factory.mktemp("added")

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 from store import BundleError, Store
 from store import schema as S
@@ -70,7 +71,7 @@ def _parts(table: pa.Table, n: int) -> list[pa.Table]:
     return [table.slice(i, size) for i in range(0, table.num_rows, size)] or [table]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12, 30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(batches(), st.integers(1, 3))
 def test_column_wise_items_equal_the_bundle_ingest(tmp_path_factory, batch, parts):
     """In one call, or as a large run is staged (capture/storing/to_model.py `driver_parts`): the

@@ -5,7 +5,7 @@ Each differential test ingests one input into two stores, one forced to each eng
 Random bundles come from tests/support/strategies.py; invalid ones are valid bundles with one to three
 rule violations applied (`MUTATIONS`), so several errors compete and the one reported must be
 the same. The Spark side costs a few jobs per example: the example counts keep this file within
-about a minute on 2 cores (`STRATA_SPARK_EXAMPLES` raises them with the rest of the suite).
+about a minute on 2 cores (`make test-deep` raises them with the rest of the suite).
 """
 
 from __future__ import annotations
@@ -237,10 +237,10 @@ def _files(root: str) -> set[str]:
 
 
 # One Spark validation costs ~2.6 s; `make test` runs a kind of each check area alone here (the
-# hypothesis test above mixes all of them), a deeper run (STRATA_SPARK_EXAMPLES > 2) every kind.
+# hypothesis test above mixes all of them), `make test-deep` every kind (tests/support/depth.py).
 _ALONE = {"unknown_granularity", "parent_not_coarser", "missing_id", "attr_conflict", "edge_kind",
           "vertex_duplicate", "ce_misses", "attr_type", "vertex_missing_type"}
-_DEEP = pytest.mark.skipif(SPARK_EXAMPLES <= 2, reason="a deeper run checks it: STRATA_SPARK_EXAMPLES=25 make test")
+_DEEP = pytest.mark.deep
 
 
 @pytest.mark.parametrize("kind", [k if k in _ALONE else pytest.param(k, marks=_DEEP) for k in MUTATIONS])

@@ -11,12 +11,13 @@ import json
 
 import pytest
 from hypothesis import given, settings
+from support.depth import examples
 from support.paths import ROOT
 from support.reference import DATA, PROCESS, Reference
 from support.strategies import bundle_pairs, bundles
 
 MOVIES = ROOT / "examples" / "movies.json"
-PROPERTY = settings(max_examples=60, deadline=None)
+PROPERTY = settings(max_examples=examples(25, 60), deadline=None)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 import store.duckdb.triples as lt
 from store import BundleError, Store
@@ -76,7 +77,7 @@ def outcome(store: Store, path, columnar: bool) -> tuple:
         return ("error", e.message)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(30, 80), deadline=None, suppress_health_check=list(HealthCheck))
 @given(triples_files())
 def test_columnar_rows_equal_the_record_path(base, tmp_path_factory, monkeypatch_rows, rows):
     path = tmp_path_factory.mktemp("t") / "t.csv"

@@ -28,6 +28,8 @@ from itertools import combinations
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from support.depth import examples
+
 FORMAT = "strata-bundle/1"
 _STRINGS = ("a", "b", "c")
 
@@ -251,6 +253,6 @@ def bundle_pairs(draw):
 
 # Examples per property test that ingests into Spark (each costs an ingest plus queries).
 # `make test` runs 2 (derandomized: the same examples every run), which keeps the whole suite
-# within its time budget on 2 cores (README); raise it for a deeper run:
-#   STRATA_SPARK_EXAMPLES=25 make test
-SPARK_EXAMPLES = int(os.environ.get("STRATA_SPARK_EXAMPLES", "2"))
+# within its time budget on 2 cores (README); `make test-deep` runs 25 (tests/support/depth.py),
+# and STRATA_SPARK_EXAMPLES sets the count for either.
+SPARK_EXAMPLES = int(os.environ.get("STRATA_SPARK_EXAMPLES", examples(2, 25)))

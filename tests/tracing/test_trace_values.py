@@ -13,6 +13,7 @@ import json
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 from capture.operators import Manipulation as M
 from capture.operators import OperatorProv, OpInput, OpType
@@ -68,7 +69,7 @@ def _cases(draw):
     return [*below, op], matched, rows, op.oid
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100, 300), deadline=None)
 @given(_cases())
 def test_shared_steps_back_equal_stepping_back_every_association(case):
     ops, matched, rows, top = case
@@ -152,7 +153,7 @@ def _records(draw):
     return pa.table(columns)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(70, 200), deadline=None)
 @given(_records())
 def test_a_columns_json_texts_are_each_values_json_text(rows):
     """Each path's values over a file's records, written column-wise (Arrow where its text is
@@ -199,7 +200,7 @@ def _traced(draw):
     return tuple(items), places
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(_traced(), st.booleans(), st.booleans())
 def test_the_trace_table_is_each_items_nodes_with_its_source_and_values(case, where, values):
     """The column-wise table equals TRACE's rows made item by item and node by node."""

@@ -66,14 +66,13 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # the broadcast is cleaned, so the heap grew to 1-2 GB of mostly empty pages and the serial
 # collector copied and marked them (tests/store/test_semantics.py: 20.6 s of GC pauses, 5.2 s
 # with 2 MB pages; 13% less JVM CPU). Page size changes no answer, only how memory is cut up.
-# `$STRATA_SPARK_CONF` carries both to the child processes (docs/cli.md); Strata keeps its logging
-# options in front.
-PAGE_SIZE = "2m"
+# `$STRATA_SPARK_CONF` carries both to every Spark of the suite, its own session and the child
+# processes' (docs/cli.md); Strata keeps its logging options in front.
 _JVM = os.environ.get("STRATA_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").strip()
-os.environ["STRATA_SPARK_CONF"] = ";".join(
-    p for p in (os.environ.get("STRATA_SPARK_CONF", ""), f"spark.buffer.pageSize={PAGE_SIZE}",
-                *((f"spark.driver.extraJavaOptions={_JVM}", f"spark.executor.extraJavaOptions={_JVM}") if _JVM else ()))
-    if p.strip())
+_CONF = ["spark.buffer.pageSize=2m"]
+if _JVM:
+    _CONF += [f"spark.driver.extraJavaOptions={_JVM}", f"spark.executor.extraJavaOptions={_JVM}"]
+os.environ["STRATA_SPARK_CONF"] = ";".join(p for p in (os.environ.get("STRATA_SPARK_CONF", ""), *_CONF) if p.strip())
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +86,6 @@ def spark(tmp_path_factory):
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         "spark.sql.adaptive.enabled": "false",
-        "spark.buffer.pageSize": PAGE_SIZE,
         # no Python call site recorded in the JVM for every Column built (PySpark's DataFrame
         # query context: several py4j round trips and a stack walk each)
         "spark.python.sql.dataFrameDebugging.enabled": "false",

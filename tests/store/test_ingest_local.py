@@ -222,7 +222,7 @@ def tried(st: Store, doc, triples: bool = False) -> tuple:
         return ("error", e.message, e.hint)
 
 
-@settings(max_examples=max(3, 3 * SPARK_EXAMPLES), **_SETTINGS)
+@settings(max_examples=max(3, 3 * SPARK_EXAMPLES // 2), **_SETTINGS)
 @given(invalid_bundles())
 def test_invalid_bundles_give_the_same_error_and_commit_nothing(base_pair, kb):
     _kinds, bad = kb

@@ -127,6 +127,9 @@ _SLOW = settings(max_examples=SPARK_EXAMPLES, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+# make test: test_incremental_ingest_matches_the_reference below runs the same `_check_store` (Spark
+# and the local engine against the reference) on random bundles, after two ingests instead of one.
+@pytest.mark.deep
 @_SLOW
 @given(bundle=bundles())
 def test_random_bundles_match_the_reference(spark, tmp_path_factory, bundle):

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from capture import ids as drv
 from capture.ids import is_hidden, item_hex, operator_id
 from capture.operators import InRef, Manipulation, OperatorProv, OpInput, OpType, Slot
+from capture.storing import assoc_columns
 from capture.storing.tables import OPERATORS, PROGRAMS, RUNS, output_table, part_of, result_table
 from store.errors import UserError
 from store.segments import parquet_files
@@ -38,9 +39,10 @@ from store.segments import parquet_files
 ROW_KEY = "__strata_row"  # a split result's row: part number << 40 | row index in the part's file
 
 
-def rows_by_key(files: dict[int, str], keys: list[int]) -> list[dict]:
+def rows_by_key(files: dict[int, str], keys: list[int], derived: tuple[drv.Derived, ...] = ()) -> list[dict]:
     """The rows with the given ``ROW_KEY``s of a split copy's hidden files (part number -> local
-    Parquet file), each a dict with its key: pyarrow reads only the row groups that hold them."""
+    Parquet file), each a dict with its key and the ``derived`` ids computed (:func:`take`):
+    pyarrow reads only the row groups that hold them."""
     wanted: dict[int, list[int]] = {}
     for k in keys:
         wanted.setdefault(k >> 40, []).append(k & ((1 << 40) - 1))
@@ -49,13 +51,17 @@ def rows_by_key(files: dict[int, str], keys: list[int]) -> list[dict]:
         if part not in files:
             raise UserError(f"the run's stored hidden columns have no file for output part {part}",
                             hint="the store is damaged: capture the pipeline again")
-        out += [{**row, ROW_KEY: (part << 40) | r} for r, row in zip(rows, take(files[part], rows), strict=True)]
+        got = take(files[part], rows, derived=derived)
+        out += [{**row, ROW_KEY: (part << 40) | r} for r, row in zip(rows, got, strict=True)]
     return out
 
 
-def take(path: str, rows: list[int], columns: list[str] | None = None) -> list[dict]:
+def take(path: str, rows: list[int], columns: list[str] | None = None,
+         derived: tuple[drv.Derived, ...] = ()) -> list[dict]:
     """Rows ``rows`` (indexes in the file) of a Parquet file (``columns`` only, if given), reading
-    only their row groups."""
+    only their row groups; the ids of ``derived`` that the rows do not hold computed column-wise
+    (``assoc_columns.hydrate_columns``: what ``capture.ids.hydrate_rows`` gives, without a Python
+    hash call per id — a trace of an aggregate can take 60,000 rows)."""
 
     pf = pq.ParquetFile(path)
     sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
@@ -64,7 +70,8 @@ def take(path: str, rows: list[int], columns: list[str] | None = None) -> list[d
     groups = sorted(set(group_of))
     read_at = dict(zip(groups, accumulate((sizes[g] for g in groups), initial=0), strict=False))
     index = [read_at[g] + r - starts[g] for r, g in zip(rows, group_of, strict=True)]
-    return pf.read_row_groups(groups, columns=columns).take(pa.array(index, pa.int64())).to_pylist()
+    table = pf.read_row_groups(groups, columns=columns).take(pa.array(index, pa.int64()))
+    return (assoc_columns.hydrate_columns(table, derived) if derived else table).to_pylist()
 
 
 # ---- slots and derived ids as JSON (capture_runs.slots) ----------------------------------------

@@ -174,11 +174,12 @@ def test_line_starts_are_where_hadoop_starts_lines(parts, trailing):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=20), st.integers(-(1 << 63), (1 << 63) - 1))
-def test_vectorized_hash_is_xxh64_of_each_long(values, seed):
+@given(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=20), st.integers(-(1 << 63), (1 << 63) - 1),
+       st.sampled_from([1, 3, 1 << 16]))
+def test_vectorized_hash_is_xxh64_of_each_long(values, seed, chunk):
     import struct
 
-    got = hash_longs(np.array(values, dtype=np.int64), seed).tolist()
+    got = hash_longs(np.array(values, dtype=np.int64), seed, chunk=chunk).tolist()
     want = [xxhash.xxh64_intdigest(struct.pack("<q", v), seed=seed & ((1 << 64) - 1)) for v in values]
     assert got == [w - (1 << 64) if w >= 1 << 63 else w for w in want]
 

@@ -271,3 +271,84 @@ def test_parquet_items_are_found_column_wise_as_row_by_row(tmp_path_factory, siz
         assert got.table[i] not in (NO_RECORD, PYTHON_RECORD)
         record = got.tables[got.table[i]].slice(got.row[i], 1).to_pylist()[0]
         assert record == {"a": row, "s": {"x": f"v{f}-{row}"}}
+
+
+def _typed_table(n: int, extra: str | None = None):
+    """``n`` rows of the column types Spark and pyarrow write (nulls every few rows), and a
+    column named ``extra`` too, if given."""
+    import datetime as dt
+    import decimal
+
+    def cell(i, v):
+        return None if i % 5 == 3 else v
+
+    cols = {
+        "i8": pa.array([cell(i, i % 100) for i in range(n)], pa.int8()),
+        "u32": pa.array([cell(i, i * 7) for i in range(n)], pa.uint32()),
+        "f": pa.array([cell(i, i / 3) for i in range(n)], pa.float64()),
+        "dec": pa.array([cell(i, decimal.Decimal(i) / 100) for i in range(n)], pa.decimal128(12, 2)),
+        "d": pa.array([cell(i, dt.date(2020, 1, 1) + dt.timedelta(days=i)) for i in range(n)], pa.date32()),
+        "ts_ns": pa.array([cell(i, 1_700_000_000_000_000_123 + i) for i in range(n)], pa.timestamp("ns")),
+        "ts_utc": pa.array([cell(i, 1_700_000_000_000 + i) for i in range(n)], pa.timestamp("ms", "UTC")),
+        "s": pa.array([cell(i, f"ü{i}" * (i % 4)) for i in range(n)], pa.string()),
+        "b": pa.array([cell(i, bytes([i % 256]) * 3) for i in range(n)], pa.binary()),
+        "l": pa.array([cell(i, list(range(i % 3))) for i in range(n)], pa.list_(pa.int64())),
+        "m": pa.array([cell(i, [("k", i)]) for i in range(n)], pa.map_(pa.string(), pa.int64())),
+        "st": pa.array([cell(i, {"x": i, "y": [str(i)]}) for i in range(n)],
+                       pa.struct([("x", pa.int32()), ("y", pa.list_(pa.string()))])),
+    }
+    if extra is not None:
+        cols[extra] = pa.array(range(n), pa.int64())
+    schema = pa.schema([pa.field("req", pa.int64(), nullable=False), *[pa.field(k, v.type) for k, v in cols.items()]])
+    return pa.table({"req": pa.array(range(n), pa.int64()), **cols}, schema=schema)
+
+
+@settings(max_examples=examples(15, 60), deadline=None)
+@given(n=st.integers(1, 300), groups=st.integers(1, 64), picks=st.data())
+def test_rows_read_back_with_duckdb_equal_pyarrows_with_the_files_types(tmp_path_factory, n, groups, picks):
+    """A trace reads a Parquet input's traced rows with DuckDB (capture/tracing/duckdb/locate.py
+    ``_rows_of``): the same rows, in the order asked, with the schema pyarrow reads the file
+    with (nullability, timestamp units and zones, unsigned ints, decimals, maps, structs) as the
+    row groups read with pyarrow and cut down give them."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from capture.tracing.duckdb.locate import _rows_of
+
+    local = str(tmp_path_factory.mktemp("typed") / "part-0.parquet")
+    table = _typed_table(n)
+    pq.write_table(table, local, row_group_size=groups)
+    hit = np.asarray(sorted(picks.draw(st.sets(st.integers(0, n - 1), min_size=1))), np.int64)
+    pf = pq.ParquetFile(local)
+    got = _rows_of(local, pf, hit)
+    want = pf.read().take(pa.array(hit))
+    assert got is not None
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
+
+
+def test_a_file_with_duckdbs_row_number_column_is_read_with_pyarrow(tmp_path):
+    """An input file that has a column of the name DuckDB gives its row numbers is read back
+    with pyarrow, its own column intact."""
+    import os
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from capture.locator import Locator
+    from capture.tracing.duckdb.locate import _rows_of, _seed, read_input
+    from capture.tracing.places import spark_file_path
+    from store.index.xxh import hash_longs
+
+    local = str(tmp_path / "part-0.parquet")
+    pq.write_table(_typed_table(50, extra="file_row_number").select(["req", "file_row_number"]), local,
+                   row_group_size=7)
+    assert _rows_of(local, pq.ParquetFile(local), np.array([3], np.int64)) is None
+    st_ = os.stat(local)
+    file = (f"file:{local}", st_.st_size, st_.st_mtime_ns // 1_000_000)
+    loc = Locator(ids="row_index", format="parquet", files=(file,), paths=(f"file:{tmp_path}",))
+    ids = hash_longs(np.arange(50, dtype=np.int64), _seed("ds", spark_file_path(f"file:{local}")))
+    got = read_input("ds", loc, ids[[41, 5]], True)
+    records = {int(i): got.tables[t].slice(r, 1).to_pylist()[0]
+               for i, t, r in zip(got.ids, got.table, got.row, strict=True)}
+    assert records == {int(ids[41]): {"req": 41, "file_row_number": 41}, int(ids[5]): {"req": 5, "file_row_number": 5}}

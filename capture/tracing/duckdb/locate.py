@@ -4,8 +4,8 @@ Every line start (JSON, read with the offset reader), row index (Parquet) or lin
 Hadoop split (a Hive text table) of each unchanged file is hashed with numpy as Spark's
 ``xxhash64`` hashes it (capture/tracking/sources.py computes the same ids in the capture); a JSON
 or Hive item is then ``file:line`` (lines counted from 1) and its value the line's JSON or the
-line's fields, a Parquet item ``file#row`` (row indexes from 0) and its value the row, read from
-the row group that holds it and kept as Arrow; a Parquet input's items are found column-wise
+line's fields, a Parquet item ``file#row`` (row indexes from 0) and its value the row, read with
+DuckDB (:func:`_rows_of`) and kept as Arrow; a Parquet input's items are found column-wise
 (:class:`~capture.tracing.places.Located`: no Python object per item). :func:`read_input` returns
 None for any other input (the Spark wing reads those: capture/tracing/spark/locate.py).
 """
@@ -43,6 +43,7 @@ from capture.tracing.places import (
     spark_file_path,
 )
 from store.arrays import unique
+from store.engine import duckdb_connect
 from store.index.xxh import hash_longs
 
 if TYPE_CHECKING:
@@ -134,16 +135,50 @@ def _parquet_file(dataset: str, loc: Locator, file: tuple[str, int, int], local:
     table = np.full(len(hit), NO_RECORD, np.int64)
     row = np.zeros(len(hit), np.int64)
     tables: list[pa.Table] = []
-    if values:  # each row group that holds a hit read once, its hits taken in one go, kept as Arrow
-        starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
-        group_of = np.searchsorted(starts, hit, side="right") - 1
-        for g in unique(group_of).tolist():
-            at = np.flatnonzero(group_of == g)
-            table[at], row[at] = len(tables), np.arange(len(at))
-            tables.append(pf.read_row_group(g).take(pa.array(hit[at] - starts[g])))
+    if values:  # the hits' rows, kept as Arrow
+        rows = _rows_of(local, pf, hit)
+        if rows is not None:  # all in one table, in the order of the hits
+            table[:], row[:] = 0, np.arange(len(hit))
+            tables.append(rows)
+        else:  # each row group that holds a hit read once, its hits taken in one go
+            starts = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+            group_of = np.searchsorted(starts, hit, side="right") - 1
+            for g in unique(group_of).tolist():
+                at = np.flatnonzero(group_of == g)
+                table[at], row[at] = len(tables), np.arange(len(at))
+                tables.append(pf.read_row_group(g).take(pa.array(hit[at] - starts[g])))
     head, tail = label(loc, f"{local}#\0").split("\0")  # the source of row n: head n tail
     source = pc.binary_join_element_wise(head, pc.cast(pa.array(hit), pa.string()), tail, "")
     return Located(ids[hit], source, table, row, tuple(tables))
+
+
+_ROW = "file_row_number"  # the column DuckDB's Parquet reader adds with each row's index in its file
+
+
+def _rows_of(local: str, pf: pq.ParquetFile, hit: np.ndarray) -> pa.Table | None:
+    """Rows ``hit`` (ascending row indexes) of Parquet file ``local``, in that order, with the
+    schema pyarrow reads the file with; None when DuckDB cannot read them so (then the caller reads
+    the row groups that hold them with pyarrow). DuckDB reads the rows of a few thousand hits
+    spread over a 6-million-row file 3-4 times faster than whole row groups are read with
+    pyarrow and cut down (TPC-H's lineitem at scale factor 1 on 2 cores, 13,000 rows of its 49 row
+    groups: 0.33 s against 1.3 s; 1.5 million rows: 0.84 s against 3.1 s)."""
+    import duckdb  # deferred: only this path needs duckdb
+
+    schema = pf.schema_arrow
+    if _ROW in schema.names:  # a column of the file's own would meet DuckDB's
+        return None
+    con = duckdb_connect()
+    try:
+        rel = con.read_parquet(local, file_row_number=True)
+        wanted = con.from_arrow(pa.table({"__hit": pa.array(hit, pa.int64())}))
+        got = rel.join(wanted, f"{_ROW} = __hit", how="semi").order(_ROW).to_arrow_table()
+        if got.num_rows != len(hit) or not np.array_equal(got.column(_ROW).to_numpy(), hit):
+            return None
+        return got.drop_columns([_ROW]).cast(schema)
+    except (duckdb.Error, pa.ArrowException):  # a file or a type DuckDB reads otherwise
+        return None
+    finally:
+        con.close()
 
 
 def _delimiter(options: dict[str, str]) -> str:

@@ -9,7 +9,7 @@
    stops at the limit's last match;
 2. the matched rows' hidden columns: pyarrow reads only the row groups that hold them (the same
    file, or the split copy's hidden file of the same part), and the ids the run does not store
-   are computed on the driver (``hydrate_rows``).
+   are computed on the driver, column-wise (``capture.storing.runs.take``).
 
 :func:`unreadable` says why a run cannot be matched here (a column type or table layout this
 wing does not read); capture/tracing/entry.py ``choose`` asks it once, before choosing this wing.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capture.ids import hydrate_rows, is_hidden
+from capture.ids import is_hidden
 from capture.storing.runs import ROW_KEY, RunHead, rows_by_key, take
 from capture.storing.tables import output_table, part_of, result_table
 from capture.tracing.duckdb.view import struct, time_zone, unviewable, viewer, why_not_cast
@@ -147,7 +147,7 @@ def matched_rows(store, head: RunHead, pattern: Pattern, limit: int | None = Non
         for path, row, paths in found:
             keys[(_part(path, "output file", head.run) << 40) | row] = paths
         hidden_files = {_part(path, "hidden file", head.run): path for path in local.files(result_table(head.run))}
-        rows = hydrate_rows(rows_by_key(hidden_files, list(keys)), head.derived)
+        rows = rows_by_key(hidden_files, list(keys), head.derived)
         return [{**r, "id": r[head.id_col], "_paths": keys[r[ROW_KEY]]} for r in rows]
     hidden = [f["name"] for f in _schema(store, src.table)["fields"] if is_hidden(f["name"])]
     by_file: dict[str, list[tuple[int, list[str]]]] = {}
@@ -155,7 +155,7 @@ def matched_rows(store, head: RunHead, pattern: Pattern, limit: int | None = Non
         by_file.setdefault(path, []).append((row, paths))
     out = []
     for path, hits in by_file.items():
-        rows = hydrate_rows(take(path, [r for r, _ in hits], hidden), head.derived)
+        rows = take(path, [r for r, _ in hits], hidden, head.derived)
         out += [{**r, "id": r[head.id_col], "_paths": paths} for r, (_, paths) in zip(rows, hits, strict=True)]
     return out
 

@@ -365,11 +365,11 @@ def item_rows(tables: TxTables, catalog, small: Mapping[str, Any], items, edges,
         under = ids.filter(pc.equal(items.column(S.PARENT), parent))
         for anc, depth in rows:
             above.append(pa.table({S.ID: under,
-                                   S.ANCESTOR: pa.array(np.full(len(under), anc, dtype=object), pa.string()),
+                                   S.ANCESTOR: pa.repeat(pa.scalar(anc, pa.string()), len(under)),
                                    S.DEPTH: pa.array(np.full(len(under), depth + 1, np.int32))}))
     ancestors = pa.concat_tables(above)
-    grans = pa.array(np.full(n, granularity, dtype=object), pa.string())
-    kind = pa.array(np.full(n, "data", dtype=object), pa.string())
+    grans = pa.repeat(pa.scalar(granularity, pa.string()), n)  # a million strings without an object each
+    kind = pa.repeat(pa.scalar("data", pa.string()), n)
     rows = element_rows(ids, grans, kind, (ids, items.column(S.PARENT)), ancestors,
                         (edges.column(S.SRC), edges.column(S.DST), edges.column(S.PROCESS)))
     # for the calls after it: the processes and parents found, and the bundle's elements (staged with the items)

@@ -215,7 +215,7 @@ def table_rows(ids: Ids, triples, mapping, existing, old, catalog) -> dict[str, 
         if not _only(old.counts(S.VERTICES, S.KIND, keys), keys, want):
             return None
 
-    grans = pa.concat_arrays([pa.array(np.full(len(a), g, dtype=object), pa.string()) for g, a in new.items()])
+    grans = pa.concat_arrays([pa.repeat(pa.scalar(g, pa.string()), len(a)) for g, a in new.items()])
     kind = pc.if_else(pc.equal(grans, TRANSFORMATION), "process", "data")
     n = len(new_ids)
     parents = pa.table({S.ID: m.column(ITEM), S.PARENT: m.column(TABLE)})

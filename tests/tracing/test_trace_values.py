@@ -11,6 +11,7 @@ import decimal
 import json
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.depth import examples
@@ -327,9 +328,11 @@ def test_rows_read_back_with_duckdb_equal_pyarrows_with_the_files_types(tmp_path
     assert got.to_pylist() == want.to_pylist()
 
 
-def test_a_file_with_duckdbs_row_number_column_is_read_with_pyarrow(tmp_path):
-    """An input file that has a column of the name DuckDB gives its row numbers is read back
-    with pyarrow, its own column intact."""
+@pytest.mark.parametrize("name, own", [("part-0.parquet", "file_row_number"), ("part-[0].parquet", "n")])
+def test_a_file_duckdb_would_misread_is_read_with_pyarrow(tmp_path, name, own):
+    """An input file that has a column of the name DuckDB gives its row numbers, or whose path
+    DuckDB would take for a pattern of names (here matching another file of the same columns), is
+    read back with pyarrow: its own rows, its own columns."""
     import os
 
     import numpy as np
@@ -340,9 +343,10 @@ def test_a_file_with_duckdbs_row_number_column_is_read_with_pyarrow(tmp_path):
     from capture.tracing.places import spark_file_path
     from store.index.xxh import hash_longs
 
-    local = str(tmp_path / "part-0.parquet")
-    pq.write_table(_typed_table(50, extra="file_row_number").select(["req", "file_row_number"]), local,
-                   row_group_size=7)
+    local = str(tmp_path / name)
+    pq.write_table(pa.table({"req": range(50), own: range(50)}), local, row_group_size=7)
+    if name != "part-0.parquet":  # the file DuckDB would read for this path
+        pq.write_table(pa.table({"req": range(100, 150), own: range(50)}), str(tmp_path / "part-0.parquet"))
     assert _rows_of(local, pq.ParquetFile(local), np.array([3], np.int64)) is None
     st_ = os.stat(local)
     file = (f"file:{local}", st_.st_size, st_.st_mtime_ns // 1_000_000)
@@ -351,4 +355,4 @@ def test_a_file_with_duckdbs_row_number_column_is_read_with_pyarrow(tmp_path):
     got = read_input("ds", loc, ids[[41, 5]], True)
     records = {int(i): got.tables[t].slice(r, 1).to_pylist()[0]
                for i, t, r in zip(got.ids, got.table, got.row, strict=True)}
-    assert records == {int(ids[41]): {"req": 41, "file_row_number": 41}, int(ids[5]): {"req": 5, "file_row_number": 5}}
+    assert records == {int(ids[41]): {"req": 41, own: 41}, int(ids[5]): {"req": 5, own: 5}}

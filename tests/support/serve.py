@@ -67,7 +67,9 @@ class Server:
             raise AssertionError(f"strata {self.command} did not start:\n{self.log()}")
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200:
+                # the rest of the time: a loaded machine answers the first request in seconds
+                wait = max(2.0, deadline - time.monotonic())
+                if httpx.get(f"{self.url}/api/v1/health", timeout=wait).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass

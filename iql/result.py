@@ -143,6 +143,66 @@ def format_csv(columns, rows) -> str:
     return buf.getvalue()
 
 
+def format_csv_columns(table) -> str | None:
+    """:func:`format_csv` of a pyarrow Table's rows, column by column with Arrow (a trace's
+    TRACE table can be millions of rows: no Python object per cell), or None when a column's type
+    is not one it writes (strings, dictionary-coded strings, integers, booleans, lists of
+    integers without nulls; the caller then renders the rows). The same text as the csv module
+    writes of :func:`cell_text`: a field quoted only when it holds a comma, a double quote
+    (doubled) or a newline; nulls empty."""
+    import pyarrow as pa  # deferred: only this path needs pyarrow
+    import pyarrow.compute as pc  # deferred: and its compute functions
+
+    text = pa.large_string()
+
+    def lit(value: str):
+        return pa.scalar(value, text)
+
+    def cells(col):
+        t = col.type
+        if pa.types.is_dictionary(t):
+            col, t = col.cast(t.value_type), t.value_type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t):
+            return col.cast(text)
+        if pa.types.is_boolean(t):
+            return pc.if_else(col, lit("true"), lit("false"))
+        if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type) \
+                and pc.list_flatten(col).null_count == 0:
+            joined = pc.binary_join(col.cast(pa.list_(text)), lit(", "))
+            return pc.binary_join_element_wise(lit("["), joined, lit("]"), lit(""))
+        return None
+
+    def quoted(values):  # the csv module's QUOTE_MINIMAL, its delimiter "," and lineterminator "\n"
+        needs = pc.fill_null(pc.match_substring_regex(values, '[,"\n]'), False)
+        wrapped = pc.binary_join_element_wise(lit('"'), pc.replace_substring(values, '"', '""'), lit('"'), lit(""))
+        return pc.fill_null(pc.if_else(needs, wrapped, values), lit(""))
+
+    fields = [cells(col) for col in table.columns]
+    if any(f is None for f in fields):
+        return None
+    header = format_csv(table.column_names, [])
+    if not fields or not table.num_rows:
+        return header
+    row = [quoted(f) for f in fields]
+    if len(row) == 1:  # the csv module writes an empty field alone on its row as ""
+        row = pc.if_else(pc.equal(row[0], lit("")), lit('""'), row[0])
+    else:
+        row = pc.binary_join_element_wise(*row, lit(","))
+    lines = pc.binary_join_element_wise(row, lit("\n"), lit(""))  # each row's fields, then its newline
+    if isinstance(lines, pa.ChunkedArray):
+        lines = lines.combine_chunks()
+    return header + _concatenated(lines)
+
+
+def _concatenated(array) -> str:
+    """The strings of a pyarrow large_string array without nulls, one after the other: its data
+    buffer between its first and last offsets."""
+    import numpy as np  # deferred: only this path needs numpy
+
+    offsets = np.frombuffer(array.buffers()[1], np.int64, len(array) + 1, array.offset * 8)
+    return memoryview(array.buffers()[2])[offsets[0]:offsets[-1]].tobytes().decode()
+
+
 def format_json(columns, rows, warnings=()) -> str:
     """`{"columns": [...], "rows": [[...], ...], "warnings": [...]}` (docs/cli.md, "Output")."""
 

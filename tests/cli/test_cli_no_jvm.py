@@ -11,6 +11,8 @@ the modules it imported).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -180,7 +182,12 @@ def test_trace_and_select_from_trace_start_no_jvm(traced_root):
     assert r.returncode == 0 and re.search(r"tweets\.json:\d+  dataset:tweets#", r.stdout), r.stderr
     r = strata(traced_root, "trace", "/user/id_str = 'lp'", "--format", "json")
     assert r.returncode == 0, r.stderr
-    assert all(re.fullmatch(r".*tweets\.json:\d+", row[7]) for row in json.loads(r.stdout)["rows"])
+    rows = json.loads(r.stdout)["rows"]
+    assert all(re.fullmatch(r".*tweets\.json:\d+", row[7]) for row in rows)
+    # CSV, written column-wise: the same rows, each cell as the JSON gives it
+    r = strata(traced_root, "trace", "/user/id_str = 'lp'", "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    assert list(csv.reader(io.StringIO(r.stdout)))[1:] == [["" if v is None else str(v) for v in row] for row in rows]
     r = strata(traced_root, "query", "SELECT path, count(*) AS n FROM TRACE(MATCH '//text') t GROUP BY path "
                                      "ORDER BY path", "--format", "csv")
     assert r.returncode == 0 and "text,5" in r.stdout.splitlines(), r.stderr

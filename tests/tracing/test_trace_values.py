@@ -356,3 +356,34 @@ def test_a_file_duckdb_would_misread_is_read_with_pyarrow(tmp_path, name, own):
     records = {int(i): got.tables[t].slice(r, 1).to_pylist()[0]
                for i, t, r in zip(got.ids, got.table, got.row, strict=True)}
     assert records == {int(ids[41]): {"req": 41, own: 41}, int(ids[5]): {"req": 5, own: 5}}
+
+
+_TEXT = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list('ab ,"\n\r\tü')), max_size=6))
+
+
+@settings(max_examples=examples(60, 400), deadline=None)
+@given(st.lists(st.tuples(_TEXT, st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1)),
+                          st.one_of(st.none(), st.lists(st.integers(-9, 99), max_size=3)),
+                          st.one_of(st.none(), st.booleans()), _TEXT), max_size=12),
+       st.sets(st.integers(0, 4), min_size=1))
+def test_csv_written_column_wise_is_the_csv_modules(rows, keep):
+    """`strata trace --format csv` writes the TRACE table column-wise with Arrow
+    (``iql.result.format_csv_columns``): the same text as the csv module writes of the rows
+    (``format_csv``), for every column type TRACE has (dictionary-coded and plain text with
+    commas, quotes, newlines and nulls; 64-bit integers; lists of operator ids; booleans), any
+    subset of the columns (one alone: an empty field written ""), no rows."""
+    from iql.result import format_csv, format_csv_columns
+
+    types = [pa.dictionary(pa.int32(), pa.string()), pa.int64(), pa.list_(pa.int32()), pa.bool_(), pa.string()]
+    names = [f"c{i}" for i in sorted(keep)]
+    table = pa.table([pa.array([r[i] for r in rows], pa.string()).dictionary_encode() if i == 0
+                      else pa.array([r[i] for r in rows], types[i]) for i in sorted(keep)], names=names)
+    assert format_csv_columns(table) == format_csv(names, [tuple(r[i] for i in sorted(keep)) for r in rows])
+
+
+def test_csv_column_wise_leaves_other_types_to_the_rows():
+    """A column of another type (a double, a list with a null) is not written column-wise."""
+    from iql.result import format_csv_columns
+
+    assert format_csv_columns(pa.table({"x": [1.5]})) is None
+    assert format_csv_columns(pa.table({"x": pa.array([[1, None]], pa.list_(pa.int32()))})) is None

@@ -1,7 +1,8 @@
 """What a trace prints per node, checked against plain references (no Spark): the backtrace's
 shared work (one step back per tree shape, positions only where the operator's paths use them)
-against stepping back every association on its own, and the JSON text of values and operator
-lists against ``json.dumps``."""
+against stepping back every association on its own, the JSON text of values and operator lists
+against ``json.dumps``, the traced Parquet rows DuckDB reads against pyarrow's, and the TRACE
+table's CSV written column-wise against the csv module's."""
 
 from __future__ import annotations
 
@@ -274,12 +275,8 @@ def test_parquet_items_are_found_column_wise_as_row_by_row(tmp_path_factory, siz
         assert record == {"a": row, "s": {"x": f"v{f}-{row}"}}
 
 
-def _typed_table(n: int, extra: str | None = None):
-    """``n`` rows of the column types Spark and pyarrow write (nulls every few rows), and a
-    column named ``extra`` too, if given."""
-    import datetime as dt
-    import decimal
-
+def _typed_table(n: int):
+    """``n`` rows of the column types Spark and pyarrow write (nulls every few rows)."""
     def cell(i, v):
         return None if i % 5 == 3 else v
 
@@ -298,8 +295,6 @@ def _typed_table(n: int, extra: str | None = None):
         "st": pa.array([cell(i, {"x": i, "y": [str(i)]}) for i in range(n)],
                        pa.struct([("x", pa.int32()), ("y", pa.list_(pa.string()))])),
     }
-    if extra is not None:
-        cols[extra] = pa.array(range(n), pa.int64())
     schema = pa.schema([pa.field("req", pa.int64(), nullable=False), *[pa.field(k, v.type) for k, v in cols.items()]])
     return pa.table({"req": pa.array(range(n), pa.int64()), **cols}, schema=schema)
 

@@ -29,14 +29,22 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
 
 
 def _avalanche(h: np.ndarray) -> np.ndarray:
-    """XXH64's final mix, as signed 64-bit hashes."""
+    """XXH64's final mix, as signed 64-bit hashes (``h``, an array of the caller's own, is mixed
+    in place)."""
     with np.errstate(over="ignore"):
-        h = h ^ (h >> np.uint64(33))
-        h = h * P2
-        h = h ^ (h >> np.uint64(29))
-        h = h * P3
-        h = h ^ (h >> np.uint64(32))
+        _avalanche_into(h, np.empty_like(h), h)
     return h.view(np.int64)
+
+
+def _avalanche_into(h: np.ndarray, scratch: np.ndarray, out: np.ndarray) -> None:
+    """XXH64's final mix of ``h`` in place, its last step written to ``out`` (``scratch``: an
+    array of h's length; ``out`` may be ``h``)."""
+    for shift, prime in ((33, P2), (29, P3)):
+        np.right_shift(h, np.uint64(shift), out=scratch)
+        np.bitwise_xor(h, scratch, out=h)
+        np.multiply(h, prime, out=h)
+    np.right_shift(h, np.uint64(32), out=scratch)
+    np.bitwise_xor(h, scratch, out=out)
 
 
 def _round(acc: np.ndarray, lane: np.ndarray) -> np.ndarray:
@@ -142,12 +150,7 @@ def hash_longs(values: np.ndarray, seed: int, chunk: int = 1 << 16) -> np.ndarra
             _rotl_into(a, 27, b)
             np.multiply(a, P1, out=a)
             np.add(a, P4, out=a)
-            for shift, prime in ((33, P2), (29, P3)):  # the avalanche
-                np.right_shift(a, np.uint64(shift), out=b)
-                np.bitwise_xor(a, b, out=a)
-                np.multiply(a, prime, out=a)
-            np.right_shift(a, np.uint64(32), out=b)
-            np.bitwise_xor(a, b, out=out[i:i + n])
+            _avalanche_into(a, b, out[i:i + n])
     return out.view(np.int64)
 
 

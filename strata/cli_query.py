@@ -89,7 +89,7 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
     `strata capture`) runs again on exactly the input items the item's trace names, and the item
     must come out with the same values (docs/tracing.md, "Checking a trace by replay"); with
     --sample N, N items drawn from all the matched ones (--seed S picks which)."""
-    from capture.tracing import parse_pattern, trace_rows, trace_table  # deferred: it loads lark, numpy, pyarrow
+    from capture.tracing import parse_pattern, trace_table, trace_table_rows  # deferred: lark, numpy, pyarrow
     from capture.tracing import trace as backtrace  # deferred: it loads lark, numpy, pyarrow
 
     if sample is not None and not check:
@@ -104,14 +104,11 @@ def trace(ctx: click.Context, pattern: str, run: str | None, limit: int | None, 
         _check(ctx, parse_pattern(pattern), run, limit, fmt, sample, seed)
         return
     st = store_of(ctx)
-    traced = backtrace(st, run, parse_pattern(pattern), limit)
-    if fmt == "csv":  # written column-wise from the Arrow table: a trace can be millions of rows
-        text = format_csv_columns(trace_table(st, traced, where=True, values=not no_values))
-        if text is not None:
-            click.echo(text.rstrip("\n"))
-            return
-    rows = trace_rows(st, traced, where=True, values=not no_values)
-    click.echo(render_rows(tuple(name for name, _ in iql.TRACE_COLUMNS), rows, fmt))
+    table = trace_table(st, backtrace(st, run, parse_pattern(pattern), limit), where=True, values=not no_values)
+    # CSV written column-wise from the Arrow table (a trace can be millions of rows)
+    text = format_csv_columns(table) if fmt == "csv" else None
+    click.echo(text.rstrip("\n") if text is not None
+               else render_rows(tuple(name for name, _ in iql.TRACE_COLUMNS), trace_table_rows(table), fmt))
 
 
 def _check(ctx: click.Context, pattern, run: str | None, limit: int | None, fmt: str, sample: int | None,

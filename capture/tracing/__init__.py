@@ -17,7 +17,7 @@ The only module other packages import (never the modules below it)::
   of traced inputs -- each behind the same few functions, independent of each other;
 * ``locate.py`` (with ``places.py``): where traced input items live and their values read back
   (:func:`trace_table`: TRACE's rows with ``source`` and ``value``, column-wise as Arrow;
-  :func:`trace_rows`: the same as tuples), through either wing;
+  :func:`trace_rows`, :func:`trace_table_rows`: the same as tuples), through either wing;
 * ``reports.py``: the data-usage heatmap and the audit report over backtraces;
 * ``checking.py``: :func:`check`, a trace checked by replaying the run's program on each traced
   item's inputs (the replay itself, Spark, is capture/auto/replay.py, imported when it runs).
@@ -29,7 +29,7 @@ from capture.ids import dataset_element_id, item_element_id, item_hex, parse_ite
 from capture.tracing.backtrace import Backtrace, TracedItem, TracedNode
 from capture.tracing.checking import Check, ItemCheck, check
 from capture.tracing.entry import choose, describe, trace, trace_reads
-from capture.tracing.locate import TRACE_SCHEMA, trace_rows, trace_table
+from capture.tracing.locate import TRACE_SCHEMA, trace_rows, trace_table, trace_table_rows
 from capture.tracing.pattern import Embedded, Pattern, PatternError, parse_pattern
 from capture.tracing.reports import HeatCell, Heatmap, audit, heatmap, heatmap_html, heatmap_png
 
@@ -61,4 +61,5 @@ __all__ = [
     "trace_reads",
     "trace_rows",
     "trace_table",
+    "trace_table_rows",
 ]

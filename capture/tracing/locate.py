@@ -108,7 +108,11 @@ def locate(store, head, wanted: Mapping[str, np.ndarray], values: bool = True) -
 def trace_rows(store, bt, where: bool = True, values: bool = True) -> list[tuple]:
     """The rows of TRACE (dataset, item, item_id, path, role, accessed_by, manipulated_by, source,
     value: ``iql.TRACE_COLUMNS``) as tuples: :func:`trace_table`'s rows."""
-    table = trace_table(store, bt, where, values)
+    return trace_table_rows(trace_table(store, bt, where, values))
+
+
+def trace_table_rows(table) -> list[tuple]:
+    """The rows of a :func:`trace_table` as tuples."""
     with no_cyclic_gc():
         return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 

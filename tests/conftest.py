@@ -59,7 +59,11 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # local-cluster run), compiles with C1 only and collects with one thread: the tests run short
 # jobs over a few rows, where C2's compiler threads and a parallel collector spend more CPU than
 # they save (a quarter of the JVM's CPU time on tests/store/test_semantics.py, at the same wall
-# time). `$STRATA_TEST_JVM_OPTIONS` replaces the options (blank: none).
+# time). With C1 alone the JVM reserves 48 MB for compiled code, not the 240 MB of tiered
+# compilation: the suite's JVM, running hundreds of different queries, filled it, and then swept
+# it on every compilation and compiled again what it had thrown out (the sweeper thread alone 50
+# CPU s of a suite JVM's 430), so the code cache gets the tiered size back.
+# `$STRATA_TEST_JVM_OPTIONS` replaces the options (blank: none).
 # Every Spark of the suite also allocates its Tungsten memory in pages of 2 MB instead of the
 # size Spark derives from the heap (64 MB for the suite's 3 GB on 2 cores): every broadcast hash
 # join of a few rows otherwise builds its relation in a 64 MB page, which the driver keeps until
@@ -68,7 +72,8 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # with 2 MB pages; 13% less JVM CPU). Page size changes no answer, only how memory is cut up.
 # `$STRATA_SPARK_CONF` carries both to every Spark of the suite, its own session and the child
 # processes' (docs/cli.md); Strata keeps its logging options in front.
-_JVM = os.environ.get("STRATA_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").strip()
+_JVM = os.environ.get("STRATA_TEST_JVM_OPTIONS",
+                      "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC").strip()
 _CONF = ["spark.buffer.pageSize=2m"]
 if _JVM:
     _CONF += [f"spark.driver.extraJavaOptions={_JVM}", f"spark.executor.extraJavaOptions={_JVM}"]

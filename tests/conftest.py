@@ -6,11 +6,13 @@ package tests/support, importable as `support` because pyproject.toml's pytest `
 puts tests/ on sys.path.
 
 `spark` is one SparkSession for the whole suite: local[2], two shuffle partitions, the UI off,
-a 3 GB driver heap, the JVM options below. Code generation is off (whole-stage, and per expression with `factoryMode`
-NO_CODEGEN, so projections, predicates and orderings are interpreted) and so is adaptive query
-execution: the suite runs hundreds of queries over a few rows each, where compiling Java and
-re-planning at each shuffle cost more than they save. Neither changes what Spark computes. The
-tests that start Spark in a child process keep Spark's defaults, code generation included.
+a 3 GB driver heap, the JVM options below, and py4j's class and method lookups made once per
+name in this process (tests/support/py4j_lookups.py says why). Code generation is off
+(whole-stage, and per expression with `factoryMode` NO_CODEGEN, so projections, predicates and
+orderings are interpreted) and so is adaptive query execution: the suite runs hundreds of
+queries over a few rows each, where compiling Java and re-planning at each shuffle cost more
+than they save. Neither changes what Spark computes. The tests that start Spark in a child
+process keep Spark's defaults, code generation included.
 
 Every test that uses the `spark` fixture, directly or through another fixture, gets the `spark`
 marker (`pytest_collection_modifyitems`); a test that starts Spark only in a child process
@@ -82,7 +84,11 @@ os.environ["STRATA_SPARK_CONF"] = ";".join(p for p in (os.environ.get("STRATA_SP
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    from support.py4j_lookups import remember_lookups
+
     from strata.spark import get_session
+
+    remember_lookups()
 
     conf = {
         "spark.sql.shuffle.partitions": "2",

@@ -16,16 +16,21 @@
   for its datasets, as OpenLineage's Spark integration gives them).
 """
 
-from capture.storing.runs import RunHead, read_head, run_name
-
 __all__ = ["RunHead", "StoredRun", "load_run", "read_head", "run_name"]
 
 
 def __getattr__(name: str):
-    """``StoredRun`` and ``load_run`` on first use: capture/storing/stored.py imports pyspark,
-    deferred so that reading a run's head (the DuckDB engine's trace) loads none."""
+    """The package's names on first use, so that importing one of its modules loads only what
+    that module needs: ``StoredRun`` and ``load_run`` (capture/storing/stored.py) import pyspark,
+    which the DuckDB engine's trace does without; ``RunHead``, ``read_head`` and ``run_name``
+    (runs.py) import pyarrow.dataset, which pulls in pandas (half a second), and a Spark task's
+    Python worker that runs the tee's writer (tee.py) needs neither."""
     if name in ("StoredRun", "load_run"):
         from capture.storing import stored  # deferred: it loads py4j, pyspark
 
         return getattr(stored, name)
+    if name in ("RunHead", "read_head", "run_name"):
+        from capture.storing import runs  # deferred: pyarrow.dataset and pandas
+
+        return getattr(runs, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,11 +26,9 @@ def __getattr__(name: str):
     (runs.py) import pyarrow.dataset, which pulls in pandas (half a second), and a Spark task's
     Python worker that runs the tee's writer (tee.py) needs neither."""
     if name in ("StoredRun", "load_run"):
-        from capture.storing import stored  # deferred: it loads py4j, pyspark
-
-        return getattr(stored, name)
-    if name in ("RunHead", "read_head", "run_name"):
-        from capture.storing import runs  # deferred: pyarrow.dataset and pandas
-
-        return getattr(runs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from capture.storing import stored as module  # deferred: it loads py4j, pyspark
+    elif name in ("RunHead", "read_head", "run_name"):
+        from capture.storing import runs as module  # deferred: pyarrow.dataset and pandas
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)

@@ -7,7 +7,16 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv jvm classdata neo4j bytecode java-check test test-deep test-fast test-tpc tpc-data demo bench style clean ui
+# Python keeps the bytecode it compiles (in __pycache__/ beside each module: .venv/ and the
+# checkout's, which git ignores) even where PYTHONDONTWRITEBYTECODE is set (some CI images set it).
+# uv, unlike pip, installs packages without their bytecode, and the suite starts hundreds of Python
+# processes (pytest's, the CLI's, Spark's Python workers, the jobs the tests run), each importing
+# pyspark, pandas, pyarrow, ...: with the variable set, every one of them compiled every module it
+# imported from source, and pytest rewrote every test module again (a quarter of the CPU of the
+# tests that need no JVM). Without it the first process to import a module writes its bytecode.
+unexport PYTHONDONTWRITEBYTECODE
+
+.PHONY: help venv jvm classdata neo4j java-check test test-deep test-fast test-tpc tpc-data demo bench style clean ui
 
 help:
 	@echo "make demo       create .venv, install Strata, run the demo on embedded Spark"
@@ -75,11 +84,6 @@ test-tpc: java-check jvm tpc-data
 	$(BIN)/python benchmarks/tpc/run.py --suite tpch --batch 11 --check 3 --work build/tpc
 	$(BIN)/python benchmarks/tpc/run.py --suite tpcds --batch 11 --check 3 --work build/tpc
 
-# Strata's modules compiled to bytecode, as pip compiles an installed wheel: a checkout run with
-# PYTHONDONTWRITEBYTECODE set (some CI images set it) would otherwise compile them at every start.
-bytecode: $(STAMP)
-	@$(BIN)/python -m compileall -q store iql capture grammar strata
-
 # The suite as three pytest processes side by side: the tests that need a JVM (a SparkSession of
 # their own each, their child processes, Neo4j) in two, split by path (capture/ and tracing/; the
 # rest, IQL's Table 1 runs and its differential test on Spark included: the two then end within
@@ -95,7 +99,7 @@ bytecode: $(STAMP)
 # Each report follows the one before; any failing fails the target (exit 5, "no tests", is
 # allowed where PYTEST_ARGS deselect a whole part).
 JVM_A = tests/capture tests/tracing
-test: java-check $(STAMP) bytecode style
+test: java-check $(STAMP) style
 	@b=$$(mktemp); rest=$$(mktemp); \
 	  JAVA_HOME=/nonexistent nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "not spark and not neo4j" \
 	    $(PYTEST_ARGS) > $$rest 2>&1 & rpid=$$!; \
@@ -120,7 +124,7 @@ test-deep:
 # Everything that needs no JVM (tests/conftest.py marks the rest `spark` or `neo4j`), spread over
 # the machine's cores (pytest-xdist; at most 4 processes). JAVA_HOME points nowhere, so a test
 # that starts a JVM without a marker fails at once instead of running slowly.
-test-fast: $(STAMP) bytecode
+test-fast: $(STAMP)
 	JAVA_HOME=/nonexistent $(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup -m "not spark and not neo4j" $(PYTEST_ARGS)
 
 # The web UI's script (docs/ui.md): ui/src/main.js bundled by esbuild, with the versions
@@ -129,7 +133,7 @@ test-fast: $(STAMP) bytecode
 ui:
 	cd ui && npm ci --no-audit --no-fund && npm run build
 
-demo: java-check jvm bytecode
+demo: java-check jvm
 	$(BIN)/strata --store $(CURDIR)/.strata-demo demo
 
 bench: java-check jvm neo4j

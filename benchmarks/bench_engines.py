@@ -198,8 +198,8 @@ def main() -> None:
     }
     peers = {"strata query Q3": "python + DuckDB SQL Q3", "strata lineage": "python + DuckDB SQL Q3",
              "strata --help": "python -c 'import click'"}
-    # Strata's modules as bytecode, as pip leaves an installed wheel (`make bytecode` does the
-    # same): an editable checkout under PYTHONDONTWRITEBYTECODE would compile them at each start.
+    # Strata's modules as bytecode, as pip leaves an installed wheel: an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would compile them at each start.
     subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / p) for p in PACKAGES)], check=True)
     times: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(args.processes):

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from py4j.java_gateway import JavaClass
 from pyspark import SparkContext
 from pyspark.sql import DataFrame
 
@@ -112,7 +113,17 @@ def visible_names_ids(plan) -> list[tuple[str, int]]:
 
 
 def cls(node) -> str:
-    return node.getClass().getSimpleName()
+    """The simple name of the JVM object's class, as ``node.getClass().getSimpleName()`` gives it,
+    in one py4j round trip instead of two: commons-lang3's ``ClassUtils.getSimpleName(Object)``
+    (on Spark's class path), its py4j member made once per gateway. Capture asks it of every plan
+    node and of most expressions it reads."""
+    client = node._gateway_client
+    if _simple_name[0] is not client:
+        _simple_name[:] = [client, JavaClass("org.apache.commons.lang3.ClassUtils", client).getSimpleName]
+    return _simple_name[1](node)
+
+
+_simple_name: list = [None, None]
 
 
 def analyzed(df):

@@ -50,6 +50,7 @@ from capture.tracking.paths import (
     output_paths,
     scala_map,
     seq,
+    texts,
     to_seq,
     visible_names_ids,
 )
@@ -94,8 +95,8 @@ class _Walk:
     # the attribute ids of the values of a Filter's uncorrelated scalar subqueries, each joined
     # by a join that records no right item (binary.compared_scalar)
     compared: set[int] = field(default_factory=set)
-    # an expand's input, projections and passed-through column count (:func:`_expand_parts`), by
-    # the expand's operator id (:meth:`_by_groups`)
+    # an expand's input, its projections' items after the passed-through columns and their count
+    # (:func:`_expand_parts`), by the expand's operator id (:meth:`_by_groups`)
     expand_inputs: dict[int, tuple[TrackedDataFrame, list[list], int]] = field(default_factory=dict)
 
     # ---- JVM plumbing -------------------------------------------------------------------------
@@ -554,9 +555,8 @@ class _Walk:
         every output column (a computed array: docs/capture.md)."""
         child = self.child(node)
         projections, n = _expand_parts(node)
-        out = seq(node.output())
-        keep = [column_of(self.spark, a) for a in out[:n]]
-        structs = [F.struct(*[column_of(self.spark, e).alias(f"_{j}") for j, e in enumerate(p[n:])])
+        keep = [column_of(self.spark, a) for a in seq(node.output().take(n))]
+        structs = [F.struct(*[column_of(self.spark, e).alias(f"_{j}") for j, e in enumerate(p)])
                    for p in projections]
         rows = F.array(*structs)
         expanded = project_apply(child, "expand", lambda d, extra: d.select(*keep, F.inline(rows), *extra))
@@ -700,13 +700,13 @@ class _Walk:
         expand gives it, and merge their partial values. ``out`` where it does not apply
         (docs/capture.md, "Grouping sets")."""
         expand = seq(node.children())[0]
-        sets = [p[n:] for p in projections]
+        sets = projections
         width = len(sets[0])
-        outs = seq(expand.output())
-        at = {a.exprId().id(): k for k, a in enumerate(outs[n:])}
+        outs = [i for _, i in names_ids(expand.output())]
+        at = {i: k for k, i in enumerate(outs[n:])}
         places = [at.get(k.exprId().id()) if cls(k) == "AttributeReference" else None for k in keys]
-        ins = {a.exprId().id() for a in seq(expand.child().output())}
-        passed = {a.exprId().id() for a in outs[:n]}
+        ins = {i for _, i in names_ids(expand.child().output())}
+        passed = set(outs[:n])
         if (sorted(p for p in places if p is not None) != list(range(width)) or len(places) != width
                 or not all(cls(e) == "Literal" or (cls(e) == "AttributeReference" and e.exprId().id() in ins)
                            for p in sets for e in p)
@@ -830,17 +830,29 @@ def _uncorrelated_scalars(expr) -> list:
 
 
 def _expand_parts(node) -> tuple[list[list], int]:
-    """An Expand's projections, and how many of its leading columns every projection passes
-    through unchanged (Spark puts them first): those stay the child's own attributes, the others
-    (the grouping columns and the grouping id) differ from copy to copy."""
-    projections = [seq(p) for p in seq(node.projections())]
-    ins = {a.exprId().id() for a in seq(seq(node.children())[0].output())}
-    out = seq(node.output())
+    """How many of an Expand's leading columns every projection passes through unchanged (Spark
+    puts them first: they stay the child's own attributes), and each projection's items after
+    them (the grouping columns and the grouping id, which differ from copy to copy). A passed
+    column is found from Spark's text of each projection and of the output, one round trip each:
+    an item whose text is its output attribute's (``name#id``) is that attribute, as in
+    :func:`~capture.tracking.paths.project_output`; texts that do not split into the columns (a
+    separator in a literal) are asked item by item."""
+    jprojections = seq(node.projections())
+    output = node.output()
+    width = output.size()
+    out, out_texts = names_ids(output), texts(output, width)
+    ins = {i for _, i in names_ids(seq(node.children())[0].output())}
+    item_texts = [texts(p, width) for p in jprojections]
     n = 0
-    while n < len(out) and out[n].exprId().id() in ins and all(
-            cls(p[n]) == "AttributeReference" and p[n].exprId().id() == out[n].exprId().id() for p in projections):
-        n += 1
-    return projections, n
+    if out_texts is not None and None not in item_texts:
+        while n < width and out[n][1] in ins and all(t[n] == out_texts[n] for t in item_texts):
+            n += 1
+    else:
+        items = [seq(p) for p in jprojections]
+        while n < width and out[n][1] in ins and all(
+                cls(p[n]) == "AttributeReference" and p[n].exprId().id() == out[n][1] for p in items):
+            n += 1
+    return [seq(p.drop(n)) for p in jprojections], n
 
 
 def _aggregates(expr, found: dict) -> bool:

@@ -51,7 +51,7 @@ _NAMED = re.compile(r"(.*)#(\d+)L?(?:-T\d+ms)?", re.DOTALL)
 _SEP = "\x1f"
 
 
-def _texts(jseq, n: int) -> list[str] | None:
+def texts(jseq, n: int) -> list[str] | None:
     """Spark's text of each of the ``n`` elements of the Scala Seq ``jseq``, from one ``mkString``;
     None when the text does not split into ``n`` (a separator in a name or a literal)."""
     parts = jseq.mkString(_SEP).split(_SEP) if n else []
@@ -66,18 +66,18 @@ def scala_map(jmap) -> dict[str, str]:
     n = jmap.size()
     if not n:
         return {}
-    keys, values = _texts(jmap.keys().toSeq(), n), _texts(jmap.values().toSeq(), n)
+    keys, values = texts(jmap.keys().toSeq(), n), texts(jmap.values().toSeq(), n)
     if keys is None or values is None:
         pairs = seq(jmap.toSeq())
         return {p._1(): p._2() for p in pairs}
     return dict(zip(keys, values, strict=True))
 
 
-def _named(attrs, texts: list[str] | None) -> list[tuple[str, int]]:
-    """(name, id) of each attribute of ``attrs`` from its ``texts``; asked of each attribute when
-    there are none or one has another shape."""
-    if texts is not None:
-        out = [_NAMED.fullmatch(p) for p in texts]
+def _named(attrs, written: list[str] | None) -> list[tuple[str, int]]:
+    """(name, id) of each attribute of ``attrs`` from Spark's text of each (``written``); asked of
+    each attribute when there are none or one has another shape."""
+    if written is not None:
+        out = [_NAMED.fullmatch(p) for p in written]
         if all(out):
             return [(m.group(1), int(m.group(2))) for m in out]
     return [(a.name(), a.exprId().id()) for a in seq(attrs)]
@@ -88,7 +88,7 @@ def names_ids(attrs) -> list[tuple[str, int]]:
     order. Two py4j round trips (the size and one ``mkString``) where asking each attribute takes
     five; a name holding the separator (the text no longer splits into ``size`` attributes) or
     text of another shape falls back to asking each attribute."""
-    return _named(attrs, _texts(attrs, attrs.size()))
+    return _named(attrs, texts(attrs, attrs.size()))
 
 
 def project_output(project) -> tuple[list[tuple[str, int]], list[int]]:
@@ -100,7 +100,7 @@ def project_output(project) -> tuple[list[tuple[str, int]], list[int]]:
     literal) count every item as computed."""
     output = project.output()
     n = output.size()
-    attrs, items = _texts(output, n), _texts(project.projectList(), n)
+    attrs, items = texts(output, n), texts(project.projectList(), n)
     named = _named(output, attrs)
     if attrs is None or items is None:
         return named, list(range(n))

@@ -46,6 +46,7 @@ from capture.tracking.paths import (
     frame_of,
     maximal_paths,
     names_ids,
+    names_ids_texts,
     out_pairs,
     output_paths,
     scala_map,
@@ -687,7 +688,7 @@ class _Walk:
             out = self.same(out, self.frame(project))
         return out
 
-    def _by_groups(self, node, keys: list, exprs: list, below: TrackedDataFrame, projections: list[list], n: int,
+    def _by_groups(self, node, keys: list, exprs: list, below: TrackedDataFrame, sets: list[list], n: int,
                    expanded: TrackedDataFrame, out: TrackedDataFrame) -> TrackedDataFrame:
         """The aggregation ``out`` over an expand (GROUPING SETS, ROLLUP, CUBE) computed in two
         levels where its values allow (:func:`_merged`): the same rows, values and stored members
@@ -698,9 +699,9 @@ class _Walk:
         a minimum, …); each group is copied once per set (not each row), and the copies of a set's
         group concatenate their lists, each member with its copy's position as the row-by-row
         expand gives it, and merge their partial values. ``out`` where it does not apply
-        (docs/capture.md, "Grouping sets")."""
+        (docs/capture.md, "Grouping sets"). ``sets``: each projection's items after the ``n``
+        columns the expand passes through (:func:`_expand_parts`)."""
         expand = seq(node.children())[0]
-        sets = projections
         width = len(sets[0])
         outs = [i for _, i in names_ids(expand.output())]
         at = {i: k for k, i in enumerate(outs[n:])}
@@ -838,20 +839,21 @@ def _expand_parts(node) -> tuple[list[list], int]:
     :func:`~capture.tracking.paths.project_output`; texts that do not split into the columns (a
     separator in a literal) are asked item by item."""
     jprojections = seq(node.projections())
-    output = node.output()
-    width = output.size()
-    out, out_texts = names_ids(output), texts(output, width)
+    out, out_texts = names_ids_texts(node.output())
+    width = len(out)
     ins = {i for _, i in names_ids(seq(node.children())[0].output())}
     item_texts = [texts(p, width) for p in jprojections]
-    n = 0
     if out_texts is not None and None not in item_texts:
-        while n < width and out[n][1] in ins and all(t[n] == out_texts[n] for t in item_texts):
-            n += 1
+        def passed(k: int) -> bool:
+            return all(t[k] == out_texts[k] for t in item_texts)
     else:
         items = [seq(p) for p in jprojections]
-        while n < width and out[n][1] in ins and all(
-                cls(p[n]) == "AttributeReference" and p[n].exprId().id() == out[n][1] for p in items):
-            n += 1
+
+        def passed(k: int) -> bool:
+            return all(cls(p[k]) == "AttributeReference" and p[k].exprId().id() == out[k][1] for p in items)
+    n = 0
+    while n < width and out[n][1] in ins and passed(n):
+        n += 1
     return [seq(p.drop(n)) for p in jprojections], n
 
 

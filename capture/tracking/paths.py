@@ -88,7 +88,14 @@ def names_ids(attrs) -> list[tuple[str, int]]:
     order. Two py4j round trips (the size and one ``mkString``) where asking each attribute takes
     five; a name holding the separator (the text no longer splits into ``size`` attributes) or
     text of another shape falls back to asking each attribute."""
-    return _named(attrs, texts(attrs, attrs.size()))
+    return names_ids_texts(attrs)[0]
+
+
+def names_ids_texts(attrs) -> tuple[list[tuple[str, int]], list[str] | None]:
+    """:func:`names_ids`, and Spark's text of each attribute it read them from (None where the
+    text does not split into the attributes)."""
+    written = texts(attrs, attrs.size())
+    return _named(attrs, written), written
 
 
 def project_output(project) -> tuple[list[tuple[str, int]], list[int]]:

@@ -11,9 +11,10 @@ PYTEST_ARGS ?=
 # checkout's, which git ignores) even where PYTHONDONTWRITEBYTECODE is set (some CI images set it).
 # uv, unlike pip, installs packages without their bytecode, and the suite starts hundreds of Python
 # processes (pytest's, the CLI's, Spark's Python workers, the jobs the tests run), each importing
-# pyspark, pandas, pyarrow, ...: with the variable set, every one of them compiled every module it
-# imported from source, and pytest rewrote every test module again (a quarter of the CPU of the
-# tests that need no JVM). Without it the first process to import a module writes its bytecode.
+# pyspark, pandas, pyarrow, ...: with the variable set, every one of them would compile every
+# module it imports from source, and pytest would rewrite every test module again (a quarter of
+# the CPU of the tests that need no JVM). Unset, the first process to import a module writes its
+# bytecode and the others read it.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help venv jvm classdata neo4j java-check test test-deep test-fast test-tpc tpc-data demo bench style clean ui
